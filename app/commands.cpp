@@ -1,0 +1,186 @@
+#include "app/commands.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include <cxxopts.hpp>
+
+#include "lib/config.h"
+#include "lib/environment.h"
+#include "lib/errors.h"
+#include "lib/summary_table.h"
+#include "lib/sweep_runner.h"
+#include "models/registry.h"
+
+namespace batchscope::app {
+namespace {
+
+cxxopts::ParseResult parse(cxxopts::Options& options, const std::vector<std::string>& args) {
+  std::vector<const char*> argv{options.program().c_str()};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return options.parse(static_cast<int>(argv.size()), argv.data());
+}
+
+std::vector<int64_t> parse_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v <= 0) {
+      throw UserError(located("command line", 0, "--input " + text + " is not a shape",
+                              "give positive sizes separated by commas, e.g. --input 3,224,224"));
+    }
+    shape.push_back(v);
+  }
+  if (shape.empty()) {
+    throw UserError(located("command line", 0, "--input is empty", "give a shape such as --input 3,224,224"));
+  }
+  return shape;
+}
+
+std::string joined(const std::vector<std::string>& args) {
+  std::string line = "batchscope";
+  for (const std::string& a : args) line += " " + a;
+  return line;
+}
+
+}  // namespace
+
+std::string usage() {
+  return "batchscope " BATCHSCOPE_VERSION
+         " - what a batch size really costs: per-step timed training and inference sweeps\n\n"
+         "usage: batchscope COMMAND [options]\n\n"
+         "commands:\n"
+         "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes\n"
+         "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
+         "  env [--json]                   print the environment a run record holds\n\n"
+         "batchscope COMMAND --help describes a command's options.\n";
+}
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  cxxopts::Options options("batchscope sweep",
+                           "Time every step of a training (or inference) loop at each batch size.\n"
+                           "Reads the experiments of CONFIG.yaml; the options below replace its values in every "
+                           "experiment, or describe a single experiment when no file is given.");
+  options.positional_help("[CONFIG.yaml]");
+  options.add_options()
+      ("config", "YAML experiment file", cxxopts::value<std::string>())
+      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
+      ("b,batch", "batch sizes: 1:70, 1:64:8 (with a step) or 1,8,32", cxxopts::value<std::string>())
+      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
+      ("steps", "timed steps per batch size", cxxopts::value<int>())
+      ("warmup", "untimed warm-up steps per batch size", cxxopts::value<int>())
+      ("phase", "train or infer", cxxopts::value<std::string>())
+      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
+      ("optimizer", "sgd, momentum or adam", cxxopts::value<std::string>())
+      ("lr", "learning rate", cxxopts::value<double>())
+      ("input", "shape of one sample, e.g. 3,224,224", cxxopts::value<std::string>())
+      ("classes", "number of classes", cxxopts::value<int64_t>())
+      ("order", "ascending or shuffled batch order", cxxopts::value<std::string>())
+      ("seed", "random seed", cxxopts::value<uint64_t>())
+      ("channels-last", "channels-last memory format", cxxopts::value<bool>())
+      ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
+      ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
+      ("force", "replace a complete run, or a different one, in the output directory")
+      ("q,quiet", "no progress line")
+      ("h,help", "this help");
+  options.parse_positional({"config"});
+  const auto result = parse(options, args);
+  if (result.count("help")) {
+    std::cout << options.help() << "\nExample: batchscope sweep --model vgg16 --batch 1:70 --device cuda:0 "
+                                   "--steps 20 --warmup 5 --out runs/vgg16\n";
+    return 0;
+  }
+
+  SweepOverrides o;
+  if (result.count("model")) o.model = result["model"].as<std::string>();
+  if (result.count("batch")) o.batch = result["batch"].as<std::string>();
+  if (result.count("device")) o.device = result["device"].as<std::string>();
+  if (result.count("steps")) o.timed_steps = result["steps"].as<int>();
+  if (result.count("warmup")) o.warmup_steps = result["warmup"].as<int>();
+  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
+  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
+  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
+  if (result.count("lr")) o.lr = result["lr"].as<double>();
+  if (result.count("input")) o.input_shape = parse_shape(result["input"].as<std::string>());
+  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("order")) o.order = result["order"].as<std::string>();
+  if (result.count("seed")) o.seed = result["seed"].as<uint64_t>();
+  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
+  if (result.count("cudnn-benchmark")) o.cudnn_benchmark = result["cudnn-benchmark"].as<bool>();
+
+  const bool from_file = result.count("config") > 0;
+  const SweepConfig parsed =
+      from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
+  const SweepConfig config = resolve_for_machine(parsed);
+
+  SweepOptions sweep;
+  sweep.out_dir = result.count("out") ? result["out"].as<std::string>()
+                  : from_file ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
+                              : "runs/" + config.experiments.front().model;
+  sweep.force = result.count("force") > 0;
+  sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
+  sweep.command_line = joined(args);
+
+  const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
+  std::cout << format_summary_table(outcome.records) << "\n"
+            << (outcome.resumed ? "resumed and completed: " : "written: ") << outcome.jsonl_path << ", "
+            << outcome.csv_path << "\n";
+  return 0;
+}
+
+int run_models_command(const std::vector<std::string>& args) {
+  cxxopts::Options options("batchscope models", "List the model zoo: parameters, default input, GFLOPs per sample.");
+  options.add_options()("json", "print JSON")("h,help", "this help");
+  const auto result = parse(options, args);
+  if (result.count("help")) {
+    std::cout << options.help();
+    return 0;
+  }
+  nlohmann::json list = nlohmann::json::array();
+  for (const models::ModelSpec& spec : models::all_models()) {
+    const auto model = spec.build(spec.default_input, spec.default_classes);
+    list.push_back({{"name", spec.name},
+                    {"summary", spec.summary},
+                    {"parameters", models::count_parameters(*model)},
+                    {"default_input", spec.default_input},
+                    {"classes", spec.default_classes},
+                    {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9}});
+  }
+  if (result.count("json")) {
+    std::cout << list.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-14s %14s %-14s %8s %14s  %s\n", "model", "parameters", "input", "classes", "GFLOPs/sample",
+              "summary");
+  for (const auto& m : list) {
+    std::string shape;
+    for (const auto& d : m["default_input"]) shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+    std::printf("%-14s %14lld %-14s %8lld %14.4f  %s\n", m["name"].get<std::string>().c_str(),
+                static_cast<long long>(m["parameters"].get<int64_t>()), shape.c_str(),
+                static_cast<long long>(m["classes"].get<int64_t>()), m["gflops_per_sample"].get<double>(),
+                m["summary"].get<std::string>().c_str());
+  }
+  return 0;
+}
+
+int run_env_command(const std::vector<std::string>& args) {
+  cxxopts::Options options("batchscope env", "Print the environment that a run record holds.");
+  options.add_options()("json", "print JSON")("h,help", "this help");
+  const auto result = parse(options, args);
+  if (result.count("help")) {
+    std::cout << options.help();
+    return 0;
+  }
+  const nlohmann::json env = collect_environment();
+  std::cout << (result.count("json") ? env.dump(2) + "\n" : format_environment(env));
+  return 0;
+}
+
+}  // namespace batchscope::app

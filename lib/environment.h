@@ -1,0 +1,22 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace batchscope {
+
+// What a result needs beside it to mean something: host, versions, CPU, threads and every GPU.
+nlohmann::json collect_environment();
+// The same as indented "key: value" lines for a terminal.
+std::string format_environment(const nlohmann::json& env);
+
+// Current PCIe link of a device from /sys/bus/pci/devices/BUS_ID ({} where unreadable):
+// {"generation": 4, "width": 16, "speed": "16.0 GT/s PCIe"}.
+nlohmann::json pcie_link_from_sysfs(const std::string& bus_id, const std::string& sysfs_root = "/sys/bus/pci/devices");
+// "16.0 GT/s PCIe" -> 4; 0 when the speed is not a known PCIe rate.
+int pcie_generation_from_speed(const std::string& speed);
+
+std::string iso8601_utc_now();
+
+}  // namespace batchscope

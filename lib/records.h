@@ -1,0 +1,78 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/config.h"
+#include "lib/statistics.h"
+
+namespace batchscope {
+
+using Json = nlohmann::json;
+
+// The record types of steps.jsonl, in the order they appear: one "run" (and one "resume" per
+// resumed session), then per batch size its "step" records followed by its "point" summary, or an
+// "oom" record with "skipped" records for the larger sizes; "end" closes a complete sweep.
+namespace record {
+inline constexpr const char* kRun = "run";
+inline constexpr const char* kResume = "resume";
+inline constexpr const char* kStep = "step";
+inline constexpr const char* kPoint = "point";
+inline constexpr const char* kOom = "oom";
+inline constexpr const char* kSkipped = "skipped";
+inline constexpr const char* kEnd = "end";
+}  // namespace record
+
+// Fields shared by every per-batch record: which experiment and batch size it belongs to.
+Json batch_record(const char* type, const ExperimentConfig& e, const std::string& device, int64_t batch_size);
+
+struct StepSample {
+  double time_ms = 0;
+  std::optional<double> loss;
+};
+
+Json step_record(const ExperimentConfig& e, const std::string& device, int64_t batch_size, int step,
+                 const StepSample& sample, std::optional<int64_t> peak_memory_bytes);
+
+// The per-batch summary; flops_per_step is the work of one step (forward, or forward+backward for train).
+Json point_record(const ExperimentConfig& e, const std::string& device, int64_t batch_size,
+                  const std::vector<double>& times_ms, double flops_per_step,
+                  std::optional<int64_t> peak_memory_bytes);
+
+// Appends JSON lines to a file. Lines are buffered in memory and reach the file on flush(), which
+// writes them at once and syncs: a killed process leaves whole batch sizes, never half of one.
+class JsonlWriter {
+ public:
+  // Opens for appending (the file is created if missing). Throws UserError when it cannot be opened.
+  explicit JsonlWriter(const std::string& path);
+  ~JsonlWriter();
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+
+  void add(const Json& record);
+  void flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string pending_;
+};
+
+struct JsonlContents {
+  std::vector<Json> records;
+  // Byte length of the file's complete lines: an interrupted write leaves a tail after it.
+  std::uintmax_t complete_bytes = 0;
+  bool truncated_tail = false;
+};
+
+// Reads every record of a JSON-lines file. A line that is not a JSON object throws UserError naming the
+// file and line, except an unterminated last line (a killed write), which is reported as truncated_tail.
+JsonlContents read_jsonl(const std::string& path);
+
+}  // namespace batchscope

@@ -1,0 +1,158 @@
+#include "lib/step_runner.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <cstring>
+#include <new>
+
+#include "models/registry.h"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE 1
+#endif
+
+namespace batchscope {
+namespace {
+
+at::ScalarType autocast_dtype(Precision p) { return p == Precision::FP16 ? at::kHalf : at::kBFloat16; }
+
+// Autocast on for the forward pass and the loss, as torch.autocast does in Python; the cast-weight
+// cache is cleared on exit so each step pays for its own casts.
+class AutocastScope {
+ public:
+  AutocastScope(Precision precision, const torch::Device& device)
+      : active_(precision != Precision::FP32), type_(device.type()) {
+    if (active_) set(true, autocast_dtype(precision));
+  }
+  ~AutocastScope() {
+    if (!active_) return;
+    set(false, std::nullopt);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  void set(bool enabled, std::optional<at::ScalarType> dtype) {
+#ifdef BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE
+    if (dtype) at::autocast::set_autocast_dtype(type_, *dtype);
+    at::autocast::set_autocast_enabled(type_, enabled);
+#else
+    if (type_ == torch::kCUDA) {
+      if (dtype) at::autocast::set_autocast_gpu_dtype(*dtype);
+      at::autocast::set_enabled(enabled);
+    } else {
+      if (dtype) at::autocast::set_autocast_cpu_dtype(*dtype);
+      at::autocast::set_cpu_enabled(enabled);
+    }
+#endif
+  }
+
+  bool active_;
+  torch::DeviceType type_;
+};
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
+                                                        const std::vector<torch::Tensor>& parameters) {
+  switch (o.kind) {
+    case OptimizerKind::SGD:
+      return std::make_unique<torch::optim::SGD>(parameters,
+                                                 torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
+    case OptimizerKind::Momentum:
+      return std::make_unique<torch::optim::SGD>(
+          parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+    case OptimizerKind::Adam:
+      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
+                                                                  .betas(std::make_tuple(o.beta1, o.beta2))
+                                                                  .eps(o.eps)
+                                                                  .weight_decay(o.weight_decay));
+  }
+  TORCH_CHECK(false, "unknown optimizer kind");
+}
+
+}  // namespace
+
+Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device)
+    : experiment_(experiment), device_(device) {
+  const models::ModelSpec* spec = models::find_model(experiment.model);
+  TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached the sweep");
+  torch::manual_seed(experiment.seed);
+  forward_flops_per_sample_ = spec->forward_flops(experiment.input_shape, experiment.classes);
+  model_ = spec->build(experiment.input_shape, experiment.classes);
+  model_->to(device_);
+  if (experiment.channels_last) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+  if (experiment.phase == Phase::Train) {
+    model_->train();
+    parameters_ = model_->parameters();
+    optimizer_ = make_optimizer(experiment.optimizer, parameters_);
+  } else {
+    model_->eval();
+  }
+}
+
+Workload::~Workload() = default;
+
+void Workload::prepare_batch(int64_t batch_size) {
+  release_batch();
+  // Each batch size gets the same data stream for a given seed, whatever ran before it.
+  torch::manual_seed(experiment_.seed + static_cast<uint64_t>(batch_size));
+  std::vector<int64_t> shape{batch_size};
+  shape.insert(shape.end(), experiment_.input_shape.begin(), experiment_.input_shape.end());
+  inputs_ = torch::randn(shape, torch::TensorOptions().device(device_));
+  if (experiment_.channels_last && inputs_.dim() == 4) {
+    inputs_ = inputs_.contiguous(at::MemoryFormat::ChannelsLast);
+  }
+  targets_ = torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+}
+
+void Workload::release_batch() {
+  inputs_ = torch::Tensor();
+  targets_ = torch::Tensor();
+  loss_ = torch::Tensor();
+  for (auto& p : parameters_) p.mutable_grad().reset();
+}
+
+void Workload::step() {
+  if (experiment_.phase == Phase::Train) {
+    train_step();
+  } else {
+    infer_step();
+  }
+}
+
+void Workload::train_step() {
+  // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
+  for (auto& p : parameters_) p.mutable_grad().reset();
+  {
+    AutocastScope autocast(experiment_.precision, device_);
+    loss_ = torch::nn::functional::cross_entropy(model_->forward(inputs_), targets_);
+  }
+  loss_.backward();
+  optimizer_->step();
+}
+
+void Workload::infer_step() {
+  torch::NoGradGuard no_grad;
+  AutocastScope autocast(experiment_.precision, device_);
+  model_->forward(inputs_);
+}
+
+double Workload::flops_per_step(int64_t batch_size) const {
+  const double forward = forward_flops_per_sample_ * static_cast<double>(batch_size);
+  return experiment_.phase == Phase::Train ? 3.0 * forward : forward;
+}
+
+bool is_out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
+  const char* what = error.what();
+  return std::strstr(what, "out of memory") != nullptr || std::strstr(what, "can't allocate memory") != nullptr ||
+         std::strstr(what, "Tried to allocate") != nullptr;
+}
+
+}  // namespace batchscope

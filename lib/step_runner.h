@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <torch/torch.h>
+
+#include "lib/config.h"
+#include "models/network.h"
+
+namespace batchscope {
+
+// One experiment's model, optimizer and synthetic batch on its device, ready to run steps.
+// Everything a step needs is made by prepare_batch(), so step() is the framework's work alone.
+class Workload {
+ public:
+  Workload(const ExperimentConfig& experiment, const torch::Device& device);
+  ~Workload();
+
+  // Makes the inputs and targets of this batch size on the device (outside any timed region).
+  void prepare_batch(int64_t batch_size);
+  // train: gradients to none, forward, loss, backward, optimizer step. infer: forward under no-grad.
+  void step();
+  // The loss tensor of the last step (train only); reading its value waits for the device.
+  const torch::Tensor& last_loss() const { return loss_; }
+  // Drops the batch and gradients, e.g. after running out of memory.
+  void release_batch();
+
+  // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
+  double flops_per_step(int64_t batch_size) const;
+
+ private:
+  void train_step();
+  void infer_step();
+
+  ExperimentConfig experiment_;
+  torch::Device device_;
+  std::shared_ptr<models::Network> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> parameters_;
+  double forward_flops_per_sample_ = 0;
+  torch::Tensor inputs_, targets_, loss_;
+};
+
+// True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
+bool is_out_of_memory(const std::exception& error);
+
+}  // namespace batchscope

@@ -1,0 +1,226 @@
+#include "lib/sweep_runner.h"
+
+#include <random>
+
+#include "lib/environment.h"
+#include "lib/errors.h"
+#include "lib/gpu.h"
+#include "lib/progress.h"
+#include "lib/run_store.h"
+#include "lib/step_runner.h"
+#include "lib/step_timer.h"
+#include "models/registry.h"
+
+namespace batchscope {
+namespace {
+
+std::string run_id() {
+  std::random_device seed;
+  std::mt19937_64 rng(seed());
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
+  std::string time = iso8601_utc_now();
+  for (char& c : time) {
+    if (c == ':' || c == '-') c = '_';
+  }
+  return time + "-" + suffix;
+}
+
+std::string where(const SweepConfig& config, const ExperimentConfig& e) {
+  return config.source + " (experiment " + e.name + ")";
+}
+
+void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
+  const models::ModelSpec* spec = models::find_model(e.model);
+  if (spec == nullptr) {
+    throw UserError(located(where(config, e), 0, "unknown model " + e.model, "use one of " + models::known_model_names()));
+  }
+  try {
+    spec->forward_flops(e.input_shape, e.classes);
+  } catch (const std::invalid_argument& bad) {
+    throw UserError(located(where(config, e), 0, bad.what(), "give an input shape that " + e.model + " accepts"));
+  }
+  const torch::Device device(e.device);
+  if (device.is_cuda()) {
+    const int count = gpu::device_count();
+    if (count == 0) {
+      throw UserError(located(where(config, e), 0,
+                              "device " + e.device + " is asked for but no CUDA device is usable here" +
+                                  (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
+                              "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
+    }
+    if (device.index() >= count) {
+      throw UserError(located(where(config, e), 0,
+                              "device " + e.device + " does not exist, this machine has " + std::to_string(count) +
+                                  " CUDA device(s)",
+                              "use cuda:0 to cuda:" + std::to_string(count - 1)));
+    }
+  } else if (e.precision == Precision::FP16) {
+    throw UserError(located(where(config, e), 0, "fp16 autocast is only available on CUDA devices",
+                            "use precision: bf16 or fp32 on the CPU"));
+  }
+  if (e.channels_last && e.input_shape.size() != 3) {
+    throw UserError(located(where(config, e), 0, "channels_last needs image inputs of shape [C, H, W]",
+                            "set channels_last: false for this model"));
+  }
+}
+
+struct BatchResult {
+  std::vector<double> times_ms;
+  std::vector<double> losses;
+  std::optional<int64_t> peak_memory_bytes;
+};
+
+// Warm-up, then each timed step on its own. Between two timestamps there is only the step; the
+// device is synchronised after each stop so that steps do not overlap.
+BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e,
+                          const torch::Device& device, int64_t batch_size, Progress& progress, int index,
+                          int count) {
+  const bool cuda = device.is_cuda();
+  const int gpu_index = cuda ? device.index() : -1;
+  progress.show(e.name, index, count, batch_size, 0, e.timed_steps);
+  workload.prepare_batch(batch_size);
+  for (int i = 0; i < e.warmup_steps; ++i) workload.step();
+  if (cuda) {
+    gpu::synchronize(gpu_index);
+    gpu::reset_peak_memory(gpu_index);
+  }
+
+  const bool train = e.phase == Phase::Train;
+  std::vector<torch::Tensor> losses(static_cast<std::size_t>(e.timed_steps));
+  timer.reserve(e.timed_steps);
+  for (int i = 0; i < e.timed_steps; ++i) {
+    timer.start(i);
+    workload.step();
+    timer.stop(i);
+    if (cuda) gpu::synchronize(gpu_index);
+    if (train) losses[static_cast<std::size_t>(i)] = workload.last_loss();
+  }
+
+  BatchResult result;
+  result.times_ms.resize(static_cast<std::size_t>(e.timed_steps));
+  for (int i = 0; i < e.timed_steps; ++i) result.times_ms[static_cast<std::size_t>(i)] = timer.elapsed_ms(i);
+  if (train) {
+    for (const auto& l : losses) result.losses.push_back(l.item<double>());
+  }
+  if (cuda) result.peak_memory_bytes = gpu::peak_memory_bytes(gpu_index);
+  return result;
+}
+
+Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments, bool resumed) {
+  Json header = collect_environment();
+  header["type"] = resumed ? record::kResume : record::kRun;
+  header["run_id"] = run_id();
+  header["start_time"] = iso8601_utc_now();
+  header["command"] = options.command_line;
+  header["config"] = {{"source", config.source}, {"experiments", experiments}};
+  Json timers = Json::object();
+  for (const ExperimentConfig& e : config.experiments) {
+    if (timers.contains(e.device)) continue;
+    auto timer = make_step_timer(torch::Device(e.device));
+    timers[e.device] = {{"method", timer->method()}, {"overhead_ms", measure_timer_overhead_ms(*timer)}};
+  }
+  header["timers"] = timers;
+  return header;
+}
+
+}  // namespace
+
+std::vector<int64_t> batch_order(const ExperimentConfig& e) {
+  std::vector<int64_t> order = e.batch_sizes;
+  if (e.order == BatchOrder::Shuffled) {
+    // Fisher-Yates with the standard engine: the same seed gives the same order on every platform.
+    std::mt19937_64 rng(e.seed);
+    for (std::size_t i = order.size(); i > 1; --i) {
+      const std::size_t j = static_cast<std::size_t>(rng() % i);
+      std::swap(order[i - 1], order[j]);
+    }
+  }
+  return order;
+}
+
+SweepConfig resolve_for_machine(const SweepConfig& config) {
+  SweepConfig resolved = config;
+  for (ExperimentConfig& e : resolved.experiments) {
+    if (e.device == "auto") e.device = gpu::device_count() > 0 ? "cuda:0" : "cpu";
+    if (e.device == "cuda") e.device = "cuda:0";
+    check_experiment(resolved, e);
+  }
+  return resolved;
+}
+
+SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
+  Json experiments = Json::array();
+  for (const ExperimentConfig& e : config.experiments) experiments.push_back(to_json(e));
+  RunStore store(options.out_dir, experiments, options.force);
+  store.write({run_header(config, options, experiments, store.resuming())});
+
+  Progress progress(progress_stream, options.show_progress);
+  double total_work = 0;
+  for (const ExperimentConfig& e : config.experiments) {
+    for (int64_t b : e.batch_sizes) {
+      if (!store.done(e.name, b)) total_work += static_cast<double>(b) * (e.warmup_steps + e.timed_steps);
+    }
+  }
+  progress.begin_sweep(total_work);
+
+  const int count = static_cast<int>(config.experiments.size());
+  for (int index = 0; index < count; ++index) {
+    const ExperimentConfig& e = config.experiments[static_cast<std::size_t>(index)];
+    const torch::Device device(e.device);
+    at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
+    std::optional<int64_t> oom_at = store.out_of_memory_at(e.name);
+    std::unique_ptr<Workload> workload;
+    std::unique_ptr<StepTimer> timer = make_step_timer(device);
+
+    for (int64_t batch_size : batch_order(e)) {
+      if (store.done(e.name, batch_size)) continue;
+      const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
+      if (oom_at && batch_size > *oom_at) {
+        Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
+        skipped["reason"] = "batch size " + std::to_string(*oom_at) + " ran out of memory";
+        store.write({skipped});
+        progress.work_done(work);
+        continue;
+      }
+      std::vector<Json> records;
+      try {
+        if (!workload) workload = std::make_unique<Workload>(e, device);
+        const BatchResult result = measure_batch(*workload, *timer, e, device, batch_size, progress, index + 1, count);
+        workload->release_batch();
+        for (int i = 0; i < e.timed_steps; ++i) {
+          StepSample sample{result.times_ms[static_cast<std::size_t>(i)], std::nullopt};
+          if (!result.losses.empty()) sample.loss = result.losses[static_cast<std::size_t>(i)];
+          records.push_back(step_record(e, e.device, batch_size, i, sample, result.peak_memory_bytes));
+        }
+        records.push_back(point_record(e, e.device, batch_size, result.times_ms, workload->flops_per_step(batch_size),
+                                       result.peak_memory_bytes));
+      } catch (const std::exception& error) {
+        if (!is_out_of_memory(error)) throw;
+        // Drop everything the failed step held, model and optimizer state included; a later smaller
+        // size (shuffled order) builds them afresh.
+        workload.reset();
+        if (device.is_cuda()) gpu::empty_cache();
+        oom_at = batch_size;
+        Json oom = batch_record(record::kOom, e, e.device, batch_size);
+        const std::string message = error.what();
+        oom["message"] = message.substr(0, message.find('\n'));
+        records = {oom};
+      }
+      store.write(records);
+      progress.work_done(work);
+      progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
+    }
+  }
+  store.write({Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}}});
+  progress.finish();
+
+  SweepOutcome outcome;
+  outcome.jsonl_path = store.jsonl_path();
+  outcome.csv_path = store.csv_path();
+  outcome.resumed = store.resuming();
+  outcome.records = store.read_all();
+  return outcome;
+}
+
+}  // namespace batchscope

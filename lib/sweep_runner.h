@@ -1,0 +1,38 @@
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "lib/config.h"
+#include "lib/records.h"
+
+namespace batchscope {
+
+struct SweepOptions {
+  std::string out_dir;
+  bool force = false;          // replace a complete or different run in out_dir
+  bool show_progress = false;  // the status line on the progress stream
+  std::string command_line;    // recorded in the run record
+};
+
+struct SweepOutcome {
+  std::string jsonl_path, csv_path;
+  bool resumed = false;
+  std::vector<Json> records;  // every record of the run, earlier sessions included
+};
+
+// Resolves each experiment's device for this machine ("auto" -> cuda:0 where a GPU is visible, else
+// cpu; "cuda" -> cuda:0) and checks what only this machine can answer: the device exists, the
+// precision is available there, the model accepts the input shape. Throws UserError naming the file.
+SweepConfig resolve_for_machine(const SweepConfig& config);
+
+// Runs every experiment of a resolved config, writing to options.out_dir as it goes (see RunStore).
+// Out-of-memory at a batch size is recorded, memory released, and the larger sizes of that
+// experiment are recorded as skipped; the sweep goes on with the next experiment.
+SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream);
+
+// The batch sizes of an experiment in the order they run: as given, or shuffled with the seed.
+std::vector<int64_t> batch_order(const ExperimentConfig& e);
+
+}  // namespace batchscope

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The real binary on the CPU with tiny shapes: every record of a YAML sweep and a command-line sweep
+# is checked, out-of-memory handling is exercised with a batch far beyond this machine's memory, and a
+# complete run is not overwritten.
+set -euo pipefail
+bin="$1"; src="$2"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+check() { python3 "$src/tests/integration/check_run.py" "$@"; }
+
+cat > "$work/tiny.yaml" <<YAML
+device: cpu
+defaults: {warmup: 1, steps: 2}
+experiments:
+  - {name: vgg16_tiny, model: vgg16, input: [3, 32, 32], classes: 10, batch: "1:4"}
+  - {name: mnist_infer, model: mnist_cnn, phase: infer, batch: [1, 2, 3, 4], optimizer: adam}
+YAML
+"$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet > "$work/yaml.txt"
+check "$work/yaml" 2 1,2,3,4 2
+grep -q "median ms" "$work/yaml.txt"
+grep -q "vgg16_tiny" "$work/yaml.txt"
+
+# A complete run is kept unless --force is given.
+before="$(md5sum < "$work/yaml/steps.jsonl")"
+if "$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet 2> "$work/again.err"; then
+  echo "a complete run was run again"; exit 1
+fi
+grep -q -- "--force" "$work/again.err"
+[ "$before" = "$(md5sum < "$work/yaml/steps.jsonl")" ]
+"$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet --force > /dev/null
+check "$work/yaml" 2 1,2,3,4 2
+
+# Command-line only; 4e9 MNIST images cannot be allocated: oom, then the larger size is skipped.
+"$bin" sweep --model mnist_cnn --batch 1,2,4000000000,5000000000 --device cpu --steps 3 --warmup 1 \
+  --out "$work/cli" --quiet > /dev/null
+check "$work/cli" 1 1,2,4000000000,5000000000 3 --oom-at 4000000000
+
+# Shuffled order: every size once, not in ascending order.
+"$bin" sweep --model mnist_cnn --batch 1:6 --device cpu --steps 2 --warmup 0 --order shuffled --seed 3 \
+  --out "$work/shuffled" --quiet > /dev/null
+check "$work/shuffled" 1 1,2,3,4,5,6 2
+python3 -c 'import json,sys; b=[json.loads(l)["batch_size"] for l in open(sys.argv[1]) if "\"point\"" in l]; assert sorted(b)==[1,2,3,4,5,6] and b!=sorted(b), b' "$work/shuffled/steps.jsonl"
+
+"$bin" models --json | python3 -c 'import json,sys; m={x["name"]:x for x in json.load(sys.stdin)}; assert m["vgg16"]["parameters"]==138357544, m["vgg16"]; assert m["mnist_cnn"]["gflops_per_sample"]>0'
+"$bin" env --json | python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["libtorch_version"] and "cpu" in e'
+echo "sweep_records: ok"

@@ -1,0 +1,121 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/csv_writer.h"
+#include "lib/errors.h"
+#include "lib/records.h"
+
+namespace fs = std::filesystem;
+using namespace batchscope;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("batchscope_records_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+ExperimentConfig experiment() {
+  ExperimentConfig e;
+  e.name = "tiny";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.batch_sizes = {1, 2};
+  return e;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST(Records, StepRecordCarriesIdentityAndTime) {
+  const Json j = step_record(experiment(), "cpu", 17, 3, {41.27, 2.3}, std::nullopt);
+  EXPECT_EQ(j["type"], "step");
+  EXPECT_EQ(j["model"], "mnist_cnn");
+  EXPECT_EQ(j["phase"], "train");
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["batch_size"], 17);
+  EXPECT_EQ(j["step"], 3);
+  EXPECT_DOUBLE_EQ(j["time_ms"].get<double>(), 41.27);
+  EXPECT_DOUBLE_EQ(j["loss"].get<double>(), 2.3);
+  EXPECT_TRUE(j["peak_memory_bytes"].is_null());
+}
+
+TEST(Records, PointRecordSummarisesTheSteps) {
+  const Json j = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, int64_t{1024});
+  EXPECT_EQ(j["type"], "point");
+  EXPECT_EQ(j["samples"], 5);
+  EXPECT_DOUBLE_EQ(j["median_ms"].get<double>(), 30);
+  EXPECT_DOUBLE_EQ(j["p10_ms"].get<double>(), 14);
+  EXPECT_DOUBLE_EQ(j["p90_ms"].get<double>(), 46);
+  EXPECT_DOUBLE_EQ(j["mean_ms"].get<double>(), 30);
+  EXPECT_NEAR(j["samples_per_s"].get<double>(), 4 / 0.030, 1e-9);
+  EXPECT_NEAR(j["tflops"].get<double>(), 2e9 / 0.030 / 1e12, 1e-12);
+  EXPECT_EQ(j["peak_memory_bytes"], 1024);
+}
+
+TEST(Jsonl, WriterAndReaderRoundTrip) {
+  const std::string path = temp_path("round_trip.jsonl");
+  fs::remove(path);
+  std::vector<Json> written = {Json{{"type", "run"}, {"nested", {{"a", 1}, {"b", {1, 2, 3}}}}},
+                               step_record(experiment(), "cpu", 1, 0, {1.5, std::nullopt}, std::nullopt),
+                               Json{{"type", "end"}, {"text", "quote \" and\nnewline"}}};
+  {
+    JsonlWriter writer(path);
+    for (const Json& j : written) writer.add(j);
+    EXPECT_EQ(fs::file_size(path), 0u) << "records reach the file only on flush";
+    writer.flush();
+  }
+  const JsonlContents back = read_jsonl(path);
+  EXPECT_FALSE(back.truncated_tail);
+  ASSERT_EQ(back.records.size(), written.size());
+  for (std::size_t i = 0; i < written.size(); ++i) EXPECT_EQ(back.records[i], written[i]);
+  EXPECT_EQ(back.complete_bytes, fs::file_size(path));
+}
+
+TEST(Jsonl, UnterminatedLastLineIsATruncatedTailNotAnError) {
+  const std::string path = temp_path("truncated.jsonl");
+  std::ofstream(path) << "{\"type\":\"run\"}\n{\"type\":\"step\",\"ti";
+  const JsonlContents back = read_jsonl(path);
+  EXPECT_TRUE(back.truncated_tail);
+  ASSERT_EQ(back.records.size(), 1u);
+  EXPECT_EQ(back.complete_bytes, std::string("{\"type\":\"run\"}\n").size());
+}
+
+TEST(Jsonl, BrokenLineInTheMiddleNamesFileAndLine) {
+  const std::string path = temp_path("broken.jsonl");
+  std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n{\"type\":\"end\"}\n";
+  try {
+    read_jsonl(path);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ":2:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Jsonl, MissingFileIsAUserError) { EXPECT_THROW(read_jsonl(temp_path("absent.jsonl")), UserError); }
+
+TEST(Csv, OneLinePerBatchRecordWithEscaping) {
+  Json oom = batch_record(record::kOom, experiment(), "cpu", 8);
+  oom["message"] = "out of memory, \"really\"";
+  const std::string line = csv_line(oom);
+  EXPECT_EQ(line.rfind("oom,tiny,mnist_cnn,train,fp32,cpu,8,", 0), 0u) << line;
+  EXPECT_NE(line.find("\"out of memory, \"\"really\"\"\""), std::string::npos) << line;
+  EXPECT_EQ(csv_line(Json{{"type", "run"}}), "");
+
+  const std::string path = temp_path("steps.csv");
+  rewrite_csv(path, {Json{{"type", "run"}}, step_record(experiment(), "cpu", 2, 1, {3.25, 1.0}, std::nullopt)});
+  append_csv(path, {oom});
+  const std::string text = slurp(path);
+  EXPECT_EQ(text.rfind(csv_header_line() + "\n", 0), 0u);
+  EXPECT_NE(text.find("step,tiny,mnist_cnn,train,fp32,cpu,2,1,3.25,1,"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+}

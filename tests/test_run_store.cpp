@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "lib/errors.h"
+#include "lib/run_store.h"
+
+namespace fs = std::filesystem;
+using namespace batchscope;
+
+namespace {
+
+class RunStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::temp_directory_path() / ("batchscope_store_" + std::to_string(::getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+               .string();
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static Json run_record(const Json& experiments) {
+    return Json{{"type", "run"}, {"config", {{"experiments", experiments}}}};
+  }
+  static Json point(const std::string& name, int64_t batch) {
+    return Json{{"type", "point"}, {"experiment", name}, {"batch_size", batch}, {"median_ms", 1.0}};
+  }
+
+  std::string dir_;
+  const Json experiments_ = Json::array({{{"name", "a"}, {"batch_sizes", {1, 2, 3}}}});
+};
+
+}  // namespace
+
+TEST_F(RunStoreTest, FreshDirectoryIsCreated) {
+  RunStore store(dir_, experiments_, false);
+  EXPECT_FALSE(store.resuming());
+  EXPECT_FALSE(store.done("a", 1));
+  EXPECT_TRUE(fs::exists(store.jsonl_path()));
+  EXPECT_TRUE(fs::exists(store.csv_path()));
+}
+
+TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write({run_record(experiments_)});
+    store.write({point("a", 1)});
+    store.write({Json{{"type", "oom"}, {"experiment", "a"}, {"batch_size", 3}}});
+  }
+  // A killed writer leaves half a line behind.
+  std::ofstream(dir_ + "/steps.jsonl", std::ios::app) << "{\"type\":\"step\",\"experi";
+  const auto size_before = fs::file_size(dir_ + "/steps.jsonl");
+
+  RunStore store(dir_, experiments_, false);
+  EXPECT_TRUE(store.resuming());
+  EXPECT_TRUE(store.done("a", 1));
+  EXPECT_FALSE(store.done("a", 2));
+  EXPECT_TRUE(store.done("a", 3));
+  EXPECT_EQ(store.out_of_memory_at("a"), 3);
+  EXPECT_FALSE(store.out_of_memory_at("b").has_value());
+  EXPECT_LT(fs::file_size(dir_ + "/steps.jsonl"), size_before) << "the half line is cut";
+  store.write({point("a", 2)});
+  const auto all = store.read_all();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[3]["batch_size"], 2);
+}
+
+TEST_F(RunStoreTest, CompleteRunIsNotOverwrittenWithoutForce) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write({run_record(experiments_), point("a", 1), Json{{"type", "end"}}});
+  }
+  const auto size = fs::file_size(dir_ + "/steps.jsonl");
+  try {
+    RunStore again(dir_, experiments_, false);
+    FAIL() << "expected UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
+
+  RunStore forced(dir_, experiments_, true);
+  EXPECT_FALSE(forced.resuming());
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), 0u);
+}
+
+TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write({run_record(experiments_), point("a", 1)});
+  }
+  const Json other = Json::array({{{"name", "a"}, {"batch_sizes", {1, 2, 4}}}});
+  EXPECT_THROW(RunStore(dir_, other, false), UserError);
+  EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
+}
+
+TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ + "/a_file") << "x";
+  EXPECT_THROW(RunStore(dir_ + "/a_file/out", experiments_, false), UserError);
+}

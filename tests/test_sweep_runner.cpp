@@ -1,0 +1,105 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "lib/errors.h"
+#include "lib/step_runner.h"
+#include "lib/sweep_runner.h"
+
+namespace fs = std::filesystem;
+using namespace batchscope;
+
+namespace {
+
+SweepConfig tiny_sweep(std::vector<int64_t> batches) {
+  ExperimentConfig e;
+  e.name = "mnist_tiny";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.batch_sizes = std::move(batches);
+  e.warmup_steps = 1;
+  e.timed_steps = 3;
+  e.device = "cpu";
+  return SweepConfig{"test", {e}};
+}
+
+std::string out_dir(const std::string& name) {
+  return (fs::temp_directory_path() / ("batchscope_sweep_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+int count_type(const std::vector<Json>& records, const std::string& type) {
+  return static_cast<int>(std::count_if(records.begin(), records.end(),
+                                        [&](const Json& r) { return r.value("type", "") == type; }));
+}
+
+}  // namespace
+
+TEST(BatchOrder, ShuffledIsADeterministicPermutation) {
+  ExperimentConfig e;
+  e.batch_sizes = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_EQ(batch_order(e), e.batch_sizes);
+  e.order = BatchOrder::Shuffled;
+  e.seed = 7;
+  const auto a = batch_order(e);
+  EXPECT_EQ(a, batch_order(e));
+  EXPECT_NE(a, e.batch_sizes);
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, e.batch_sizes);
+  e.seed = 8;
+  EXPECT_NE(batch_order(e), a);
+}
+
+TEST(Workload, TrainStepLowersTheLossOnAFixedBatch) {
+  ExperimentConfig e = tiny_sweep({4}).experiments[0];
+  e.optimizer.lr = 0.05;
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(4);
+  w.step();
+  const double first = w.last_loss().item<double>();
+  for (int i = 0; i < 20; ++i) w.step();
+  EXPECT_LT(w.last_loss().item<double>(), first);
+  EXPECT_DOUBLE_EQ(w.flops_per_step(4), 4 * w.flops_per_step(1));
+}
+
+TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
+  const std::string dir = out_dir("records");
+  fs::remove_all(dir);
+  SweepOptions options;
+  options.out_dir = dir;
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(resolve_for_machine(tiny_sweep({1, 2, 3})), options, progress);
+  EXPECT_FALSE(outcome.resumed);
+  EXPECT_EQ(count_type(outcome.records, "run"), 1);
+  EXPECT_EQ(count_type(outcome.records, "step"), 9);
+  EXPECT_EQ(count_type(outcome.records, "point"), 3);
+  EXPECT_EQ(count_type(outcome.records, "end"), 1);
+  for (const Json& r : outcome.records) {
+    if (r["type"] != "step") continue;
+    EXPECT_GT(r["time_ms"].get<double>(), 0.0);
+    EXPECT_TRUE(r["loss"].is_number());
+  }
+  EXPECT_TRUE(progress.str().empty()) << "no progress line unless asked for";
+  fs::remove_all(dir);
+}
+
+TEST(SweepRunner, UnknownCudaDeviceIsRefusedBeforeAnythingIsWritten) {
+  SweepConfig config = tiny_sweep({1});
+  config.experiments[0].device = "cuda:7";
+  EXPECT_THROW(resolve_for_machine(config), UserError);
+}
+
+TEST(SweepRunner, Fp16OnTheCpuIsRefused) {
+  SweepConfig config = tiny_sweep({1});
+  config.experiments[0].precision = Precision::FP16;
+  EXPECT_THROW(resolve_for_machine(config), UserError);
+}
+
+TEST(OutOfMemory, RecognisesAllocatorErrors) {
+  EXPECT_TRUE(is_out_of_memory(std::bad_alloc()));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA out of memory. Tried to allocate 2.00 GiB")));
+  EXPECT_TRUE(is_out_of_memory(std::runtime_error("DefaultCPUAllocator: can't allocate memory: you tried")));
+  EXPECT_FALSE(is_out_of_memory(std::runtime_error("shape mismatch")));
+}
