@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <cxxopts.hpp>
+#include <torch/torch.h>
 
 #include "lib/config.h"
 #include "lib/environment.h"
@@ -86,6 +87,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("seed", "random seed", cxxopts::value<uint64_t>())
       ("channels-last", "channels-last memory format", cxxopts::value<bool>())
       ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
@@ -114,6 +116,15 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("seed")) o.seed = result["seed"].as<uint64_t>();
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   if (result.count("cudnn-benchmark")) o.cudnn_benchmark = result["cudnn-benchmark"].as<bool>();
+
+  if (result.count("threads")) {
+    const int threads = result["threads"].as<int>();
+    if (threads < 1) {
+      throw UserError(located("command line", 0, "--threads " + std::to_string(threads) + " is not a thread count",
+                              "give a positive number, e.g. --threads 4"));
+    }
+    torch::set_num_threads(threads);
+  }
 
   const bool from_file = result.count("config") > 0;
   const SweepConfig parsed =
