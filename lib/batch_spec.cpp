@@ -1,1 +1,118 @@
-// placeholder until written
+#include "lib/batch_spec.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+#include <stdexcept>
+
+namespace batchscope {
+namespace {
+
+// A range that would allocate millions of sizes is a typo, not a sweep.
+constexpr int64_t kMaxBatchSizes = 100000;
+
+const char* const kAccepted =
+    "give a size (70), a range FROM:TO (1:70), a range with a step FROM:TO:STEP (1:64:8) or a list "
+    "(1,8,32)";
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  const auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
+// The spec as it should appear in a message: quoted when it would otherwise be invisible.
+std::string shown(const std::string& text) {
+  const std::string t = trim(text);
+  return t.empty() || t != text ? "\"" + text + "\"" : text;
+}
+
+std::vector<std::string> split(const std::string& s, char separator) {
+  std::vector<std::string> parts;
+  std::string::size_type start = 0;
+  while (true) {
+    const auto end = s.find(separator, start);
+    parts.push_back(trim(s.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+    if (end == std::string::npos) return parts;
+    start = end + 1;
+  }
+}
+
+int64_t parse_number(const std::string& token, const std::string& whole) {
+  int64_t value = 0;
+  const char* begin = token.data();
+  const char* end = begin + token.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (token.empty() || ec != std::errc() || ptr != end) {
+    throw std::invalid_argument(shown(whole) + " is not a batch spec; " + kAccepted);
+  }
+  return value;
+}
+
+void check_size(int64_t size, const std::string& whole) {
+  if (size >= 1) return;
+  const std::string number = std::to_string(size);
+  const std::string what = trim(whole) == number ? " is not" : " contains " + number + ", which is not";
+  throw std::invalid_argument(shown(whole) + what + " a batch size; give whole numbers of 1 or more");
+}
+
+std::vector<int64_t> checked_range(int64_t from, int64_t to, int64_t step, const std::string& whole) {
+  check_size(from, whole);
+  check_size(to, whole);
+  if (step < 1) {
+    throw std::invalid_argument(shown(whole) + " has step " + std::to_string(step) +
+                                "; give a STEP of 1 or more in FROM:TO:STEP");
+  }
+  if (from > to) {
+    throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
+  }
+  const int64_t count = (to - from) / step + 1;
+  if (count > kMaxBatchSizes) {
+    throw std::invalid_argument(shown(whole) + " gives " + std::to_string(count) + " batch sizes; at most " +
+                                std::to_string(kMaxBatchSizes) + " are allowed, so use a larger STEP");
+  }
+  std::vector<int64_t> sizes;
+  sizes.reserve(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) sizes.push_back(from + i * step);
+  return sizes;
+}
+
+}  // namespace
+
+std::vector<int64_t> batch_range(int64_t from, int64_t to, int64_t step) {
+  std::string whole = std::to_string(from) + ":" + std::to_string(to);
+  if (step != 1) whole += ":" + std::to_string(step);
+  return checked_range(from, to, step, whole);
+}
+
+std::vector<int64_t> parse_batch_spec(const std::string& text) {
+  if (trim(text).empty()) throw std::invalid_argument(shown(text) + " is an empty batch spec; " + kAccepted);
+
+  if (text.find(',') != std::string::npos) {
+    std::vector<int64_t> sizes;
+    std::set<int64_t> seen;
+    for (const std::string& token : split(text, ',')) {
+      const int64_t size = parse_number(token, text);
+      check_size(size, text);
+      if (!seen.insert(size).second) {
+        throw std::invalid_argument(shown(text) + " lists " + std::to_string(size) +
+                                    " twice; give each batch size once");
+      }
+      sizes.push_back(size);
+    }
+    return sizes;
+  }
+
+  const std::vector<std::string> parts = split(text, ':');
+  if (parts.size() > 3) throw std::invalid_argument(shown(text) + " is not a batch spec; " + kAccepted);
+  std::vector<int64_t> numbers;
+  for (const std::string& part : parts) numbers.push_back(parse_number(part, text));
+  if (numbers.size() == 1) {
+    check_size(numbers[0], text);
+    return numbers;
+  }
+  return checked_range(numbers[0], numbers[1], numbers.size() == 3 ? numbers[2] : 1, text);
+}
+
+}  // namespace batchscope

@@ -1,0 +1,656 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "lib/config.h"
+#include "lib/errors.h"
+#include "models/registry.h"
+
+namespace batchscope {
+namespace {
+
+using Sizes = std::vector<int64_t>;
+
+// The UserError message for a bad file (named exp.yaml in messages), or "(accepted)".
+std::string error_of(const std::string& yaml, const SweepOverrides& overrides = {}) {
+  try {
+    parse_sweep_config(yaml, "exp.yaml", overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string error_of_overrides(const SweepOverrides& overrides) {
+  try {
+    sweep_from_overrides(overrides);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+testing::AssertionResult mentions(const std::string& message, const std::vector<std::string>& parts) {
+  for (const std::string& part : parts) {
+    if (message.find(part) == std::string::npos) {
+      return testing::AssertionFailure() << "\"" << message << "\" does not mention \"" << part << "\"";
+    }
+  }
+  return testing::AssertionSuccess();
+}
+
+ExperimentConfig only_experiment(const std::string& yaml, const SweepOverrides& overrides = {}) {
+  const SweepConfig sweep = parse_sweep_config(yaml, "exp.yaml", overrides);
+  EXPECT_EQ(sweep.experiments.size(), 1u);
+  return sweep.experiments.at(0);
+}
+
+const models::ModelSpec& vgg16() {
+  const models::ModelSpec* spec = models::find_model("vgg16");
+  if (!spec) throw std::logic_error("the registry has no vgg16");
+  return *spec;
+}
+
+// A registered model other than vgg16 with a different default input or class count, for overrides.
+const models::ModelSpec* another_model() {
+  for (const auto& spec : models::all_models()) {
+    if (spec.name != "vgg16" &&
+        (spec.default_input != vgg16().default_input || spec.default_classes != vgg16().default_classes)) {
+      return &spec;
+    }
+  }
+  return nullptr;
+}
+
+TEST(Config, FullFileWithEveryKey) {
+  const SweepConfig sweep = parse_sweep_config(R"(device: cuda:0
+experiments:
+  - name: vgg16_adam
+    model: vgg16
+    input: [3, 64, 64]
+    classes: 10
+    batch: 1:64:8
+    phase: train
+    optimizer: {type: adam, lr: 0.001, weight_decay: 0.0005, betas: [0.8, 0.99], eps: 1e-6}
+    precision: bf16
+    channels_last: true
+    cudnn_benchmark: yes
+    warmup: 2
+    steps: 7
+    order: shuffled
+    data: synthetic
+    seed: 42
+    device: cuda:1
+)",
+                                               "exp.yaml");
+  EXPECT_EQ(sweep.source, "exp.yaml");
+  ASSERT_EQ(sweep.experiments.size(), 1u);
+  const ExperimentConfig& e = sweep.experiments[0];
+  EXPECT_EQ(e.name, "vgg16_adam");
+  EXPECT_EQ(e.model, "vgg16");
+  EXPECT_EQ(e.input_shape, (Sizes{3, 64, 64}));
+  EXPECT_EQ(e.classes, 10);
+  EXPECT_EQ(e.batch_sizes, (Sizes{1, 9, 17, 25, 33, 41, 49, 57}));
+  EXPECT_EQ(e.phase, Phase::Train);
+  EXPECT_EQ(e.optimizer.kind, OptimizerKind::Adam);
+  EXPECT_DOUBLE_EQ(e.optimizer.lr, 0.001);
+  EXPECT_DOUBLE_EQ(e.optimizer.weight_decay, 0.0005);
+  EXPECT_DOUBLE_EQ(e.optimizer.beta1, 0.8);
+  EXPECT_DOUBLE_EQ(e.optimizer.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(e.optimizer.eps, 1e-6);
+  EXPECT_EQ(e.precision, Precision::BF16);
+  EXPECT_TRUE(e.channels_last);
+  EXPECT_TRUE(e.cudnn_benchmark);
+  EXPECT_EQ(e.warmup_steps, 2);
+  EXPECT_EQ(e.timed_steps, 7);
+  EXPECT_EQ(e.order, BatchOrder::Shuffled);
+  EXPECT_EQ(e.data, "synthetic");
+  EXPECT_EQ(e.seed, 42u);
+  EXPECT_EQ(e.device, "cuda:1");
+}
+
+TEST(Config, UnsetKeysTakeTheirDefaults) {
+  const ExperimentConfig e = only_experiment("experiments:\n  - {model: vgg16, batch: 4}\n");
+  EXPECT_EQ(e.name, "vgg16_train_fp32");
+  EXPECT_EQ(e.input_shape, vgg16().default_input);
+  EXPECT_EQ(e.classes, vgg16().default_classes);
+  EXPECT_EQ(e.batch_sizes, Sizes{4});
+  EXPECT_EQ(e.phase, Phase::Train);
+  EXPECT_EQ(e.optimizer.kind, OptimizerKind::SGD);
+  EXPECT_DOUBLE_EQ(e.optimizer.lr, 0.01);
+  EXPECT_EQ(e.precision, Precision::FP32);
+  EXPECT_FALSE(e.channels_last);
+  EXPECT_FALSE(e.cudnn_benchmark);
+  EXPECT_EQ(e.warmup_steps, 5);
+  EXPECT_EQ(e.timed_steps, 20);
+  EXPECT_EQ(e.order, BatchOrder::Ascending);
+  EXPECT_EQ(e.data, "synthetic");
+  EXPECT_EQ(e.seed, 0u);
+  EXPECT_EQ(e.device, "cpu");
+}
+
+TEST(Config, DefaultsApplyToEveryExperimentUnlessItSetsTheKey) {
+  const SweepConfig sweep = parse_sweep_config(R"(device: cuda
+defaults:
+  model: vgg16
+  warmup: 1
+  steps: 3
+  optimizer: adam
+experiments:
+  - batch: 1:2
+  - name: second
+    batch: 8
+    steps: 9
+    device: cpu
+    optimizer: {type: momentum, momentum: 0.5}
+)",
+                                               "exp.yaml");
+  ASSERT_EQ(sweep.experiments.size(), 2u);
+  const ExperimentConfig& first = sweep.experiments[0];
+  const ExperimentConfig& second = sweep.experiments[1];
+  EXPECT_EQ(first.model, "vgg16");
+  EXPECT_EQ(first.warmup_steps, 1);
+  EXPECT_EQ(first.timed_steps, 3);
+  EXPECT_EQ(first.device, "cuda");
+  EXPECT_EQ(first.optimizer.kind, OptimizerKind::Adam);
+  EXPECT_EQ(second.model, "vgg16");
+  EXPECT_EQ(second.warmup_steps, 1);
+  EXPECT_EQ(second.timed_steps, 9);
+  EXPECT_EQ(second.device, "cpu");
+  EXPECT_EQ(second.optimizer.kind, OptimizerKind::Momentum);
+  EXPECT_DOUBLE_EQ(second.optimizer.momentum, 0.5);
+}
+
+TEST(Config, SingleExperimentAtTheTopLevel) {
+  const ExperimentConfig e = only_experiment("model: vgg16\nbatch: [2, 4]\nphase: infer\ndevice: cuda:3\n");
+  EXPECT_EQ(e.name, "vgg16_infer_fp32");
+  EXPECT_EQ(e.batch_sizes, (Sizes{2, 4}));
+  EXPECT_EQ(e.phase, Phase::Infer);
+  EXPECT_EQ(e.device, "cuda:3");
+}
+
+TEST(Config, BatchForms) {
+  const auto sizes = [](const std::string& batch) {
+    return only_experiment("model: vgg16\nbatch: " + batch + "\n").batch_sizes;
+  };
+  EXPECT_EQ(sizes("70"), Sizes{70});
+  EXPECT_EQ(sizes("1:4"), (Sizes{1, 2, 3, 4}));
+  EXPECT_EQ(sizes("\"1:64:8\""), (Sizes{1, 9, 17, 25, 33, 41, 49, 57}));
+  EXPECT_EQ(sizes("1,8,32"), (Sizes{1, 8, 32}));
+  EXPECT_EQ(sizes("[32, 1, 8]"), (Sizes{32, 1, 8}));
+  EXPECT_EQ(sizes("{from: 2, to: 5}"), (Sizes{2, 3, 4, 5}));
+  EXPECT_EQ(sizes("{from: 1, to: 64, step: 8}"), (Sizes{1, 9, 17, 25, 33, 41, 49, 57}));
+  EXPECT_EQ(sizes("\n  - 3\n  - 6"), (Sizes{3, 6}));
+}
+
+TEST(Config, OptimizerForms) {
+  EXPECT_EQ(only_experiment("model: vgg16\nbatch: 1\noptimizer: momentum\n").optimizer.kind,
+            OptimizerKind::Momentum);
+  const OptimizerConfig o =
+      only_experiment("model: vgg16\nbatch: 1\noptimizer:\n  type: sgd\n  lr: 0.5\n  weight_decay: 0.1\n")
+          .optimizer;
+  EXPECT_EQ(o.kind, OptimizerKind::SGD);
+  EXPECT_DOUBLE_EQ(o.lr, 0.5);
+  EXPECT_DOUBLE_EQ(o.weight_decay, 0.1);
+  EXPECT_EQ(only_experiment("model: vgg16\nbatch: 1\noptimizer: {lr: 0.2}\n").optimizer.kind,
+            OptimizerKind::SGD);
+}
+
+TEST(Config, OverridesWinOverTheFile) {
+  SweepOverrides o;
+  o.device = "cuda:2";
+  o.batch = "1,2";
+  o.phase = "infer";
+  o.precision = "fp16";
+  o.optimizer = "adam";
+  o.order = "shuffled";
+  o.data = "synthetic";
+  o.input_shape = Sizes{3, 32, 32};
+  o.classes = 7;
+  o.warmup_steps = 0;
+  o.timed_steps = 1;
+  o.seed = 99;
+  o.lr = 0.25;
+  o.channels_last = true;
+  o.cudnn_benchmark = true;
+  const SweepConfig sweep = parse_sweep_config(R"(defaults: {steps: 30, device: cpu}
+experiments:
+  - {model: vgg16, batch: 1:70, phase: train, optimizer: {type: sgd, lr: 0.01}, warmup: 9, seed: 3}
+  - {name: other, model: vgg16, batch: 4, precision: bf16, channels_last: false}
+)",
+                                               "exp.yaml", o);
+  ASSERT_EQ(sweep.experiments.size(), 2u);
+  for (const ExperimentConfig& e : sweep.experiments) {
+    EXPECT_EQ(e.device, "cuda:2");
+    EXPECT_EQ(e.batch_sizes, (Sizes{1, 2}));
+    EXPECT_EQ(e.phase, Phase::Infer);
+    EXPECT_EQ(e.precision, Precision::FP16);
+    EXPECT_EQ(e.optimizer.kind, OptimizerKind::Adam);
+    EXPECT_DOUBLE_EQ(e.optimizer.lr, 0.25);
+    EXPECT_EQ(e.order, BatchOrder::Shuffled);
+    EXPECT_EQ(e.input_shape, (Sizes{3, 32, 32}));
+    EXPECT_EQ(e.classes, 7);
+    EXPECT_EQ(e.warmup_steps, 0);
+    EXPECT_EQ(e.timed_steps, 1);
+    EXPECT_EQ(e.seed, 99u);
+    EXPECT_TRUE(e.channels_last);
+    EXPECT_TRUE(e.cudnn_benchmark);
+  }
+  // A generated name follows the overridden phase and precision; a given name stays.
+  EXPECT_EQ(sweep.experiments[0].name, "vgg16_infer_fp16");
+  EXPECT_EQ(sweep.experiments[1].name, "other");
+}
+
+TEST(Config, ModelOverrideTakesTheNewModelsDefaults) {
+  const models::ModelSpec* other = another_model();
+  if (!other) GTEST_SKIP() << "the registry has no second model with other defaults";
+  SweepOverrides o;
+  o.model = other->name;
+  const ExperimentConfig e = only_experiment("model: vgg16\nbatch: 2\n", o);
+  EXPECT_EQ(e.model, other->name);
+  EXPECT_EQ(e.input_shape, other->default_input);
+  EXPECT_EQ(e.classes, other->default_classes);
+  EXPECT_EQ(e.name, other->name + "_train_fp32");
+}
+
+TEST(Config, OverrideFillsAKeyTheFileLacks) {
+  SweepOverrides o;
+  o.batch = "3";
+  EXPECT_EQ(only_experiment("model: vgg16\n", o).batch_sizes, Sizes{3});
+}
+
+TEST(Config, SweepFromOverridesAlone) {
+  SweepOverrides o;
+  o.model = "vgg16";
+  o.batch = "1:3";
+  o.timed_steps = 4;
+  const SweepConfig sweep = sweep_from_overrides(o);
+  EXPECT_EQ(sweep.source, "command line");
+  ASSERT_EQ(sweep.experiments.size(), 1u);
+  EXPECT_EQ(sweep.experiments[0].name, "vgg16_train_fp32");
+  EXPECT_EQ(sweep.experiments[0].batch_sizes, (Sizes{1, 2, 3}));
+  EXPECT_EQ(sweep.experiments[0].timed_steps, 4);
+  EXPECT_EQ(sweep.experiments[0].input_shape, vgg16().default_input);
+}
+
+TEST(Config, LoadsAFile) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "batchscope_test_config.yaml";
+  std::ofstream(path) << "model: vgg16\nbatch: 5\n";
+  const SweepConfig sweep = load_sweep_config(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(sweep.source, path.string());
+  ASSERT_EQ(sweep.experiments.size(), 1u);
+  EXPECT_EQ(sweep.experiments[0].batch_sizes, Sizes{5});
+}
+
+TEST(Config, JsonRoundTripKeepsEveryField) {
+  ExperimentConfig e;
+  e.name = "resnet_x";
+  e.model = "vgg16";
+  e.input_shape = {3, 40, 50};
+  e.classes = 17;
+  e.batch_sizes = {9, 1, 33};
+  e.phase = Phase::Infer;
+  e.optimizer = {OptimizerKind::Adam, 0.123, 0.77, 0.0001, 0.81, 0.9991, 3e-7};
+  e.precision = Precision::FP16;
+  e.channels_last = true;
+  e.cudnn_benchmark = true;
+  e.warmup_steps = 3;
+  e.timed_steps = 11;
+  e.order = BatchOrder::Shuffled;
+  e.data = "synthetic";
+  e.seed = 18446744073709551615ull;
+  e.device = "cuda:1";
+
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("phase"), "infer");
+  EXPECT_EQ(j.at("precision"), "fp16");
+  EXPECT_EQ(j.at("order"), "shuffled");
+  EXPECT_EQ(j.at("optimizer").at("type"), "adam");
+  const ExperimentConfig back = experiment_from_json(nlohmann::json::parse(j.dump()));
+  EXPECT_EQ(back.name, e.name);
+  EXPECT_EQ(back.model, e.model);
+  EXPECT_EQ(back.input_shape, e.input_shape);
+  EXPECT_EQ(back.classes, e.classes);
+  EXPECT_EQ(back.batch_sizes, e.batch_sizes);
+  EXPECT_EQ(back.phase, e.phase);
+  EXPECT_EQ(back.optimizer.kind, e.optimizer.kind);
+  EXPECT_EQ(back.optimizer.lr, e.optimizer.lr);
+  EXPECT_EQ(back.optimizer.momentum, e.optimizer.momentum);
+  EXPECT_EQ(back.optimizer.weight_decay, e.optimizer.weight_decay);
+  EXPECT_EQ(back.optimizer.beta1, e.optimizer.beta1);
+  EXPECT_EQ(back.optimizer.beta2, e.optimizer.beta2);
+  EXPECT_EQ(back.optimizer.eps, e.optimizer.eps);
+  EXPECT_EQ(back.precision, e.precision);
+  EXPECT_EQ(back.channels_last, e.channels_last);
+  EXPECT_EQ(back.cudnn_benchmark, e.cudnn_benchmark);
+  EXPECT_EQ(back.warmup_steps, e.warmup_steps);
+  EXPECT_EQ(back.timed_steps, e.timed_steps);
+  EXPECT_EQ(back.order, e.order);
+  EXPECT_EQ(back.data, e.data);
+  EXPECT_EQ(back.seed, e.seed);
+  EXPECT_EQ(back.device, e.device);
+  EXPECT_EQ(to_json(back), j);
+}
+
+TEST(Config, JsonRoundTripOfEveryEnumValue) {
+  for (Phase p : {Phase::Train, Phase::Infer})
+    for (Precision q : {Precision::FP32, Precision::FP16, Precision::BF16})
+      for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
+        for (BatchOrder o : {BatchOrder::Ascending, BatchOrder::Shuffled}) {
+          ExperimentConfig e;
+          e.phase = p;
+          e.precision = q;
+          e.optimizer.kind = k;
+          e.order = o;
+          EXPECT_EQ(to_json(experiment_from_json(to_json(e))), to_json(e));
+        }
+}
+
+TEST(Config, JsonWithAMissingOrBadFieldIsRejected) {
+  nlohmann::json j = to_json(ExperimentConfig{});
+  j.erase("steps");
+  EXPECT_THROW(experiment_from_json(j), std::invalid_argument);
+  j = to_json(ExperimentConfig{});
+  j["phase"] = "training";
+  EXPECT_THROW(experiment_from_json(j), std::invalid_argument);
+  j = to_json(ExperimentConfig{});
+  j["optimizer"]["betas"] = {0.9};
+  EXPECT_THROW(experiment_from_json(j), std::invalid_argument);
+}
+
+TEST(Config, DeviceStrings) {
+  for (const char* good : {"cpu", "cuda", "cuda:0", "cuda:7", "cuda:12"})
+    EXPECT_EQ(check_device_string(good), "");
+  for (const char* bad : {"", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "cuda:1:2", "cpu:0", "mps"}) {
+    EXPECT_TRUE(mentions(check_device_string(bad), {"cpu, cuda or cuda:N"})) << bad;
+  }
+}
+
+// Every bad input names the file, the line and what is wrong.
+
+TEST(ConfigErrors, MissingFile) {
+  try {
+    load_sweep_config("/no/such/dir/exp.yaml");
+    FAIL() << "accepted a missing file";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(mentions(e.what(), {"/no/such/dir/exp.yaml: cannot read the file", "check the path"}));
+  }
+  try {
+    load_sweep_config(std::filesystem::temp_directory_path().string());
+    FAIL() << "accepted a directory";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(mentions(e.what(), {"is a directory"}));
+  }
+}
+
+TEST(ConfigErrors, MalformedYaml) {
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - model: vgg16\n    batch: [1, 2\n  - model: x\n"),
+                       {"exp.yaml:", "the YAML is malformed", "fix the syntax"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\n  batch: 1\n"), {"exp.yaml:2: the YAML is malformed"}));
+}
+
+TEST(ConfigErrors, TopLevelNotAMap) {
+  EXPECT_TRUE(
+      mentions(error_of("- model: vgg16\n"), {"exp.yaml:1: the top level is a list but must be a map"}));
+  EXPECT_TRUE(mentions(error_of("vgg16\n"), {"exp.yaml:1: the top level is vgg16"}));
+}
+
+TEST(ConfigErrors, NoExperiments) {
+  EXPECT_TRUE(mentions(error_of(""), {"exp.yaml: the file has no experiments", "add experiments:"}));
+  EXPECT_TRUE(mentions(error_of("# nothing yet\n"), {"exp.yaml: the file has no experiments"}));
+  EXPECT_TRUE(mentions(error_of("device: cpu\nexperiments: []\n"), {"exp.yaml:2: experiments is empty"}));
+  EXPECT_TRUE(mentions(error_of("experiments:\n"), {"exp.yaml:1: experiments is empty"}));
+  EXPECT_TRUE(mentions(error_of("defaults:\n  steps: 3\n"), {"exp.yaml:1: the file has no experiments"}));
+  EXPECT_TRUE(
+      mentions(error_of("experiments: vgg16\n"), {"exp.yaml:1: experiments is vgg16 but must be a list"}));
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - vgg16\n"),
+                       {"exp.yaml:2: an experiment is vgg16 but must be a map"}));
+}
+
+TEST(ConfigErrors, UnknownKeysAtEveryLevel) {
+  EXPECT_TRUE(mentions(error_of("experimnts:\n  - {model: vgg16, batch: 1}\n"),
+                       {"exp.yaml:1: unknown key experimnts in the top level", "did you mean experiments"}));
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - model: vgg16\n    batch: 1\n    stpes: 3\n"),
+                       {"exp.yaml:4: unknown key stpes in an experiment", "did you mean steps",
+                        "accepted keys: name, model, input"}));
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - model: vgg16\n    batch_size: 8\n"),
+                       {"exp.yaml:3: unknown key batch_size", "did you mean batch "}));
+  EXPECT_TRUE(mentions(error_of("defaults:\n  warmpu: 1\nexperiments:\n  - {model: vgg16, batch: 1}\n"),
+                       {"exp.yaml:2: unknown key warmpu in defaults", "did you mean warmup"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1\noptimizer:\n  type: sgd\n  learning_rate: 0.1\n"),
+                       {"exp.yaml:5: unknown key learning_rate in optimizer", "did you mean lr",
+                        "type, lr, momentum, weight_decay, betas, eps"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: {from: 1, to: 8, stpe: 2}\n"),
+                       {"exp.yaml:2: unknown key stpe in batch", "did you mean step"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1\nflux_capacitor: 3\n"),
+                       {"exp.yaml:3: unknown key flux_capacitor", "use one of the accepted keys: "}));
+}
+
+TEST(ConfigErrors, RepeatedKey) {
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1\nsteps: 3\nsteps: 4\n"),
+                       {"exp.yaml:4: steps appears twice in the top level (first at line 3)"}));
+}
+
+TEST(ConfigErrors, KeysInTheWrongPlace) {
+  EXPECT_TRUE(mentions(
+      error_of("steps: 3\nexperiments:\n  - {model: vgg16, batch: 1}\n"),
+      {"exp.yaml:1: steps cannot sit at the top level beside experiments", "move it under defaults:"}));
+  EXPECT_TRUE(mentions(error_of("defaults:\n  name: x\nexperiments:\n  - {model: vgg16, batch: 1}\n"),
+                       {"exp.yaml:2: name cannot be a default"}));
+  EXPECT_TRUE(mentions(error_of("device: cpu\ndefaults:\n  device: cuda\nmodel: vgg16\nbatch: 1\n"),
+                       {"exp.yaml:1: device is given both here and under defaults:"}));
+  EXPECT_TRUE(mentions(error_of("defaults: [1]\nmodel: vgg16\nbatch: 1\n"),
+                       {"exp.yaml:1: defaults is a list but must be a map"}));
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  const std::string head = "model: vgg16\nbatch: 1\n";
+  EXPECT_TRUE(
+      mentions(error_of(head + "steps: abc\n"), {"exp.yaml:3: steps is abc but must be a whole number"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "steps: \"abc\"\n"), {"exp.yaml:3: steps is abc but must be a whole number"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "steps: 2.5\n"), {"exp.yaml:3: steps is 2.5 but must be a whole number"}));
+  EXPECT_TRUE(mentions(error_of(head + "warmup: [1]\n"),
+                       {"exp.yaml:3: warmup is a list but must be a whole number"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "warmup:\n"), {"exp.yaml:3: warmup is empty but must be a whole number"}));
+  EXPECT_TRUE(mentions(error_of(head + "channels_last: maybe\n"),
+                       {"exp.yaml:3: channels_last is maybe but must be true or false"}));
+  EXPECT_TRUE(mentions(error_of(head + "cudnn_benchmark: 2\n"), {"exp.yaml:3: cudnn_benchmark is 2"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "classes: ten\n"), {"exp.yaml:3: classes is ten but must be a whole number"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "seed: -1\n"), {"exp.yaml:3: seed is -1 but must be a whole number of 0"}));
+  EXPECT_TRUE(mentions(error_of(head + "input: 224\n"), {"exp.yaml:3: input is 224 but must be a list"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "phase: [train]\n"), {"exp.yaml:3: phase is a list but must be a word"}));
+  EXPECT_TRUE(mentions(error_of("model: {name: vgg16}\nbatch: 1\n"),
+                       {"exp.yaml:1: model is a map but must be a word"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "optimizer: {lr: fast}\n"), {"exp.yaml:3: lr is fast but must be a number"}));
+  EXPECT_TRUE(mentions(error_of(head + "name: [a]\n"), {"exp.yaml:3: name is a list but must be a word"}));
+}
+
+TEST(ConfigErrors, MissingModelOrBatch) {
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - batch: 1\n"),
+                       {"exp.yaml:2: the experiment has no model", "add model: NAME", "vgg16"}));
+  EXPECT_TRUE(
+      mentions(error_of("experiments:\n  - {model: vgg16, batch: 1}\n  - steps: 3\n    model: vgg16\n"),
+               {"exp.yaml:3: the experiment has no batch sizes", "add batch:"}));
+}
+
+TEST(ConfigErrors, UnknownModelListsTheKnownOnes) {
+  const std::string message =
+      error_of("experiments:\n  - {model: vgg16, batch: 1}\n  - {model: vgg16x, batch: 1}\n");
+  EXPECT_TRUE(mentions(
+      message, {"exp.yaml:3: model vgg16x is not a known model", "did you mean vgg16", "known models: "}));
+  for (const auto& spec : models::all_models()) EXPECT_TRUE(mentions(message, {spec.name}));
+  EXPECT_TRUE(
+      mentions(error_of("model: transformer_xxl\nbatch: 1\n"),
+               {"exp.yaml:1: model transformer_xxl is not a known model", "use one of the known models: "}));
+}
+
+TEST(ConfigErrors, BadDevice) {
+  for (const char* device : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU"}) {
+    EXPECT_TRUE(
+        mentions(error_of(std::string("model: vgg16\nbatch: 1\ndevice: \"") + device + "\"\n"),
+                 {"exp.yaml:3: device " + std::string(device) + " is not recognised", "cpu, cuda or cuda:N"}))
+        << device;
+  }
+  EXPECT_TRUE(mentions(error_of("device: tpu\nexperiments:\n  - {model: vgg16, batch: 1}\n"),
+                       {"exp.yaml:1: device tpu is not recognised"}));
+  EXPECT_TRUE(mentions(error_of("defaults:\n  device: gpu0\nexperiments:\n  - {model: vgg16, batch: 1}\n"),
+                       {"exp.yaml:2: device gpu0 is not recognised"}));
+}
+
+TEST(ConfigErrors, BadBatch) {
+  const auto batch_error = [](const std::string& batch) {
+    return error_of("model: vgg16\nbatch: " + batch + "\n");
+  };
+  EXPECT_EQ(batch_error("70:1"),
+            "exp.yaml:2: batch 70:1 is an inverted range; give FROM:TO with FROM <= TO.");
+  EXPECT_TRUE(mentions(batch_error("\"\""), {"exp.yaml:2: batch \"\" is an empty batch spec", "1:64:8"}));
+  EXPECT_TRUE(mentions(batch_error(""), {"exp.yaml:2: batch is empty", "write batch as"}));
+  EXPECT_TRUE(mentions(batch_error("[]"), {"exp.yaml:2: batch is an empty list"}));
+  EXPECT_TRUE(mentions(batch_error("0"), {"exp.yaml:2: batch 0 is not a batch size", "1 or more"}));
+  EXPECT_TRUE(mentions(batch_error("1:64:0"), {"exp.yaml:2: batch 1:64:0 has step 0"}));
+  EXPECT_TRUE(mentions(batch_error("lots"), {"exp.yaml:2: batch lots is not a batch spec"}));
+  EXPECT_TRUE(mentions(batch_error("1,8,8"), {"exp.yaml:2: batch 1,8,8 lists 8 twice"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 70, to: 1}"), {"exp.yaml:2: batch from 70 to 1 is inverted"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 1}"), {"exp.yaml:2: batch has no to"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, step: 0}"), {"exp.yaml:2: step 0 is too small"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 0, to: 8}"), {"exp.yaml:2: from 0 is too small"}));
+  EXPECT_TRUE(mentions(batch_error("\n  - 4\n  - 0\n"), {"exp.yaml:4: batch size 0 is too small"}));
+  EXPECT_TRUE(mentions(batch_error("\n  - 4\n  - 8\n  - 4\n"), {"exp.yaml:5: batch size 4 is listed twice"}));
+  EXPECT_TRUE(mentions(batch_error("[1, x]"), {"exp.yaml:2: batch size is x but must be a whole number"}));
+}
+
+TEST(ConfigErrors, StepCounts) {
+  const std::string head = "model: vgg16\nbatch: 1\n";
+  EXPECT_EQ(error_of(head + "steps: 0\n"),
+            "exp.yaml:3: steps 0 is too small; give 1 or more timed steps per batch size.");
+  EXPECT_EQ(error_of(head + "warmup: -1\n"),
+            "exp.yaml:3: warmup -1 is too small; give 0 or more warm-up steps.");
+  EXPECT_TRUE(
+      mentions(error_of(head + "steps: 99999999999\n"), {"exp.yaml:3: steps 99999999999 is too large"}));
+}
+
+TEST(ConfigErrors, UnknownWords) {
+  const std::string head = "model: vgg16\nbatch: 1\n";
+  EXPECT_EQ(error_of(head + "phase: training\n"),
+            "exp.yaml:3: phase training is not recognised; use train or infer.");
+  EXPECT_EQ(error_of(head + "precision: fp64\n"),
+            "exp.yaml:3: precision fp64 is not recognised; use fp32, fp16 or bf16.");
+  EXPECT_EQ(error_of(head + "order: random\n"),
+            "exp.yaml:3: order random is not recognised; use ascending or shuffled.");
+  EXPECT_EQ(error_of(head + "optimizer: adamw\n"),
+            "exp.yaml:3: optimizer adamw is not recognised; use sgd, momentum or adam.");
+  EXPECT_TRUE(mentions(error_of(head + "optimizer:\n  type: rmsprop\n"),
+                       {"exp.yaml:4: type rmsprop is not recognised"}));
+  EXPECT_TRUE(mentions(error_of(head + "data: imagenet\n"), {"exp.yaml:3: data imagenet is not available yet",
+                                                             "only synthetic data is supported"}));
+}
+
+TEST(ConfigErrors, OptimizerValues) {
+  const std::string head = "model: vgg16\nbatch: 1\noptimizer:\n";
+  EXPECT_TRUE(mentions(error_of(head + "  lr: 0\n"), {"exp.yaml:4: lr 0 is too small", "above 0"}));
+  EXPECT_TRUE(mentions(error_of(head + "  type: momentum\n  momentum: 1.5\n"),
+                       {"exp.yaml:5: momentum 1.5 is too large"}));
+  EXPECT_TRUE(mentions(error_of(head + "  type: adam\n  momentum: 0.9\n"),
+                       {"exp.yaml:5: momentum does not apply to optimizer adam", "set type: momentum"}));
+  EXPECT_TRUE(mentions(error_of(head + "  betas: [0.9, 0.99]\n"),
+                       {"exp.yaml:4: betas does not apply to optimizer sgd"}));
+  EXPECT_TRUE(mentions(error_of(head + "  type: adam\n  betas: [0.9]\n"),
+                       {"exp.yaml:5: betas must hold two numbers, not 1"}));
+  EXPECT_TRUE(mentions(error_of(head + "  type: adam\n  betas:\n    - 0.9\n    - 1.0\n"),
+                       {"exp.yaml:7: beta2 1.0 is too large"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "  weight_decay: -0.1\n"), {"exp.yaml:4: weight_decay -0.1 is too small"}));
+}
+
+TEST(ConfigErrors, BadInputShapeAndClasses) {
+  const std::string head = "model: vgg16\nbatch: 1\n";
+  EXPECT_TRUE(mentions(error_of(head + "input: [3, 0, 224]\n"), {"exp.yaml:3: input size 0 is too small"}));
+  EXPECT_TRUE(mentions(error_of(head + "input:\n  - 3\n  - -2\n  - 4\n"),
+                       {"exp.yaml:5: input size -2 is too small"}));
+  EXPECT_TRUE(mentions(error_of(head + "input: [3, 224]\n"),
+                       {"exp.yaml:3: input has 2 sizes for vgg16", "without the batch dimension"}));
+  EXPECT_TRUE(mentions(error_of(head + "input: []\n"), {"exp.yaml:3: input has 0 sizes"}));
+  EXPECT_EQ(error_of(head + "classes: 0\n"), "exp.yaml:3: classes 0 is too small; give 1 or more classes.");
+}
+
+TEST(ConfigErrors, DuplicateNames) {
+  EXPECT_TRUE(mentions(error_of("experiments:\n  - {name: a, model: vgg16, batch: 1}\n"
+                                "  - {model: vgg16, batch: 2, name: a}\n"),
+                       {"exp.yaml:3: experiment name a is already used by the experiment at line 2",
+                        "give each experiment a distinct name (the name key)."}));
+  EXPECT_TRUE(
+      mentions(error_of("experiments:\n  - {model: vgg16, batch: 1}\n  - {model: vgg16, batch: 2}\n"),
+               {"exp.yaml:3: experiment name vgg16_train_fp32 is already used by the experiment at line 2"}));
+  EXPECT_TRUE(
+      mentions(error_of("model: vgg16\nbatch: 1\nname: a/b\n"), {"exp.yaml:3: name a/b is not usable"}));
+}
+
+TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
+  const std::string file = "model: vgg16\nbatch: 1\n";
+  SweepOverrides o;
+  o.batch = "70:1";
+  EXPECT_EQ(error_of(file, o),
+            "command line: --batch 70:1 is an inverted range; give FROM:TO with FROM <= TO.");
+  o = {};
+  o.device = "gpu";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --device gpu is not recognised"}));
+  o = {};
+  o.model = "vgg61";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --model vgg61 is not a known model"}));
+  o = {};
+  o.timed_steps = 0;
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --steps 0 is too small"}));
+  o = {};
+  o.warmup_steps = -3;
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --warmup -3 is too small"}));
+  o = {};
+  o.phase = "eval";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --phase eval is not recognised"}));
+  o = {};
+  o.precision = "int8";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --precision int8 is not recognised"}));
+  o = {};
+  o.optimizer = "adamw";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --optimizer adamw is not recognised"}));
+  o = {};
+  o.order = "random";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --order random is not recognised"}));
+  o = {};
+  o.data = "cifar10";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --data cifar10 is not available yet"}));
+  o = {};
+  o.lr = -1;
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --lr -1 is too small"}));
+  o = {};
+  o.input_shape = Sizes{3, 0, 8};
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --input size 0 is too small"}));
+  o = {};
+  o.classes = 0;
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --classes 0 is too small"}));
+}
+
+TEST(ConfigErrors, CommandLineAloneNeedsModelAndBatch) {
+  EXPECT_TRUE(mentions(error_of_overrides({}),
+                       {"command line: no model given", "pass --model NAME", "or a config file"}));
+  SweepOverrides o;
+  o.model = "vgg16";
+  EXPECT_TRUE(mentions(error_of_overrides(o), {"command line: no batch sizes given", "pass --batch"}));
+  o.batch = "8:1";
+  EXPECT_EQ(error_of_overrides(o),
+            "command line: --batch 8:1 is an inverted range; give FROM:TO with FROM <= TO.");
+}
+
+}  // namespace
+}  // namespace batchscope
