@@ -1,1 +1,131 @@
-// placeholder until written
+#include "models/registry.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "models/layer_plan.h"
+#include "models/planned_network.h"
+#include "models/zoo.h"
+
+namespace batchscope::models {
+namespace {
+
+using PlanFor = std::function<Layer(int64_t classes)>;
+
+std::string shape_text(const SampleShape& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
+  return text;
+}
+
+bool fits(const Layer& plan, const SampleShape& input) {
+  try {
+    count_flops(plan, input);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+// Every layer works on each spatial side alike, so the smallest square input is the smallest side.
+int64_t smallest_side(const Layer& plan, int64_t channels) {
+  constexpr int64_t kLargestTried = 4096;
+  for (int64_t side = 1; side <= kLargestTried; ++side) {
+    if (fits(plan, {channels, side, side})) return side;
+  }
+  return kLargestTried;
+}
+
+// Returns the forward FLOPs of one sample, which walks every layer and so checks the input fits.
+int64_t checked_flops(const std::string& model, const Layer& plan, const SampleShape& input,
+                      int64_t classes) {
+  if (classes < 1) {
+    throw std::invalid_argument(model + " needs at least one class, got " + std::to_string(classes) + ".");
+  }
+  if (input.size() != 3) {
+    throw std::invalid_argument(model + " takes images shaped channels x height x width, got a " +
+                                std::to_string(input.size()) + "-dimensional sample shape '" +
+                                shape_text(input) + "'.");
+  }
+  for (int64_t side : input) {
+    if (side < 1) {
+      throw std::invalid_argument(model + " needs every input dimension to be at least 1, got " +
+                                  shape_text(input) + ".");
+    }
+  }
+  try {
+    return count_flops(plan, input);
+  } catch (const std::invalid_argument& error) {
+    const std::string side = std::to_string(smallest_side(plan, input[0]));
+    throw std::invalid_argument(model + " cannot take a " + shape_text(input) + " input (" + error.what() +
+                                "); give it at least " + side + "x" + side + " pixels.");
+  }
+}
+
+ModelSpec spec(std::string name, std::string summary, SampleShape default_input, int64_t default_classes,
+               PlanFor plan_for) {
+  ModelSpec spec;
+  spec.name = name;
+  spec.summary = std::move(summary);
+  spec.default_input = std::move(default_input);
+  spec.default_classes = default_classes;
+  spec.build = [name, plan_for](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
+    const Layer plan = plan_for(classes);
+    checked_flops(name, plan, input, classes);
+    return std::make_shared<PlannedNetwork>(plan, input);
+  };
+  spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
+    return static_cast<double>(checked_flops(name, plan_for(classes), input, classes));
+  };
+  return spec;
+}
+
+}  // namespace
+
+const std::vector<ModelSpec>& all_models() {
+  static const std::vector<ModelSpec> models = [] {
+    const SampleShape imagenet = {3, 224, 224};
+    constexpr int64_t kImagenetClasses = 1000;
+    return std::vector<ModelSpec>{
+        spec("vgg16", "VGG-16, torchvision layout without batch norm", imagenet, kImagenetClasses,
+             [](int64_t classes) { return vgg_plan(16, classes); }),
+        spec("vgg19", "VGG-19, torchvision layout without batch norm", imagenet, kImagenetClasses,
+             [](int64_t classes) { return vgg_plan(19, classes); }),
+        spec("resnet50", "ResNet-50 v1.5, torchvision layout", imagenet, kImagenetClasses,
+             [](int64_t classes) { return resnet_plan(50, classes); }),
+        spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan),
+        spec("mobilenet_v2", "MobileNetV2, width 1.0, torchvision layout", imagenet, kImagenetClasses,
+             mobilenet_v2_plan),
+        spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan),
+    };
+  }();
+  return models;
+}
+
+const ModelSpec* find_model(const std::string& name) {
+  for (const ModelSpec& model : all_models()) {
+    if (model.name == name) return &model;
+  }
+  return nullptr;
+}
+
+std::string known_model_names() {
+  std::string names;
+  for (const ModelSpec& model : all_models()) names += (names.empty() ? "" : ", ") + model.name;
+  return names;
+}
+
+int64_t count_parameters(const torch::nn::Module& module, bool trainable_only) {
+  int64_t count = 0;
+  for (const torch::Tensor& parameter : module.parameters()) {
+    if (!trainable_only || parameter.requires_grad()) count += parameter.numel();
+  }
+  return count;
+}
+
+}  // namespace batchscope::models
