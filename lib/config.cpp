@@ -11,8 +11,8 @@
 //                    {from: 1, to: 70, step: 1} (step defaults to 1)
 //   phase            train | infer (train)
 //   optimizer        sgd | momentum | adam, or a map {type: sgd, lr: 0.01, momentum: 0.9,
-//                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8}; momentum only with type
-//                    momentum, betas and eps only with type adam (sgd)
+//                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8} (sgd); keys the type
+//                    does not use are ignored, except momentum with sgd, which is refused
 //   precision        fp32 | fp16 | bf16 (fp32)
 //   channels_last, cudnn_benchmark   true | false (false)
 //   warmup           untimed steps per batch size, >= 0 (5)
@@ -20,7 +20,7 @@
 //   order            ascending | shuffled (ascending)
 //   data             synthetic, the only kind so far (synthetic)
 //   seed             a whole number >= 0 (0)
-//   device           cpu | cuda | cuda:N (cpu)
+//   device           cpu | cuda | cuda:N | auto (cpu); auto is resolved when the sweep runs
 // Command-line overrides replace the key in every experiment, after defaults.
 #include "lib/config.h"
 
@@ -342,15 +342,12 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
     Entries keys;
     collect(e.node, e.where.source, kOptimizerKeys, "optimizer", keys);
     if (keys.count("type")) opt.kind = get_enum(keys.at("type"), kOptimizers);
-    const auto only_for = [&](const char* key, OptimizerKind kind) {
-      if (keys.count(key) && opt.kind != kind) {
-        fail(keys.at(key).where, std::string(key) + " does not apply to optimizer " + to_string(opt.kind),
-             "remove it or set type: " + to_string(kind));
-      }
-    };
-    only_for("momentum", OptimizerKind::Momentum);
-    only_for("betas", OptimizerKind::Adam);
-    only_for("eps", OptimizerKind::Adam);
+    // Keys another type uses are kept and ignored, so one optimizer map can serve every type; only
+    // momentum under plain sgd is refused, since it reads as SGD with momentum and would not be.
+    if (keys.count("momentum") && opt.kind == OptimizerKind::SGD) {
+      fail(keys.at("momentum").where, "momentum does not apply to optimizer sgd",
+           "set type: momentum for SGD with momentum, or remove momentum");
+    }
     if (keys.count("lr"))
       opt.lr = get_double(keys.at("lr"), 0, false, INFINITY, "give a learning rate above 0");
     if (keys.count("momentum")) {
@@ -449,7 +446,7 @@ ExperimentConfig resolve(const Entries& entries, const Where& at, const SweepOve
     c.seed = seed;
   }
   if (has("device")) {
-    const std::string fix = "use cpu, cuda or cuda:N with N a GPU index such as 0";
+    const std::string fix = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
     c.device = get_string(entry("device"), fix);
     if (!check_device_string(c.device).empty()) {
       fail(entry("device").where, entry("device").where.label + " " + shown(c.device) + " is not recognised",
@@ -470,6 +467,18 @@ ExperimentConfig resolve(const Entries& entries, const Where& at, const SweepOve
     c.name = c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
   }
   return c;
+}
+
+// yaml-cpp puts an error found at the end of the text on the line after it (an unclosed [ on the
+// last line, say); the last line with content is where the user has to look.
+int error_line(const std::string& text, int mark_line) {
+  int lines = 0, last_with_content = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last_with_content = lines;
+  }
+  return mark_line + 1 > lines ? last_with_content : mark_line + 1;
 }
 
 void check_unique_names(const SweepConfig& sweep, const std::vector<int>& lines) {
@@ -493,7 +502,7 @@ std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
 std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
 
 std::string check_device_string(const std::string& device) {
-  if (device == "cpu" || device == "cuda") return "";
+  if (device == "cpu" || device == "cuda" || device == "auto") return "";
   const std::string prefix = "cuda:";
   if (device.size() > prefix.size() && device.compare(0, prefix.size(), prefix) == 0 &&
       std::all_of(device.begin() + prefix.size(), device.end(),
@@ -502,7 +511,7 @@ std::string check_device_string(const std::string& device) {
     return "";
   }
   return "device " + shown(device) +
-         " is not recognised; use cpu, cuda or cuda:N with N a GPU index such as 0";
+         " is not recognised; use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
 }
 
 SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
@@ -511,7 +520,7 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
-    fail({source, e.mark.line + 1, ""}, "the YAML is malformed (" + e.msg + ")",
+    fail({source, error_line(yaml_text, e.mark.line), ""}, "the YAML is malformed (" + e.msg + ")",
          "fix the syntax on this line or the one before");
   }
   const std::string no_experiments_fix =

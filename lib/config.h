@@ -76,7 +76,8 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
 // A single experiment from the command line alone (--model is required).
 SweepConfig sweep_from_overrides(const SweepOverrides& overrides);
 
-// The accepted device strings: "cpu", "cuda", "cuda:N". Returns a sentence on error, empty if fine.
+// The accepted device strings: "cpu", "cuda", "cuda:N" and "auto" (the sweep picks one per machine).
+// Returns a sentence on error, empty if fine.
 std::string check_device_string(const std::string& device);
 
 }  // namespace batchscope
