@@ -46,7 +46,7 @@ std::vector<int64_t> parse_shape(const std::string& text) {
 }
 
 std::string joined(const std::vector<std::string>& args) {
-  std::string line = "batchscope";
+  std::string line = "batchscope sweep";
   for (const std::string& a : args) line += " " + a;
   return line;
 }

@@ -13,7 +13,8 @@
 
 namespace batchscope {
 
-using Json = nlohmann::json;
+// Records keep their keys in the order written, "type" first, so a log reads naturally.
+using Json = nlohmann::ordered_json;
 
 // The record types of steps.jsonl, in the order they appear: one "run" (and one "resume" per
 // resumed session), then per batch size its "step" records followed by its "point" summary, or an

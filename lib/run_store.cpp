@@ -27,8 +27,10 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
       throw UserError(located(jsonl_path_, 1, "does not start with a batchscope run record",
                               "choose another --out directory or pass --force to replace it"));
     }
-    const Json& before = records.front()["config"]["experiments"];
-    if (before != experiments) {
+    const Json& front = records.front();
+    const bool same = front.contains("config") && front["config"].contains("experiments") &&
+                      front["config"]["experiments"] == experiments;
+    if (!same) {
       throw UserError(located(jsonl_path_, 1, "holds a sweep of different experiments than this command asks for",
                               "run the same command to resume it, choose another --out directory, or pass --force to replace it"));
     }

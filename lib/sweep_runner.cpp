@@ -38,7 +38,9 @@ void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
   try {
     spec->forward_flops(e.input_shape, e.classes);
   } catch (const std::invalid_argument& bad) {
-    throw UserError(located(where(config, e), 0, bad.what(), "give an input shape that " + e.model + " accepts"));
+    std::string reason = bad.what();  // a sentence of the model's own that already says what it needs
+    if (!reason.empty() && reason.back() == '.') reason.pop_back();
+    throw UserError(located(where(config, e), 0, reason, ""));
   }
   const torch::Device device(e.device);
   if (device.is_cuda()) {
@@ -108,10 +110,9 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
 }
 
 Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments, bool resumed) {
-  Json header = collect_environment();
-  header["type"] = resumed ? record::kResume : record::kRun;
-  header["run_id"] = run_id();
-  header["start_time"] = iso8601_utc_now();
+  Json header = {{"type", resumed ? record::kResume : record::kRun}, {"run_id", run_id()}, {"start_time", iso8601_utc_now()}};
+  const nlohmann::json environment = collect_environment();
+  for (const auto& [key, value] : environment.items()) header[key] = Json(value);
   header["command"] = options.command_line;
   header["config"] = {{"source", config.source}, {"experiments", experiments}};
   Json timers = Json::object();
@@ -151,7 +152,7 @@ SweepConfig resolve_for_machine(const SweepConfig& config) {
 
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
   Json experiments = Json::array();
-  for (const ExperimentConfig& e : config.experiments) experiments.push_back(to_json(e));
+  for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store(options.out_dir, experiments, options.force);
   store.write({run_header(config, options, experiments, store.resuming())});
 

@@ -11,7 +11,7 @@ expect() {
   local name="$1" pattern="$2"; shift 2
   "$bin" "$@" > "$work/out" 2> "$work/err"
   local rc=$?
-  if [ "$rc" -ne 2 ] || ! grep -Eq "$pattern" "$work/err" || [ "$(wc -l < "$work/err")" -ne 1 ]; then
+  if [ "$rc" -ne 2 ] || ! grep -Eq -- "$pattern" "$work/err" || [ "$(wc -l < "$work/err")" -ne 1 ]; then
     echo "FAIL $name: exit $rc, stderr: $(cat "$work/err")"; failures=$((failures + 1))
   else
     echo "ok   $name: $(cat "$work/err")"
