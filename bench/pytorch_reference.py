@@ -19,6 +19,7 @@ class MnistCnn(nn.Module):
 
     def __init__(self, classes=10):
         super().__init__()
+        # In-place ReLUs, as batchscope's zoo (and torchvision) use them.
         self.conv1 = nn.Conv2d(1, 32, 3)
         self.conv2 = nn.Conv2d(32, 64, 3)
         self.drop1 = nn.Dropout(0.25)
@@ -27,10 +28,10 @@ class MnistCnn(nn.Module):
         self.fc2 = nn.Linear(128, classes)
 
     def forward(self, x):
-        x = F.relu(self.conv1(x))
-        x = F.relu(self.conv2(x))
+        x = F.relu(self.conv1(x), inplace=True)
+        x = F.relu(self.conv2(x), inplace=True)
         x = self.drop1(F.max_pool2d(x, 2))
-        x = F.relu(self.fc1(torch.flatten(x, 1)))
+        x = F.relu(self.fc1(torch.flatten(x, 1)), inplace=True)
         return self.fc2(self.drop2(x))
 
 

@@ -129,12 +129,15 @@ void Workload::step() {
 void Workload::train_step() {
   // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
   for (auto& p : parameters_) p.mutable_grad().reset();
+  torch::Tensor loss;
   {
     AutocastScope autocast(experiment_.precision, device_);
-    loss_ = torch::nn::functional::cross_entropy(model_->forward(inputs_), targets_);
+    loss = torch::nn::functional::cross_entropy(model_->forward(inputs_), targets_);
   }
-  loss_.backward();
+  loss.backward();
   optimizer_->step();
+  // Keep the value only: the autograd graph is torn down here, inside the step, where it belongs.
+  loss_ = loss.detach();
 }
 
 void Workload::infer_step() {
