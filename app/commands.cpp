@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <cxxopts.hpp>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "lib/config.h"
@@ -23,7 +24,14 @@ namespace {
 cxxopts::ParseResult parse(cxxopts::Options& options, const std::vector<std::string>& args) {
   std::vector<const char*> argv{options.program().c_str()};
   for (const std::string& a : args) argv.push_back(a.c_str());
+#if CXXOPTS__VERSION_MAJOR >= 3
   return options.parse(static_cast<int>(argv.size()), argv.data());
+#else
+  // cxxopts 2 (Ubuntu 22.04 images) takes argc and argv by non-const reference.
+  int argc = static_cast<int>(argv.size());
+  char** mutable_argv = const_cast<char**>(argv.data());
+  return options.parse(argc, mutable_argv);
+#endif
 }
 
 std::vector<int64_t> parse_shape(const std::string& text) {
@@ -137,6 +145,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
                               : "runs/" + config.experiments.front().model;
   sweep.force = result.count("force") > 0;
   sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   sweep.command_line = joined(args);
 
   const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);

@@ -3,9 +3,17 @@
 #include <vector>
 
 #include <cxxopts.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include "app/commands.h"
 #include "lib/errors.h"
+
+#if CXXOPTS__VERSION_MAJOR > 3 || (CXXOPTS__VERSION_MAJOR == 3 && CXXOPTS__VERSION_MINOR >= 1)
+using CommandLineError = cxxopts::exceptions::exception;
+#else
+using CommandLineError = cxxopts::OptionException;
+#endif
 
 int main(int argc, char** argv) {
   using namespace batchscope;
@@ -18,6 +26,11 @@ int main(int argc, char** argv) {
     std::cout << "batchscope " << BATCHSCOPE_VERSION << "\n";
     return 0;
   }
+  // Events of a run (resuming, a batch size that does not fit) go to stderr beside the progress line.
+  auto log = spdlog::stderr_logger_mt("batchscope");
+  log->set_pattern("batchscope: %v");
+  spdlog::set_default_logger(log);
+
   const std::string command = all[0];
   const std::vector<std::string> args(all.begin() + 1, all.end());
   try {
@@ -29,7 +42,7 @@ int main(int argc, char** argv) {
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << error.what() << "\n";
     return 2;
-  } catch (const cxxopts::exceptions::exception& error) {
+  } catch (const CommandLineError& error) {
     std::cerr << "batchscope: command line: " << error.what() << "; see batchscope " << command << " --help.\n";
     return 2;
   } catch (const std::exception& error) {

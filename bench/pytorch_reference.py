@@ -1,12 +1,15 @@
 """The reference for batchscope's per-step overhead: the same mnist_cnn training step in
 PyTorch-in-Python, timed the way batchscope times it (each step on its own, monotonic clock, warm-up
-first, nothing but the step between the timestamps). Prints one JSON object per batch size.
+first, nothing but the step between the timestamps).
 
-usage: pytorch_reference.py --batch 1,8,32 --steps 200 --warmup 20 --threads 1
+Driven by bench/overhead_bench over stdin/stdout, one command a line:
+  batch B W   make the data of batch size B and run W untimed steps; answers "ready"
+  steps N     run N timed steps; answers a JSON list of their times in ms
+  quit
 """
 import argparse
 import json
-import statistics
+import sys
 import time
 
 import torch
@@ -15,11 +18,10 @@ import torch.nn.functional as F
 
 
 class MnistCnn(nn.Module):
-    """The classic Keras MNIST CNN, layer for layer as batchscope's mnist_cnn."""
+    """The classic Keras MNIST CNN, layer for layer as batchscope's mnist_cnn (in-place ReLUs too)."""
 
     def __init__(self, classes=10):
         super().__init__()
-        # In-place ReLUs, as batchscope's zoo (and torchvision) use them.
         self.conv1 = nn.Conv2d(1, 32, 3)
         self.conv2 = nn.Conv2d(32, 64, 3)
         self.drop1 = nn.Dropout(0.25)
@@ -37,9 +39,6 @@ class MnistCnn(nn.Module):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--batch", required=True)
-    p.add_argument("--steps", type=int, default=200)
-    p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.01)
     a = p.parse_args()
@@ -48,25 +47,34 @@ def main():
     model = MnistCnn()
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=a.lr)
-    for batch in [int(b) for b in a.batch.split(",")]:
-        x = torch.randn(batch, 1, 28, 28)
-        y = torch.randint(10, (batch,))
+    x = y = None
 
-        def step():
-            optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            optimizer.step()
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
 
-        for _ in range(a.warmup):
-            step()
-        times = [0.0] * a.steps
-        for i in range(a.steps):
-            t0 = time.perf_counter()
-            step()
-            times[i] = (time.perf_counter() - t0) * 1e3
-        print(json.dumps({"batch_size": batch, "median_ms": statistics.median(times),
-                          "torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if words[0] == "batch":
+            batch, warmup = int(words[1]), int(words[2])
+            x = torch.randn(batch, 1, 28, 28)
+            y = torch.randint(10, (batch,))
+            for _ in range(warmup):
+                step()
+            print("ready", flush=True)
+        elif words[0] == "steps":
+            n = int(words[1])
+            times = [0.0] * n
+            for i in range(n):
+                t0 = time.perf_counter()
+                step()
+                times[i] = (time.perf_counter() - t0) * 1e3
+            print(json.dumps(times), flush=True)
+        else:
+            break
 
 
 if __name__ == "__main__":

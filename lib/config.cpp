@@ -20,7 +20,7 @@
 //   order            ascending | shuffled (ascending)
 //   data             synthetic, the only kind so far (synthetic)
 //   seed             a whole number >= 0 (0)
-//   device           cpu | cuda | cuda:N | auto (cpu); auto is resolved when the sweep runs
+//   device           cpu | cuda | cuda:N | auto (auto); auto is resolved when the sweep runs
 // Command-line overrides replace the key in every experiment, after defaults.
 #include "lib/config.h"
 

@@ -44,7 +44,7 @@ struct ExperimentConfig {
   BatchOrder order = BatchOrder::Ascending;
   std::string data = "synthetic";
   uint64_t seed = 0;
-  std::string device = "cpu";
+  std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
 };
 
 nlohmann::json to_json(const ExperimentConfig& e);

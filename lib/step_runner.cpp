@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "lib/gpu.h"
 #include "models/registry.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -144,6 +145,34 @@ void Workload::infer_step() {
   torch::NoGradGuard no_grad;
   AutocastScope autocast(experiment_.precision, device_);
   model_->forward(inputs_);
+}
+
+void Workload::warm_up(int steps) {
+  for (int i = 0; i < steps; ++i) step();
+  synchronize();
+}
+
+void Workload::synchronize() const {
+  if (device_.is_cuda()) gpu::synchronize(device_.index());
+}
+
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
+  const auto n = static_cast<std::size_t>(steps);
+  const bool train = workload.training();
+  std::vector<torch::Tensor> losses(train ? n : 0);
+  timer.reserve(steps);
+  for (int i = 0; i < steps; ++i) {
+    timer.start(i);
+    workload.step();
+    timer.stop(i);
+    workload.synchronize();
+    if (train) losses[static_cast<std::size_t>(i)] = workload.last_loss();
+  }
+  TimedSteps out;
+  out.times_ms.resize(n);
+  for (int i = 0; i < steps; ++i) out.times_ms[static_cast<std::size_t>(i)] = timer.elapsed_ms(i);
+  for (const auto& l : losses) out.losses.push_back(l.item<double>());
+  return out;
 }
 
 double Workload::flops_per_step(int64_t batch_size) const {

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "lib/config.h"
+#include "lib/step_timer.h"
 #include "models/network.h"
 
 namespace batchscope {
@@ -27,6 +28,13 @@ class Workload {
   // Drops the batch and gradients, e.g. after running out of memory.
   void release_batch();
 
+  // Untimed steps, then waits until the device has finished them.
+  void warm_up(int steps);
+  // Waits for the device (a no-op on the CPU, where every op has finished when it returns).
+  void synchronize() const;
+  const torch::Device& device() const { return device_; }
+  bool training() const { return experiment_.phase == Phase::Train; }
+
   // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
   double flops_per_step(int64_t batch_size) const;
 
@@ -42,6 +50,16 @@ class Workload {
   double forward_flops_per_sample_ = 0;
   torch::Tensor inputs_, targets_, loss_;
 };
+
+struct TimedSteps {
+  std::vector<double> times_ms;
+  std::vector<double> losses;  // train only
+};
+
+// The timed loop of every sweep and benchmark: `steps` steps of a prepared workload, each between its
+// own two timestamps with nothing else there. The device is synchronised after each stop, outside the
+// timed region, so that steps do not overlap; times and losses are read after the loop.
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps);
 
 // True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
 bool is_out_of_memory(const std::exception& error);

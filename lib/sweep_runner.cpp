@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include <spdlog/spdlog.h>
+
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
@@ -68,44 +70,18 @@ void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
 }
 
 struct BatchResult {
-  std::vector<double> times_ms;
-  std::vector<double> losses;
+  TimedSteps steps;
   std::optional<int64_t> peak_memory_bytes;
 };
 
-// Warm-up, then each timed step on its own. Between two timestamps there is only the step; the
-// device is synchronised after each stop so that steps do not overlap.
-BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e,
-                          const torch::Device& device, int64_t batch_size, Progress& progress, int index,
-                          int count) {
-  const bool cuda = device.is_cuda();
-  const int gpu_index = cuda ? device.index() : -1;
-  progress.show(e.name, index, count, batch_size, 0, e.timed_steps);
+BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size) {
+  const torch::Device& device = workload.device();
   workload.prepare_batch(batch_size);
-  for (int i = 0; i < e.warmup_steps; ++i) workload.step();
-  if (cuda) {
-    gpu::synchronize(gpu_index);
-    gpu::reset_peak_memory(gpu_index);
-  }
-
-  const bool train = e.phase == Phase::Train;
-  std::vector<torch::Tensor> losses(static_cast<std::size_t>(e.timed_steps));
-  timer.reserve(e.timed_steps);
-  for (int i = 0; i < e.timed_steps; ++i) {
-    timer.start(i);
-    workload.step();
-    timer.stop(i);
-    if (cuda) gpu::synchronize(gpu_index);
-    if (train) losses[static_cast<std::size_t>(i)] = workload.last_loss();
-  }
-
+  workload.warm_up(e.warmup_steps);
+  if (device.is_cuda()) gpu::reset_peak_memory(device.index());
   BatchResult result;
-  result.times_ms.resize(static_cast<std::size_t>(e.timed_steps));
-  for (int i = 0; i < e.timed_steps; ++i) result.times_ms[static_cast<std::size_t>(i)] = timer.elapsed_ms(i);
-  if (train) {
-    for (const auto& l : losses) result.losses.push_back(l.item<double>());
-  }
-  if (cuda) result.peak_memory_bytes = gpu::peak_memory_bytes(gpu_index);
+  result.steps = run_timed_steps(workload, timer, e.timed_steps);
+  if (device.is_cuda()) result.peak_memory_bytes = gpu::peak_memory_bytes(device.index());
   return result;
 }
 
@@ -154,6 +130,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   Json experiments = Json::array();
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store(options.out_dir, experiments, options.force);
+  if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
   store.write({run_header(config, options, experiments, store.resuming())});
 
   Progress progress(progress_stream, options.show_progress);
@@ -187,14 +164,16 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
       std::vector<Json> records;
       try {
         if (!workload) workload = std::make_unique<Workload>(e, device);
-        const BatchResult result = measure_batch(*workload, *timer, e, device, batch_size, progress, index + 1, count);
+        progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
+        const BatchResult result = measure_batch(*workload, *timer, e, batch_size);
         workload->release_batch();
-        for (int i = 0; i < e.timed_steps; ++i) {
-          StepSample sample{result.times_ms[static_cast<std::size_t>(i)], std::nullopt};
-          if (!result.losses.empty()) sample.loss = result.losses[static_cast<std::size_t>(i)];
-          records.push_back(step_record(e, e.device, batch_size, i, sample, result.peak_memory_bytes));
+        const TimedSteps& steps = result.steps;
+        for (std::size_t i = 0; i < steps.times_ms.size(); ++i) {
+          StepSample sample{steps.times_ms[i], std::nullopt};
+          if (!steps.losses.empty()) sample.loss = steps.losses[i];
+          records.push_back(step_record(e, e.device, batch_size, static_cast<int>(i), sample, result.peak_memory_bytes));
         }
-        records.push_back(point_record(e, e.device, batch_size, result.times_ms, workload->flops_per_step(batch_size),
+        records.push_back(point_record(e, e.device, batch_size, steps.times_ms, workload->flops_per_step(batch_size),
                                        result.peak_memory_bytes));
       } catch (const std::exception& error) {
         if (!is_out_of_memory(error)) throw;
@@ -203,6 +182,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
         workload.reset();
         if (device.is_cuda()) gpu::empty_cache();
         oom_at = batch_size;
+        progress.finish();
+        spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
         Json oom = batch_record(record::kOom, e, e.device, batch_size);
         const std::string message = error.what();
         oom["message"] = message.substr(0, message.find('\n'));

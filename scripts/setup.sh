@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what batchscope needs from Debian's packages (only what is missing), then configures and
 # builds it into build/. Usage: scripts/setup.sh [--bench]   (--bench adds PyTorch for Python, the
-# reference of bench/overhead_vs_pytorch.sh)
+# reference of build/bench_overhead)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+# LibTorch on Debian calls whichever BLAS is installed; without OpenBLAS that is the slow reference one.
 packages=(g++ cmake make python3 libtorch-dev libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev
-          libgtest-dev gnuplot-nox)
+          libgtest-dev gnuplot-nox libopenblas0-openmp)
 [ "${1:-}" = "--bench" ] && packages+=(python3-torch)
 
 missing=()

@@ -130,7 +130,7 @@ TEST(Config, UnsetKeysTakeTheirDefaults) {
   EXPECT_EQ(e.order, BatchOrder::Ascending);
   EXPECT_EQ(e.data, "synthetic");
   EXPECT_EQ(e.seed, 0u);
-  EXPECT_EQ(e.device, "cpu");
+  EXPECT_EQ(e.device, "auto");
 }
 
 TEST(Config, DefaultsApplyToEveryExperimentUnlessItSetsTheKey) {
