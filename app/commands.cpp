@@ -1,15 +1,14 @@
 #include "app/commands.h"
 
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
-
-#include <cxxopts.hpp>
-#include <spdlog/spdlog.h>
-#include <torch/torch.h>
 
 #include "lib/config.h"
 #include "lib/environment.h"
@@ -53,6 +52,21 @@ std::vector<int64_t> parse_shape(const std::string& text) {
   return shape;
 }
 
+enum class ListingFormat { kText, kJson, kHelpShown };
+
+// The options of the commands that only print something: --json and --help.
+ListingFormat parse_listing_options(const std::string& name, const std::string& description,
+                                    const std::vector<std::string>& args) {
+  cxxopts::Options options(name, description);
+  options.add_options()("json", "print JSON")("h,help", "this help");
+  const auto result = parse(options, args);
+  if (result.count("help")) {
+    std::cout << options.help();
+    return ListingFormat::kHelpShown;
+  }
+  return result.count("json") ? ListingFormat::kJson : ListingFormat::kText;
+}
+
 std::string joined(const std::vector<std::string>& args) {
   std::string line = "batchscope sweep";
   for (const std::string& a : args) line += " " + a;
@@ -73,11 +87,13 @@ std::string usage() {
 }
 
 int run_sweep_command(const std::vector<std::string>& args) {
-  cxxopts::Options options("batchscope sweep",
-                           "Time every step of a training (or inference) loop at each batch size.\n"
-                           "Reads the experiments of CONFIG.yaml; the options below replace its values in every "
-                           "experiment, or describe a single experiment when no file is given.");
+  cxxopts::Options options(
+      "batchscope sweep",
+      "Time every step of a training (or inference) loop at each batch size.\n"
+      "Reads the experiments of CONFIG.yaml; the options below replace its values in every "
+      "experiment, or describe a single experiment when no file is given.");
   options.positional_help("[CONFIG.yaml]");
+  // clang-format off
   options.add_options()
       ("config", "YAML experiment file", cxxopts::value<std::string>())
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
@@ -100,11 +116,13 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
       ("h,help", "this help");
+  // clang-format on
   options.parse_positional({"config"});
   const auto result = parse(options, args);
   if (result.count("help")) {
-    std::cout << options.help() << "\nExample: batchscope sweep --model vgg16 --batch 1:70 --device cuda:0 "
-                                   "--steps 20 --warmup 5 --out runs/vgg16\n";
+    std::cout << options.help()
+              << "\nExample: batchscope sweep --model vgg16 --batch 1:70 --device cuda:0 "
+                 "--steps 20 --warmup 5 --out runs/vgg16\n";
     return 0;
   }
 
@@ -128,7 +146,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("threads")) {
     const int threads = result["threads"].as<int>();
     if (threads < 1) {
-      throw UserError(located("command line", 0, "--threads " + std::to_string(threads) + " is not a thread count",
+      throw UserError(located("command line", 0,
+                              "--threads " + std::to_string(threads) + " is not a thread count",
                               "give a positive number, e.g. --threads 4"));
     }
     torch::set_num_threads(threads);
@@ -141,8 +160,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
 
   SweepOptions sweep;
   sweep.out_dir = result.count("out") ? result["out"].as<std::string>()
-                  : from_file ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
-                              : "runs/" + config.experiments.front().model;
+                  : from_file
+                      ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
+                      : "runs/" + config.experiments.front().model;
   sweep.force = result.count("force") > 0;
   sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
@@ -156,24 +176,21 @@ int run_sweep_command(const std::vector<std::string>& args) {
 }
 
 int run_models_command(const std::vector<std::string>& args) {
-  cxxopts::Options options("batchscope models", "List the model zoo: parameters, default input, GFLOPs per sample.");
-  options.add_options()("json", "print JSON")("h,help", "this help");
-  const auto result = parse(options, args);
-  if (result.count("help")) {
-    std::cout << options.help();
-    return 0;
-  }
+  const ListingFormat format = parse_listing_options(
+      "batchscope models", "List the model zoo: parameters, default input, GFLOPs per sample.", args);
+  if (format == ListingFormat::kHelpShown) return 0;
   nlohmann::json list = nlohmann::json::array();
   for (const models::ModelSpec& spec : models::all_models()) {
     const auto model = spec.build(spec.default_input, spec.default_classes);
-    list.push_back({{"name", spec.name},
-                    {"summary", spec.summary},
-                    {"parameters", models::count_parameters(*model)},
-                    {"default_input", spec.default_input},
-                    {"classes", spec.default_classes},
-                    {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9}});
+    list.push_back(
+        {{"name", spec.name},
+         {"summary", spec.summary},
+         {"parameters", models::count_parameters(*model)},
+         {"default_input", spec.default_input},
+         {"classes", spec.default_classes},
+         {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9}});
   }
-  if (result.count("json")) {
+  if (format == ListingFormat::kJson) {
     std::cout << list.dump(2) << "\n";
     return 0;
   }
@@ -181,7 +198,8 @@ int run_models_command(const std::vector<std::string>& args) {
               "summary");
   for (const auto& m : list) {
     std::string shape;
-    for (const auto& d : m["default_input"]) shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
+    for (const auto& d : m["default_input"])
+      shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
     std::printf("%-14s %14lld %-14s %8lld %14.4f  %s\n", m["name"].get<std::string>().c_str(),
                 static_cast<long long>(m["parameters"].get<int64_t>()), shape.c_str(),
                 static_cast<long long>(m["classes"].get<int64_t>()), m["gflops_per_sample"].get<double>(),
@@ -191,15 +209,11 @@ int run_models_command(const std::vector<std::string>& args) {
 }
 
 int run_env_command(const std::vector<std::string>& args) {
-  cxxopts::Options options("batchscope env", "Print the environment that a run record holds.");
-  options.add_options()("json", "print JSON")("h,help", "this help");
-  const auto result = parse(options, args);
-  if (result.count("help")) {
-    std::cout << options.help();
-    return 0;
-  }
+  const ListingFormat format =
+      parse_listing_options("batchscope env", "Print the environment that a run record holds.", args);
+  if (format == ListingFormat::kHelpShown) return 0;
   const nlohmann::json env = collect_environment();
-  std::cout << (result.count("json") ? env.dump(2) + "\n" : format_environment(env));
+  std::cout << (format == ListingFormat::kJson ? env.dump(2) + "\n" : format_environment(env));
   return 0;
 }
 

@@ -1,10 +1,10 @@
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cxxopts.hpp>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <cxxopts.hpp>
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "app/commands.h"
 #include "lib/errors.h"
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     std::cerr << "batchscope: " << error.what() << "\n";
     return 2;
   } catch (const CommandLineError& error) {
-    std::cerr << "batchscope: command line: " << error.what() << "; see batchscope " << command << " --help.\n";
+    std::cerr << "batchscope: command line: " << error.what() << "; see batchscope " << command
+              << " --help.\n";
     return 2;
   } catch (const std::exception& error) {
     std::cerr << "batchscope: internal error: " << error.what() << "\n";

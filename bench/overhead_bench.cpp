@@ -4,21 +4,20 @@
 // The Python reference (bench/pytorch_reference.py) runs as a child process driven over a pipe. For each
 // batch size both warm up, then take turns in short bursts of steps (alternating which goes first), so
 // that the machine's changing speed hits both alike. batchscope's side is the sweep's own timed loop
-// (run_timed_steps on a Workload). Both are pinned to one core. Printed per batch size: the median step time of each, their ratio,
-// and the median and range of the per-burst ratios; then the timer's own cost per step.
+// (run_timed_steps on a Workload). Both are pinned to one core. Printed per batch size: the median step time
+// of each, their ratio, and the median and range of the per-burst ratios; then the timer's own cost per step.
 #include <sched.h>
 #include <sys/wait.h>
+#include <torch/torch.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cxxopts.hpp>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <cxxopts.hpp>
-#include <nlohmann/json.hpp>
-#include <torch/torch.h>
-#include <torch/version.h>
 
 #include "lib/batch_spec.h"
 #include "lib/statistics.h"
@@ -43,7 +42,8 @@ class PythonReference {
       close(to_child[1]);
       close(from_child[0]);
       const std::string t = std::to_string(threads);
-      execl(python.c_str(), python.c_str(), script.c_str(), "--threads", t.c_str(), static_cast<char*>(nullptr));
+      execl(python.c_str(), python.c_str(), script.c_str(), "--threads", t.c_str(),
+            static_cast<char*>(nullptr));
       std::perror(("cannot start " + python).c_str());
       _exit(127);
     }
@@ -78,7 +78,8 @@ class PythonReference {
   std::string read_line() {
     std::string line;
     for (int c = std::fgetc(out_); c != EOF && c != '\n'; c = std::fgetc(out_)) line += static_cast<char>(c);
-    if (line.empty()) throw std::runtime_error("the reference process stopped (is PyTorch installed for it?)");
+    if (line.empty())
+      throw std::runtime_error("the reference process stopped (is PyTorch installed for it?)");
     return line;
   }
 
@@ -91,7 +92,9 @@ class PythonReference {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cxxopts::Options options("bench_overhead", "batchscope's training step against PyTorch-in-Python's (mnist_cnn, CPU).");
+  cxxopts::Options options("bench_overhead",
+                           "batchscope's training step against PyTorch-in-Python's (mnist_cnn, CPU).");
+  // clang-format off
   options.add_options()
       ("batch", "batch sizes", cxxopts::value<std::string>()->default_value("1,2,4,8,16,32,64"))
       ("bursts", "turns each side takes per batch size", cxxopts::value<int>()->default_value("15"))
@@ -102,6 +105,7 @@ int main(int argc, char** argv) {
       ("python", "the Python with PyTorch", cxxopts::value<std::string>()->default_value("/usr/bin/python3"))
       ("reference", "the reference script", cxxopts::value<std::string>()->default_value("bench/pytorch_reference.py"))
       ("h,help", "this help");
+  // clang-format on
   const auto args = options.parse(argc, argv);
   if (args.count("help")) {
     std::cout << options.help();
@@ -114,7 +118,8 @@ int main(int argc, char** argv) {
     const int warmup = args["warmup"].as<int>();
     // One core for both: unpinned, whichever process lands beside the machine's other work is slower for
     // reasons that are not its own.
-    const int cpu = args.count("cpu") ? args["cpu"].as<int>() : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1;
+    const int cpu =
+        args.count("cpu") ? args["cpu"].as<int>() : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1;
     if (cpu >= 0) {
       cpu_set_t set;
       CPU_ZERO(&set);
@@ -134,9 +139,10 @@ int main(int argc, char** argv) {
     batchscope::HostStepTimer timer;
     const double overhead_ms = batchscope::measure_timer_overhead_ms(timer, 1000);
 
-    std::printf("mnist_cnn training step (SGD, lr 0.01) on the CPU, %d thread(s): PyTorch %s in Python vs batchscope "
-                "on LibTorch %s\n%d turns of %d timed steps each per batch size, alternating\n",
-                threads, python.header().value("torch", "?").c_str(), TORCH_VERSION, bursts, steps);
+    std::printf(
+        "mnist_cnn training step (SGD, lr 0.01) on the CPU, %d thread(s): PyTorch %s in Python vs batchscope "
+        "on LibTorch %s\n%d turns of %d timed steps each per batch size, alternating\n",
+        threads, python.header().value("torch", "?").c_str(), TORCH_VERSION, bursts, steps);
     std::printf("%6s %12s %14s %8s %16s %22s\n", "batch", "pytorch ms", "batchscope ms", "ratio",
                 "turn ratio med", "turn ratio range");
     int missed = 0;
@@ -161,13 +167,15 @@ int main(int argc, char** argv) {
       const double ratio = median(bs_all) / median(py_all);
       const double goal = batch == 1 ? 0.90 : 1.00;
       missed += ratio > goal;
-      std::printf("%6lld %12.4f %14.4f %8.3f %16.3f %13.3f-%-8.3f <= %.2f %s\n", static_cast<long long>(batch),
-                  median(py_all), median(bs_all), ratio, median(turn_ratios),
+      std::printf("%6lld %12.4f %14.4f %8.3f %16.3f %13.3f-%-8.3f <= %.2f %s\n",
+                  static_cast<long long>(batch), median(py_all), median(bs_all), ratio, median(turn_ratios),
                   *std::min_element(turn_ratios.begin(), turn_ratios.end()),
-                  *std::max_element(turn_ratios.begin(), turn_ratios.end()), goal, ratio <= goal ? "met" : "MISSED");
+                  *std::max_element(turn_ratios.begin(), turn_ratios.end()), goal,
+                  ratio <= goal ? "met" : "MISSED");
       std::fflush(stdout);
     }
-    std::printf("timer overhead per step: %.3f us (median of 1000 empty start/stop pairs)\n%s\n", overhead_ms * 1e3,
+    std::printf("timer overhead per step: %.3f us (median of 1000 empty start/stop pairs)\n%s\n",
+                overhead_ms * 1e3,
                 missed == 0 ? "all goals met" : (std::to_string(missed) + " goal(s) missed").c_str());
     return missed == 0 ? 0 : 1;
   } catch (const std::exception& error) {

@@ -42,9 +42,11 @@ void write_lines(std::ofstream& out, const std::vector<Json>& records) {
 
 const std::vector<std::string>& csv_columns() {
   static const std::vector<std::string> columns = {
-      "type",     "experiment", "model",     "phase",     "precision", "device",     "batch_size",
-      "step",     "time_ms",    "loss",      "samples",   "median_ms", "p10_ms",     "p90_ms",
-      "mean_ms",  "stddev_ms",  "cv",        "samples_per_s", "tflops", "peak_memory_bytes", "message"};
+      "type",      "experiment", "model",         "phase",   "precision",
+      "device",    "batch_size", "step",          "time_ms", "loss",
+      "samples",   "median_ms",  "p10_ms",        "p90_ms",  "mean_ms",
+      "stddev_ms", "cv",         "samples_per_s", "tflops",  "peak_memory_bytes",
+      "message"};
   return columns;
 }
 
@@ -70,7 +72,9 @@ void rewrite_csv(const std::string& path, const std::vector<Json>& records) {
   const std::string temporary = path + ".tmp";
   {
     std::ofstream out(temporary, std::ios::trunc);
-    if (!out) throw UserError(located(temporary, 0, "cannot be written", "choose an --out directory you can write to"));
+    if (!out)
+      throw UserError(
+          located(temporary, 0, "cannot be written", "choose an --out directory you can write to"));
     out << csv_header_line() << '\n';
     write_lines(out, records);
     if (!out.flush()) throw UserError(located(temporary, 0, "writing failed", "free disk space"));
@@ -82,7 +86,8 @@ void rewrite_csv(const std::string& path, const std::vector<Json>& records) {
 
 void append_csv(const std::string& path, const std::vector<Json>& records) {
   std::ofstream out(path, std::ios::app);
-  if (!out) throw UserError(located(path, 0, "cannot be written", "choose an --out directory you can write to"));
+  if (!out)
+    throw UserError(located(path, 0, "cannot be written", "choose an --out directory you can write to"));
   write_lines(out, records);
   if (!out.flush()) throw UserError(located(path, 0, "writing failed", "free disk space"));
 }

@@ -50,7 +50,8 @@ class CudaEventTimer : public StepTimer {
 
 const c10::cuda::CUDACachingAllocator::Stat& allocated_bytes(
     const c10::cuda::CUDACachingAllocator::DeviceStats& stats) {
-  return stats.allocated_bytes[static_cast<std::size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
+  return stats
+      .allocated_bytes[static_cast<std::size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
 }
 
 }  // namespace
@@ -89,7 +90,9 @@ std::string cudnn_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
 }
 
-void synchronize(int index) { c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(index)).synchronize(); }
+void synchronize(int index) {
+  c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(index)).synchronize();
+}
 
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 

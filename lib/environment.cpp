@@ -1,6 +1,8 @@
 #include "lib/environment.h"
 
 #include <sys/utsname.h>
+#include <torch/torch.h>
+#include <torch/version.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,9 +10,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <torch/torch.h>
-#include <torch/version.h>
 
 #include "lib/gpu.h"
 
@@ -59,7 +58,9 @@ nlohmann::json pcie_link_from_sysfs(const std::string& bus_id, const std::string
   const std::string speed = read_first_line(dir + "current_link_speed");
   const std::string width = read_first_line(dir + "current_link_width");
   if (speed.empty() || width.empty()) return nlohmann::json::object();
-  return {{"speed", speed}, {"generation", pcie_generation_from_speed(speed)}, {"width", std::atoi(width.c_str())}};
+  return {{"speed", speed},
+          {"generation", pcie_generation_from_speed(speed)},
+          {"width", std::atoi(width.c_str())}};
 }
 
 std::string iso8601_utc_now() {
@@ -82,10 +83,11 @@ nlohmann::json collect_environment() {
       {"cuda_in_libtorch", gpu::built_with_cuda()},
       {"cuda_runtime_version", gpu::cuda_runtime_version()},
       {"cudnn_version", gpu::cudnn_version()},
-      {"cpu", {{"model", cpu_model()},
-               {"logical_cores", std::thread::hardware_concurrency()},
-               {"torch_threads", torch::get_num_threads()},
-               {"torch_interop_threads", torch::get_num_interop_threads()}}},
+      {"cpu",
+       {{"model", cpu_model()},
+        {"logical_cores", std::thread::hardware_concurrency()},
+        {"torch_threads", torch::get_num_threads()},
+        {"torch_interop_threads", torch::get_num_interop_threads()}}},
   };
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
@@ -100,11 +102,13 @@ std::string format_environment(const nlohmann::json& env) {
       << "batchscope:    " << env.value("batchscope_version", "") << "\n"
       << "libtorch:      " << env.value("libtorch_version", "")
       << (env.value("cuda_in_libtorch", false) ? " (with CUDA)" : " (CPU only)") << "\n";
-  if (!env.value("cuda_runtime_version", "").empty()) out << "cuda runtime:  " << env["cuda_runtime_version"].get<std::string>() << "\n";
-  if (!env.value("cudnn_version", "").empty()) out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
+  if (!env.value("cuda_runtime_version", "").empty())
+    out << "cuda runtime:  " << env["cuda_runtime_version"].get<std::string>() << "\n";
+  if (!env.value("cudnn_version", "").empty())
+    out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
   const auto& cpu = env.at("cpu");
-  out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0) << " logical cores, "
-      << cpu.value("torch_threads", 0) << " torch threads\n";
+  out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0)
+      << " logical cores, " << cpu.value("torch_threads", 0) << " torch threads\n";
   if (env.at("gpus").empty()) out << "gpus:          none\n";
   for (const auto& g : env.at("gpus")) {
     out << "gpu " << g.value("index", 0) << ":         " << g.value("name", "") << ", "

@@ -1,8 +1,7 @@
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace batchscope {
 
@@ -13,7 +12,8 @@ std::string format_environment(const nlohmann::json& env);
 
 // Current PCIe link of a device from /sys/bus/pci/devices/BUS_ID ({} where unreadable):
 // {"generation": 4, "width": 16, "speed": "16.0 GT/s PCIe"}.
-nlohmann::json pcie_link_from_sysfs(const std::string& bus_id, const std::string& sysfs_root = "/sys/bus/pci/devices");
+nlohmann::json pcie_link_from_sysfs(const std::string& bus_id,
+                                    const std::string& sysfs_root = "/sys/bus/pci/devices");
 // "16.0 GT/s PCIe" -> 4; 0 when the speed is not a known PCIe rate.
 int pcie_generation_from_speed(const std::string& speed);
 

@@ -23,8 +23,8 @@ void Progress::show(const std::string& experiment, int experiment_index, int exp
   if (!enabled_) return;
   const double elapsed = std::chrono::duration<double>(Clock::now() - begin_).count();
   std::ostringstream line;
-  line << "[" << experiment_index << "/" << experiments << "] " << experiment << "  batch " << batch_size << "  step "
-       << steps_done << "/" << steps_total << "  elapsed " << format_duration(elapsed);
+  line << "[" << experiment_index << "/" << experiments << "] " << experiment << "  batch " << batch_size
+       << "  step " << steps_done << "/" << steps_total << "  elapsed " << format_duration(elapsed);
   if (done_work_ > 0 && total_work_ > done_work_) {
     line << "  remaining ~" << format_duration(elapsed / done_work_ * (total_work_ - done_work_));
   }

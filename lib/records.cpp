@@ -11,7 +11,8 @@
 
 namespace batchscope {
 
-Json batch_record(const char* type, const ExperimentConfig& e, const std::string& device, int64_t batch_size) {
+Json batch_record(const char* type, const ExperimentConfig& e, const std::string& device,
+                  int64_t batch_size) {
   return Json{{"type", type},
               {"experiment", e.name},
               {"model", e.model},

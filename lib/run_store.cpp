@@ -10,7 +10,9 @@ namespace fs = std::filesystem;
 namespace batchscope {
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
-    : dir_(dir), jsonl_path_((fs::path(dir) / "steps.jsonl").string()), csv_path_((fs::path(dir) / "steps.csv").string()) {
+    : dir_(dir),
+      jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
+      csv_path_((fs::path(dir) / "steps.csv").string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -31,17 +33,21 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     const bool same = front.contains("config") && front["config"].contains("experiments") &&
                       front["config"]["experiments"] == experiments;
     if (!same) {
-      throw UserError(located(jsonl_path_, 1, "holds a sweep of different experiments than this command asks for",
-                              "run the same command to resume it, choose another --out directory, or pass --force to replace it"));
+      throw UserError(located(jsonl_path_, 1,
+                              "holds a sweep of different experiments than this command asks for",
+                              "run the same command to resume it, choose another --out directory, or pass "
+                              "--force to replace it"));
     }
     for (const Json& r : records) {
       if (r.value("type", "") == record::kEnd) {
-        throw UserError(located(jsonl_path_, 0, "already holds a complete sweep of these experiments",
-                                "choose another --out directory or pass --force to run it again and replace it"));
+        throw UserError(
+            located(jsonl_path_, 0, "already holds a complete sweep of these experiments",
+                    "choose another --out directory or pass --force to run it again and replace it"));
       }
       note(r);
     }
-    if (contents.truncated_tail) fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
+    if (contents.truncated_tail)
+      fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
     resuming_ = true;
   }
   writer_ = std::make_unique<JsonlWriter>(jsonl_path_);

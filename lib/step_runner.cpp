@@ -109,7 +109,8 @@ void Workload::prepare_batch(int64_t batch_size) {
   if (experiment_.channels_last && inputs_.dim() == 4) {
     inputs_ = inputs_.contiguous(at::MemoryFormat::ChannelsLast);
   }
-  targets_ = torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  targets_ = torch::randint(experiment_.classes, {batch_size},
+                            torch::TensorOptions().dtype(torch::kLong).device(device_));
 }
 
 void Workload::release_batch() {
@@ -183,7 +184,8 @@ double Workload::flops_per_step(int64_t batch_size) const {
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
   const char* what = error.what();
-  return std::strstr(what, "out of memory") != nullptr || std::strstr(what, "can't allocate memory") != nullptr ||
+  return std::strstr(what, "out of memory") != nullptr ||
+         std::strstr(what, "can't allocate memory") != nullptr ||
          std::strstr(what, "Tried to allocate") != nullptr;
 }
 

@@ -1,10 +1,10 @@
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
-
-#include <torch/torch.h>
 
 #include "lib/config.h"
 #include "lib/step_timer.h"

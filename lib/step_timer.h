@@ -1,10 +1,10 @@
 #pragma once
 
+#include <torch/torch.h>
+
 #include <chrono>
 #include <memory>
 #include <vector>
-
-#include <torch/torch.h>
 
 namespace batchscope {
 

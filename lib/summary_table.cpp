@@ -20,18 +20,19 @@ std::string format_summary_table(const std::vector<Json>& records) {
   for (const std::string& name : order) {
     const auto& by_batch = rows[name];
     const Json& first = *by_batch.begin()->second;
-    out << "\n" << name << "  (" << first.value("model", "") << ", " << first.value("phase", "") << ", "
+    out << "\n"
+        << name << "  (" << first.value("model", "") << ", " << first.value("phase", "") << ", "
         << first.value("precision", "") << ", " << first.value("device", "") << ")\n";
     char line[160];
-    std::snprintf(line, sizeof line, "%8s %12s %12s %12s %14s %10s\n", "batch", "median ms", "p10 ms", "p90 ms",
-                  "samples/s", "TFLOP/s");
+    std::snprintf(line, sizeof line, "%8s %12s %12s %12s %14s %10s\n", "batch", "median ms", "p10 ms",
+                  "p90 ms", "samples/s", "TFLOP/s");
     out << line;
     for (const auto& [batch, r] : by_batch) {
       const std::string type = r->value("type", "");
       if (type == record::kPoint) {
-        std::snprintf(line, sizeof line, "%8lld %12.3f %12.3f %12.3f %14.1f %10.4f\n", static_cast<long long>(batch),
-                      r->value("median_ms", 0.0), r->value("p10_ms", 0.0), r->value("p90_ms", 0.0),
-                      r->value("samples_per_s", 0.0), r->value("tflops", 0.0));
+        std::snprintf(line, sizeof line, "%8lld %12.3f %12.3f %12.3f %14.1f %10.4f\n",
+                      static_cast<long long>(batch), r->value("median_ms", 0.0), r->value("p10_ms", 0.0),
+                      r->value("p90_ms", 0.0), r->value("samples_per_s", 0.0), r->value("tflops", 0.0));
       } else {
         std::snprintf(line, sizeof line, "%8lld %12s\n", static_cast<long long>(batch),
                       type == record::kOom ? "out of memory" : "skipped");

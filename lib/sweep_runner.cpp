@@ -1,8 +1,8 @@
 #include "lib/sweep_runner.h"
 
-#include <random>
-
 #include <spdlog/spdlog.h>
+
+#include <random>
 
 #include "lib/environment.h"
 #include "lib/errors.h"
@@ -35,7 +35,8 @@ std::string where(const SweepConfig& config, const ExperimentConfig& e) {
 void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
   const models::ModelSpec* spec = models::find_model(e.model);
   if (spec == nullptr) {
-    throw UserError(located(where(config, e), 0, "unknown model " + e.model, "use one of " + models::known_model_names()));
+    throw UserError(located(where(config, e), 0, "unknown model " + e.model,
+                            "use one of " + models::known_model_names()));
   }
   try {
     spec->forward_flops(e.input_shape, e.classes);
@@ -48,15 +49,16 @@ void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
   if (device.is_cuda()) {
     const int count = gpu::device_count();
     if (count == 0) {
-      throw UserError(located(where(config, e), 0,
-                              "device " + e.device + " is asked for but no CUDA device is usable here" +
-                                  (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
-                              "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
+      throw UserError(
+          located(where(config, e), 0,
+                  "device " + e.device + " is asked for but no CUDA device is usable here" +
+                      (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
+                  "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
     }
     if (device.index() >= count) {
       throw UserError(located(where(config, e), 0,
-                              "device " + e.device + " does not exist, this machine has " + std::to_string(count) +
-                                  " CUDA device(s)",
+                              "device " + e.device + " does not exist, this machine has " +
+                                  std::to_string(count) + " CUDA device(s)",
                               "use cuda:0 to cuda:" + std::to_string(count - 1)));
     }
   } else if (e.precision == Precision::FP16) {
@@ -74,7 +76,8 @@ struct BatchResult {
   std::optional<int64_t> peak_memory_bytes;
 };
 
-BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size) {
+BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e,
+                          int64_t batch_size) {
   const torch::Device& device = workload.device();
   workload.prepare_batch(batch_size);
   workload.warm_up(e.warmup_steps);
@@ -85,8 +88,11 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
   return result;
 }
 
-Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments, bool resumed) {
-  Json header = {{"type", resumed ? record::kResume : record::kRun}, {"run_id", run_id()}, {"start_time", iso8601_utc_now()}};
+Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
+                bool resumed) {
+  Json header = {{"type", resumed ? record::kResume : record::kRun},
+                 {"run_id", run_id()},
+                 {"start_time", iso8601_utc_now()}};
   const nlohmann::json environment = collect_environment();
   for (const auto& [key, value] : environment.items()) header[key] = Json(value);
   header["command"] = options.command_line;
@@ -126,7 +132,8 @@ SweepConfig resolve_for_machine(const SweepConfig& config) {
   return resolved;
 }
 
-SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
+SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
+                       std::ostream& progress_stream) {
   Json experiments = Json::array();
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store(options.out_dir, experiments, options.force);
@@ -171,10 +178,11 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
         for (std::size_t i = 0; i < steps.times_ms.size(); ++i) {
           StepSample sample{steps.times_ms[i], std::nullopt};
           if (!steps.losses.empty()) sample.loss = steps.losses[i];
-          records.push_back(step_record(e, e.device, batch_size, static_cast<int>(i), sample, result.peak_memory_bytes));
+          records.push_back(
+              step_record(e, e.device, batch_size, static_cast<int>(i), sample, result.peak_memory_bytes));
         }
-        records.push_back(point_record(e, e.device, batch_size, steps.times_ms, workload->flops_per_step(batch_size),
-                                       result.peak_memory_bytes));
+        records.push_back(point_record(e, e.device, batch_size, steps.times_ms,
+                                       workload->flops_per_step(batch_size), result.peak_memory_bytes));
       } catch (const std::exception& error) {
         if (!is_out_of_memory(error)) throw;
         // Drop everything the failed step held, model and optimizer state included; a later smaller
@@ -183,7 +191,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
         if (device.is_cuda()) gpu::empty_cache();
         oom_at = batch_size;
         progress.finish();
-        spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
+        spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size,
+                     e.device);
         Json oom = batch_record(record::kOom, e, e.device, batch_size);
         const std::string message = error.what();
         oom["message"] = message.substr(0, message.find('\n'));

@@ -112,7 +112,8 @@ TEST(Csv, OneLinePerBatchRecordWithEscaping) {
   EXPECT_EQ(csv_line(Json{{"type", "run"}}), "");
 
   const std::string path = temp_path("steps.csv");
-  rewrite_csv(path, {Json{{"type", "run"}}, step_record(experiment(), "cpu", 2, 1, {3.25, 1.0}, std::nullopt)});
+  rewrite_csv(path,
+              {Json{{"type", "run"}}, step_record(experiment(), "cpu", 2, 1, {3.25, 1.0}, std::nullopt)});
   append_csv(path, {oom});
   const std::string text = slurp(path);
   EXPECT_EQ(text.rfind(csv_header_line() + "\n", 0), 0u);

@@ -26,7 +26,8 @@ SweepConfig tiny_sweep(std::vector<int64_t> batches) {
 }
 
 std::string out_dir(const std::string& name) {
-  return (fs::temp_directory_path() / ("batchscope_sweep_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (fs::temp_directory_path() / ("batchscope_sweep_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 int count_type(const std::vector<Json>& records, const std::string& type) {
