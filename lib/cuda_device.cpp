@@ -48,12 +48,6 @@ class CudaEventTimer : public StepTimer {
   std::vector<at::cuda::CUDAEvent> starts_, stops_;
 };
 
-const c10::cuda::CUDACachingAllocator::Stat& allocated_bytes(
-    const c10::cuda::CUDACachingAllocator::DeviceStats& stats) {
-  return stats
-      .allocated_bytes[static_cast<std::size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)];
-}
-
 }  // namespace
 
 bool built_with_cuda() { return true; }
@@ -96,10 +90,15 @@ void synchronize(int index) {
 
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
-void reset_peak_memory(int index) { c10::cuda::CUDACachingAllocator::resetPeakStats(index); }
+void reset_peak_memory(int index) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
+}
 
 int64_t peak_memory_bytes(int index) {
-  return allocated_bytes(c10::cuda::CUDACachingAllocator::getDeviceStats(index)).peak;
+  // Index 0 is the aggregate over the allocator's pools in every LibTorch version; the names of the
+  // stats types have moved between namespaces over the versions, the layout has not.
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(index));
+  return stats.allocated_bytes[0].peak;
 }
 
 std::unique_ptr<StepTimer> make_event_timer(int index) { return std::make_unique<CudaEventTimer>(index); }
