@@ -1,0 +1,60 @@
+#pragma once
+
+// Internal to lib/: typed reads of YAML values that throw UserError naming the file, the line and
+// the fix, and the key checks that suggest the key a user probably meant.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace batchscope::yaml_fields {
+
+// Where a value came from, for messages: `label` is the YAML key or the command-line flag.
+struct Where {
+  std::string source;
+  int line = 0;
+  std::string label;
+};
+
+struct Entry {
+  YAML::Node node;
+  Where where;
+};
+using Entries = std::map<std::string, Entry>;
+
+[[noreturn]] void fail(const Where& where, const std::string& problem, const std::string& fix);
+
+// The 1-based line of `node`, or 0 when it has none (a node built in memory).
+int line_of(const YAML::Node& node);
+
+// A value inside `parent` (a list element, a nested key); values from the command line have no line.
+Where inside(const Where& parent, const YAML::Node& node, const std::string& label);
+
+// `text` as a message shows it: quoted when it is empty or holds blanks.
+std::string shown(const std::string& text);
+
+// What a node is, for "X is ... but must be ...": empty, a list, a map, or its text.
+std::string describe(const YAML::Node& node);
+
+// The words separated by ", ", with `last` before the final one: "a, b or c" for last " or ".
+std::string join(const std::vector<std::string>& words, const std::string& last = ", ");
+
+// The fix for a word that is not among `accepted`, suggesting the obvious one when there is one.
+std::string choose_from(const std::string& word, const std::vector<std::string>& accepted,
+                        const std::string& what);
+
+std::string get_string(const Entry& e, const std::string& fix);
+int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix);
+// A finite number in [min, max), or (min, max) when min is not allowed.
+double get_double(const Entry& e, double min, bool min_allowed, double max, const std::string& fix);
+bool get_bool(const Entry& e);
+
+// Adds a YAML map's entries over those already in `into`, rejecting unknown and repeated keys; keys in
+// `skip` are checked for repeats only and left out.
+void collect(const YAML::Node& map, const std::string& source, const std::vector<std::string>& accepted,
+             const std::string& context, Entries& into, const std::set<std::string>& skip = {});
+
+}  // namespace batchscope::yaml_fields
