@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <filesystem>
@@ -50,6 +52,19 @@ std::vector<int64_t> parse_shape(const std::string& text) {
     throw UserError(located("command line", 0, "--input is empty", "give a shape such as --input 3,224,224"));
   }
   return shape;
+}
+
+std::atomic<bool> stop_requested{false};
+
+// The first Ctrl-C (or SIGTERM) lets the running batch size finish and be written; a second one stops
+// at once, and the sweep then resumes from the last batch size written.
+extern "C" void request_stop(int signal_number) {
+  static const char message[] =
+      "\nbatchscope: stopping after this batch size (Ctrl-C again to stop now)\n";
+  stop_requested.store(true);
+  const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
+  (void)ignored;
+  std::signal(signal_number, SIG_DFL);
 }
 
 enum class ListingFormat { kText, kJson, kHelpShown };
@@ -168,7 +183,15 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   sweep.command_line = joined(args);
 
+  sweep.stop_requested = &stop_requested;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
   const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
+  if (outcome.interrupted) {
+    spdlog::warn("stopped before the end; the finished batch sizes are in {}: run the same command to resume",
+                 outcome.jsonl_path);
+    return 130;
+  }
   std::cout << format_summary_table(outcome.records) << "\n"
             << (outcome.resumed ? "resumed and completed: " : "written: ") << outcome.jsonl_path << ", "
             << outcome.csv_path << "\n";

@@ -149,8 +149,9 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
   }
   progress.begin_sweep(total_work);
 
+  const auto stopping = [&] { return options.stop_requested != nullptr && options.stop_requested->load(); };
   const int count = static_cast<int>(config.experiments.size());
-  for (int index = 0; index < count; ++index) {
+  for (int index = 0; index < count && !stopping(); ++index) {
     const ExperimentConfig& e = config.experiments[static_cast<std::size_t>(index)];
     const torch::Device device(e.device);
     at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
@@ -159,6 +160,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
     std::unique_ptr<StepTimer> timer = make_step_timer(device);
 
     for (int64_t batch_size : batch_order(e)) {
+      if (stopping()) break;
       if (store.done(e.name, batch_size)) continue;
       const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
       if (oom_at && batch_size > *oom_at) {
@@ -203,10 +205,13 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
       progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
     }
   }
-  store.write({Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}}});
+  SweepOutcome outcome;
+  outcome.interrupted = stopping();
+  if (!outcome.interrupted) {
+    store.write({Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}}});
+  }
   progress.finish();
 
-  SweepOutcome outcome;
   outcome.jsonl_path = store.jsonl_path();
   outcome.csv_path = store.csv_path();
   outcome.resumed = store.resuming();

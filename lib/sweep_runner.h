@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -14,11 +15,14 @@ struct SweepOptions {
   bool force = false;          // replace a complete or different run in out_dir
   bool show_progress = false;  // the status line on the progress stream
   std::string command_line;    // recorded in the run record
+  // Set (e.g. by a signal handler) to stop after the batch size that is running; may be null.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 struct SweepOutcome {
   std::string jsonl_path, csv_path;
   bool resumed = false;
+  bool interrupted = false;  // stopped on request before the end; the same command resumes it
   std::vector<Json> records;  // every record of the run, earlier sessions included
 };
 

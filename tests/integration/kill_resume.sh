@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A sweep killed with SIGKILL part-way resumes with the same command: the batch sizes finished before
-# the kill are kept byte for byte, none is repeated, and the result is complete.
+# the kill are kept byte for byte, none is repeated, and the result is complete. Then the same for a
+# sweep stopped with SIGINT, which ends cleanly after its running batch size.
 set -euo pipefail
 bin="$1"; src="$2"
 work="$(mktemp -d)"; trap 'kill -9 "${pid:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -8,13 +9,14 @@ args=(sweep --model mnist_cnn --batch 1:40 --device cpu --steps 4 --warmup 1 --o
 
 "$bin" "${args[@]}" > /dev/null &
 pid=$!
-points() { grep -c '"type":"point"' "$work/run/steps.jsonl" 2>/dev/null || true; }
+# points FILE: how many batch sizes FILE holds (0 before it exists).
+points() { local n; n="$(grep -c '"type":"point"' "$1" 2>/dev/null || true)"; echo "${n:-0}"; }
 for _ in $(seq 1 600); do
-  [ "$(points)" -ge 5 ] && break
+  [ "$(points "$work/run/steps.jsonl")" -ge 5 ] && break
   sleep 0.1
 done
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
-done_before="$(points)"
+done_before="$(points "$work/run/steps.jsonl")"
 [ "$done_before" -ge 5 ] && [ "$done_before" -lt 40 ] || { echo "kill came at $done_before of 40 batch sizes"; exit 1; }
 # Everything up to the last complete line must survive the resume unchanged.
 cp "$work/run/steps.jsonl" "$work/before.jsonl"
@@ -29,4 +31,23 @@ PY
 grep -q "resumed and completed" "$work/resume.txt"
 cmp -n "$(stat -c %s "$work/before.jsonl")" "$work/before.jsonl" "$work/run/steps.jsonl"
 python3 "$src/tests/integration/check_run.py" "$work/run" 1 "$(seq -s, 1 40)" 4 --resumes 1
-echo "kill_resume: ok ($done_before of 40 batch sizes before the kill)"
+
+# Ctrl-C (SIGINT) stops after the running batch size: exit code 130, whole lines only, no end record,
+# and the same command resumes it.
+args=(sweep --model mnist_cnn --batch 1:30 --device cpu --steps 4 --warmup 1 --out "$work/int" --quiet)
+"$bin" "${args[@]}" > /dev/null 2> "$work/int.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  [ "$(points "$work/int/steps.jsonl")" -ge 3 ] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || { echo "SIGINT gave exit code $rc"; cat "$work/int.err"; exit 1; }
+grep -q "run the same command to resume" "$work/int.err"
+[ "$(tail -c 1 "$work/int/steps.jsonl" | od -An -c | tr -d ' ')" = '\n' ] || { echo "a half line after SIGINT"; exit 1; }
+! grep -q '"type":"end"' "$work/int/steps.jsonl"
+stopped_at="$(points "$work/int/steps.jsonl")"
+"$bin" "${args[@]}" > /dev/null
+python3 "$src/tests/integration/check_run.py" "$work/int" 1 "$(seq -s, 1 30)" 4 --resumes 1
+echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT)"
