@@ -59,8 +59,7 @@ std::atomic<bool> stop_requested{false};
 // The first Ctrl-C (or SIGTERM) lets the running batch size finish and be written; a second one stops
 // at once, and the sweep then resumes from the last batch size written.
 extern "C" void request_stop(int signal_number) {
-  static const char message[] =
-      "\nbatchscope: stopping after this batch size (Ctrl-C again to stop now)\n";
+  static const char message[] = "\nbatchscope: stopping after this batch size (Ctrl-C again to stop now)\n";
   stop_requested.store(true);
   const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
   (void)ignored;

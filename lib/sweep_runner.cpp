@@ -149,9 +149,12 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
   }
   progress.begin_sweep(total_work);
 
-  const auto stopping = [&] { return options.stop_requested != nullptr && options.stop_requested->load(); };
+  const auto stop_requested = [&] {
+    return options.stop_requested != nullptr && options.stop_requested->load();
+  };
+  bool stopped = false;  // only where batch sizes were left undone
   const int count = static_cast<int>(config.experiments.size());
-  for (int index = 0; index < count && !stopping(); ++index) {
+  for (int index = 0; index < count && !stopped; ++index) {
     const ExperimentConfig& e = config.experiments[static_cast<std::size_t>(index)];
     const torch::Device device(e.device);
     at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
@@ -160,8 +163,11 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
     std::unique_ptr<StepTimer> timer = make_step_timer(device);
 
     for (int64_t batch_size : batch_order(e)) {
-      if (stopping()) break;
       if (store.done(e.name, batch_size)) continue;
+      if (stop_requested()) {
+        stopped = true;
+        break;
+      }
       const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
       if (oom_at && batch_size > *oom_at) {
         Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
@@ -206,7 +212,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
     }
   }
   SweepOutcome outcome;
-  outcome.interrupted = stopping();
+  outcome.interrupted = stopped;
   if (!outcome.interrupted) {
     store.write({Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}}});
   }
