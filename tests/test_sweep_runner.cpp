@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "lib/errors.h"
@@ -103,4 +104,32 @@ TEST(OutOfMemory, RecognisesAllocatorErrors) {
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("CUDA out of memory. Tried to allocate 2.00 GiB")));
   EXPECT_TRUE(is_out_of_memory(std::runtime_error("DefaultCPUAllocator: can't allocate memory: you tried")));
   EXPECT_FALSE(is_out_of_memory(std::runtime_error("shape mismatch")));
+}
+
+TEST(Workload, Bf16AutocastAndChannelsLastTrainOnTheCpu) {
+  ExperimentConfig e = tiny_sweep({2}).experiments[0];
+  e.precision = Precision::BF16;
+  e.channels_last = true;
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(2);
+  w.warm_up(2);
+  HostStepTimer timer;
+  const TimedSteps steps = run_timed_steps(w, timer, 3);
+  ASSERT_EQ(steps.times_ms.size(), 3u);
+  ASSERT_EQ(steps.losses.size(), 3u);
+  for (double loss : steps.losses) EXPECT_TRUE(std::isfinite(loss));
+  // Autocast is switched off again after each step.
+  EXPECT_EQ((torch::ones({2, 2}).mm(torch::ones({2, 2}))).scalar_type(), torch::kFloat);
+}
+
+TEST(Workload, InferenceRecordsNoLossAndLeavesNoGradients) {
+  ExperimentConfig e = tiny_sweep({3}).experiments[0];
+  e.phase = Phase::Infer;
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(3);
+  HostStepTimer timer;
+  const TimedSteps steps = run_timed_steps(w, timer, 2);
+  EXPECT_EQ(steps.times_ms.size(), 2u);
+  EXPECT_TRUE(steps.losses.empty());
+  EXPECT_DOUBLE_EQ(w.flops_per_step(3), 3 * w.flops_per_step(1));
 }
