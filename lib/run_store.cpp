@@ -10,8 +10,7 @@ namespace fs = std::filesystem;
 namespace batchscope {
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
-    : dir_(dir),
-      jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
+    : jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
       csv_path_((fs::path(dir) / "steps.csv").string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -20,6 +19,7 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
                             "choose an --out directory you can write to"));
   }
   const bool has_log = fs::exists(jsonl_path_) && fs::file_size(jsonl_path_) > 0;
+  std::vector<Json> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
   } else if (has_log) {
@@ -49,9 +49,10 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     if (contents.truncated_tail)
       fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
     resuming_ = true;
+    kept = std::move(contents.records);
   }
   writer_ = std::make_unique<JsonlWriter>(jsonl_path_);
-  rewrite_csv(csv_path_, resuming_ ? read_jsonl(jsonl_path_).records : std::vector<Json>{});
+  rewrite_csv(csv_path_, kept);
 }
 
 void RunStore::note(const Json& r) {

@@ -37,7 +37,7 @@ class RunStore {
  private:
   void note(const Json& record);
 
-  std::string dir_, jsonl_path_, csv_path_;
+  std::string jsonl_path_, csv_path_;
   bool resuming_ = false;
   std::set<std::pair<std::string, int64_t>> done_;
   std::vector<std::pair<std::string, int64_t>> ooms_;
