@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "app/command_line.h"
 #include "lib/config.h"
 #include "lib/environment.h"
 #include "lib/errors.h"
@@ -21,19 +22,6 @@
 
 namespace batchscope::app {
 namespace {
-
-cxxopts::ParseResult parse(cxxopts::Options& options, const std::vector<std::string>& args) {
-  std::vector<const char*> argv{options.program().c_str()};
-  for (const std::string& a : args) argv.push_back(a.c_str());
-#if CXXOPTS__VERSION_MAJOR >= 3
-  return options.parse(static_cast<int>(argv.size()), argv.data());
-#else
-  // cxxopts 2 (Ubuntu 22.04 images) takes argc and argv by non-const reference.
-  int argc = static_cast<int>(argv.size());
-  char** mutable_argv = const_cast<char**>(argv.data());
-  return options.parse(argc, mutable_argv);
-#endif
-}
 
 std::vector<int64_t> parse_shape(const std::string& text) {
   std::vector<int64_t> shape;
@@ -73,7 +61,7 @@ ListingFormat parse_listing_options(const std::string& name, const std::string& 
                                     const std::vector<std::string>& args) {
   cxxopts::Options options(name, description);
   options.add_options()("json", "print JSON")("h,help", "this help");
-  const auto result = parse(options, args);
+  const auto result = parse_command_line(options, args);
   if (result.count("help")) {
     std::cout << options.help();
     return ListingFormat::kHelpShown;
@@ -95,6 +83,7 @@ std::string usage() {
          "usage: batchscope COMMAND [options]\n\n"
          "commands:\n"
          "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes\n"
+         "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and plots\n"
          "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds\n\n"
          "batchscope COMMAND --help describes a command's options.\n";
@@ -132,7 +121,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("h,help", "this help");
   // clang-format on
   options.parse_positional({"config"});
-  const auto result = parse(options, args);
+  const auto result = parse_command_line(options, args);
   if (result.count("help")) {
     std::cout << options.help()
               << "\nExample: batchscope sweep --model vgg16 --batch 1:70 --device cuda:0 "

@@ -35,10 +35,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(all.begin() + 1, all.end());
   try {
     if (command == "sweep") return app::run_sweep_command(args);
+    if (command == "analyze") return app::run_analyze_command(args);
     if (command == "models") return app::run_models_command(args);
     if (command == "env") return app::run_env_command(args);
     throw UserError(located("command line", 0, "unknown command '" + command + "'",
-                            "use one of sweep, models, env (batchscope --help lists them)"));
+                            "use one of sweep, analyze, models, env (batchscope --help lists them)"));
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << error.what() << "\n";
     return 2;

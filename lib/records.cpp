@@ -86,7 +86,7 @@ void JsonlWriter::flush() {
   pending_.clear();
 }
 
-JsonlContents read_jsonl(const std::string& path) {
+JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(located(path, 0, "cannot be read", "check the path"));
   std::stringstream buffer;
@@ -105,16 +105,23 @@ JsonlContents read_jsonl(const std::string& path) {
     }
     const std::string_view content(text.data() + begin, end - begin);
     begin = end + 1;
+    out.complete_lines = line;
     if (content.find_first_not_of(" \t\r") == std::string_view::npos) {
       out.complete_bytes = begin;
       continue;
     }
     Json j = Json::parse(content, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("type")) {
+      if (bad_lines == BadLines::Collect) {
+        out.bad_lines.push_back(line);
+        out.complete_bytes = begin;
+        continue;
+      }
       throw UserError(located(path, line, "is not a batchscope record (a JSON object with a \"type\")",
                               "remove or repair that line"));
     }
     out.records.push_back(std::move(j));
+    out.record_lines.push_back(line);
     out.complete_bytes = begin;
   }
   return out;

@@ -66,13 +66,20 @@ class JsonlWriter {
 
 struct JsonlContents {
   std::vector<Json> records;
+  std::vector<int> record_lines;  // the 1-based line of each record
+  // Lines that are not records, with their line numbers; filled only when reading leniently.
+  std::vector<int> bad_lines;
   // Byte length of the file's complete lines: an interrupted write leaves a tail after it.
   std::uintmax_t complete_bytes = 0;
+  int complete_lines = 0;
   bool truncated_tail = false;
 };
 
-// Reads every record of a JSON-lines file. A line that is not a JSON object throws UserError naming the
-// file and line, except an unterminated last line (a killed write), which is reported as truncated_tail.
-JsonlContents read_jsonl(const std::string& path);
+enum class BadLines { Throw, Collect };
+
+// Reads every record of a JSON-lines file. A line that is not a JSON object with a "type" throws
+// UserError naming the file and line (or, with BadLines::Collect, is listed in bad_lines and skipped),
+// except an unterminated last line (a killed write), which is reported as truncated_tail.
+JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
 
 }  // namespace batchscope

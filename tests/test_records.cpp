@@ -101,6 +101,16 @@ TEST(Jsonl, BrokenLineInTheMiddleNamesFileAndLine) {
   }
 }
 
+TEST(Jsonl, CollectsBrokenLinesWhenAskedAndKeepsTheRest) {
+  const std::string path = temp_path("broken_lenient.jsonl");
+  std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n[1,2]\n{\"type\":\"end\"}\n";
+  const JsonlContents back = read_jsonl(path, BadLines::Collect);
+  ASSERT_EQ(back.records.size(), 2u);
+  EXPECT_EQ(back.record_lines, (std::vector<int>{1, 4}));
+  EXPECT_EQ(back.bad_lines, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(back.truncated_tail);
+}
+
 TEST(Jsonl, MissingFileIsAUserError) { EXPECT_THROW(read_jsonl(temp_path("absent.jsonl")), UserError); }
 
 TEST(Csv, OneLinePerBatchRecordWithEscaping) {

@@ -1,0 +1,128 @@
+#include <cerrno>
+#include <cstring>
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/log_reader.h"
+#include "lib/analysis/plots.h"
+#include "lib/analysis/report_markdown.h"
+#include "lib/errors.h"
+
+namespace batchscope::app {
+namespace fs = std::filesystem;
+namespace {
+
+// Replaces path as a whole: a reader never sees half a report, and a failed write leaves the old one.
+void write_file(const fs::path& path, const std::string& content) {
+  const fs::path temporary = path.string() + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    out.flush();
+    if (!out) {
+      throw UserError(located(temporary.string(), 0, std::string("cannot be written (") + std::strerror(errno) + ")",
+                              "choose an --out directory you can write to"));
+    }
+  }
+  std::error_code ec;
+  fs::rename(temporary, path, ec);
+  if (ec) {
+    throw UserError(located(path.string(), 0, "cannot be replaced (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+}
+
+void require(bool ok, const std::string& what, const std::string& fix) {
+  if (!ok) throw UserError(located("command line", 0, what, fix));
+}
+
+}  // namespace
+
+int run_analyze_command(const std::vector<std::string>& args) {
+  cxxopts::Options options(
+      "batchscope analyze",
+      "Find the trend, the jumps and their period in the step times of one or more sweep logs, and write\n"
+      "report.md, analysis.json and plots. Logs of the same experiment on the same kind of machine are\n"
+      "merged (a sweep split across machines or runs); other logs of the same model and phase are compared.");
+  options.positional_help("LOG [LOG...]  (steps.jsonl files or the sweep directories holding them)");
+  // clang-format off
+  options.add_options()
+      ("logs", "sweep logs", cxxopts::value<std::vector<std::string>>())
+      ("o,out", "directory for report.md, analysis.json and plots/ (default: analysis/ beside the first log); "
+                "analyze replaces its own files there", cxxopts::value<std::string>())
+      ("min-samples", "timed steps a batch size needs to be used; fewer are flagged", cxxopts::value<int>()->default_value("5"))
+      ("z", "a jump must exceed the local trend by this many noise deviations", cxxopts::value<double>()->default_value("5"))
+      ("min-jump", "a jump must also be at least this percentage of the step time", cxxopts::value<double>()->default_value("2"))
+      ("window", "consecutive differences on each side that give the local slope", cxxopts::value<int>()->default_value("8"))
+      ("separate", "compare every log on its own instead of merging logs of the same experiment")
+      ("no-plots", "write the report and analysis.json only")
+      ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
+      ("q,quiet", "no summary on the terminal")
+      ("h,help", "this help");
+  // clang-format on
+  options.parse_positional({"logs"});
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nExamples:\n  batchscope analyze runs/vgg16_jumps\n"
+                 "  batchscope analyze runs/h100/steps.jsonl runs/a100/steps.jsonl --out runs/compare\n";
+    return 0;
+  }
+  require(result.count("logs") > 0, "analyze needs at least one log",
+          "pass a steps.jsonl or its sweep directory, e.g. batchscope analyze runs/quick");
+
+  AnalyzeOptions analyze;
+  analyze.min_samples = result["min-samples"].as<int>();
+  analyze.detector.z_threshold = result["z"].as<double>();
+  analyze.detector.min_relative = result["min-jump"].as<double>() / 100.0;
+  analyze.detector.window = result["window"].as<int>();
+  analyze.grouping.separate = result.count("separate") > 0;
+  require(analyze.min_samples >= 1, "--min-samples must be at least 1", "e.g. --min-samples 5");
+  require(analyze.detector.z_threshold > 0, "--z must be positive", "e.g. --z 5");
+  require(analyze.detector.min_relative >= 0, "--min-jump must not be negative", "e.g. --min-jump 2");
+  require(analyze.detector.window >= 1, "--window must be at least 1", "e.g. --window 8");
+
+  const auto logs = result["logs"].as<std::vector<std::string>>();
+  const Analysis analysis = analyze_logs(logs, analyze);
+
+  const fs::path out_dir = result.count("out") ? fs::path(result["out"].as<std::string>())
+                                               : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    throw UserError(located(out_dir.string(), 0, "cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+
+  PlotOutcome plots;
+  if (result.count("no-plots")) {
+    plots.skipped_reason = "--no-plots was given.";
+  } else {
+    plots = write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});
+  }
+  std::ostringstream report;
+  write_report(report, analysis, plots, "plots");
+  write_file(out_dir / "analysis.json", analysis_to_json(analysis, analyze).dump(2) + "\n");
+  write_file(out_dir / "report.md", report.str());
+
+  for (const std::string& w : analysis.warnings) std::cerr << "batchscope: warning: " << w << "\n";
+  for (const std::string& w : plots.warnings) std::cerr << "batchscope: warning: " << w << "\n";
+  if (!plots.made) std::cerr << "batchscope: plots skipped: " << plots.skipped_reason << "\n";
+  if (!result.count("quiet")) {
+    write_terminal_summary(std::cout, analysis);
+    std::cout << "\n";
+  }
+  std::cout << "written: " << (out_dir / "report.md").string() << ", " << (out_dir / "analysis.json").string();
+  if (plots.made) std::cout << ", " << plots.files.size() << " plots in " << (out_dir / "plots").string();
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace batchscope::app

@@ -1,0 +1,291 @@
+#include "lib/analysis/analyzer.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "lib/analysis/robust_fit.h"
+#include "lib/errors.h"
+#include "lib/statistics.h"
+
+namespace batchscope {
+namespace {
+
+std::optional<double> number(const Json& j, const char* key) {
+  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+PointStats stats_of(const RawPoint& raw, int min_samples) {
+  PointStats p;
+  p.batch_size = raw.batch_size;
+  if (!raw.times_ms.empty()) {
+    const Summary s = summarize(raw.times_ms);
+    p.samples = s.count;
+    p.median_ms = s.median;
+    p.p10_ms = s.p10;
+    p.p90_ms = s.p90;
+    p.mean_ms = s.mean;
+    p.min_ms = s.min;
+    p.max_ms = s.max;
+    p.cv = s.cv;
+    p.median_se_ms = median_standard_error(raw.times_ms);
+  } else {
+    // Only the summary survived (step records removed): use it, the standard error is unknown.
+    p.samples = static_cast<int>(number(raw.point, "samples").value_or(0));
+    p.median_ms = number(raw.point, "median_ms").value_or(0);
+    p.p10_ms = number(raw.point, "p10_ms").value_or(p.median_ms);
+    p.p90_ms = number(raw.point, "p90_ms").value_or(p.median_ms);
+    p.mean_ms = number(raw.point, "mean_ms").value_or(p.median_ms);
+    p.min_ms = number(raw.point, "min_ms").value_or(p.median_ms);
+    p.max_ms = number(raw.point, "max_ms").value_or(p.median_ms);
+    p.cv = number(raw.point, "cv");
+  }
+  p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
+  if (const auto flops = number(raw.point, "flops_per_step"); flops && p.median_ms > 0)
+    p.tflops = *flops / (p.median_ms / 1e3) / 1e12;
+  if (const auto peak = number(raw.point, "peak_memory_bytes")) p.peak_memory_bytes = static_cast<int64_t>(*peak);
+  p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
+  return p;
+}
+
+std::string slug(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  return out.empty() ? "group" : out;
+}
+
+std::string show(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
+  if (v.is_array()) {
+    std::string out;
+    for (const Json& x : v) out += (out.empty() ? "" : "x") + show(x);
+    return out;
+  }
+  return v.dump();
+}
+
+// The identity fields that tell a group apart from the others in the same set.
+std::vector<std::string> differing_keys(const std::vector<const Json*>& identities, const Json& skip) {
+  std::vector<std::string> keys;
+  std::set<std::string> seen;
+  for (const Json* id : identities) {
+    for (auto it = id->begin(); it != id->end(); ++it) {
+      if (skip.contains(it.key()) || !seen.insert(it.key()).second) continue;
+      for (const Json* other : identities) {
+        const Json value = other->contains(it.key()) ? (*other)[it.key()] : Json();
+        if (value != it.value()) {
+          keys.push_back(it.key());
+          break;
+        }
+      }
+    }
+  }
+  return keys;
+}
+
+std::string describe_keys(const Json& identity, const std::vector<std::string>& keys) {
+  std::string out;
+  for (const std::string& key : keys) {
+    if (!out.empty()) out += ", ";
+    const Json value = identity.contains(key) ? identity[key] : Json();
+    if (key == "device") {
+      out += show(value);
+    } else if (value.is_object()) {
+      out += key + " " + value.dump();
+    } else {
+      out += key + " " + (value.is_null() ? "none" : show(value));
+    }
+  }
+  return out;
+}
+
+void label_groups(const std::vector<RawGroup>& raw, std::vector<GroupAnalysis>& groups) {
+  std::map<std::string, std::vector<size_t>> by_base;
+  for (size_t i = 0; i < raw.size(); ++i) by_base[describe_identity(raw[i].identity)].push_back(i);
+  const Json base_keys = {{"model", 1}, {"phase", 1}, {"precision", 1}, {"device", 1}, {"cpu", 1}, {"threads", 1}};
+  std::set<std::string> ids;
+  for (const auto& [base, members] : by_base) {
+    std::vector<const Json*> identities;
+    for (size_t i : members) identities.push_back(&raw[i].identity);
+    const std::vector<std::string> keys = differing_keys(identities, base_keys);
+    for (size_t i : members) {
+      const std::string extra = describe_keys(raw[i].identity, keys);
+      groups[i].label = base + (extra.empty() ? "" : " · " + extra);
+    }
+  }
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const Json& id = raw[i].identity;
+    std::string device = id.value("device", "");
+    std::string candidate = slug(id.value("model", "") + "_" + id.value("phase", "") + "_" +
+                                 id.value("precision", "") + "_" + device);
+    const std::string base = candidate;
+    for (int n = 2; !ids.insert(candidate).second; ++n) candidate = base + "_" + std::to_string(n);
+    groups[i].id = candidate;
+  }
+}
+
+GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) {
+  GroupAnalysis g;
+  g.identity = raw.identity;
+  g.logs = raw.logs;
+  g.run_ids = raw.run_ids;
+  for (const auto& [batch, point] : raw.points) g.points.push_back(stats_of(point, options.min_samples));
+
+  std::vector<double> xs, ys;
+  std::vector<LevelPoint> levels;
+  std::vector<int64_t> measured;
+  for (const PointStats& p : g.points) {
+    if (p.too_few_samples) {
+      g.flagged.push_back(p.batch_size);
+      continue;
+    }
+    xs.push_back(static_cast<double>(p.batch_size));
+    ys.push_back(p.median_ms);
+    levels.push_back({p.batch_size, p.median_ms, p.median_se_ms});
+    measured.push_back(p.batch_size);
+    if (!g.fastest || p.samples_per_s > g.fastest->samples_per_s)
+      g.fastest = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
+  }
+  if (xs.size() >= 2) {
+    const LineFit fit = theil_sen(xs, ys);
+    g.trend = Trend{fit.intercept, fit.slope, static_cast<int>(xs.size())};
+  }
+  g.jumps = detect_jumps(levels, options.detector);
+  g.periodicity = analyze_periodicity(g.jumps.jumps, measured);
+  for (const Jump& jump : g.jumps.jumps) {
+    for (const PointStats& p : g.points) {
+      if (p.batch_size == jump.from_batch) g.before_jumps.push_back({p.batch_size, p.median_ms, p.samples_per_s});
+    }
+  }
+  if (!g.points.empty()) g.largest_fitting = g.points.back().batch_size;
+  if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
+  g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
+  return g;
+}
+
+std::vector<Comparison> compare(const std::vector<RawGroup>& raw, const std::vector<GroupAnalysis>& groups) {
+  std::vector<Comparison> out;
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> by_workload;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (groups[i].points.empty()) continue;
+    const std::string key = raw[i].workload.dump();
+    if (!by_workload.count(key)) order.push_back(key);
+    by_workload[key].push_back(i);
+  }
+  std::set<std::string> ids;
+  for (const std::string& key : order) {
+    const std::vector<size_t>& members = by_workload[key];
+    if (members.size() < 2) continue;
+    std::vector<const Json*> identities;
+    for (size_t i : members) identities.push_back(&raw[i].identity);
+    const std::vector<std::string> keys = differing_keys(identities, raw[members[0]].workload);
+    auto short_label = [&](size_t i) {
+      const std::string text = describe_keys(raw[i].identity, keys);
+      return text.empty() ? groups[i].label : text;
+    };
+
+    const GroupAnalysis& base = groups[members[0]];
+    Comparison c;
+    const Json& w = raw[members[0]].workload;
+    c.workload = w.value("model", "") + " " + w.value("phase", "");
+    if (w.contains("input")) c.workload += " " + show(w["input"]);
+    c.baseline_id = base.id;
+    c.baseline_label = short_label(members[0]);
+    std::string id = slug(c.workload);
+    for (int n = 2; !ids.insert(id).second; ++n) id = slug(c.workload) + "_" + std::to_string(n);
+    c.id = id;
+    std::map<int64_t, double> base_ms;
+    for (const PointStats& p : base.points) {
+      if (!p.too_few_samples) base_ms[p.batch_size] = p.median_ms;
+    }
+    for (size_t m = 1; m < members.size(); ++m) {
+      const GroupAnalysis& g = groups[members[m]];
+      SpeedupCurve curve;
+      curve.group_id = g.id;
+      curve.label = short_label(members[m]);
+      std::vector<double> values;
+      for (const PointStats& p : g.points) {
+        const auto b = base_ms.find(p.batch_size);
+        if (p.too_few_samples || b == base_ms.end()) continue;
+        const double s = b->second / p.median_ms;
+        curve.speedup.emplace_back(p.batch_size, s);
+        values.push_back(s);
+        if (values.size() == 1 || s < curve.min_speedup) curve.min_speedup = s, curve.min_at = p.batch_size;
+        if (values.size() == 1 || s > curve.max_speedup) curve.max_speedup = s, curve.max_at = p.batch_size;
+      }
+      if (values.empty()) continue;
+      curve.median_speedup = median(values);
+      c.curves.push_back(std::move(curve));
+    }
+    if (!c.curves.empty()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace
+
+Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& options) {
+  Analysis a;
+  for (const RawGroup& g : raw) a.groups.push_back(analyze_group(g, options));
+  label_groups(raw, a.groups);
+  a.comparisons = compare(raw, a.groups);
+  for (const GroupAnalysis& g : a.groups) {
+    if (!g.flagged.empty()) {
+      a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) + " batch size(s) have fewer than " +
+                           std::to_string(options.min_samples) +
+                           " timed steps and are shown but left out of the trend, jumps and best sizes");
+    }
+  }
+  return a;
+}
+
+Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options) {
+  std::vector<std::string> warnings;
+  std::vector<LoadedLog> logs;
+  for (const std::string& argument : arguments) {
+    if (auto log = load_log(argument, warnings)) logs.push_back(std::move(*log));
+  }
+  if (logs.empty()) {
+    throw UserError(warnings.empty() ? located("analyze", 0, "no log was given", "pass a steps.jsonl or its directory")
+                                     : warnings.front());
+  }
+  for (const LoadedLog& log : logs) {
+    for (const std::string& w : log.summary.warnings) warnings.push_back(w);
+  }
+  const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
+
+  const bool measured = std::any_of(raw.begin(), raw.end(), [](const RawGroup& g) { return !g.points.empty(); });
+  if (!measured) {
+    for (const RawGroup& g : raw) {
+      if (!g.oom.empty()) {
+        throw UserError(located(g.logs.front(), 0,
+                                "holds only out-of-memory records: even batch size " +
+                                    std::to_string(*g.oom.begin()) + " of " + describe_identity(g.identity) +
+                                    " did not fit, so there are no step times to analyze",
+                                "sweep smaller batch sizes, a smaller input or a lower precision"));
+      }
+    }
+    throw UserError(located(logs.front().summary.path, 0, "holds no measured batch size (no step records)",
+                            "analyze a sweep that finished at least one batch size"));
+  }
+
+  Analysis a = analyze_groups(raw, options);
+  for (const LoadedLog& log : logs) a.logs.push_back(log.summary);
+  warnings.insert(warnings.end(), a.warnings.begin(), a.warnings.end());
+  a.warnings = std::move(warnings);
+  return a;
+}
+
+}  // namespace batchscope

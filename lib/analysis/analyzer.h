@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/analysis/analysis.h"
+#include "lib/analysis/grouping.h"
+
+namespace batchscope {
+
+struct AnalyzeOptions {
+  int min_samples = 5;  // fewer timed steps than this flag a batch size instead of using it
+  JumpDetectorOptions detector;
+  GroupingOptions grouping;
+};
+
+// Statistics, trend, jumps, periodicity and best batch sizes of each group, and speedups between
+// groups that ran the same workload (the first group of a workload is the baseline).
+Analysis analyze_groups(const std::vector<RawGroup>& groups, const AnalyzeOptions& options);
+
+// Reads the logs (files or sweep directories) and analyses them. Problems that leave something to
+// analyse become warnings; throws UserError when nothing can be analysed.
+Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options);
+
+}  // namespace batchscope

@@ -1,0 +1,239 @@
+#include "lib/analysis/grouping.h"
+
+#include <algorithm>
+
+#include "lib/errors.h"
+
+namespace batchscope {
+namespace {
+
+// Identity keys that say where and with what a sweep ran, rather than what it ran.
+const char* const kMachineKeys[] = {"device", "cpu", "threads", "libtorch", "cuda", "cudnn", "log"};
+
+bool is_machine_key(const std::string& key) {
+  return std::any_of(std::begin(kMachineKeys), std::end(kMachineKeys), [&](const char* k) { return key == k; });
+}
+
+// The experiment settings of each experiment name, from the log's latest run record.
+using ConfigByName = std::map<std::string, Json>;
+
+ConfigByName configs_of(const Json& run) {
+  ConfigByName out;
+  const Json* experiments = nullptr;
+  if (run.contains("config") && run["config"].is_object() && run["config"].contains("experiments"))
+    experiments = &run["config"]["experiments"];
+  if (experiments == nullptr || !experiments->is_array()) return out;
+  for (const Json& e : *experiments) {
+    if (e.is_object() && e.contains("name") && e["name"].is_string()) out[e["name"].get<std::string>()] = e;
+  }
+  return out;
+}
+
+std::string text_of(const Json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+Json identity_of(const Json& r, const Json* config, const Json& environment, const std::string& log,
+                 bool separate) {
+  Json id;
+  id["model"] = text_of(r, "model");
+  id["phase"] = text_of(r, "phase");
+  id["precision"] = text_of(r, "precision");
+  if (config != nullptr) {
+    for (const char* key : {"input", "classes", "data", "channels_last", "cudnn_benchmark"}) {
+      if (config->contains(key)) id[key] = (*config)[key];
+    }
+    if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
+  }
+  const std::string device = text_of(r, "device");
+  const Json env = environment.is_object() ? environment : Json::object();
+  if (device.rfind("cuda", 0) == 0) {
+    std::string name = device;
+    const size_t colon = device.find(':');
+    const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
+    if (env.contains("gpus") && env["gpus"].is_array()) {
+      for (const Json& g : env["gpus"]) {
+        if (g.value("index", -1) == index && g.contains("name")) name = g["name"].get<std::string>();
+      }
+    }
+    id["device"] = name;
+    id["libtorch"] = env.value("libtorch_version", "");
+    id["cuda"] = env.value("cuda_runtime_version", "");
+    id["cudnn"] = env.value("cudnn_version", "");
+  } else {
+    id["device"] = device.empty() ? "unknown" : device;
+    if (env.contains("cpu") && env["cpu"].is_object()) {
+      id["cpu"] = env["cpu"].value("model", "");
+      id["threads"] = env["cpu"].value("torch_threads", 0);
+    }
+    id["libtorch"] = env.value("libtorch_version", "");
+  }
+  if (separate) id["log"] = log;
+  return id;
+}
+
+Json workload_of(const Json& identity) {
+  Json w;
+  for (const char* key : {"model", "phase", "input", "classes", "data"}) {
+    if (identity.contains(key)) w[key] = identity[key];
+  }
+  return w;
+}
+
+Json without_machine(const Json& identity) {
+  Json out;
+  for (auto it = identity.begin(); it != identity.end(); ++it) {
+    if (!is_machine_key(it.key())) out[it.key()] = it.value();
+  }
+  return out;
+}
+
+std::string machine_difference(const Json& a, const Json& b) {
+  for (const char* key : kMachineKeys) {
+    const Json va = a.contains(key) ? a[key] : Json();
+    const Json vb = b.contains(key) ? b[key] : Json();
+    if (va != vb) {
+      auto show = [](const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); };
+      return std::string(key) + " " + show(va) + " vs " + show(vb);
+    }
+  }
+  return "machine";
+}
+
+bool valid_batch_record(const Json& r) {
+  return r.contains("batch_size") && r["batch_size"].is_number_integer() && r["batch_size"].get<int64_t>() > 0 &&
+         r.contains("model") && r["model"].is_string();
+}
+
+}  // namespace
+
+std::string describe_identity(const Json& id) {
+  std::string out = text_of(id, "model") + " " + text_of(id, "phase") + " " + text_of(id, "precision");
+  std::string device = text_of(id, "device");
+  if (device == "cpu" && id.contains("cpu")) {
+    device = "CPU";
+    if (!text_of(id, "cpu").empty()) device += " " + text_of(id, "cpu");
+    if (id.contains("threads") && id["threads"].is_number()) {
+      device += ", " + std::to_string(id["threads"].get<int>()) + " thread(s)";
+    }
+  }
+  return out + " · " + device;
+}
+
+std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const GroupingOptions& options,
+                                    std::vector<std::string>& warnings) {
+  std::vector<RawGroup> groups;
+  std::map<std::string, size_t> by_key;
+
+  for (const LoadedLog& log : logs) {
+    const std::string& path = log.summary.path;
+    ConfigByName configs;
+    Json environment;
+    std::set<std::string> warned_experiments;
+    int malformed = 0, malformed_line = 0;
+    for (size_t i = 0; i < log.records.size(); ++i) {
+      const Json& r = log.records[i];
+      const std::string type = r["type"].get<std::string>();
+      if (type == record::kRun) {
+        configs = configs_of(r);
+        environment = r;
+        continue;
+      }
+      if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
+        continue;
+      if (!valid_batch_record(r) || (type == record::kStep && !(r.contains("time_ms") && r["time_ms"].is_number() &&
+                                                                 r["time_ms"].get<double>() > 0))) {
+        if (malformed++ == 0) malformed_line = log.lines[i];
+        continue;
+      }
+      const std::string experiment = text_of(r, "experiment");
+      const auto config = configs.find(experiment);
+      if (config == configs.end() && warned_experiments.insert(experiment).second) {
+        warnings.push_back(located(path, log.lines[i],
+                                   "experiment \"" + experiment +
+                                       "\" has no run record with its settings, so it is grouped by model, "
+                                       "phase, precision and device only",
+                                   "keep the log's first line (the run record) when copying logs"));
+      }
+      const Json id = identity_of(r, config == configs.end() ? nullptr : &config->second, environment, path,
+                                  options.separate);
+      const std::string key = id.dump();
+      auto [slot, fresh] = by_key.emplace(key, groups.size());
+      if (fresh) {
+        RawGroup g;
+        g.experiment = experiment;
+        g.identity = id;
+        g.workload = workload_of(id);
+        groups.push_back(std::move(g));
+      }
+      RawGroup& g = groups[slot->second];
+      if (std::find(g.logs.begin(), g.logs.end(), path) == g.logs.end()) {
+        g.logs.push_back(path);
+        for (const std::string& run : log.summary.run_ids) g.run_ids.push_back(run);
+      }
+
+      const int64_t batch = r["batch_size"].get<int64_t>();
+      if (type == record::kOom) {
+        g.oom.insert(batch);
+        continue;
+      }
+      if (type == record::kSkipped) {
+        g.skipped.insert(batch);
+        continue;
+      }
+      auto [point, new_point] = g.points.emplace(batch, RawPoint{});
+      if (new_point) {
+        point->second.batch_size = batch;
+        point->second.log = path;
+      } else if (point->second.log != path) {
+        throw UserError(located(path, log.lines[i],
+                                "batch size " + std::to_string(batch) + " of " + describe_identity(id) +
+                                    " was already measured in " + point->second.log,
+                                "a sweep split across logs covers each batch size once: pass only one of the "
+                                "two, or add --separate to compare them instead of merging"));
+      }
+      if (type == record::kStep) {
+        point->second.times_ms.push_back(r["time_ms"].get<double>());
+      } else {
+        point->second.point = r;
+      }
+    }
+    if (malformed > 0) {
+      warnings.push_back(located(path, malformed_line,
+                                 std::to_string(malformed) +
+                                     " record(s) lack a batch size, model or positive time_ms and were skipped",
+                                 "repair or remove them"));
+    }
+  }
+
+  // A size measured both ways (out of memory once, measured in another log) counts as measured.
+  for (RawGroup& g : groups) {
+    for (const auto& [batch, point] : g.points) {
+      g.oom.erase(batch);
+      g.skipped.erase(batch);
+    }
+  }
+
+  // Parts of one sweep run on different machines cannot be merged, and with no batch size in common
+  // they cannot be compared either: that mixture is refused rather than shown as two half-curves.
+  for (size_t a = 0; a < groups.size() && !options.separate; ++a) {
+    for (size_t b = a + 1; b < groups.size(); ++b) {
+      const RawGroup& ga = groups[a];
+      const RawGroup& gb = groups[b];
+      if (ga.experiment != gb.experiment || ga.logs == gb.logs) continue;
+      if (without_machine(ga.identity) != without_machine(gb.identity)) continue;
+      const bool overlap = std::any_of(ga.points.begin(), ga.points.end(),
+                                       [&](const auto& p) { return gb.points.count(p.first) > 0; });
+      if (overlap || ga.points.empty() || gb.points.empty()) continue;
+      throw UserError(located(gb.logs.front(), 0,
+                              "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
+                                  ga.logs.front() + " ran elsewhere (" +
+                                  machine_difference(ga.identity, gb.identity) +
+                                  "), and they share no batch size, so they can be neither merged nor compared",
+                              "run the missing batch sizes on one machine, or analyze the logs one at a time"));
+    }
+  }
+  return groups;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,50 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/log_reader.h"
+
+namespace batchscope {
+
+// Every measurement of one batch size of one group, as read from the logs.
+struct RawPoint {
+  int64_t batch_size = 0;
+  std::vector<double> times_ms;  // from the step records
+  Json point;                    // the point record, null where there is none
+  std::string log;
+};
+
+// The records of one group, before any statistics.
+struct RawGroup {
+  std::string experiment;  // experiment name where it was first seen
+  // What makes the measurements comparable: the experiment's settings that affect a step, the device
+  // (GPU name, or CPU model and threads) and the software versions. Groups differ in at least one.
+  Json identity;
+  Json workload;  // model, phase, input, classes, data: what comparisons must share
+  std::vector<std::string> logs;
+  std::vector<std::string> run_ids;
+  std::map<int64_t, RawPoint> points;
+  std::set<int64_t> oom;
+  std::set<int64_t> skipped;
+};
+
+struct GroupingOptions {
+  // Keep every log a group of its own instead of merging logs of the same experiment and machine.
+  bool separate = false;
+};
+
+// Sorts the records of all logs into groups, merging parts of one sweep split across logs. Malformed
+// records become warnings. Throws UserError for logs that cannot be put together: one batch size
+// measured twice, or parts of one sweep measured on different machines or software.
+std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const GroupingOptions& options,
+                                    std::vector<std::string>& warnings);
+
+// "vgg16 train fp32 · NVIDIA H100" and the like, from an identity.
+std::string describe_identity(const Json& identity);
+
+}  // namespace batchscope

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace batchscope {
+
+// One measured batch size as the detector sees it: the median step time and how well that median is
+// known from the repeated steps.
+struct LevelPoint {
+  int64_t batch_size = 0;
+  double median_ms = 0;
+  double median_se_ms = 0;  // standard error of the median, >= 0
+};
+
+struct JumpDetectorOptions {
+  // A rise counts when it exceeds the local trend by this many standard deviations of its noise...
+  double z_threshold = 5.0;
+  // ...and by at least this fraction of the step time before it, so that a statistically clear but
+  // practically meaningless change of a fraction of a percent is not called a jump.
+  double min_relative = 0.02;
+  // Consecutive differences taken on each side of a pair to estimate its local slope.
+  int window = 8;
+};
+
+// A change between two consecutive measured batch sizes beyond the trend; delta_ms < 0 for a drop.
+struct Jump {
+  int64_t from_batch = 0;
+  int64_t to_batch = 0;
+  double from_ms = 0;
+  double to_ms = 0;
+  double delta_ms = 0;    // the change beyond what the local slope predicts over this step
+  double delta_pct = 0;   // delta_ms relative to from_ms, in percent
+  double z = 0;           // delta_ms over its noise
+  std::string confidence; // "high" (z at least twice the threshold) or "medium"
+};
+
+// A run of batch sizes between jumps (or the ends of the range).
+struct Segment {
+  int64_t first_batch = 0;
+  int64_t last_batch = 0;
+  int points = 0;
+  double slope_ms_per_sample = 0;  // least-squares slope inside the segment, 0 for one point
+  double rise_ms = 0;              // slope times the segment's width
+  // Flat enough to be a step of a staircase: its own rise is below the noise threshold or below half
+  // the smallest jump next to it.
+  bool plateau = false;
+};
+
+struct JumpAnalysis {
+  double slope_ms_per_sample = 0;  // median of the consecutive differences per extra sample
+  double noise_ms = 0;             // robust spread of the differences after the local trend
+  int tested_pairs = 0;
+  std::vector<Jump> jumps;             // rises, ascending batch size
+  std::vector<Jump> drops;             // falls beyond the noise
+  std::vector<int64_t> spikes;         // single batch sizes that rise and fall straight back
+  std::vector<Segment> segments;       // split at the jumps
+  bool staircase = false;              // at least two jumps and every inner segment a plateau
+};
+
+// Finds the steps in step time against batch size. Points must be sorted by batch size, unique;
+// fewer than three points give an analysis with no jumps.
+JumpAnalysis detect_jumps(const std::vector<LevelPoint>& points, const JumpDetectorOptions& options = {});
+
+// Standard error of the median of repeated step times, from their median absolute deviation
+// (robust to the odd slow step); 0 for fewer than two samples.
+double median_standard_error(const std::vector<double>& times_ms);
+
+}  // namespace batchscope

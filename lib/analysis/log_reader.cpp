@@ -1,0 +1,104 @@
+#include "lib/analysis/log_reader.h"
+
+#include <filesystem>
+#include <map>
+
+#include "lib/errors.h"
+
+namespace batchscope {
+namespace fs = std::filesystem;
+namespace {
+
+bool known_type(const std::string& type) {
+  for (const char* known : {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom,
+                            record::kSkipped, record::kEnd}) {
+    if (type == known) return true;
+  }
+  return false;
+}
+
+std::string list_lines(const std::vector<int>& lines) {
+  std::string out;
+  const size_t shown = std::min<size_t>(lines.size(), 5);
+  for (size_t i = 0; i < shown; ++i) out += (i ? ", " : "") + std::to_string(lines[i]);
+  if (lines.size() > shown) out += " and " + std::to_string(lines.size() - shown) + " more";
+  return out;
+}
+
+}  // namespace
+
+std::string log_file_for(const std::string& argument) {
+  std::error_code ec;
+  if (fs::is_directory(argument, ec)) return (fs::path(argument) / "steps.jsonl").string();
+  return argument;
+}
+
+std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::string>& warnings) {
+  const std::string path = log_file_for(argument);
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    const bool dir = path != argument;
+    warnings.push_back(located(path, 0, dir ? "is missing (the directory holds no sweep log)" : "does not exist",
+                               "pass a steps.jsonl written by batchscope sweep, or its directory"));
+    return std::nullopt;
+  }
+  JsonlContents contents;
+  try {
+    contents = read_jsonl(path, BadLines::Collect);
+  } catch (const UserError& e) {
+    warnings.push_back(e.what());
+    return std::nullopt;
+  }
+
+  LoadedLog log;
+  log.summary.path = path;
+  if (!contents.bad_lines.empty()) {
+    log.summary.warnings.push_back(
+        located(path, contents.bad_lines.front(),
+                "line(s) " + list_lines(contents.bad_lines) + " are not batchscope records and were skipped",
+                "remove or repair them if they should count"));
+  }
+  if (contents.truncated_tail) {
+    log.summary.truncated_tail = true;
+    log.summary.warnings.push_back(located(
+        path, contents.complete_lines + 1,
+        "the last line is unfinished (the sweep was killed while writing) and was ignored",
+        "run the same sweep command again to resume it"));
+  }
+
+  std::map<std::string, std::vector<int>> unknown;
+  for (size_t i = 0; i < contents.records.size(); ++i) {
+    Json& r = contents.records[i];
+    const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
+    if (!known_type(type)) {
+      unknown[type.empty() ? r["type"].dump() : type].push_back(contents.record_lines[i]);
+      continue;
+    }
+    if (type == record::kRun) {
+      if (r.contains("run_id") && r["run_id"].is_string()) log.summary.run_ids.push_back(r["run_id"]);
+      if (log.summary.environment.is_null()) {
+        Json env = r;
+        env.erase("type");
+        env.erase("config");
+        log.summary.environment = env;
+      }
+    }
+    if (type == record::kEnd) log.summary.complete = true;
+    log.records.push_back(std::move(r));
+    log.lines.push_back(contents.record_lines[i]);
+  }
+  for (const auto& [type, lines] : unknown) {
+    log.summary.warnings.push_back(located(path, lines.front(),
+                                           "record type \"" + type + "\" (line(s) " + list_lines(lines) +
+                                               ") is not one batchscope writes and was ignored",
+                                           "check that the file is a batchscope sweep log"));
+  }
+  log.summary.records = static_cast<int>(log.records.size());
+  if (log.records.empty()) {
+    log.summary.warnings.push_back(located(path, 0, "holds no batchscope records",
+                                           "pass a steps.jsonl written by batchscope sweep"));
+  }
+  return log;
+}
+
+}  // namespace batchscope

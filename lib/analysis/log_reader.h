@@ -1,0 +1,27 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/analysis.h"
+#include "lib/records.h"
+
+namespace batchscope {
+
+// A log as analyze uses it: its records of known types with their line numbers, and what was wrong
+// with the rest (in summary.warnings).
+struct LoadedLog {
+  LogSummary summary;
+  std::vector<Json> records;
+  std::vector<int> lines;
+};
+
+// The file a log argument names: a directory stands for its steps.jsonl.
+std::string log_file_for(const std::string& argument);
+
+// Reads one log leniently: unreadable lines, an unfinished last line and unknown record types become
+// warnings and the rest is kept. A missing or unreadable file gives nullopt with a warning.
+std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::string>& warnings);
+
+}  // namespace batchscope

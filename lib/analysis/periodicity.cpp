@@ -1,0 +1,153 @@
+#include "lib/analysis/periodicity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+
+namespace batchscope {
+namespace {
+
+constexpr int kTestedPeriods[] = {8, 16, 32, 64};
+constexpr int kMinHits = 2;
+constexpr double kMinScore = 0.5;
+constexpr double kMaxPValue = 0.01;
+
+// The smallest multiple of k at or above from, which lies in [from, to) when the step crosses one.
+int64_t first_multiple_at_or_above(int64_t from, int k) {
+  const int64_t kk = k;
+  const int64_t q = from >= 0 ? (from + kk - 1) / kk : -((-from) / kk);
+  return q * kk;
+}
+
+bool crosses_multiple(int64_t from, int64_t to, int k) {
+  const int64_t m = first_multiple_at_or_above(std::max<int64_t>(from, 1), k);
+  return m < to;
+}
+
+// P(X >= hits) for X ~ Binomial(trials, chance).
+double binomial_upper_tail(int trials, int hits, double chance) {
+  if (hits <= 0) return 1.0;
+  if (hits > trials || chance <= 0) return 0.0;
+  if (chance >= 1) return 1.0;
+  double tail = 0;
+  for (int x = hits; x <= trials; ++x) {
+    const double log_term = std::lgamma(trials + 1.0) - std::lgamma(x + 1.0) - std::lgamma(trials - x + 1.0) +
+                            x * std::log(chance) + (trials - x) * std::log1p(-chance);
+    tail += std::exp(log_term);
+  }
+  return std::min(1.0, tail);
+}
+
+PeriodCheck check_period(int k, const std::vector<Jump>& jumps, const std::vector<int64_t>& measured,
+                         std::vector<int64_t>* multiples_hit) {
+  PeriodCheck check;
+  check.k = k;
+  check.jumps = static_cast<int>(jumps.size());
+  for (const Jump& j : jumps) {
+    if (crosses_multiple(j.from_batch, j.to_batch, k)) ++check.jumps_on_multiples;
+  }
+  if (measured.size() < 2) return check;
+  for (int64_t m = first_multiple_at_or_above(std::max<int64_t>(measured.front(), 1), k);
+       m < measured.back(); m += k) {
+    ++check.multiples_in_range;
+    const bool hit = std::any_of(jumps.begin(), jumps.end(),
+                                 [m](const Jump& j) { return j.from_batch <= m && m < j.to_batch; });
+    if (hit) {
+      ++check.multiples_with_jump;
+      if (multiples_hit) multiples_hit->push_back(m);
+    }
+  }
+  // Under the null a jump is as likely between any two measured neighbours; with gaps wider than
+  // one, more of those steps cross a multiple of k than 1 in k.
+  int crossing_steps = 0;
+  for (size_t i = 0; i + 1 < measured.size(); ++i) {
+    if (crosses_multiple(measured[i], measured[i + 1], k)) ++crossing_steps;
+  }
+  const double chance = static_cast<double>(crossing_steps) / static_cast<double>(measured.size() - 1);
+  check.p_value = binomial_upper_tail(check.jumps, check.jumps_on_multiples, chance);
+  if (check.jumps > 0 && check.multiples_in_range > 0) {
+    const double on = static_cast<double>(check.jumps_on_multiples) / check.jumps;
+    const double covered = static_cast<double>(check.multiples_with_jump) / check.multiples_in_range;
+    check.score = on + covered > 0 ? 2 * on * covered / (on + covered) : 0.0;
+  }
+  return check;
+}
+
+bool better(const PeriodCheck& a, const PeriodCheck& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.p_value != b.p_value) return a.p_value < b.p_value;
+  return a.k > b.k;
+}
+
+std::string format_p(double p) {
+  if (p < 0.001) return "p < 0.001";
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "p = %.2g", p);
+  return buffer;
+}
+
+std::string join(const std::vector<int64_t>& values) {
+  std::ostringstream out;
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  return out.str();
+}
+
+std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& measured,
+                    const Periodicity& result) {
+  std::ostringstream out;
+  if (jumps.empty()) return "No jumps: step time follows the trend.";
+  if (jumps.size() == 1) {
+    out << "One jump (" << jumps[0].from_batch << "\u2192" << jumps[0].to_batch
+        << "): too few to show a period.";
+    return out.str();
+  }
+  if (!result.best) return "The batch-size range is too narrow to test the jumps for a period.";
+  const PeriodCheck& b = *result.best;
+  const std::string range = std::to_string(measured.front()) + "\u2013" + std::to_string(measured.back());
+  if (result.periodic) {
+    std::vector<int64_t> hit;
+    check_period(b.k, jumps, measured, &hit);
+    out << b.jumps_on_multiples << " of " << b.jumps << " jumps fall on multiples of " << b.k << " ("
+        << join(hit) << "), and ";
+    if (b.multiples_with_jump == b.multiples_in_range) {
+      out << "every multiple of " << b.k << " in " << range << " has one";
+    } else {
+      out << b.multiples_with_jump << " of the " << b.multiples_in_range << " multiples in " << range
+          << " have one";
+    }
+    out << ": periodic with k = " << b.k << " (" << format_p(b.p_value) << ").";
+  } else if (b.jumps_on_multiples >= kMinHits && b.p_value < kMaxPValue) {
+    out << b.jumps_on_multiples << " of " << b.jumps << " jumps fall on multiples of " << b.k
+        << ", but only " << b.multiples_with_jump << " of the " << b.multiples_in_range << " multiples in "
+        << range << " have one: not periodic.";
+  } else {
+    out << "The " << b.jumps << " jumps do not fall on a common multiple (best k = " << b.k << ": "
+        << b.jumps_on_multiples << " of " << b.jumps << ", " << format_p(b.p_value) << ").";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+Periodicity analyze_periodicity(const std::vector<Jump>& jumps, const std::vector<int64_t>& measured_batches) {
+  if (!std::is_sorted(measured_batches.begin(), measured_batches.end())) {
+    throw std::invalid_argument("analyze_periodicity needs the measured batch sizes sorted");
+  }
+  Periodicity result;
+  for (int k : kTestedPeriods) result.tested.push_back(check_period(k, jumps, measured_batches, nullptr));
+  if (!jumps.empty() && measured_batches.size() >= 2) {
+    const int64_t largest_k = (measured_batches.back() - measured_batches.front() + 1) / 2;
+    for (int64_t k = 2; k <= largest_k; ++k) {
+      const PeriodCheck check = check_period(static_cast<int>(k), jumps, measured_batches, nullptr);
+      if (!result.best || better(check, *result.best)) result.best = check;
+    }
+  }
+  result.periodic = result.best && result.best->jumps_on_multiples >= kMinHits &&
+                    result.best->score >= kMinScore && result.best->p_value < kMaxPValue;
+  result.verdict = verdict(jumps, measured_batches, result);
+  return result;
+}
+
+}  // namespace batchscope

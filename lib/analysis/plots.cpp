@@ -1,0 +1,434 @@
+#include "lib/analysis/plots.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <locale>
+#include <optional>
+#include <sstream>
+
+#include "lib/errors.h"
+
+namespace batchscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kHowToGetGnuplot[] = "install gnuplot-nox (scripts/setup.sh does) to get plots";
+
+// Data files and scripts must read the same in every locale: gnuplot always expects a decimal point.
+std::string number(double value, int precision = 12, bool fixed = false) {
+  if (!std::isfinite(value)) return "NaN";
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  if (fixed) out << std::fixed;
+  out << std::setprecision(precision) << value;
+  return out.str();
+}
+
+// A gnuplot single-quoted string: nothing inside is an escape except '' for a quote. Enhanced text
+// (@ _ ^ & {}) is switched off for the whole terminal, so labels print as written.
+std::string gp_string(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "''";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  auto runnable = [](const std::string& path) {
+    struct stat info {};
+    return ::stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    if (runnable(name)) return name;
+    return std::nullopt;
+  }
+  const char* path_env = std::getenv("PATH");
+  std::string path = path_env ? path_env : "/usr/bin:/bin";
+  std::istringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (runnable(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+struct GnuplotRun {
+  bool started = false;
+  std::string failure;  // why it could not be started
+  int exit_status = -1;
+  std::string errors;  // what it wrote to stderr
+};
+
+// Runs "gnuplot -d script" inside dir, so that the kept script reads its data by relative name and can
+// be rerun by hand. argv only, no shell: paths and labels are never parsed by anything but gnuplot.
+GnuplotRun run_gnuplot(const std::string& program, const std::string& dir, const std::string& script) {
+  GnuplotRun run;
+  int errors_pipe[2];
+  int exec_pipe[2];  // close-on-exec: the child writes to it only when chdir or exec fails
+  if (::pipe2(errors_pipe, O_CLOEXEC) != 0) {
+    run.failure = std::string("cannot create a pipe (") + std::strerror(errno) + ")";
+    return run;
+  }
+  if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    run.failure = std::string("cannot create a pipe (") + std::strerror(errno) + ")";
+    ::close(errors_pipe[0]);
+    ::close(errors_pipe[1]);
+    return run;
+  }
+  std::vector<std::string> args = {program, "-d", script};
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls from here on.
+    int null_fd = ::open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+      ::dup2(null_fd, 0);
+      ::dup2(null_fd, 1);
+    }
+    ::dup2(errors_pipe[1], 2);
+    int failure[2] = {0, 0};
+    if (::chdir(dir.c_str()) != 0) {
+      failure[0] = 1;
+    } else {
+      ::execv(argv[0], argv.data());
+      failure[0] = 2;
+    }
+    failure[1] = errno;
+    ssize_t ignored = ::write(exec_pipe[1], failure, sizeof failure);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(errors_pipe[1]);
+  ::close(exec_pipe[1]);
+  if (pid < 0) {
+    run.failure = std::string("cannot start a process (") + std::strerror(errno) + ")";
+    ::close(errors_pipe[0]);
+    ::close(exec_pipe[0]);
+    return run;
+  }
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(errors_pipe[0], buffer, sizeof buffer);
+    if (n > 0) {
+      run.errors.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(errors_pipe[0]);
+  int failure[2] = {0, 0};
+  ssize_t got;
+  do {
+    got = ::read(exec_pipe[0], failure, sizeof failure);
+  } while (got < 0 && errno == EINTR);
+  ::close(exec_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    run.failure = std::string(failure[0] == 1 ? "cannot enter " + dir : "cannot execute " + program) + " (" +
+                  std::strerror(failure[1]) + ")";
+    return run;
+  }
+  run.started = true;
+  run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+struct PlotScript {
+  std::string name;  // file stem inside the plot directory
+  std::string data;
+  std::string body;  // settings and the plot command, without terminals
+};
+
+std::string join_plot(const std::vector<std::string>& items) {
+  std::string out = "plot ";
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", \\\n     " : "") + items[i];
+  return out + "\n";
+}
+
+// One script draws the PNG, then replots the same figure as SVG.
+std::string full_script(const PlotScript& plot) {
+  std::string out = "set encoding utf8\n";
+  out += "set terminal pngcairo size 1000,600 noenhanced font 'sans,10'\n";
+  out += "set output " + gp_string(plot.name + ".png") + "\n";
+  out += "set grid\n";
+  out += "set xlabel 'batch size (samples)'\n";
+  out += "set offsets 0, 0, graph 0.05, graph 0.05\n";  // no line drawn along a frame edge
+  out += plot.body;
+  out += "set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'\n";
+  out += "set output " + gp_string(plot.name + ".svg") + "\n";
+  out += "replot\n";
+  out += "unset output\n";
+  return out;
+}
+
+std::string x_range(int64_t first, int64_t last) {
+  double lo = static_cast<double>(first);
+  double hi = static_cast<double>(last);
+  double pad = std::max(0.5, 0.02 * (hi - lo));
+  return "set xrange [" + number(lo - pad) + ":" + number(hi + pad) + "]\n";
+}
+
+bool any_too_few(const std::vector<PointStats>& points) {
+  return std::any_of(points.begin(), points.end(), [](const PointStats& p) { return p.too_few_samples; });
+}
+
+std::string percent_change(double pct) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out << std::fixed << std::showpos << std::setprecision(1) << pct << "%";
+  return out.str();
+}
+
+PlotScript time_plot(const GroupAnalysis& group) {
+  PlotScript plot{group.id + "_time", "# batch_size median_ms p10_ms p90_ms too_few_samples samples\n", ""};
+  for (const auto& p : group.points) {
+    plot.data += std::to_string(p.batch_size) + " " + number(p.median_ms) + " " + number(p.p10_ms) + " " +
+                 number(p.p90_ms) + " " + (p.too_few_samples ? "1" : "0") + " " + std::to_string(p.samples) +
+                 "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(group.label) + "\n";
+  body += "set ylabel 'step time (ms)'\n";
+  body += "set key left top opaque\n";
+  body += x_range(group.points.front().batch_size, group.points.back().batch_size);
+  const auto& jumps = group.jumps.jumps;
+  for (size_t i = 0; i < jumps.size(); ++i) {
+    const Jump& jump = jumps[i];
+    std::string x = number(static_cast<double>(jump.from_batch) + 0.5);
+    std::string text = std::to_string(jump.from_batch) + "→" + std::to_string(jump.to_batch) + " " +
+                       percent_change(jump.delta_pct);
+    // Staggered heights keep the labels of close jumps apart.
+    std::string y = number(0.95 - 0.05 * static_cast<double>(i % 3));
+    body += "set arrow from first " + x + ", graph 0 to first " + x + ", graph 1 nohead dt 3 lw 1.5 " +
+            "lc rgb '#d62728'\n";
+    body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
+            " left offset character 0.5,0 front tc rgb '#d62728'\n";
+  }
+  std::string file = gp_string(plot.name + ".dat");
+  std::vector<std::string> items = {
+      file + " using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90'",
+      "'' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median'",
+      "'' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle"};
+  if (any_too_few(group.points)) {
+    items.push_back("'' using 1:($5 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
+                    std::string("title 'too few samples'"));
+  }
+  if (group.trend && std::isfinite(group.trend->intercept_ms) &&
+      std::isfinite(group.trend->slope_ms_per_sample)) {
+    items.push_back("(" + number(group.trend->intercept_ms) + ") + (" +
+                    number(group.trend->slope_ms_per_sample) +
+                    ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'");
+  }
+  body += join_plot(items);
+  return plot;
+}
+
+PlotScript throughput_plot(const GroupAnalysis& group) {
+  PlotScript plot{group.id + "_throughput", "# batch_size samples_per_s too_few_samples\n", ""};
+  for (const auto& p : group.points) {
+    plot.data += std::to_string(p.batch_size) + " " + number(p.samples_per_s) + " " +
+                 (p.too_few_samples ? "1" : "0") + "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(group.label) + "\n";
+  body += "set ylabel 'throughput (samples/s)'\n";
+  body += "set key left top opaque\n";
+  body += x_range(group.points.front().batch_size, group.points.back().batch_size);
+  if (group.fastest) {
+    const BatchChoice& best = *group.fastest;
+    double middle =
+        0.5 * static_cast<double>(group.points.front().batch_size + group.points.back().batch_size);
+    bool right_half = static_cast<double>(best.batch_size) > middle;
+    std::string text = "fastest: " + std::to_string(best.batch_size) + " (" +
+                       number(best.samples_per_s, 1, true) + " samples/s)";
+    body += "set label " + gp_string(text) + " at first " + std::to_string(best.batch_size) + ", first " +
+            number(best.samples_per_s) +
+            (right_half ? " right offset character -1,1" : " left offset character 1,1") +
+            " front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'\n";
+  }
+  std::string file = gp_string(plot.name + ".dat");
+  std::vector<std::string> items = {
+      file + " using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'samples/s'",
+      "'' using 1:($3 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#2ca02c' notitle"};
+  if (any_too_few(group.points)) {
+    items.push_back("'' using 1:($3 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
+                    std::string("title 'too few samples'"));
+  }
+  body += join_plot(items);
+  return plot;
+}
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
+  PlotScript plot{comparison.id + "_speedup", "", ""};
+  std::vector<std::string> items;
+  int64_t first = 0, last = 0;
+  for (const auto& curve : comparison.curves) {
+    if (curve.speedup.empty()) continue;
+    first = items.empty() ? curve.speedup.front().first : std::min(first, curve.speedup.front().first);
+    last = items.empty() ? curve.speedup.back().first : std::max(last, curve.speedup.back().first);
+    if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
+    plot.data += "# " + one_line(curve.label) + "\n# batch_size speedup\n";
+    for (const auto& [batch, speedup] : curve.speedup)
+      plot.data += std::to_string(batch) + " " + number(speedup) + "\n";
+    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
+                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 title " +
+                    gp_string(curve.label));
+  }
+  if (items.empty()) return std::nullopt;
+  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
+  plot.body += "set title " +
+               gp_string("Speedup over " + comparison.baseline_label + " — " + comparison.workload) + "\n";
+  plot.body += "set ylabel 'speedup over the baseline (×)'\n";
+  plot.body += "set key below\n";
+  plot.body += x_range(first, last);
+  plot.body += join_plot(items);
+  return plot;
+}
+
+PlotScript throughput_all_plot(const std::vector<const GroupAnalysis*>& groups) {
+  PlotScript plot{"throughput_all", "", ""};
+  std::vector<std::string> items;
+  double lowest = 0, highest = 0;
+  int64_t first = groups.front()->points.front().batch_size, last = first;
+  for (const GroupAnalysis* group : groups) {
+    first = std::min(first, group->points.front().batch_size);
+    last = std::max(last, group->points.back().batch_size);
+    if (!items.empty()) plot.data += "\n\n";
+    plot.data += "# " + one_line(group->label) + "\n# batch_size samples_per_s\n";
+    for (const auto& p : group->points) {
+      plot.data += std::to_string(p.batch_size) + " " + number(p.samples_per_s) + "\n";
+      if (p.samples_per_s > 0 && std::isfinite(p.samples_per_s)) {
+        lowest = lowest > 0 ? std::min(lowest, p.samples_per_s) : p.samples_per_s;
+        highest = std::max(highest, p.samples_per_s);
+      }
+    }
+    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
+                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
+                    gp_string(group->label));
+  }
+  plot.body += "set title 'Throughput of every group'\n";
+  plot.body += "set ylabel 'throughput (samples/s)'\n";
+  plot.body += "set key below\n";
+  plot.body += x_range(first, last);
+  if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
+  plot.body += join_plot(items);
+  return plot;
+}
+
+bool write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+std::string first_lines(const std::string& text, size_t limit = 400) {
+  std::string out = one_line(text.substr(0, limit));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (text.size() > limit) out += " …";
+  return out;
+}
+
+}  // namespace
+
+PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(located(
+        dir, 0, "the plot directory cannot be created" + (ec ? " (" + ec.message() + ")" : std::string()),
+        "choose a plot directory you can write to"));
+  }
+  PlotOutcome outcome;
+  std::optional<std::string> program = find_program(options.gnuplot);
+  if (!program) {
+    outcome.skipped_reason = options.gnuplot.find('/') == std::string::npos
+                                 ? options.gnuplot + " was not found on PATH; " + kHowToGetGnuplot
+                                 : options.gnuplot + " is not an executable program; " + kHowToGetGnuplot;
+    return outcome;
+  }
+
+  std::vector<PlotScript> plots;
+  std::vector<const GroupAnalysis*> drawn;
+  for (const auto& group : analysis.groups) {
+    if (group.points.empty()) continue;
+    drawn.push_back(&group);
+    plots.push_back(time_plot(group));
+    plots.push_back(throughput_plot(group));
+  }
+  for (const auto& comparison : analysis.comparisons) {
+    if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
+  }
+  if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
+  if (plots.empty()) {
+    outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
+    return outcome;
+  }
+
+  const fs::path base(dir);
+  for (const auto& plot : plots) {
+    std::string script = plot.name + ".gp";
+    if (!write_file(base / (plot.name + ".dat"), plot.data) ||
+        !write_file(base / script, full_script(plot))) {
+      outcome.warnings.push_back((base / plot.name).string() + ": the plot files could not be written");
+      continue;
+    }
+    std::vector<std::string> images = {plot.name + ".png", plot.name + ".svg"};
+    for (const auto& image : images) fs::remove(base / image, ec);  // no stale image passes for a new one
+    GnuplotRun run = run_gnuplot(*program, dir, script);
+    if (!run.started) {
+      outcome.files.clear();
+      outcome.warnings.clear();
+      outcome.skipped_reason = *program + " could not be run: " + run.failure + "; " + kHowToGetGnuplot;
+      return outcome;
+    }
+    outcome.made = true;
+    if (run.exit_status != 0) {
+      outcome.warnings.push_back((base / script).string() + ": gnuplot failed (exit status " +
+                                 std::to_string(run.exit_status) + "): " + first_lines(run.errors));
+      continue;
+    }
+    for (const auto& image : images) {
+      if (fs::is_regular_file(base / image, ec) && fs::file_size(base / image, ec) > 0) {
+        outcome.files.push_back(image);
+      } else {
+        outcome.warnings.push_back((base / script).string() + ": gnuplot did not write " + image);
+      }
+    }
+  }
+  return outcome;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/analysis/analysis.h"
+
+namespace batchscope {
+
+struct PlotOptions {
+  std::string gnuplot = "gnuplot";  // program name (looked up on PATH) or path
+};
+
+struct PlotOutcome {
+  bool made = false;
+  std::string skipped_reason;        // why no plots were made, when made is false
+  std::vector<std::string> files;    // the PNG and SVG files written, relative to the plot directory
+  std::vector<std::string> warnings; // e.g. a gnuplot run that failed for one plot
+};
+
+// Writes, into dir (created if missing), per group: step time vs batch size with the p10–p90 band,
+// the trend line and the jumps marked ("<id>_time"), and samples/s vs batch size ("<id>_throughput");
+// per comparison: speedup vs batch size ("<id>_speedup"); each as .png and .svg, with the .dat and
+// .gp files gnuplot ran on kept beside them. Without gnuplot nothing is drawn and the reason is given.
+PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options = {});
+
+}  // namespace batchscope
