@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -254,8 +255,22 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
 Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options) {
   std::vector<std::string> warnings;
   std::vector<LoadedLog> logs;
+  std::set<std::string> seen;
   for (const std::string& argument : arguments) {
-    if (auto log = load_log(argument, warnings)) logs.push_back(std::move(*log));
+    std::error_code ec;
+    const std::string canonical = std::filesystem::weakly_canonical(log_file_for(argument), ec).string();
+    if (!seen.insert(ec ? argument : canonical).second) {
+      warnings.push_back(located(argument, 0, "was given more than once and is read once", "pass each log once"));
+      continue;
+    }
+    auto log = load_log(argument, warnings);
+    if (!log) continue;
+    if (log->records.empty()) {
+      // Not a sweep log at all: say why, and analyse the others.
+      warnings.insert(warnings.end(), log->summary.warnings.begin(), log->summary.warnings.end());
+      continue;
+    }
+    logs.push_back(std::move(*log));
   }
   if (logs.empty()) {
     throw UserError(warnings.empty() ? located("analyze", 0, "no log was given", "pass a steps.jsonl or its directory")

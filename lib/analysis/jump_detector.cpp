@@ -19,6 +19,11 @@ constexpr double kMeanAbsDeviationToSigma = 1.2533;
 constexpr double kNoiseFloorRelative = 1e-6;
 // A side of the window with fewer pairs than this is too short to bound the trend by its median alone.
 constexpr size_t kShortSide = 3;
+// Pairs nearest an end that a second, local straight line is drawn through, to follow a bend there.
+constexpr size_t kNearPairs = 5;
+// Pairs whose excess is this many noise sigmas from the trend are left out of the next noise estimate
+// even when they are not reported (too small a change, or the noise still inflated by other jumps).
+constexpr double kClipSigmas = 3.0;
 constexpr int kMaxPasses = 10;
 
 // One pair of consecutive measured batch sizes.
@@ -49,7 +54,8 @@ struct PairResult {
 
 struct Pass {
   std::vector<PairResult> pairs;
-  std::vector<bool> flagged;  // any kind but kNone; kept out of the trend and the noise next pass
+  std::vector<bool> found;     // any kind but kNone: kept out of the trends next pass
+  std::vector<bool> outliers;  // found, or far off the trend: kept out of the noise next pass
   double slope = 0;
   double relative_noise = 0;
 };
@@ -85,30 +91,39 @@ std::vector<Pair> make_pairs(const std::vector<LevelPoint>& points) {
   return pairs;
 }
 
-// Rate expected at pair i from a straight line through the rates of one side, for the pairs at the
-// ends of the range, where a single side's median misses curvature.
-double extrapolated_rate(const std::vector<Pair>& pairs, const std::vector<size_t>& side, size_t i) {
+// Rates expected at pair i from straight lines through the rates of one side (all of them, and the
+// nearest kNearPairs), for the pairs at the ends of the range, where one side's median misses a bend.
+void add_extrapolated_rates(const std::vector<Pair>& pairs, const std::vector<size_t>& side, size_t i,
+                            std::vector<double>& candidates) {
   std::vector<double> x, y;
   for (size_t j : side) {
     x.push_back(pairs[j].middle);
     y.push_back(pairs[j].rate);
   }
-  const LineFit fit = theil_sen(x, y);
-  return fit.intercept + fit.slope * pairs[i].middle;
+  const LineFit whole = theil_sen(x, y);
+  candidates.push_back(whole.intercept + whole.slope * pairs[i].middle);
+  if (side.size() > kNearPairs) {
+    // The nearest pairs are the first of a right side, the last of a left one.
+    const size_t offset = side.front() > i ? 0 : side.size() - kNearPairs;
+    const std::vector<double> near_x(x.begin() + offset, x.begin() + offset + kNearPairs);
+    const std::vector<double> near_y(y.begin() + offset, y.begin() + offset + kNearPairs);
+    const LineFit near = theil_sen(near_x, near_y);
+    candidates.push_back(near.intercept + near.slope * pairs[i].middle);
+  }
 }
 
 // Between two jumps the rates on both sides agree. A change of slope (the knee where a GPU fills up,
 // a saturating curve) makes them differ, and bounding by the larger side keeps such bends from
 // looking like jumps; a jump is a single pair above both sides.
-LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& flagged, size_t i,
+LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& found, size_t i,
                        int window, double fallback) {
   const size_t w = static_cast<size_t>(window);
   std::vector<size_t> left, right;
   for (size_t j = i > w ? i - w : 0; j < i; ++j) {
-    if (!flagged[j]) left.push_back(j);
+    if (!found[j]) left.push_back(j);
   }
   for (size_t j = i + 1; j < pairs.size() && j <= i + w; ++j) {
-    if (!flagged[j]) right.push_back(j);
+    if (!found[j]) right.push_back(j);
   }
   LocalTrend trend{fallback, fallback, fallback};
   std::vector<double> both, candidates;
@@ -120,26 +135,23 @@ LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& 
     candidates.push_back(median(rates));
   }
   if (both.empty()) return trend;
-  if (left.size() < kShortSide && right.size() >= kShortSide) {
-    candidates.push_back(extrapolated_rate(pairs, right, i));
-  }
-  if (right.size() < kShortSide && left.size() >= kShortSide) {
-    candidates.push_back(extrapolated_rate(pairs, left, i));
-  }
+  if (left.size() < kShortSide && right.size() >= kShortSide) add_extrapolated_rates(pairs, right, i, candidates);
+  if (right.size() < kShortSide && left.size() >= kShortSide) add_extrapolated_rates(pairs, left, i, candidates);
   trend.typical = median(both);
   trend.highest = *std::max_element(candidates.begin(), candidates.end());
   trend.lowest = *std::min_element(candidates.begin(), candidates.end());
   return trend;
 }
 
-// One detection pass; pairs flagged by the previous pass are left out of slopes and noise.
-Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>& pairs,
-                 const std::vector<bool>& previous, const JumpDetectorOptions& options) {
+// One detection pass. The pairs the previous pass found are left out of the slopes, its outliers out of
+// the noise; clipping bends of the trend from the slopes too would hide them from their neighbours.
+Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>& pairs, const Pass& previous,
+                 const JumpDetectorOptions& options) {
   const size_t n = pairs.size();
   Pass pass;
   std::vector<double> rates;
   for (size_t i = 0; i < n; ++i) {
-    if (!previous[i]) rates.push_back(pairs[i].rate);
+    if (!previous.found[i]) rates.push_back(pairs[i].rate);
   }
   if (rates.empty()) {
     for (const Pair& p : pairs) rates.push_back(p.rate);
@@ -147,15 +159,17 @@ Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>&
   pass.slope = median(rates);
 
   std::vector<LocalTrend> trends(n);
-  std::vector<double> relative_excess;
+  std::vector<double> relative_excess(n, 0.0), kept;
   for (size_t i = 0; i < n; ++i) {
-    trends[i] = local_trend(pairs, previous, i, options.window, pass.slope);
-    if (!previous[i] && pairs[i].level > 0) {
-      relative_excess.push_back((pairs[i].difference - trends[i].typical * pairs[i].width) / pairs[i].level);
+    trends[i] = local_trend(pairs, previous.found, i, options.window, pass.slope);
+    if (pairs[i].level > 0) {
+      relative_excess[i] = (pairs[i].difference - trends[i].typical * pairs[i].width) / pairs[i].level;
     }
+    if (!previous.outliers[i]) kept.push_back(relative_excess[i]);
   }
+  if (kept.empty()) kept = relative_excess;
   // Timing noise grows with the step time, so the spread between batch sizes is taken relative to it.
-  pass.relative_noise = std::max(robust_sigma(relative_excess), kNoiseFloorRelative);
+  pass.relative_noise = std::max(robust_sigma(kept), kNoiseFloorRelative);
 
   pass.pairs.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -186,8 +200,12 @@ Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>&
       down.kind = Kind::kSpikeFall;
     }
   }
-  pass.flagged.resize(n);
-  for (size_t i = 0; i < n; ++i) pass.flagged[i] = pass.pairs[i].kind != Kind::kNone;
+  pass.found.resize(n);
+  pass.outliers.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    pass.found[i] = pass.pairs[i].kind != Kind::kNone;
+    pass.outliers[i] = pass.found[i] || std::fabs(relative_excess[i]) > kClipSigmas * pass.relative_noise;
+  }
   return pass;
 }
 
@@ -291,10 +309,12 @@ JumpAnalysis detect_jumps(const std::vector<LevelPoint>& points, const JumpDetec
   const std::vector<Pair> pairs = make_pairs(points);
   // Many jumps inflate the noise and pull the local slopes up; re-detect without the pairs found
   // until the set stops changing, so that a dense staircase is still found.
-  Pass pass = detect_once(points, pairs, std::vector<bool>(pairs.size(), false), options);
-  for (int round = 1; round < kMaxPasses; ++round) {
-    Pass next = detect_once(points, pairs, pass.flagged, options);
-    const bool settled = next.flagged == pass.flagged;
+  Pass pass;
+  pass.found.assign(pairs.size(), false);
+  pass.outliers.assign(pairs.size(), false);
+  for (int round = 0; round < kMaxPasses; ++round) {
+    Pass next = detect_once(points, pairs, pass, options);
+    const bool settled = next.found == pass.found && next.outliers == pass.outliers;
     pass = std::move(next);
     if (settled) break;
   }

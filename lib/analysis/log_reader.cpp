@@ -95,8 +95,9 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   }
   log.summary.records = static_cast<int>(log.records.size());
   if (log.records.empty()) {
-    log.summary.warnings.push_back(located(path, 0, "holds no batchscope records",
-                                           "pass a steps.jsonl written by batchscope sweep"));
+    log.summary.warnings.insert(log.summary.warnings.begin(),
+                                located(path, 0, "holds no batchscope records",
+                                        "pass a steps.jsonl written by batchscope sweep, or its directory"));
   }
   return log;
 }

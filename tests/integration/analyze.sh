@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# batchscope analyze end to end: a real CPU sweep turned into report, analysis.json and plots; logs
+# with known jumps, split and compared; and damaged or empty logs answered as the README says.
+set -uo pipefail
+bin="$1"; src="$2"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+make_log="$src/tests/data/analysis/make_log.py"
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+
+# A real sweep on the CPU, then analyze on its directory with the default output place.
+"$bin" sweep --model mnist_cnn --batch 1:6 --device cpu --steps 5 --warmup 1 --out "$work/cpu" --quiet > /dev/null \
+  || fail "the CPU sweep did not run"
+if "$bin" analyze "$work/cpu" > "$work/out" 2> "$work/err"; then
+  ok "analyze of a real CPU sweep"
+else
+  fail "analyze of a real CPU sweep: $(cat "$work/err")"
+fi
+for f in report.md analysis.json plots/mnist_cnn_train_fp32_cpu_time.png plots/mnist_cnn_train_fp32_cpu_time.svg \
+         plots/mnist_cnn_train_fp32_cpu_throughput.png plots/mnist_cnn_train_fp32_cpu_throughput.svg; do
+  [ -s "$work/cpu/analysis/$f" ] || fail "missing $f"
+done
+head -c 8 "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" \
+  || fail "the time plot is not a PNG"
+grep -q "<svg" "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.svg" || fail "the time plot is not an SVG"
+grep -q "^## mnist_cnn train fp32" "$work/cpu/analysis/report.md" || fail "report.md has no section for the group"
+grep -q "(plots/mnist_cnn_train_fp32_cpu_time.png)" "$work/cpu/analysis/report.md" || fail "report.md does not show the plot"
+grep -q "fastest: batch" "$work/out" || fail "no terminal summary: $(cat "$work/out")"
+python3 - "$work/cpu/analysis/analysis.json" <<'PY' || fail "analysis.json of the CPU sweep"
+import json, sys
+a = json.load(open(sys.argv[1]))
+g = a["groups"]
+assert len(g) == 1, g
+assert [p["batch_size"] for p in g[0]["points"]] == [1, 2, 3, 4, 5, 6]
+assert all(p["samples"] == 5 and p["median_ms"] > 0 and p["tflops"] > 0 for p in g[0]["points"])
+assert g[0]["trend"]["slope_ms_per_sample"] > 0
+assert g[0]["best"]["fastest"]["batch_size"] in range(1, 7)
+PY
+
+# Known staircase, in two parts of one sweep (merged), and the same on a second GPU (compared).
+python3 "$make_log" --batches 1:35 --jumps 16:4,32:4 --base 20 --slope 0.2 --noise 0.005 --seed 1 --run-id a1 --no-end > "$work/part1.jsonl"
+python3 "$make_log" --batches 36:70 --jumps 16:4,32:4,48:4,64:4 --base 20 --slope 0.2 --noise 0.005 --seed 2 --run-id a2 > "$work/part2.jsonl"
+python3 "$make_log" --batches 1:70 --gpu "Other GPU" --jumps 16:2,32:2,48:2,64:2 --base 10 --slope 0.1 --noise 0.005 --seed 3 --run-id b > "$work/other.jsonl"
+if "$bin" analyze "$work/part1.jsonl" "$work/part2.jsonl" "$work/other.jsonl" --out "$work/cmp" > "$work/out" 2> "$work/err"; then
+  ok "analyze of a split sweep and a second GPU"
+else
+  fail "split and compared logs: $(cat "$work/err")"
+fi
+python3 - "$work/cmp/analysis.json" <<'PY' || fail "analysis.json of the staircase logs"
+import json, sys
+a = json.load(open(sys.argv[1]))
+g = a["groups"]
+assert len(g) == 2, [x["label"] for x in g]
+assert len(g[0]["points"]) == 70 and len(g[0]["logs"]) == 2
+for group in g:
+    assert [(j["from"], j["to"]) for j in group["jumps"]["rises"]] == [(16, 17), (32, 33), (48, 49), (64, 65)], group["jumps"]
+    assert group["periodicity"]["periodic"] and group["periodicity"]["best"]["k"] == 16, group["periodicity"]
+c = a["comparisons"]
+assert len(c) == 1 and len(c[0]["curves"]) == 1, c
+assert abs(c[0]["curves"][0]["median_speedup"] - 2.0) < 0.05, c[0]["curves"][0]["median_speedup"]
+PY
+for f in vgg16_train_fp32_nvidia_test_gpu_time.png vgg16_train_fp32_other_gpu_time.svg throughput_all.png vgg16_train_3x32x32_speedup.png; do
+  [ -s "$work/cmp/plots/$f" ] || fail "missing comparison plot $f ($(ls "$work/cmp/plots" | tr '\n' ' '))"
+done
+grep -q "16→17" "$work/out" || fail "the terminal summary does not name the jumps"
+
+# Damaged logs: analysed with a warning each, exit 0.
+{ head -n 5 "$work/part2.jsonl"; echo "garbage line"; echo '{"type":"mystery"}'; tail -n +6 "$work/part2.jsonl" | head -n 40; printf '{"type":"step","ba'; } > "$work/damaged.jsonl"
+if "$bin" analyze "$work/damaged.jsonl" --out "$work/damaged" --no-plots > "$work/out" 2> "$work/err"; then
+  grep -q "damaged.jsonl:6: line(s) 6 are not batchscope records" "$work/err" || fail "no warning for the bad line: $(cat "$work/err")"
+  grep -q "damaged.jsonl:7: record type \"mystery\"" "$work/err" || fail "no warning for the unknown type"
+  grep -q "last line is unfinished" "$work/err" || fail "no warning for the truncated tail"
+  grep -q "Plots were skipped" "$work/damaged/report.md" || fail "report.md does not say the plots were skipped"
+  ok "a damaged log is analysed with warnings"
+else
+  fail "a damaged log: $(cat "$work/err")"
+fi
+
+# Gnuplot missing: the report still comes out and says so.
+if "$bin" analyze "$work/part1.jsonl" --out "$work/noplot" --gnuplot /nonexistent/gnuplot > /dev/null 2> "$work/err" \
+   && grep -q "Plots were skipped: .*gnuplot" "$work/noplot/report.md" && [ ! -e "$work/noplot/plots/vgg16_train_fp32_nvidia_test_gpu_time.png" ]; then
+  ok "no gnuplot: report without plots"
+else
+  fail "no gnuplot: $(cat "$work/err")"
+fi
+
+# Nothing to analyse: one sentence and exit 2.
+expect2() {
+  local name="$1" pattern="$2"; shift 2
+  "$bin" analyze "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  if [ "$rc" -ne 2 ] || ! grep -Eq -- "$pattern" "$work/err" || [ "$(wc -l < "$work/err")" -ne 1 ]; then
+    fail "$name: exit $rc, stderr: $(cat "$work/err")"
+  else
+    ok "$name: $(cat "$work/err")"
+  fi
+}
+python3 "$make_log" --batches 1:4 --oom-from 1 > "$work/oom.jsonl"
+echo "not a log" > "$work/text.jsonl"
+python3 "$make_log" --batches 36:70 --gpu "Third GPU" --seed 4 > "$work/elsewhere.jsonl"
+expect2 missing_log "absent.jsonl: does not exist" "$work/absent.jsonl"
+expect2 empty_directory "steps.jsonl: is missing" "$work/cmp"
+expect2 only_oom "oom.jsonl: holds only out-of-memory records: even batch size 1" "$work/oom.jsonl"
+expect2 not_a_log "text.jsonl: holds no batchscope records" "$work/text.jsonl"
+cp "$work/part2.jsonl" "$work/copy.jsonl"
+expect2 measured_twice "copy.jsonl:[0-9]+: batch size 36 .* already measured in .*part2.jsonl.*--separate" "$work/part2.jsonl" "$work/copy.jsonl"
+expect2 split_across_gpus "elsewhere.jsonl: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
+expect2 no_logs "at least one log" --out "$work/x"
+expect2 bad_option "--threshold must be positive" "$work/part1.jsonl" --threshold 0
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all analyze checks passed"

@@ -1,0 +1,360 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <sstream>
+
+#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/report_markdown.h"
+#include "lib/errors.h"
+
+namespace batchscope {
+namespace {
+namespace fs = std::filesystem;
+
+// A sweep log with a step-time curve the test chooses; step times spread ±0.4% around it.
+struct FakeLog {
+  std::string gpu = "GPU A";  // "cpu" for a CPU log
+  std::string libtorch = "2.5.1";
+  std::string experiment = "vgg16_train_fp32";
+  std::string precision = "fp32";
+  std::string run_id = "run-a";
+  bool cudnn_benchmark = false;
+  std::vector<int64_t> batches;
+  std::function<double(int64_t)> level = [](int64_t b) { return 10.0 + 0.5 * static_cast<double>(b); };
+  int steps = 8;
+  std::optional<int64_t> oom_from;
+  bool end = true;
+
+  std::string text() const {
+    const bool cpu = gpu == "cpu";
+    Json config = {{"name", experiment}, {"model", "vgg16"},           {"phase", "train"},
+                   {"precision", precision}, {"input", {3, 32, 32}},     {"classes", 10},
+                   {"data", "synthetic"},  {"channels_last", false},   {"cudnn_benchmark", cudnn_benchmark},
+                   {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
+    Json run = {{"type", "run"},
+                {"run_id", run_id},
+                {"cpu", {{"model", "Test CPU"}, {"torch_threads", 4}}},
+                {"gpus", cpu ? Json::array() : Json::array({{{"index", 0}, {"name", gpu}}})},
+                {"libtorch_version", libtorch},
+                {"config", {{"experiments", {config}}}}};
+    std::ostringstream out;
+    out << run.dump() << "\n";
+    const Json common = {{"experiment", experiment}, {"model", "vgg16"}, {"phase", "train"},
+                         {"precision", precision}, {"device", cpu ? "cpu" : "cuda:0"}};
+    bool out_of_memory = false;
+    for (int64_t b : batches) {
+      if (oom_from && b >= *oom_from) {
+        Json r = {{"type", out_of_memory ? "skipped" : "oom"}};
+        r.update(common);
+        r["batch_size"] = b;
+        out << r.dump() << "\n";
+        out_of_memory = true;
+        continue;
+      }
+      for (int i = 0; i < steps; ++i) {
+        Json r = {{"type", "step"}};
+        r.update(common);
+        r["batch_size"] = b;
+        r["time_ms"] = level(b) * (1.0 + 0.002 * ((i % 5) - 2));
+        out << r.dump() << "\n";
+      }
+      Json p = {{"type", "point"}};
+      p.update(common);
+      p["batch_size"] = b;
+      p["flops_per_step"] = 1e9 * static_cast<double>(b);
+      out << p.dump() << "\n";
+    }
+    if (end) out << R"({"type":"end","complete":true})" << "\n";
+    return out.str();
+  }
+};
+
+std::vector<int64_t> range(int64_t first, int64_t last) {
+  std::vector<int64_t> out;
+  for (int64_t b = first; b <= last; ++b) out.push_back(b);
+  return out;
+}
+
+class AnalyzeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("batchscope_analysis_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+std::string user_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& part) {
+  for (const std::string& l : lines) {
+    if (l.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
+  FakeLog log;
+  log.batches = range(1, 70);
+  log.level = [](int64_t b) { return 20.0 + 0.2 * static_cast<double>(b) + 4.0 * static_cast<double>((b - 1) / 16); };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_EQ(g.points.size(), 70u);
+  ASSERT_EQ(g.jumps.jumps.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(g.jumps.jumps[i].from_batch, 16 * static_cast<int64_t>(i + 1));
+    EXPECT_EQ(g.jumps.jumps[i].to_batch, 16 * static_cast<int64_t>(i + 1) + 1);
+    EXPECT_NEAR(g.jumps.jumps[i].delta_ms, 4.0, 0.3);
+  }
+  ASSERT_TRUE(g.periodicity.best.has_value());
+  EXPECT_EQ(g.periodicity.best->k, 16);
+  EXPECT_TRUE(g.periodicity.periodic);
+  ASSERT_EQ(g.before_jumps.size(), 4u);
+  EXPECT_EQ(g.before_jumps[0].batch_size, 16);
+  ASSERT_TRUE(g.fastest.has_value());
+  EXPECT_EQ(g.fastest->batch_size, 64);  // just before the last jump: the sawtooth's best tooth
+  EXPECT_EQ(g.largest_fitting, 70);
+  ASSERT_TRUE(g.trend.has_value());
+  EXPECT_GT(g.trend->slope_ms_per_sample, 0.2);
+  ASSERT_TRUE(g.points[0].tflops.has_value());
+  EXPECT_NEAR(*g.points[0].tflops, 1e9 / (g.points[0].median_ms / 1e3) / 1e12, 1e-12);
+}
+
+TEST_F(AnalyzeTest, StraightLineHasNoJumps) {
+  FakeLog log;
+  log.batches = range(1, 70);
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_TRUE(a.groups[0].jumps.jumps.empty());
+  EXPECT_FALSE(a.groups[0].periodicity.periodic);
+  EXPECT_NEAR(a.groups[0].trend->slope_ms_per_sample, 0.5, 0.01);
+  EXPECT_NEAR(a.groups[0].trend->intercept_ms, 10.0, 0.2);
+}
+
+TEST_F(AnalyzeTest, SplitSweepIsMergedIntoOneGroup) {
+  FakeLog first, second;
+  first.batches = range(1, 30);
+  second.batches = range(31, 60);
+  second.run_id = "run-b";
+  second.end = false;
+  const Analysis a = analyze_logs({write("a.jsonl", first.text()), write("b.jsonl", second.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].points.size(), 60u);
+  EXPECT_EQ(a.groups[0].logs.size(), 2u);
+  EXPECT_EQ(a.groups[0].run_ids, (std::vector<std::string>{"run-a", "run-b"}));
+  EXPECT_TRUE(a.comparisons.empty());
+}
+
+TEST_F(AnalyzeTest, BatchSizeMeasuredTwiceIsRefusedUnlessSeparate) {
+  FakeLog first, second;
+  first.batches = range(1, 30);
+  second.batches = range(25, 40);
+  const std::string a = write("a.jsonl", first.text());
+  const std::string b = write("b.jsonl", second.text());
+  const std::string message = user_error_of([&] { analyze_logs({a, b}, {}); });
+  EXPECT_NE(message.find("batch size 25"), std::string::npos) << message;
+  EXPECT_NE(message.find("--separate"), std::string::npos) << message;
+  AnalyzeOptions separate;
+  separate.grouping.separate = true;
+  const Analysis both = analyze_logs({a, b}, separate);
+  EXPECT_EQ(both.groups.size(), 2u);
+  ASSERT_EQ(both.comparisons.size(), 1u);
+  EXPECT_EQ(both.comparisons[0].curves[0].speedup.size(), 6u);  // 25..30 in common
+}
+
+TEST_F(AnalyzeTest, PartsOfOneSweepOnDifferentGpusAreRefused) {
+  FakeLog first, second;
+  first.batches = range(1, 30);
+  second.batches = range(31, 60);
+  second.gpu = "GPU B";
+  const std::string message = user_error_of(
+      [&] { analyze_logs({write("a.jsonl", first.text()), write("b.jsonl", second.text())}, {}); });
+  EXPECT_NE(message.find("GPU A vs GPU B"), std::string::npos) << message;
+  EXPECT_NE(message.find("b.jsonl"), std::string::npos) << message;
+}
+
+TEST_F(AnalyzeTest, TwoGpusAreComparedPerBatchSize) {
+  FakeLog slow, fast;
+  slow.batches = fast.batches = range(1, 20);
+  fast.gpu = "GPU B";
+  fast.level = [](int64_t b) { return (10.0 + 0.5 * static_cast<double>(b)) / 2.5; };
+  const Analysis a = analyze_logs({write("a.jsonl", slow.text()), write("b.jsonl", fast.text())}, {});
+  ASSERT_EQ(a.groups.size(), 2u);
+  ASSERT_EQ(a.comparisons.size(), 1u);
+  const Comparison& c = a.comparisons[0];
+  EXPECT_EQ(c.baseline_id, a.groups[0].id);
+  EXPECT_EQ(c.baseline_label, "GPU A");
+  ASSERT_EQ(c.curves.size(), 1u);
+  EXPECT_EQ(c.curves[0].label, "GPU B");
+  ASSERT_EQ(c.curves[0].speedup.size(), 20u);
+  for (const auto& [batch, speedup] : c.curves[0].speedup) EXPECT_NEAR(speedup, 2.5, 1e-9) << batch;
+  EXPECT_NEAR(c.curves[0].median_speedup, 2.5, 1e-9);
+  EXPECT_NE(a.groups[0].label, a.groups[1].label);
+}
+
+TEST_F(AnalyzeTest, SettingsThatDifferNameTheGroupsAndTheCurves) {
+  FakeLog off, on, bf16;
+  off.batches = on.batches = bf16.batches = range(1, 10);
+  on.cudnn_benchmark = true;
+  on.experiment = "vgg16_bench";
+  bf16.precision = "bf16";
+  bf16.experiment = "vgg16_bf16";
+  const Analysis a = analyze_logs(
+      {write("off.jsonl", off.text()), write("on.jsonl", on.text()), write("bf16.jsonl", bf16.text())}, {});
+  ASSERT_EQ(a.groups.size(), 3u);
+  EXPECT_NE(a.groups[1].label.find("cudnn_benchmark on"), std::string::npos) << a.groups[1].label;
+  ASSERT_EQ(a.comparisons.size(), 1u);
+  ASSERT_EQ(a.comparisons[0].curves.size(), 2u);
+  EXPECT_NE(a.comparisons[0].curves[0].label.find("cudnn_benchmark on"), std::string::npos);
+  EXPECT_NE(a.comparisons[0].curves[1].label.find("bf16"), std::string::npos);
+}
+
+TEST_F(AnalyzeTest, DamagedLogIsAnalysedWithWarnings) {
+  FakeLog log;
+  log.batches = range(1, 12);
+  log.end = false;
+  std::string text = log.text();
+  const size_t third_line = text.find('\n', text.find('\n') + 1) + 1;
+  text.insert(third_line, "this is not json\n{\"type\":\"mystery\",\"x\":1}\n");
+  text += R"({"type":"step","experiment":"vgg16_train_fp32","model":"vgg16","ba)";
+  const std::string path = write("steps.jsonl", text);
+  const Analysis a = analyze_logs({path}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].points.size(), 12u);
+  EXPECT_TRUE(contains(a.warnings, path + ":3: line(s) 3 are not batchscope records")) << a.warnings.front();
+  EXPECT_TRUE(contains(a.warnings, path + ":4: record type \"mystery\""));
+  EXPECT_TRUE(contains(a.warnings, "the last line is unfinished"));
+  ASSERT_EQ(a.logs.size(), 1u);
+  EXPECT_TRUE(a.logs[0].truncated_tail);
+  EXPECT_FALSE(a.logs[0].complete);
+}
+
+TEST_F(AnalyzeTest, MissingLogBesideAGoodOneIsAWarning) {
+  FakeLog log;
+  log.batches = range(1, 5);
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text()), (dir_ / "absent.jsonl").string()}, {});
+  EXPECT_EQ(a.groups.size(), 1u);
+  EXPECT_TRUE(contains(a.warnings, "absent.jsonl: does not exist"));
+}
+
+TEST_F(AnalyzeTest, NothingToAnalyseIsAUserError) {
+  EXPECT_NE(user_error_of([&] { analyze_logs({(dir_ / "absent.jsonl").string()}, {}); }).find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(user_error_of([&] { analyze_logs({dir_.string()}, {}); }).find("steps.jsonl: is missing"),
+            std::string::npos);
+  EXPECT_NE(user_error_of([&] { analyze_logs({write("x.csv", "a,b\n1,2\n")}, {}); }).find("no batchscope records"),
+            std::string::npos);
+  FakeLog oom;
+  oom.batches = range(1, 4);
+  oom.oom_from = 1;
+  const std::string message = user_error_of([&] { analyze_logs({write("oom.jsonl", oom.text())}, {}); });
+  EXPECT_NE(message.find("only out-of-memory records: even batch size 1"), std::string::npos) << message;
+}
+
+TEST_F(AnalyzeTest, OutOfMemoryAndTooFewSamplesAreReported) {
+  FakeLog log;
+  log.batches = range(1, 10);
+  log.oom_from = 8;
+  const std::string text = log.text();
+  const Analysis a = analyze_logs({write("steps.jsonl", text)}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].largest_fitting, 7);
+  EXPECT_EQ(a.groups[0].first_oom, 8);
+  EXPECT_EQ(a.groups[0].skipped, (std::vector<int64_t>{9, 10}));
+
+  AnalyzeOptions strict;
+  strict.min_samples = 9;  // the fake log times 8 steps per size
+  const Analysis flagged = analyze_logs({write("steps2.jsonl", text)}, strict);
+  EXPECT_EQ(flagged.groups[0].flagged.size(), 7u);
+  EXPECT_FALSE(flagged.groups[0].fastest.has_value());
+  EXPECT_FALSE(flagged.groups[0].trend.has_value());
+  EXPECT_TRUE(contains(flagged.warnings, "fewer than 9 timed steps"));
+}
+
+TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
+  FakeLog log;
+  log.batches = range(1, 40);
+  log.level = [](int64_t b) { return 20.0 + 0.2 * static_cast<double>(b) + (b > 16 ? 5.0 : 0.0) + (b > 32 ? 5.0 : 0.0); };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  std::ostringstream report, terminal;
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  write_report(report, a, plots, "plots");
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(report.str().find("| 16→17 |"), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find("| 32→33 |"), std::string::npos);
+  EXPECT_NE(report.str().find("Plots were skipped: none wanted"), std::string::npos);
+  EXPECT_NE(report.str().find("**Periodicity:** " + a.groups[0].periodicity.verdict), std::string::npos);
+  EXPECT_NE(terminal.str().find("16→17"), std::string::npos) << terminal.str();
+}
+
+TEST(Significant, KeepsDigitsWithoutExponents) {
+  EXPECT_EQ(significant(12.3456), "12.35");
+  EXPECT_EQ(significant(0.012345), "0.01235");
+  EXPECT_EQ(significant(123456.7), "123457");
+  EXPECT_EQ(significant(0), "0");
+}
+
+// Every number of analysis.json for a fixed log, against a reviewed copy: jump 16→17 of 3 ms in
+// 1..24, made by tests/data/analysis/make_log.py (see its command in golden_command.txt).
+void expect_same(const Json& got, const Json& want, const std::string& where) {
+  if (want.is_number() && got.is_number()) {
+    const double w = want.get<double>(), g = got.get<double>();
+    EXPECT_NEAR(g, w, 1e-9 * std::max(1.0, std::fabs(w))) << where;
+    return;
+  }
+  ASSERT_EQ(got.type(), want.type()) << where << ": " << got.dump() << " vs " << want.dump();
+  if (want.is_object()) {
+    ASSERT_EQ(got.size(), want.size()) << where << ": keys differ: " << got.dump().substr(0, 300);
+    for (auto it = want.begin(); it != want.end(); ++it) {
+      ASSERT_TRUE(got.contains(it.key())) << where << "." << it.key();
+      expect_same(got[it.key()], it.value(), where + "." + it.key());
+    }
+  } else if (want.is_array()) {
+    ASSERT_EQ(got.size(), want.size()) << where;
+    for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], where + "[" + std::to_string(i) + "]");
+  } else {
+    EXPECT_EQ(got, want) << where;
+  }
+}
+
+TEST(GoldenAnalysis, FixedLogGivesTheReviewedAnalysisJson) {
+  const std::string data = std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/analysis/";
+  const fs::path cwd = fs::current_path();
+  fs::current_path(data);  // the log's path appears in analysis.json as given
+  const Analysis a = analyze_logs({"golden_steps.jsonl"}, {});
+  fs::current_path(cwd);
+  const Json got = analysis_to_json(a, {});
+  std::ifstream in(data + "golden_analysis.json");
+  ASSERT_TRUE(in) << "missing " << data << "golden_analysis.json";
+  const Json want = Json::parse(in);
+  expect_same(got, want, "analysis");
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_EQ(a.groups[0].jumps.jumps.size(), 1u);
+  EXPECT_EQ(a.groups[0].jumps.jumps[0].from_batch, 16);
+}
+
+}  // namespace
+}  // namespace batchscope
