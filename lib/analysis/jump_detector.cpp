@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "lib/analysis/robust_fit.h"
@@ -24,6 +25,8 @@ constexpr size_t kNearPairs = 5;
 // Pairs whose excess is this many noise sigmas from the trend are left out of the next noise estimate
 // even when they are not reported (too small a change, or the noise still inflated by other jumps).
 constexpr double kClipSigmas = 3.0;
+// Standard deviation of a normal sample cut at +-3 sigma, in sigmas.
+constexpr double kClippedNormalSd = 0.9866;
 constexpr int kMaxPasses = 10;
 
 // One pair of consecutive measured batch sizes.
@@ -56,6 +59,7 @@ struct Pass {
   std::vector<PairResult> pairs;
   std::vector<bool> found;     // any kind but kNone: kept out of the trends next pass
   std::vector<bool> outliers;  // found, or far off the trend: kept out of the noise next pass
+  bool clipped = false;        // outliers holds the pairs beyond kClipSigmas
   double slope = 0;
   double relative_noise = 0;
 };
@@ -169,7 +173,11 @@ Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>&
   }
   if (kept.empty()) kept = relative_excess;
   // Timing noise grows with the step time, so the spread between batch sizes is taken relative to it.
-  pass.relative_noise = std::max(robust_sigma(kept), kNoiseFloorRelative);
+  // The first pass needs the MAD to resist the jumps; once the pairs beyond 3 sigma are cut off, the
+  // standard deviation of the rest is as robust and has less than half the MAD's sampling variance.
+  const std::optional<double> sd = stddev(kept);
+  const double spread = previous.clipped && sd ? *sd / kClippedNormalSd : robust_sigma(kept);
+  pass.relative_noise = std::max(spread, kNoiseFloorRelative);
 
   pass.pairs.resize(n);
   for (size_t i = 0; i < n; ++i) {
@@ -206,6 +214,7 @@ Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>&
     pass.found[i] = pass.pairs[i].kind != Kind::kNone;
     pass.outliers[i] = pass.found[i] || std::fabs(relative_excess[i]) > kClipSigmas * pass.relative_noise;
   }
+  pass.clipped = true;
   return pass;
 }
 
@@ -314,7 +323,7 @@ JumpAnalysis detect_jumps(const std::vector<LevelPoint>& points, const JumpDetec
   pass.outliers.assign(pairs.size(), false);
   for (int round = 0; round < kMaxPasses; ++round) {
     Pass next = detect_once(points, pairs, pass, options);
-    const bool settled = next.found == pass.found && next.outliers == pass.outliers;
+    const bool settled = pass.clipped && next.found == pass.found && next.outliers == pass.outliers;
     pass = std::move(next);
     if (settled) break;
   }
