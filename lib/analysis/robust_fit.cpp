@@ -1,5 +1,6 @@
 #include "lib/analysis/robust_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -9,10 +10,17 @@ namespace batchscope {
 
 LineFit theil_sen(const std::vector<double>& x, const std::vector<double>& y) {
   if (x.size() != y.size()) throw std::invalid_argument("theil_sen needs as many x as y");
+  // All pairs of up to kMaxPoints points, evenly spread over the input: a sweep of thousands of batch
+  // sizes would otherwise need millions of slopes for no better line.
+  constexpr size_t kMaxPoints = 1500;
+  std::vector<size_t> used;
+  const size_t n = std::min(x.size(), kMaxPoints);
+  for (size_t k = 0; k < n; ++k) used.push_back(n == x.size() ? k : k * (x.size() - 1) / (n - 1));
   std::vector<double> slopes;
-  slopes.reserve(x.size() * (x.size() - 1) / 2 + 1);
-  for (size_t i = 0; i < x.size(); ++i) {
-    for (size_t j = i + 1; j < x.size(); ++j) {
+  slopes.reserve(n * (n - 1) / 2 + 1);
+  for (size_t a = 0; a < used.size(); ++a) {
+    for (size_t b = a + 1; b < used.size(); ++b) {
+      const size_t i = used[a], j = used[b];
       if (x[j] != x[i]) slopes.push_back((y[j] - y[i]) / (x[j] - x[i]));
     }
   }
