@@ -119,8 +119,8 @@ void add_extrapolated_rates(const std::vector<Pair>& pairs, const std::vector<si
 // Between two jumps the rates on both sides agree. A change of slope (the knee where a GPU fills up,
 // a saturating curve) makes them differ, and bounding by the larger side keeps such bends from
 // looking like jumps; a jump is a single pair above both sides.
-LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& found, size_t i,
-                       int window, double fallback) {
+LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& found, size_t i, int window,
+                       double fallback) {
   const size_t w = static_cast<size_t>(window);
   std::vector<size_t> left, right;
   for (size_t j = i > w ? i - w : 0; j < i; ++j) {
@@ -139,8 +139,12 @@ LocalTrend local_trend(const std::vector<Pair>& pairs, const std::vector<bool>& 
     candidates.push_back(median(rates));
   }
   if (both.empty()) return trend;
-  if (left.size() < kShortSide && right.size() >= kShortSide) add_extrapolated_rates(pairs, right, i, candidates);
-  if (right.size() < kShortSide && left.size() >= kShortSide) add_extrapolated_rates(pairs, left, i, candidates);
+  if (left.size() < kShortSide && right.size() >= kShortSide) {
+    add_extrapolated_rates(pairs, right, i, candidates);
+  }
+  if (right.size() < kShortSide && left.size() >= kShortSide) {
+    add_extrapolated_rates(pairs, left, i, candidates);
+  }
   trend.typical = median(both);
   trend.highest = *std::max_element(candidates.begin(), candidates.end());
   trend.lowest = *std::min_element(candidates.begin(), candidates.end());
@@ -187,8 +191,8 @@ Pass detect_once(const std::vector<LevelPoint>& points, const std::vector<Pair>&
     r.drop_excess = p.difference - trends[i].lowest * p.width;
     // The standard errors see the noise within a batch size, the spread of the excesses the drift
     // between batch sizes as well; the larger of the two is the honest one.
-    r.sigma = std::max({p.standard_error, pass.relative_noise * std::fabs(p.level),
-                        std::numeric_limits<double>::min()});
+    r.sigma = std::max(
+        {p.standard_error, pass.relative_noise * std::fabs(p.level), std::numeric_limits<double>::min()});
     const double smallest = options.min_relative * std::fabs(points[i].median_ms);
     if (r.rise_excess >= options.z_threshold * r.sigma && r.rise_excess >= smallest) {
       r.kind = Kind::kRise;

@@ -30,19 +30,22 @@ struct Jump {
   int64_t to_batch = 0;
   double from_ms = 0;
   double to_ms = 0;
-  double delta_ms = 0;    // the change beyond what the local slope predicts over this step
-  double delta_pct = 0;   // delta_ms relative to from_ms, in percent
-  double z = 0;           // delta_ms over its noise
-  std::string confidence; // "high" (z at least twice the threshold) or "medium"
+  // The change beyond what the local slope predicts over this step: for a rise the steeper of the two
+  // sides' slopes, for a drop the flatter, so that a bend in the trend is not taken for a jump.
+  double delta_ms = 0;
+  double delta_pct = 0;    // delta_ms relative to from_ms, in percent
+  double z = 0;            // delta_ms over its noise
+  std::string confidence;  // "high" (z at least twice the threshold) or "medium"
 };
 
-// A run of batch sizes between jumps (or the ends of the range).
+// A run of batch sizes between jumps or drops (or the ends of the range).
 struct Segment {
   int64_t first_batch = 0;
   int64_t last_batch = 0;
   int points = 0;
-  double slope_ms_per_sample = 0;  // least-squares slope inside the segment, 0 for one point
-  double rise_ms = 0;              // slope times the segment's width
+  // Least-squares slope inside the segment, spikes left out; 0 for one point.
+  double slope_ms_per_sample = 0;
+  double rise_ms = 0;  // slope times the segment's width
   // Flat enough to be a step of a staircase: its own rise is below the noise threshold or below half
   // the smallest jump next to it.
   bool plateau = false;
@@ -50,17 +53,23 @@ struct Segment {
 
 struct JumpAnalysis {
   double slope_ms_per_sample = 0;  // median of the consecutive differences per extra sample
-  double noise_ms = 0;             // robust spread of the differences after the local trend
+  // Robust spread of the differences after the local trend, at the median step time: the detector
+  // takes the spread relative to the step time and scales it to each pair.
+  double noise_ms = 0;
   int tested_pairs = 0;
-  std::vector<Jump> jumps;             // rises, ascending batch size
-  std::vector<Jump> drops;             // falls beyond the noise
-  std::vector<int64_t> spikes;         // single batch sizes that rise and fall straight back
-  std::vector<Segment> segments;       // split at the jumps
-  bool staircase = false;              // at least two jumps and every inner segment a plateau
+  std::vector<Jump> jumps;        // rises, ascending batch size
+  std::vector<Jump> drops;        // falls beyond the noise
+  std::vector<int64_t> spikes;    // single batch sizes that rise and fall straight back
+  std::vector<Segment> segments;  // split at the jumps and drops
+  // At least two jumps and every inner segment a plateau; the first and last segments are not judged
+  // (a GPU's flat start before it fills up, a sweep that stops mid-step).
+  bool staircase = false;
 };
 
-// Finds the steps in step time against batch size. Points must be sorted by batch size, unique;
-// fewer than three points give an analysis with no jumps.
+// Finds the steps in step time against batch size. Points must be sorted by batch size, unique, with
+// finite medians and standard errors >= 0 (std::invalid_argument otherwise: the caller sorts);
+// fewer than three points give an analysis with no jumps. The method and its measured error rates
+// are described in the README ("How jumps are found").
 JumpAnalysis detect_jumps(const std::vector<LevelPoint>& points, const JumpDetectorOptions& options = {});
 
 // Standard error of the median of repeated step times, from their median absolute deviation

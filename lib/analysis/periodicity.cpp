@@ -49,8 +49,8 @@ PeriodCheck check_period(int k, const std::vector<Jump>& jumps, const std::vecto
     if (crosses_multiple(j.from_batch, j.to_batch, k)) ++check.jumps_on_multiples;
   }
   if (measured.size() < 2) return check;
-  for (int64_t m = first_multiple_at_or_above(std::max<int64_t>(measured.front(), 1), k);
-       m < measured.back(); m += k) {
+  for (int64_t m = first_multiple_at_or_above(std::max<int64_t>(measured.front(), 1), k); m < measured.back();
+       m += k) {
     ++check.multiples_in_range;
     const bool hit = std::any_of(jumps.begin(), jumps.end(),
                                  [m](const Jump& j) { return j.from_batch <= m && m < j.to_batch; });
@@ -95,7 +95,7 @@ std::string join(const std::vector<int64_t>& values) {
 }
 
 std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& measured,
-                    const Periodicity& result) {
+                    const Periodicity& result, int tried) {
   std::ostringstream out;
   if (jumps.empty()) return "No jumps: step time follows the trend.";
   if (jumps.size() == 1) {
@@ -106,47 +106,57 @@ std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& 
   if (!result.best) return "The batch-size range is too narrow to test the jumps for a period.";
   const PeriodCheck& b = *result.best;
   const std::string range = std::to_string(measured.front()) + "\u2013" + std::to_string(measured.back());
+  std::vector<int64_t> hit;
+  check_period(b.k, jumps, measured, &hit);
+  const std::string on_multiples = std::to_string(b.jumps_on_multiples) + " of " + std::to_string(b.jumps) +
+                                   " jumps fall on multiples of " + std::to_string(b.k) + " (" + join(hit) +
+                                   ")";
   if (result.periodic) {
-    std::vector<int64_t> hit;
-    check_period(b.k, jumps, measured, &hit);
-    out << b.jumps_on_multiples << " of " << b.jumps << " jumps fall on multiples of " << b.k << " ("
-        << join(hit) << "), and ";
+    out << on_multiples << ", and ";
     if (b.multiples_with_jump == b.multiples_in_range) {
       out << "every multiple of " << b.k << " in " << range << " has one";
     } else {
       out << b.multiples_with_jump << " of the " << b.multiples_in_range << " multiples in " << range
           << " have one";
     }
-    out << ": periodic with k = " << b.k << " (" << format_p(b.p_value) << ").";
-  } else if (b.jumps_on_multiples >= kMinHits && b.p_value < kMaxPValue) {
-    out << b.jumps_on_multiples << " of " << b.jumps << " jumps fall on multiples of " << b.k
-        << ", but only " << b.multiples_with_jump << " of the " << b.multiples_in_range << " multiples in "
-        << range << " have one: not periodic.";
-  } else {
+    out << ": periodic with k = " << b.k << " (" << format_p(std::min(1.0, b.p_value * tried)) << " over "
+        << tried << " periods tried).";
+  } else if (b.jumps_on_multiples < kMinHits || (b.jumps_on_multiples < b.jumps && b.p_value >= kMaxPValue)) {
     out << "The " << b.jumps << " jumps do not fall on a common multiple (best k = " << b.k << ": "
         << b.jumps_on_multiples << " of " << b.jumps << ", " << format_p(b.p_value) << ").";
+  } else if (b.score < kMinScore) {
+    out << on_multiples << ", but only " << b.multiples_with_jump << " of the " << b.multiples_in_range
+        << " multiples in " << range << " have one: not periodic.";
+  } else if (b.p_value >= kMaxPValue) {
+    out << on_multiples << ", but that is within chance (" << format_p(b.p_value) << "): not periodic.";
+  } else {
+    out << on_multiples << ", but with " << tried << " periods tried that is within chance ("
+        << format_p(b.p_value) << " for k = " << b.k << " alone): not periodic.";
   }
   return out.str();
 }
 
 }  // namespace
 
-Periodicity analyze_periodicity(const std::vector<Jump>& jumps, const std::vector<int64_t>& measured_batches) {
+Periodicity analyze_periodicity(const std::vector<Jump>& jumps,
+                                const std::vector<int64_t>& measured_batches) {
   if (!std::is_sorted(measured_batches.begin(), measured_batches.end())) {
     throw std::invalid_argument("analyze_periodicity needs the measured batch sizes sorted");
   }
   Periodicity result;
   for (int k : kTestedPeriods) result.tested.push_back(check_period(k, jumps, measured_batches, nullptr));
+  int tried = 0;
   if (!jumps.empty() && measured_batches.size() >= 2) {
     const int64_t largest_k = (measured_batches.back() - measured_batches.front() + 1) / 2;
-    for (int64_t k = 2; k <= largest_k; ++k) {
+    for (int64_t k = 2; k <= largest_k; ++k, ++tried) {
       const PeriodCheck check = check_period(static_cast<int>(k), jumps, measured_batches, nullptr);
       if (!result.best || better(check, *result.best)) result.best = check;
     }
   }
+  // The best of many k fits by chance more often than any one k: Bonferroni over the k tried.
   result.periodic = result.best && result.best->jumps_on_multiples >= kMinHits &&
-                    result.best->score >= kMinScore && result.best->p_value < kMaxPValue;
-  result.verdict = verdict(jumps, measured_batches, result);
+                    result.best->score >= kMinScore && result.best->p_value * tried < kMaxPValue;
+  result.verdict = verdict(jumps, measured_batches, result, tried);
   return result;
 }
 
