@@ -27,7 +27,8 @@ void write_file(const fs::path& path, const std::string& content) {
     out << content;
     out.flush();
     if (!out) {
-      throw UserError(located(temporary.string(), 0, std::string("cannot be written (") + std::strerror(errno) + ")",
+      throw UserError(located(temporary.string(), 0,
+                              std::string("cannot be written (") + std::strerror(errno) + ")",
                               "choose an --out directory you can write to"));
     }
   }
@@ -92,8 +93,9 @@ int run_analyze_command(const std::vector<std::string>& args) {
   const auto logs = result["logs"].as<std::vector<std::string>>();
   const Analysis analysis = analyze_logs(logs, analyze);
 
-  const fs::path out_dir = result.count("out") ? fs::path(result["out"].as<std::string>())
-                                               : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
+  const fs::path out_dir = result.count("out")
+                               ? fs::path(result["out"].as<std::string>())
+                               : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec || !fs::is_directory(out_dir)) {
@@ -105,7 +107,8 @@ int run_analyze_command(const std::vector<std::string>& args) {
   if (result.count("no-plots")) {
     plots.skipped_reason = "--no-plots was given.";
   } else {
-    plots = write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});
+    plots =
+        write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});
   }
   std::ostringstream report;
   write_report(report, analysis, plots, "plots");
@@ -119,7 +122,8 @@ int run_analyze_command(const std::vector<std::string>& args) {
     write_terminal_summary(std::cout, analysis);
     std::cout << "\n";
   }
-  std::cout << "written: " << (out_dir / "report.md").string() << ", " << (out_dir / "analysis.json").string();
+  std::cout << "written: " << (out_dir / "report.md").string() << ", "
+            << (out_dir / "analysis.json").string();
   if (plots.made) std::cout << ", " << plots.files.size() << " plots in " << (out_dir / "plots").string();
   std::cout << "\n";
   return 0;

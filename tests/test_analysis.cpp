@@ -31,9 +31,15 @@ struct FakeLog {
 
   std::string text() const {
     const bool cpu = gpu == "cpu";
-    Json config = {{"name", experiment}, {"model", "vgg16"},           {"phase", "train"},
-                   {"precision", precision}, {"input", {3, 32, 32}},     {"classes", 10},
-                   {"data", "synthetic"},  {"channels_last", false},   {"cudnn_benchmark", cudnn_benchmark},
+    Json config = {{"name", experiment},
+                   {"model", "vgg16"},
+                   {"phase", "train"},
+                   {"precision", precision},
+                   {"input", {3, 32, 32}},
+                   {"classes", 10},
+                   {"data", "synthetic"},
+                   {"channels_last", false},
+                   {"cudnn_benchmark", cudnn_benchmark},
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
     Json run = {{"type", "run"},
                 {"run_id", run_id},
@@ -43,8 +49,11 @@ struct FakeLog {
                 {"config", {{"experiments", {config}}}}};
     std::ostringstream out;
     out << run.dump() << "\n";
-    const Json common = {{"experiment", experiment}, {"model", "vgg16"}, {"phase", "train"},
-                         {"precision", precision}, {"device", cpu ? "cpu" : "cuda:0"}};
+    const Json common = {{"experiment", experiment},
+                         {"model", "vgg16"},
+                         {"phase", "train"},
+                         {"precision", precision},
+                         {"device", cpu ? "cpu" : "cuda:0"}};
     bool out_of_memory = false;
     for (int64_t b : batches) {
       if (oom_from && b >= *oom_from) {
@@ -68,7 +77,9 @@ struct FakeLog {
       p["flops_per_step"] = 1e9 * static_cast<double>(b);
       out << p.dump() << "\n";
     }
-    if (end) out << R"({"type":"end","complete":true})" << "\n";
+    if (end)
+      out << R"({"type":"end","complete":true})"
+          << "\n";
     return out.str();
   }
 };
@@ -83,7 +94,8 @@ class AnalyzeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("batchscope_analysis_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("batchscope_analysis_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -117,7 +129,9 @@ bool contains(const std::vector<std::string>& lines, const std::string& part) {
 TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
   FakeLog log;
   log.batches = range(1, 70);
-  log.level = [](int64_t b) { return 20.0 + 0.2 * static_cast<double>(b) + 4.0 * static_cast<double>((b - 1) / 16); };
+  log.level = [](int64_t b) {
+    return 20.0 + 0.2 * static_cast<double>(b) + 4.0 * static_cast<double>((b - 1) / 16);
+  };
   const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
   ASSERT_EQ(a.groups.size(), 1u);
   const GroupAnalysis& g = a.groups[0];
@@ -189,8 +203,9 @@ TEST_F(AnalyzeTest, PartsOfOneSweepOnDifferentGpusAreRefused) {
   first.batches = range(1, 30);
   second.batches = range(31, 60);
   second.gpu = "GPU B";
-  const std::string message = user_error_of(
-      [&] { analyze_logs({write("a.jsonl", first.text()), write("b.jsonl", second.text())}, {}); });
+  const std::string message = user_error_of([&] {
+    analyze_logs({write("a.jsonl", first.text()), write("b.jsonl", second.text())}, {});
+  });
   EXPECT_NE(message.find("GPU A vs GPU B"), std::string::npos) << message;
   EXPECT_NE(message.find("b.jsonl"), std::string::npos) << message;
 }
@@ -260,12 +275,14 @@ TEST_F(AnalyzeTest, MissingLogBesideAGoodOneIsAWarning) {
 }
 
 TEST_F(AnalyzeTest, NothingToAnalyseIsAUserError) {
-  EXPECT_NE(user_error_of([&] { analyze_logs({(dir_ / "absent.jsonl").string()}, {}); }).find("does not exist"),
-            std::string::npos);
+  EXPECT_NE(
+      user_error_of([&] { analyze_logs({(dir_ / "absent.jsonl").string()}, {}); }).find("does not exist"),
+      std::string::npos);
   EXPECT_NE(user_error_of([&] { analyze_logs({dir_.string()}, {}); }).find("steps.jsonl: is missing"),
             std::string::npos);
-  EXPECT_NE(user_error_of([&] { analyze_logs({write("x.csv", "a,b\n1,2\n")}, {}); }).find("no batchscope records"),
-            std::string::npos);
+  EXPECT_NE(
+      user_error_of([&] { analyze_logs({write("x.csv", "a,b\n1,2\n")}, {}); }).find("no batchscope records"),
+      std::string::npos);
   FakeLog oom;
   oom.batches = range(1, 4);
   oom.oom_from = 1;
@@ -296,7 +313,9 @@ TEST_F(AnalyzeTest, OutOfMemoryAndTooFewSamplesAreReported) {
 TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
   FakeLog log;
   log.batches = range(1, 40);
-  log.level = [](int64_t b) { return 20.0 + 0.2 * static_cast<double>(b) + (b > 16 ? 5.0 : 0.0) + (b > 32 ? 5.0 : 0.0); };
+  log.level = [](int64_t b) {
+    return 20.0 + 0.2 * static_cast<double>(b) + (b > 16 ? 5.0 : 0.0) + (b > 32 ? 5.0 : 0.0);
+  };
   const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
   std::ostringstream report, terminal;
   PlotOutcome plots;
@@ -308,6 +327,11 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
   EXPECT_NE(report.str().find("Plots were skipped: none wanted"), std::string::npos);
   EXPECT_NE(report.str().find("**Periodicity:** " + a.groups[0].periodicity.verdict), std::string::npos);
   EXPECT_NE(terminal.str().find("16→17"), std::string::npos) << terminal.str();
+  EXPECT_NE(
+      report.str().find("**Multiples of 16:** the pattern holds: 2 of 2 jumps fall on a multiple of 16, and "
+                        "2 of 2 multiples of 16 in the range have a jump."),
+      std::string::npos)
+      << report.str();
 }
 
 TEST(Significant, KeepsDigitsWithoutExponents) {
@@ -334,7 +358,8 @@ void expect_same(const Json& got, const Json& want, const std::string& where) {
     }
   } else if (want.is_array()) {
     ASSERT_EQ(got.size(), want.size()) << where;
-    for (size_t i = 0; i < want.size(); ++i) expect_same(got[i], want[i], where + "[" + std::to_string(i) + "]");
+    for (size_t i = 0; i < want.size(); ++i)
+      expect_same(got[i], want[i], where + "[" + std::to_string(i) + "]");
   } else {
     EXPECT_EQ(got, want) << where;
   }

@@ -46,16 +46,16 @@ struct GroupAnalysis {
   nlohmann::ordered_json identity;  // the fields that define the group
   std::vector<std::string> logs;    // the log files it was read from
   std::vector<std::string> run_ids;
-  std::vector<PointStats> points;   // ascending batch size
+  std::vector<PointStats> points;  // ascending batch size
   std::optional<Trend> trend;
   JumpAnalysis jumps;
   Periodicity periodicity;
-  std::optional<BatchChoice> fastest;     // highest samples/s
-  std::vector<BatchChoice> before_jumps;  // the largest batch size before each jump
-  std::optional<int64_t> largest_fitting; // largest batch size measured
-  std::optional<int64_t> first_oom;       // smallest batch size that ran out of memory
-  std::vector<int64_t> skipped;           // sizes not tried after an out-of-memory error
-  std::vector<int64_t> flagged;           // sizes with too few samples
+  std::optional<BatchChoice> fastest;      // highest samples/s
+  std::vector<BatchChoice> before_jumps;   // the largest batch size before each jump
+  std::optional<int64_t> largest_fitting;  // largest batch size measured
+  std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory
+  std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
+  std::vector<int64_t> flagged;            // sizes with too few samples
 };
 
 // Speedup of each group over a baseline that runs the same workload, per common batch size:
@@ -82,7 +82,7 @@ struct LogSummary {
   std::string path;
   std::vector<std::string> run_ids;
   int records = 0;
-  bool complete = false;     // an "end" record closes it
+  bool complete = false;  // an "end" record closes it
   bool truncated_tail = false;
   std::vector<std::string> warnings;
   nlohmann::ordered_json environment;  // from its first run record (null without one)

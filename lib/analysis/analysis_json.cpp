@@ -9,9 +9,14 @@ Json optional_json(const std::optional<T>& v) {
 }
 
 Json jump_json(const Jump& j) {
-  return Json{{"from", j.from_batch},   {"to", j.to_batch}, {"from_ms", j.from_ms},
-              {"to_ms", j.to_ms},       {"delta_ms", j.delta_ms}, {"delta_pct", j.delta_pct},
-              {"z", j.z},               {"confidence", j.confidence}};
+  return Json{{"from", j.from_batch},
+              {"to", j.to_batch},
+              {"from_ms", j.from_ms},
+              {"to_ms", j.to_ms},
+              {"delta_ms", j.delta_ms},
+              {"delta_pct", j.delta_pct},
+              {"z", j.z},
+              {"confidence", j.confidence}};
 }
 
 Json choice_json(const BatchChoice& c) {
@@ -80,34 +85,34 @@ Json group_json(const GroupAnalysis& g) {
   for (const PeriodCheck& p : g.periodicity.tested) tested.push_back(period_json(p));
   Json before = Json::array();
   for (const BatchChoice& c : g.before_jumps) before.push_back(choice_json(c));
-  return Json{
-      {"id", g.id},
-      {"label", g.label},
-      {"identity", g.identity},
-      {"logs", g.logs},
-      {"run_ids", g.run_ids},
-      {"points", points},
-      {"trend", trend},
-      {"jumps", jumps_json(g.jumps)},
-      {"periodicity",
-       {{"tested", tested},
-        {"best", g.periodicity.best ? period_json(*g.periodicity.best) : Json(nullptr)},
-        {"periodic", g.periodicity.periodic},
-        {"verdict", g.periodicity.verdict}}},
-      {"best",
-       {{"fastest", g.fastest ? choice_json(*g.fastest) : Json(nullptr)},
-        {"before_jumps", before},
-        {"largest_fitting", optional_json(g.largest_fitting)},
-        {"first_oom", optional_json(g.first_oom)},
-        {"skipped", g.skipped},
-        {"flagged", g.flagged}}}};
+  return Json{{"id", g.id},
+              {"label", g.label},
+              {"identity", g.identity},
+              {"logs", g.logs},
+              {"run_ids", g.run_ids},
+              {"points", points},
+              {"trend", trend},
+              {"jumps", jumps_json(g.jumps)},
+              {"periodicity",
+               {{"tested", tested},
+                {"best", g.periodicity.best ? period_json(*g.periodicity.best) : Json(nullptr)},
+                {"periodic", g.periodicity.periodic},
+                {"verdict", g.periodicity.verdict}}},
+              {"best",
+               {{"fastest", g.fastest ? choice_json(*g.fastest) : Json(nullptr)},
+                {"before_jumps", before},
+                {"largest_fitting", optional_json(g.largest_fitting)},
+                {"first_oom", optional_json(g.first_oom)},
+                {"skipped", g.skipped},
+                {"flagged", g.flagged}}}};
 }
 
 Json comparison_json(const Comparison& c) {
   Json curves = Json::array();
   for (const SpeedupCurve& s : c.curves) {
     Json points = Json::array();
-    for (const auto& [batch, speedup] : s.speedup) points.push_back(Json{{"batch_size", batch}, {"speedup", speedup}});
+    for (const auto& [batch, speedup] : s.speedup)
+      points.push_back(Json{{"batch_size", batch}, {"speedup", speedup}});
     curves.push_back(Json{{"group_id", s.group_id},
                           {"label", s.label},
                           {"median_speedup", s.median_speedup},

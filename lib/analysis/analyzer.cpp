@@ -46,7 +46,8 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
   p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
   if (const auto flops = number(raw.point, "flops_per_step"); flops && p.median_ms > 0)
     p.tflops = *flops / (p.median_ms / 1e3) / 1e12;
-  if (const auto peak = number(raw.point, "peak_memory_bytes")) p.peak_memory_bytes = static_cast<int64_t>(*peak);
+  if (const auto peak = number(raw.point, "peak_memory_bytes"))
+    p.peak_memory_bytes = static_cast<int64_t>(*peak);
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
   return p;
 }
@@ -114,7 +115,8 @@ std::string describe_keys(const Json& identity, const std::vector<std::string>& 
 void label_groups(const std::vector<RawGroup>& raw, std::vector<GroupAnalysis>& groups) {
   std::map<std::string, std::vector<size_t>> by_base;
   for (size_t i = 0; i < raw.size(); ++i) by_base[describe_identity(raw[i].identity)].push_back(i);
-  const Json base_keys = {{"model", 1}, {"phase", 1}, {"precision", 1}, {"device", 1}, {"cpu", 1}, {"threads", 1}};
+  const Json base_keys = {{"model", 1},  {"phase", 1}, {"precision", 1},
+                          {"device", 1}, {"cpu", 1},   {"threads", 1}};
   std::set<std::string> ids;
   for (const auto& [base, members] : by_base) {
     std::vector<const Json*> identities;
@@ -166,7 +168,8 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   g.periodicity = analyze_periodicity(g.jumps.jumps, measured);
   for (const Jump& jump : g.jumps.jumps) {
     for (const PointStats& p : g.points) {
-      if (p.batch_size == jump.from_batch) g.before_jumps.push_back({p.batch_size, p.median_ms, p.samples_per_s});
+      if (p.batch_size == jump.from_batch)
+        g.before_jumps.push_back({p.batch_size, p.median_ms, p.samples_per_s});
     }
   }
   if (!g.points.empty()) g.largest_fitting = g.points.back().batch_size;
@@ -244,8 +247,8 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   a.comparisons = compare(raw, a.groups);
   for (const GroupAnalysis& g : a.groups) {
     if (!g.flagged.empty()) {
-      a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) + " batch size(s) have fewer than " +
-                           std::to_string(options.min_samples) +
+      a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) +
+                           " batch size(s) have fewer than " + std::to_string(options.min_samples) +
                            " timed steps and are shown but left out of the trend, jumps and best sizes");
     }
   }
@@ -260,7 +263,8 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
     std::error_code ec;
     const std::string canonical = std::filesystem::weakly_canonical(log_file_for(argument), ec).string();
     if (!seen.insert(ec ? argument : canonical).second) {
-      warnings.push_back(located(argument, 0, "was given more than once and is read once", "pass each log once"));
+      warnings.push_back(
+          located(argument, 0, "was given more than once and is read once", "pass each log once"));
       continue;
     }
     auto log = load_log(argument, warnings);
@@ -273,15 +277,17 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
     logs.push_back(std::move(*log));
   }
   if (logs.empty()) {
-    throw UserError(warnings.empty() ? located("analyze", 0, "no log was given", "pass a steps.jsonl or its directory")
-                                     : warnings.front());
+    throw UserError(warnings.empty()
+                        ? located("analyze", 0, "no log was given", "pass a steps.jsonl or its directory")
+                        : warnings.front());
   }
   for (const LoadedLog& log : logs) {
     for (const std::string& w : log.summary.warnings) warnings.push_back(w);
   }
   const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
 
-  const bool measured = std::any_of(raw.begin(), raw.end(), [](const RawGroup& g) { return !g.points.empty(); });
+  const bool measured =
+      std::any_of(raw.begin(), raw.end(), [](const RawGroup& g) { return !g.points.empty(); });
   if (!measured) {
     for (const RawGroup& g : raw) {
       if (!g.oom.empty()) {

@@ -11,7 +11,8 @@ namespace {
 const char* const kMachineKeys[] = {"device", "cpu", "threads", "libtorch", "cuda", "cudnn", "log"};
 
 bool is_machine_key(const std::string& key) {
-  return std::any_of(std::begin(kMachineKeys), std::end(kMachineKeys), [&](const char* k) { return key == k; });
+  return std::any_of(std::begin(kMachineKeys), std::end(kMachineKeys),
+                     [&](const char* k) { return key == k; });
 }
 
 // The experiment settings of each experiment name, from the log's latest run record.
@@ -101,8 +102,8 @@ std::string machine_difference(const Json& a, const Json& b) {
 }
 
 bool valid_batch_record(const Json& r) {
-  return r.contains("batch_size") && r["batch_size"].is_number_integer() && r["batch_size"].get<int64_t>() > 0 &&
-         r.contains("model") && r["model"].is_string();
+  return r.contains("batch_size") && r["batch_size"].is_number_integer() &&
+         r["batch_size"].get<int64_t>() > 0 && r.contains("model") && r["model"].is_string();
 }
 
 }  // namespace
@@ -141,8 +142,9 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
       }
       if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
         continue;
-      if (!valid_batch_record(r) || (type == record::kStep && !(r.contains("time_ms") && r["time_ms"].is_number() &&
-                                                                 r["time_ms"].get<double>() > 0))) {
+      if (!valid_batch_record(r) ||
+          (type == record::kStep &&
+           !(r.contains("time_ms") && r["time_ms"].is_number() && r["time_ms"].get<double>() > 0))) {
         if (malformed++ == 0) malformed_line = log.lines[i];
         continue;
       }
@@ -199,10 +201,11 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
       }
     }
     if (malformed > 0) {
-      warnings.push_back(located(path, malformed_line,
-                                 std::to_string(malformed) +
-                                     " record(s) lack a batch size, model or positive time_ms and were skipped",
-                                 "repair or remove them"));
+      warnings.push_back(
+          located(path, malformed_line,
+                  std::to_string(malformed) +
+                      " record(s) lack a batch size, model or positive time_ms and were skipped",
+                  "repair or remove them"));
     }
   }
 
@@ -225,12 +228,12 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
       const bool overlap = std::any_of(ga.points.begin(), ga.points.end(),
                                        [&](const auto& p) { return gb.points.count(p.first) > 0; });
       if (overlap || ga.points.empty() || gb.points.empty()) continue;
-      throw UserError(located(gb.logs.front(), 0,
-                              "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
-                                  ga.logs.front() + " ran elsewhere (" +
-                                  machine_difference(ga.identity, gb.identity) +
-                                  "), and they share no batch size, so they can be neither merged nor compared",
-                              "run the missing batch sizes on one machine, or analyze the logs one at a time"));
+      throw UserError(
+          located(gb.logs.front(), 0,
+                  "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
+                      ga.logs.front() + " ran elsewhere (" + machine_difference(ga.identity, gb.identity) +
+                      "), and they share no batch size, so they can be neither merged nor compared",
+                  "run the missing batch sizes on one machine, or analyze the logs one at a time"));
     }
   }
   return groups;

@@ -38,7 +38,8 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
     const bool dir = path != argument;
-    warnings.push_back(located(path, 0, dir ? "is missing (the directory holds no sweep log)" : "does not exist",
+    warnings.push_back(located(path, 0,
+                               dir ? "is missing (the directory holds no sweep log)" : "does not exist",
                                "pass a steps.jsonl written by batchscope sweep, or its directory"));
     return std::nullopt;
   }
@@ -60,10 +61,10 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   }
   if (contents.truncated_tail) {
     log.summary.truncated_tail = true;
-    log.summary.warnings.push_back(located(
-        path, contents.complete_lines + 1,
-        "the last line is unfinished (the sweep was killed while writing) and was ignored",
-        "run the same sweep command again to resume it"));
+    log.summary.warnings.push_back(
+        located(path, contents.complete_lines + 1,
+                "the last line is unfinished (the sweep was killed while writing) and was ignored",
+                "run the same sweep command again to resume it"));
   }
 
   std::map<std::string, std::vector<int>> unknown;

@@ -79,6 +79,10 @@ std::string full_script(const PlotScript& plot) {
 std::string x_range(int64_t first, int64_t last) {
   double lo = static_cast<double>(first);
   double hi = static_cast<double>(last);
+  if (lo >= 1 && hi / lo > 200) {
+    // Batch sizes on a log scale (1 .. 60000, say): a linear axis would crowd the small ones together.
+    return "set logscale x\nset xrange [" + number(lo / 1.2) + ":" + number(hi * 1.2) + "]\n";
+  }
   double pad = std::max(0.5, 0.02 * (hi - lo));
   return "set xrange [" + number(lo - pad) + ":" + number(hi + pad) + "]\n";
 }
@@ -104,6 +108,7 @@ PlotScript time_plot(const GroupAnalysis& group) {
   std::string& body = plot.body;
   body += "set title " + gp_string(group.label) + "\n";
   body += "set ylabel 'step time (ms)'\n";
+  body += "set yrange [0:*]\n";
   body += "set key left top opaque\n";
   body += x_range(group.points.front().batch_size, group.points.back().batch_size);
   const auto& jumps = group.jumps.jumps;
@@ -147,6 +152,7 @@ PlotScript throughput_plot(const GroupAnalysis& group) {
   std::string& body = plot.body;
   body += "set title " + gp_string(group.label) + "\n";
   body += "set ylabel 'throughput (samples/s)'\n";
+  body += "set yrange [0:*]\n";
   body += "set key left top opaque\n";
   body += x_range(group.points.front().batch_size, group.points.back().batch_size);
   if (group.fastest) {
@@ -200,7 +206,7 @@ std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
   plot.body += "set title " +
                gp_string("Speedup over " + comparison.baseline_label + " — " + comparison.workload) + "\n";
   plot.body += "set ylabel 'speedup over the baseline (×)'\n";
-  plot.body += "set key below\n";
+  plot.body += "set key below\nset bmargin 6\n";
   plot.body += x_range(first, last);
   plot.body += join_plot(items);
   return plot;
@@ -229,7 +235,7 @@ PlotScript throughput_all_plot(const std::vector<const GroupAnalysis*>& groups) 
   }
   plot.body += "set title 'Throughput of every group'\n";
   plot.body += "set ylabel 'throughput (samples/s)'\n";
-  plot.body += "set key below\n";
+  plot.body += "set key below\nset bmargin 6\n";
   plot.body += x_range(first, last);
   if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
   plot.body += join_plot(items);

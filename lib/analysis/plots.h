@@ -13,9 +13,9 @@ struct PlotOptions {
 
 struct PlotOutcome {
   bool made = false;
-  std::string skipped_reason;        // why no plots were made, when made is false
-  std::vector<std::string> files;    // the PNG and SVG files written, relative to the plot directory
-  std::vector<std::string> warnings; // e.g. a gnuplot run that failed for one plot
+  std::string skipped_reason;         // why no plots were made, when made is false
+  std::vector<std::string> files;     // the PNG and SVG files written, relative to the plot directory
+  std::vector<std::string> warnings;  // e.g. a gnuplot run that failed for one plot
 };
 
 // Writes, into dir (created if missing), per group: step time vs batch size with the p10–p90 band,

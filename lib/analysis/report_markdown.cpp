@@ -19,7 +19,9 @@ std::string batch_list(const std::vector<int64_t>& sizes) {
   return out;
 }
 
-std::string jump_name(const Jump& j) { return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch); }
+std::string jump_name(const Jump& j) {
+  return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch);
+}
 
 std::string plot_exists(const PlotOutcome& plots, const std::string& name) {
   return std::find(plots.files.begin(), plots.files.end(), name) != plots.files.end() ? name : "";
@@ -42,9 +44,9 @@ void write_environment(std::ostream& out, const Analysis& a) {
     }
     const std::string run = text(env, "run_id");
     if (!shown.insert(run).second) continue;
-    out << "- **Run " << run << "** (`" << log.path << "`), started " << text(env, "start_time") << " on host `"
-        << text(env, "host") << "`, batchscope " << text(env, "batchscope_version") << ", LibTorch "
-        << text(env, "libtorch_version");
+    out << "- **Run " << run << "** (`" << log.path << "`), started " << text(env, "start_time")
+        << " on host `" << text(env, "host") << "`, batchscope " << text(env, "batchscope_version")
+        << ", LibTorch " << text(env, "libtorch_version");
     if (!text(env, "cuda_runtime_version").empty()) out << ", CUDA " << text(env, "cuda_runtime_version");
     if (!text(env, "cudnn_version").empty()) out << ", cuDNN " << text(env, "cudnn_version");
     out << ", " << text(env, "os") << ".\n";
@@ -72,14 +74,14 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
         << significant(j.noise_ms, 3) << " ms).\n\n";
   } else {
     out << "**Jumps:** " << j.jumps.size() << " where the step time rises beyond the local trend (slope "
-        << significant(j.slope_ms_per_sample, 3) << " ms per sample) and the noise (" << significant(j.noise_ms, 3)
-        << " ms):\n\n";
+        << significant(j.slope_ms_per_sample, 3) << " ms per sample) and the noise ("
+        << significant(j.noise_ms, 3) << " ms):\n\n";
     out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise (%) | z | confidence |\n"
         << "|---|---:|---:|---:|---:|---:|---|\n";
     for (const Jump& x : j.jumps) {
       out << "| " << jump_name(x) << " | " << significant(x.from_ms) << " | " << significant(x.to_ms) << " | "
-          << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | " << significant(x.z, 3)
-          << " | " << x.confidence << " |\n";
+          << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | "
+          << significant(x.z, 3) << " | " << x.confidence << " |\n";
     }
     out << "\n";
   }
@@ -95,8 +97,10 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
         << ".\n\n";
   }
   if (j.jumps.size() >= 1 && !j.segments.empty()) {
-    out << "**Segments between jumps**" << (j.staircase ? " (a staircase: flat steps separated by jumps)" : "")
-        << ":\n\n| batch sizes | points | slope (ms/sample) | rise inside (ms) | plateau |\n|---|---:|---:|---:|---|\n";
+    out << "**Segments between jumps**"
+        << (j.staircase ? " (a staircase: flat steps separated by jumps)" : "")
+        << ":\n\n| batch sizes | points | slope (ms/sample) | rise inside (ms) | plateau "
+           "|\n|---|---:|---:|---:|---|\n";
     for (const Segment& s : j.segments) {
       out << "| " << s.first_batch << "–" << s.last_batch << " | " << s.points << " | "
           << significant(s.slope_ms_per_sample, 3) << " | " << significant(s.rise_ms, 3) << " | "
@@ -106,15 +110,34 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
   }
 }
 
+// The pattern the batch-size literature reports for VGG-like nets, answered for every group.
+std::string multiples_of_16(const Periodicity& p) {
+  for (const PeriodCheck& c : p.tested) {
+    if (c.k != 16) continue;
+    if (c.jumps == 0) return "no jumps, so no multiples-of-16 pattern";
+    const bool holds = c.jumps_on_multiples >= 2 && c.score >= 0.75;
+    return std::string(holds                      ? "the pattern holds"
+                       : c.jumps_on_multiples > 0 ? "the pattern holds in part"
+                                                  : "the pattern does not hold") +
+           ": " + std::to_string(c.jumps_on_multiples) + " of " + std::to_string(c.jumps) +
+           " jumps fall on a multiple of 16, and " + std::to_string(c.multiples_with_jump) + " of " +
+           std::to_string(c.multiples_in_range) + " multiples of 16 in the range have a jump";
+  }
+  return "";
+}
+
 void write_periodicity(std::ostream& out, const Periodicity& p) {
   out << "**Periodicity:** " << p.verdict << "\n\n";
+  if (const std::string sixteen = multiples_of_16(p); !sixteen.empty()) {
+    out << "**Multiples of 16:** " << sixteen << ".\n\n";
+  }
   if (p.tested.empty() || p.tested.front().jumps == 0) return;
   out << "| k | jumps on multiples of k | multiples of k with a jump | p (chance) | score |\n"
       << "|---:|---:|---:|---:|---:|\n";
   auto row = [&](const PeriodCheck& c, const char* note) {
     out << "| " << c.k << note << " | " << c.jumps_on_multiples << " of " << c.jumps << " | "
-        << c.multiples_with_jump << " of " << c.multiples_in_range << " | " << significant(c.p_value, 2) << " | "
-        << significant(c.score, 2) << " |\n";
+        << c.multiples_with_jump << " of " << c.multiples_in_range << " | " << significant(c.p_value, 2)
+        << " | " << significant(c.score, 2) << " |\n";
   };
   for (const PeriodCheck& c : p.tested) row(c, "");
   if (p.best) row(*p.best, " (best fit)");
@@ -123,7 +146,8 @@ void write_periodicity(std::ostream& out, const Periodicity& p) {
 
 void write_points_table(std::ostream& out, const GroupAnalysis& g) {
   out << "<details><summary>Every batch size (" << g.points.size() << ")</summary>\n\n"
-      << "| batch | steps | median ms | p10 ms | p90 ms | CV | samples/s | TFLOP/s | peak memory MiB | note |\n"
+      << "| batch | steps | median ms | p10 ms | p90 ms | CV | samples/s | TFLOP/s | peak memory MiB | note "
+         "|\n"
       << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const PointStats& p : g.points) {
     out << "| " << p.batch_size << " | " << p.samples << " | " << significant(p.median_ms) << " | "
@@ -136,7 +160,8 @@ void write_points_table(std::ostream& out, const GroupAnalysis& g) {
   out << "\n</details>\n\n";
 }
 
-void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots, const std::string& dir) {
+void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
+                 const std::string& dir) {
   out << "## " << g.label << "\n\n";
   if (g.points.empty()) {
     out << "No batch size was measured";
@@ -146,19 +171,21 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   }
   write_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
   write_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
-  out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " (" << g.points.size()
-      << " measured) from " << g.logs.size() << " log(s).\n\n";
+  out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
+      << g.points.size() << " measured) from " << g.logs.size() << " log(s).\n\n";
   if (g.trend) {
     out << "**Trend** (Theil–Sen over " << g.trend->points << " points): step time ≈ "
         << significant(g.trend->intercept_ms) << " ms + " << significant(g.trend->slope_ms_per_sample)
-        << " ms × batch size, i.e. " << significant(g.trend->slope_ms_per_sample) << " ms per extra sample.\n\n";
+        << " ms × batch size, i.e. " << significant(g.trend->slope_ms_per_sample)
+        << " ms per extra sample.\n\n";
   }
   write_jumps(out, g);
   write_periodicity(out, g.periodicity);
   out << "**Best batch sizes:**\n\n";
   if (g.fastest) {
-    out << "- highest throughput: batch " << g.fastest->batch_size << ", " << significant(g.fastest->samples_per_s)
-        << " samples/s (" << significant(g.fastest->median_ms) << " ms per step)\n";
+    out << "- highest throughput: batch " << g.fastest->batch_size << ", "
+        << significant(g.fastest->samples_per_s) << " samples/s (" << significant(g.fastest->median_ms)
+        << " ms per step)\n";
   }
   for (const BatchChoice& c : g.before_jumps) {
     out << "- the largest size before a jump: batch " << c.batch_size << ", " << significant(c.samples_per_s)
@@ -177,15 +204,17 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   write_points_table(out, g);
 }
 
-void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome& plots, const std::string& dir) {
+void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome& plots,
+                      const std::string& dir) {
   out << "### " << c.workload << ": speedup over " << c.baseline_label << "\n\n";
   write_plot(out, plots, dir, c.id + "_speedup", "speedup vs batch size");
   out << "Speedup = baseline median step time / median step time at the same batch size (> 1 is faster).\n\n"
-      << "| compared | batch sizes in common | median speedup | lowest | highest |\n|---|---:|---:|---:|---:|\n";
+      << "| compared | batch sizes in common | median speedup | lowest | highest "
+         "|\n|---|---:|---:|---:|---:|\n";
   for (const SpeedupCurve& s : c.curves) {
     out << "| " << s.label << " | " << s.speedup.size() << " | " << significant(s.median_speedup, 3) << "× | "
-        << significant(s.min_speedup, 3) << "× at " << s.min_at << " | " << significant(s.max_speedup, 3) << "× at "
-        << s.max_at << " |\n";
+        << significant(s.min_speedup, 3) << "× at " << s.min_at << " | " << significant(s.max_speedup, 3)
+        << "× at " << s.max_at << " |\n";
   }
   out << "\n<details><summary>Speedup per batch size</summary>\n\n| batch |";
   for (const SpeedupCurve& s : c.curves) out << " " << s.label << " |";
@@ -199,7 +228,8 @@ void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome&
   for (int64_t b : batches) {
     out << "| " << b << " |";
     for (const SpeedupCurve& s : c.curves) {
-      const auto it = std::find_if(s.speedup.begin(), s.speedup.end(), [&](const auto& p) { return p.first == b; });
+      const auto it =
+          std::find_if(s.speedup.begin(), s.speedup.end(), [&](const auto& p) { return p.first == b; });
       out << " " << (it == s.speedup.end() ? "–" : significant(it->second, 3)) << " |";
     }
     out << "\n";
@@ -232,15 +262,18 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
   out << "\n";
   if (!plots.made) out << "Plots were skipped: " << plots.skipped_reason << "\n\n";
 
-  out << "| group | batch sizes | jumps | periodic | fastest batch | samples/s |\n|---|---|---|---|---:|---:|\n";
+  out << "| group | batch sizes | jumps | periodic | fastest batch | samples/s "
+         "|\n|---|---|---|---|---:|---:|\n";
   for (const GroupAnalysis& g : a.groups) {
     std::string jumps;
     for (const Jump& j : g.jumps.jumps) jumps += (jumps.empty() ? "" : ", ") + jump_name(j);
     out << "| " << g.label << " | "
-        << (g.points.empty() ? "none" : std::to_string(g.points.front().batch_size) + "–" +
-                                            std::to_string(g.points.back().batch_size))
+        << (g.points.empty() ? "none"
+                             : std::to_string(g.points.front().batch_size) + "–" +
+                                   std::to_string(g.points.back().batch_size))
         << " | " << (jumps.empty() ? "none" : jumps) << " | "
-        << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k) : "no")
+        << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
+                                                         : "no")
         << " | " << (g.fastest ? std::to_string(g.fastest->batch_size) : "–") << " | "
         << (g.fastest ? significant(g.fastest->samples_per_s) : "–") << " |\n";
   }
@@ -265,8 +298,8 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
   for (const GroupAnalysis& g : a.groups) {
     out << g.label << "\n";
     if (g.points.empty()) {
-      out << "  nothing measured" << (g.first_oom ? ": out of memory at batch " + std::to_string(*g.first_oom) : "")
-          << "\n";
+      out << "  nothing measured"
+          << (g.first_oom ? ": out of memory at batch " + std::to_string(*g.first_oom) : "") << "\n";
       continue;
     }
     out << "  batch sizes " << g.points.front().batch_size << "-" << g.points.back().batch_size << ", "
@@ -279,6 +312,9 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       out << (i ? ", " : "") << jump_name(j) << " +" << significant(j.delta_pct, 3) << "%";
     }
     out << "\n  " << g.periodicity.verdict << "\n";
+    if (const std::string sixteen = multiples_of_16(g.periodicity);
+        !sixteen.empty() && !g.jumps.jumps.empty())
+      out << "  multiples of 16: " << sixteen << "\n";
     if (g.fastest) {
       out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
           << " samples/s\n";
