@@ -100,7 +100,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   options.add_options()
       ("config", "YAML experiment file", cxxopts::value<std::string>())
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
-      ("b,batch", "batch sizes: 1:70, 1:64:8 (with a step) or 1,8,32", cxxopts::value<std::string>())
+      ("b,batch", "batch sizes: 1:70, 1:64:8 (a step), 1:60000:x2 (a factor), 1:max (up to the largest that fits) or 1,8,32", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
       ("steps", "timed steps per batch size", cxxopts::value<int>())
       ("warmup", "untimed warm-up steps per batch size", cxxopts::value<int>())
@@ -110,6 +110,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("lr", "learning rate", cxxopts::value<double>())
       ("input", "shape of one sample, e.g. 3,224,224", cxxopts::value<std::string>())
       ("classes", "number of classes", cxxopts::value<int64_t>())
+      ("data", "synthetic, mnist, fashion-mnist or a directory of IDX files", cxxopts::value<std::string>())
+      ("transfer", "excluded or included: time the host-to-device copy of each batch", cxxopts::value<std::string>())
+      ("chunk", "infer: forward at most this many samples at a time", cxxopts::value<int64_t>())
       ("order", "ascending or shuffled batch order", cxxopts::value<std::string>())
       ("seed", "random seed", cxxopts::value<uint64_t>())
       ("channels-last", "channels-last memory format", cxxopts::value<bool>())
@@ -141,6 +144,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("lr")) o.lr = result["lr"].as<double>();
   if (result.count("input")) o.input_shape = parse_shape(result["input"].as<std::string>());
   if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("data")) o.data = result["data"].as<std::string>();
+  if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
+  if (result.count("chunk")) o.chunk = result["chunk"].as<int64_t>();
   if (result.count("order")) o.order = result["order"].as<std::string>();
   if (result.count("seed")) o.seed = result["seed"].as<uint64_t>();
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();

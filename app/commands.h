@@ -9,6 +9,9 @@ namespace batchscope::app {
 // A user's mistake throws UserError (exit code 2, by main).
 int run_sweep_command(const std::vector<std::string>& args);
 int run_analyze_command(const std::vector<std::string>& args);
+int run_maxbatch_command(const std::vector<std::string>& args);
+int run_train_command(const std::vector<std::string>& args);
+int run_eval_command(const std::vector<std::string>& args);
 int run_models_command(const std::vector<std::string>& args);
 int run_env_command(const std::vector<std::string>& args);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <stdexcept>
 
@@ -12,7 +13,8 @@ namespace {
 constexpr int64_t kMaxBatchSizes = 100000;
 
 const char* const kAccepted =
-    "give a size (70), a range FROM:TO (1:70), a range with a step FROM:TO:STEP (1:64:8) or a list "
+    "give a size (70), a range FROM:TO (1:70), a range with a step FROM:TO:STEP (1:64:8), a growing "
+    "range FROM:TO:xFACTOR (1:60000:x2), a range up to the largest size that fits (1:max) or a list "
     "(1,8,32)";
 
 std::string trim(const std::string& s) {
@@ -78,7 +80,68 @@ std::vector<int64_t> checked_range(int64_t from, int64_t to, int64_t step, const
   return sizes;
 }
 
+double parse_factor(const std::string& token, const std::string& whole) {
+  // "x2", "x1.5": the part after the x, read without the locale.
+  double factor = 0;
+  const char* begin = token.data() + 1;
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(begin, end, factor);
+  if (token.size() < 2 || ec != std::errc() || ptr != end) {
+    throw std::invalid_argument(shown(whole) + " is not a batch spec; " + kAccepted);
+  }
+  if (!(factor > 1.0)) {
+    throw std::invalid_argument(shown(whole) + " grows by " + token.substr(1) +
+                                "; give a FACTOR above 1 in FROM:TO:xFACTOR, e.g. x2");
+  }
+  return factor;
+}
+
 }  // namespace
+
+std::vector<int64_t> batch_geometric(int64_t from, int64_t to, double factor) {
+  const std::string whole = std::to_string(from) + ":" + std::to_string(to) + ":x" + std::to_string(factor);
+  check_size(from, whole);
+  check_size(to, whole);
+  if (from > to) throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
+  if (!(factor > 1.0)) throw std::invalid_argument(shown(whole) + " needs a FACTOR above 1");
+  std::vector<int64_t> sizes;
+  for (double x = static_cast<double>(from); x < static_cast<double>(to); x *= factor) {
+    const auto size = static_cast<int64_t>(std::llround(x));
+    if (size >= to) break;
+    if (sizes.empty() || size > sizes.back()) sizes.push_back(size);
+  }
+  sizes.push_back(to);
+  return sizes;
+}
+
+std::optional<BatchToMax> parse_batch_to_max(const std::string& text) {
+  if (text.find(',') != std::string::npos) return std::nullopt;
+  const std::vector<std::string> parts = split(text, ':');
+  if (parts.size() < 2 || parts.size() > 3 || parts[1] != "max") return std::nullopt;
+  BatchToMax plan;
+  plan.from = parse_number(parts[0], text);
+  check_size(plan.from, text);
+  if (parts.size() == 3) {
+    if (!parts[2].empty() && parts[2][0] == 'x') {
+      plan.factor = parse_factor(parts[2], text);
+    } else {
+      plan.step = parse_number(parts[2], text);
+      if (plan.step < 1) {
+        throw std::invalid_argument(shown(text) + " has step " + parts[2] + "; give a STEP of 1 or more");
+      }
+    }
+  }
+  return plan;
+}
+
+std::vector<int64_t> expand_to_max(const BatchToMax& plan, int64_t max) {
+  if (max < plan.from) return {};
+  if (plan.factor > 1.0) return batch_geometric(plan.from, max, plan.factor);
+  // The largest size that fits ends the range even when the steps would pass it by.
+  std::vector<int64_t> sizes = batch_range(plan.from, max, plan.step);
+  if (sizes.back() != max) sizes.push_back(max);
+  return sizes;
+}
 
 std::vector<int64_t> batch_range(int64_t from, int64_t to, int64_t step) {
   std::string whole = std::to_string(from) + ":" + std::to_string(to);
@@ -106,6 +169,13 @@ std::vector<int64_t> parse_batch_spec(const std::string& text) {
 
   const std::vector<std::string> parts = split(text, ':');
   if (parts.size() > 3) throw std::invalid_argument(shown(text) + " is not a batch spec; " + kAccepted);
+  if (parts.size() >= 2 && parts[1] == "max") {
+    throw std::invalid_argument(shown(text) + " ends at the largest size that fits, which is found when the "
+                                "sweep starts; it is accepted as a sweep's batch only");
+  }
+  if (parts.size() == 3 && !parts[2].empty() && parts[2][0] == 'x') {
+    return batch_geometric(parse_number(parts[0], text), parse_number(parts[1], text), parse_factor(parts[2], text));
+  }
   std::vector<int64_t> numbers;
   for (const std::string& part : parts) numbers.push_back(parse_number(part, text));
   if (numbers.size() == 1) {

@@ -7,8 +7,10 @@
 //   model            required; a name from the model registry
 //   input            [C, H, W] without the batch dimension; the model's default input
 //   classes          the model's default class count
-//   batch            required; "70", "1:70", "1:64:8", "1,8,32", a list [1, 8, 32] or a map
-//                    {from: 1, to: 70, step: 1} (step defaults to 1)
+//   batch            required; "70", "1:70", "1:64:8", "1:60000:x2" (growing by a factor), "1:max"
+//                    (up to the largest size that fits, found when the sweep starts; "1:max:8",
+//                    "1:max:x2"), "1,8,32", a list [1, 8, 32] or a map {from: 1, to: 70, step: 1}
+//                    (step defaults to 1; factor: 2 instead of step; to: max)
 //   phase            train | infer (train)
 //   optimizer        sgd | momentum | adam, or a map {type: sgd, lr: 0.01, momentum: 0.9,
 //                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8} (sgd); keys the type
@@ -18,7 +20,11 @@
 //   warmup           untimed steps per batch size, >= 0 (5)
 //   steps            timed steps per batch size, >= 1 (20)
 //   order            ascending | shuffled (ascending)
-//   data             synthetic, the only kind so far (synthetic)
+//   data             synthetic | mnist | fashion-mnist | a directory of IDX files (synthetic); real
+//                    data sets input to [1, 28, 28] and classes to 10
+//   transfer         excluded | included: whether each step's time includes copying its batch
+//                    from host memory to the device (excluded)
+//   chunk            infer only: forward passes of at most this many samples per step (whole batch)
 //   seed             a whole number >= 0 (0)
 //   device           cpu | cuda | cuda:N | auto (auto); auto is resolved when the sweep runs
 // Command-line overrides replace the key in every experiment, after defaults.

@@ -7,17 +7,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/batch_spec.h"
+
 namespace batchscope {
 
 enum class Phase { Train, Infer };
 enum class Precision { FP32, FP16, BF16 };
 enum class OptimizerKind { SGD, Momentum, Adam };
 enum class BatchOrder { Ascending, Shuffled };
+// Whether a step's time includes copying its batch from host memory to the device.
+enum class Transfer { Excluded, Included };
 
 std::string to_string(Phase p);
 std::string to_string(Precision p);
 std::string to_string(OptimizerKind k);
 std::string to_string(BatchOrder o);
+std::string to_string(Transfer t);
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::SGD;
@@ -34,6 +39,8 @@ struct ExperimentConfig {
   std::vector<int64_t> input_shape;  // one sample, no batch dimension
   int64_t classes = 0;
   std::vector<int64_t> batch_sizes;  // in the order given (order: shuffled permutes at run time)
+  // batch: FROM:max: the sizes are filled in when the sweep starts, from the largest size that fits.
+  std::optional<BatchToMax> batch_to_max;
   Phase phase = Phase::Train;
   OptimizerConfig optimizer;
   Precision precision = Precision::FP32;
@@ -42,7 +49,9 @@ struct ExperimentConfig {
   int warmup_steps = 5;
   int timed_steps = 20;
   BatchOrder order = BatchOrder::Ascending;
-  std::string data = "synthetic";
+  std::string data = "synthetic";  // or mnist, fashion-mnist, or a directory of IDX files
+  Transfer transfer = Transfer::Excluded;
+  int64_t chunk = 0;  // infer: forward passes of at most this many samples per step; 0 = the whole batch
   uint64_t seed = 0;
   std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
 };
@@ -57,9 +66,9 @@ struct SweepConfig {
 
 // Command-line values that replace the YAML's (or stand alone when no YAML is given).
 struct SweepOverrides {
-  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data;
+  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer;
   std::optional<std::vector<int64_t>> input_shape;
-  std::optional<int64_t> classes;
+  std::optional<int64_t> classes, chunk;
   std::optional<int> warmup_steps, timed_steps;
   std::optional<uint64_t> seed;
   std::optional<double> lr;

@@ -12,14 +12,20 @@ std::string to_string(Phase p) { return name_of(kPhases, p); }
 std::string to_string(Precision p) { return name_of(kPrecisions, p); }
 std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
 std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
+std::string to_string(Transfer t) { return name_of(kTransfers, t); }
 
 nlohmann::json to_json(const ExperimentConfig& e) {
   const OptimizerConfig& o = e.optimizer;
+  nlohmann::json to_max = nullptr;
+  if (e.batch_to_max) {
+    to_max = {{"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
+  }
   return {{"name", e.name},
           {"model", e.model},
           {"input", e.input_shape},
           {"classes", e.classes},
           {"batch", e.batch_sizes},
+          {"batch_to_max", to_max},
           {"phase", to_string(e.phase)},
           {"optimizer",
            {{"type", to_string(o.kind)},
@@ -35,6 +41,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"steps", e.timed_steps},
           {"order", to_string(e.order)},
           {"data", e.data},
+          {"transfer", to_string(e.transfer)},
+          {"chunk", e.chunk},
           {"seed", e.seed},
           {"device", e.device}};
 }
@@ -54,6 +62,10 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();
     e.batch_sizes = j.at("batch").get<std::vector<int64_t>>();
+    if (j.contains("batch_to_max") && !j["batch_to_max"].is_null()) {
+      const nlohmann::json& m = j["batch_to_max"];
+      e.batch_to_max = BatchToMax{m.at("from").get<int64_t>(), m.at("step").get<int64_t>(), m.at("factor").get<double>()};
+    }
     e.phase = enum_at(j, "phase", kPhases);
     const nlohmann::json& o = j.at("optimizer");
     e.optimizer.kind = enum_at(o, "type", kOptimizers);
@@ -73,6 +85,9 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.timed_steps = j.at("steps").get<int>();
     e.order = enum_at(j, "order", kOrders);
     e.data = j.at("data").get<std::string>();
+    // Logs written before transfer and chunk existed ran with the defaults.
+    if (j.contains("transfer")) e.transfer = enum_at(j, "transfer", kTransfers);
+    if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
     e.seed = j.at("seed").get<uint64_t>();
     e.device = j.at("device").get<std::string>();
     return e;

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,7 +39,13 @@ using yaml_fields::Where;
 namespace {
 
 const std::vector<std::string> kOptimizerKeys = {"type", "lr", "momentum", "weight_decay", "betas", "eps"};
-const std::vector<std::string> kBatchKeys = {"from", "to", "step"};
+const std::vector<std::string> kBatchKeys = {"from", "to", "step", "factor"};
+
+// A batch entry: the sizes, or a range up to the largest size that fits.
+struct BatchPlan {
+  std::vector<int64_t> sizes;
+  std::optional<BatchToMax> to_max;
+};
 
 template <typename E>
 E get_enum(const Entry& e, const NameTable<E>& table) {
@@ -48,11 +55,14 @@ E get_enum(const Entry& e, const NameTable<E>& table) {
   return *value;
 }
 
-std::vector<int64_t> get_batch(const Entry& e) {
-  const std::string fix = "write batch as 1:70, 1:64:8, 1,8,32, [1, 8, 32] or {from: 1, to: 70, step: 1}";
+BatchPlan get_batch(const Entry& e) {
+  const std::string fix =
+      "write batch as 1:70, 1:64:8, 1:60000:x2, 1:max, 1,8,32, [1, 8, 32] or {from: 1, to: 70, step: 1} "
+      "(to: max, factor: 2 also work)";
   if (e.node.IsScalar()) {
     try {
-      return parse_batch_spec(e.node.Scalar());
+      if (auto to_max = parse_batch_to_max(e.node.Scalar())) return {{}, to_max};
+      return {parse_batch_spec(e.node.Scalar()), std::nullopt};
     } catch (const std::invalid_argument& error) {
       fail(e.where, e.where.label + " " + error.what(), "");
     }
@@ -67,7 +77,7 @@ std::vector<int64_t> get_batch(const Entry& e) {
              "give each size once");
       }
     }
-    return sizes;
+    return {sizes, std::nullopt};
   }
   if (!e.node.IsMap()) {
     fail(e.where, e.where.label + " is " + (e.node.IsSequence() ? "an empty list" : describe(e.node)), fix);
@@ -79,14 +89,24 @@ std::vector<int64_t> get_batch(const Entry& e) {
   }
   const std::string sizes = "give sizes of 1 or more";
   const int64_t from = get_int(range.at("from"), 1, INT64_MAX, sizes);
-  const int64_t to = get_int(range.at("to"), 1, INT64_MAX, sizes);
   const int64_t step =
       range.count("step") ? get_int(range.at("step"), 1, INT64_MAX, "give a step of 1 or more") : 1;
+  double factor = 0;
+  if (range.count("factor")) {
+    if (range.count("step")) fail(range.at("factor").where, "batch has both step and factor", "give one of them");
+    factor = get_double(range.at("factor"), 1, false, INFINITY, "give a factor above 1, e.g. factor: 2");
+  }
+  const Entry& to_entry = range.at("to");
+  if (to_entry.node.IsScalar() && to_entry.node.Scalar() == "max") {
+    return {{}, BatchToMax{from, step, factor}};
+  }
+  const int64_t to = get_int(to_entry, 1, INT64_MAX, sizes + ", or max for the largest size that fits");
   if (from > to)
     fail(e.where, "batch from " + std::to_string(from) + " to " + std::to_string(to) + " is inverted",
          "give from <= to");
   try {
-    return batch_range(from, to, step);
+    if (factor > 0) return {batch_geometric(from, to, factor), std::nullopt};
+    return {batch_range(from, to, step), std::nullopt};
   } catch (const std::invalid_argument& error) {
     fail(e.where, e.where.label + " " + error.what(), "");
   }
@@ -173,6 +193,8 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.precision) put("precision", "--precision", YAML::Node(*o.precision));
   if (o.order) put("order", "--order", YAML::Node(*o.order));
   if (o.data) put("data", "--data", YAML::Node(*o.data));
+  if (o.transfer) put("transfer", "--transfer", YAML::Node(*o.transfer));
+  if (o.chunk) put("chunk", "--chunk", YAML::Node(*o.chunk));
   if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
   if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
   if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
@@ -209,7 +231,9 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
     fail(at, cli ? "no batch sizes given" : "the experiment has no batch sizes",
          cli ? "pass --batch such as --batch 1:64" : "add batch: such as batch: 1:64");
   }
-  c.batch_sizes = get_batch(entry("batch"));
+  BatchPlan batch = get_batch(entry("batch"));
+  c.batch_sizes = std::move(batch.sizes);
+  c.batch_to_max = batch.to_max;
 
   if (has("phase")) c.phase = get_enum(entry("phase"), kPhases);
   if (has("precision")) c.precision = get_enum(entry("precision"), kPrecisions);
@@ -225,10 +249,40 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
         static_cast<int>(get_int(entry("steps"), 1, INT_MAX, "give 1 or more timed steps per batch size"));
   }
   if (has("data")) {
-    c.data = get_string(entry("data"), "use synthetic");
+    c.data = get_string(entry("data"), "use synthetic, mnist, fashion-mnist or a directory of IDX files");
+    if (c.data.empty()) {
+      fail(entry("data").where, entry("data").where.label + " is empty",
+           "use synthetic, mnist, fashion-mnist or a directory of IDX files");
+    }
+    std::error_code ec;
+    if (c.data != "synthetic" && c.data != "mnist" && c.data != "fashion-mnist" &&
+        !std::filesystem::is_directory(c.data, ec)) {
+      fail(entry("data").where,
+           entry("data").where.label + " " + shown(c.data) +
+               " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
+           "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
+    }
     if (c.data != "synthetic") {
-      fail(entry("data").where, entry("data").where.label + " " + shown(c.data) + " is not available yet",
-           "only synthetic data is supported for now, so use synthetic");
+      // The datasets are 28x28 grey images of 10 classes: the input follows from the data.
+      const std::vector<int64_t> image{1, 28, 28};
+      if (has("input") && c.input_shape != image) {
+        fail(entry("input").where, entry("input").where.label + " is not 1x28x28, the shape of " + c.data + " images",
+             "leave input out (or give [1, 28, 28]) for data: " + c.data);
+      }
+      if (has("classes") && c.classes != 10) {
+        fail(entry("classes").where, entry("classes").where.label + " is not 10, the classes of " + c.data,
+             "leave classes out (or give 10) for data: " + c.data);
+      }
+      c.input_shape = image;
+      c.classes = 10;
+    }
+  }
+  if (has("transfer")) c.transfer = get_enum(entry("transfer"), kTransfers);
+  if (has("chunk")) {
+    c.chunk = get_int(entry("chunk"), 1, INT64_MAX, "give a chunk of 1 or more samples");
+    if (c.phase != Phase::Infer) {
+      fail(entry("chunk").where, "chunk applies to phase: infer only",
+           "remove chunk, or use phase: infer");
     }
   }
   if (has("seed")) {

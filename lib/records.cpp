@@ -19,6 +19,7 @@ Json batch_record(const char* type, const ExperimentConfig& e, const std::string
               {"phase", to_string(e.phase)},
               {"precision", to_string(e.precision)},
               {"device", device},
+              {"transfer", to_string(e.transfer)},
               {"batch_size", batch_size}};
 }
 

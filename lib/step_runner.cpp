@@ -74,8 +74,9 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o
 
 }  // namespace
 
-Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device)
-    : experiment_(experiment), device_(device) {
+Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device,
+                   const data::Dataset* dataset)
+    : experiment_(experiment), device_(device), dataset_(dataset) {
   const models::ModelSpec* spec = models::find_model(experiment.model);
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached the sweep");
   torch::manual_seed(experiment.seed);
@@ -99,21 +100,60 @@ Workload::Workload(const ExperimentConfig& experiment, const torch::Device& devi
 
 Workload::~Workload() = default;
 
+bool Workload::timed_copy() const { return experiment_.transfer == Transfer::Included && device_.is_cuda(); }
+
 void Workload::prepare_batch(int64_t batch_size) {
   release_batch();
   // Each batch size gets the same data stream for a given seed, whatever ran before it.
-  torch::manual_seed(experiment_.seed + static_cast<uint64_t>(batch_size));
+  const uint64_t seed = experiment_.seed + static_cast<uint64_t>(batch_size);
+  if (dataset_ != nullptr) {
+    loader_ = std::make_unique<data::BatchLoader>(*dataset_, batch_size, seed, /*shuffle=*/true, device_);
+    epoch_ = 0;
+    loader_->start_epoch(epoch_);
+    return;
+  }
+  torch::manual_seed(seed);
   std::vector<int64_t> shape{batch_size};
   shape.insert(shape.end(), experiment_.input_shape.begin(), experiment_.input_shape.end());
-  inputs_ = torch::randn(shape, torch::TensorOptions().device(device_));
-  if (experiment_.channels_last && inputs_.dim() == 4) {
-    inputs_ = inputs_.contiguous(at::MemoryFormat::ChannelsLast);
+  // Made on the host and copied, so that the data are the same on every device for a seed.
+  torch::Tensor inputs = torch::randn(shape);
+  torch::Tensor targets = torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong));
+  if (timed_copy()) {
+    inputs_ = inputs.pin_memory();
+    targets_ = targets.pin_memory();
+  } else {
+    inputs_ = in_memory_format(inputs.to(device_));
+    targets_ = targets.to(device_);
+    synchronize();
   }
-  targets_ = torch::randint(experiment_.classes, {batch_size},
-                            torch::TensorOptions().dtype(torch::kLong).device(device_));
+}
+
+torch::Tensor Workload::in_memory_format(const torch::Tensor& inputs) const {
+  if (experiment_.channels_last && inputs.dim() == 4) return inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  return inputs;
+}
+
+void Workload::stage() {
+  if (!loader_) return;
+  data::Batch batch;
+  if (!loader_->next_host_batch(batch)) {
+    // A new epoch: the loader reshuffles with the next seed.
+    loader_->start_epoch(++epoch_);
+    loader_->next_host_batch(batch);
+  }
+  if (timed_copy()) {
+    inputs_ = batch.images;
+    targets_ = batch.labels;
+    return;
+  }
+  const data::Batch on_device = loader_->to_device(batch);
+  inputs_ = in_memory_format(on_device.images);
+  targets_ = on_device.labels;
+  synchronize();
 }
 
 void Workload::release_batch() {
+  loader_.reset();
   inputs_ = torch::Tensor();
   targets_ = torch::Tensor();
   loss_ = torch::Tensor();
@@ -121,20 +161,27 @@ void Workload::release_batch() {
 }
 
 void Workload::step() {
+  torch::Tensor inputs = inputs_;
+  torch::Tensor targets = targets_;
+  if (timed_copy()) {
+    // From pinned host memory, asynchronously on the current stream, as a data loader would.
+    inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true));
+    targets = targets.to(device_, /*non_blocking=*/true);
+  }
   if (experiment_.phase == Phase::Train) {
-    train_step();
+    train_step(inputs, targets);
   } else {
-    infer_step();
+    infer_step(inputs);
   }
 }
 
-void Workload::train_step() {
+void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
   for (auto& p : parameters_) p.mutable_grad().reset();
   torch::Tensor loss;
   {
     AutocastScope autocast(experiment_.precision, device_);
-    loss = torch::nn::functional::cross_entropy(model_->forward(inputs_), targets_);
+    loss = torch::nn::functional::cross_entropy(model_->forward(inputs), targets);
   }
   loss.backward();
   optimizer_->step();
@@ -142,14 +189,21 @@ void Workload::train_step() {
   loss_ = loss.detach();
 }
 
-void Workload::infer_step() {
+void Workload::infer_step(const torch::Tensor& inputs) {
   torch::NoGradGuard no_grad;
   AutocastScope autocast(experiment_.precision, device_);
-  model_->forward(inputs_);
+  if (experiment_.chunk > 0 && inputs.size(0) > experiment_.chunk) {
+    for (const torch::Tensor& part : inputs.split(experiment_.chunk)) model_->forward(part);
+    return;
+  }
+  model_->forward(inputs);
 }
 
 void Workload::warm_up(int steps) {
-  for (int i = 0; i < steps; ++i) step();
+  for (int i = 0; i < steps; ++i) {
+    stage();
+    step();
+  }
   synchronize();
 }
 
@@ -163,6 +217,7 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
   std::vector<torch::Tensor> losses(train ? n : 0);
   timer.reserve(steps);
   for (int i = 0; i < steps; ++i) {
+    workload.stage();
     timer.start(i);
     workload.step();
     timer.stop(i);

@@ -6,29 +6,40 @@
 #include <memory>
 #include <optional>
 
+#include "data/batch_loader.h"
+#include "data/datasets.h"
 #include "lib/config.h"
 #include "lib/step_timer.h"
 #include "models/network.h"
 
 namespace batchscope {
 
-// One experiment's model, optimizer and synthetic batch on its device, ready to run steps.
-// Everything a step needs is made by prepare_batch(), so step() is the framework's work alone.
+// One experiment's model, optimizer and batches on its device, ready to run steps. Everything a step
+// needs is made by prepare_batch() and stage(), so step() is the framework's work alone, plus the
+// host-to-device copy of the batch when the experiment times it (transfer: included).
 class Workload {
  public:
-  Workload(const ExperimentConfig& experiment, const torch::Device& device);
+  // dataset: the images the steps take their batches from (data: mnist and the like), or null for
+  // synthetic data. It must outlive the workload.
+  Workload(const ExperimentConfig& experiment, const torch::Device& device,
+           const data::Dataset* dataset = nullptr);
   ~Workload();
 
-  // Makes the inputs and targets of this batch size on the device (outside any timed region).
+  // Makes this batch size's data (outside any timed region): synthetic batches once, on the device,
+  // or in host memory (pinned for a GPU) when the copy is timed; for a dataset, a shuffled loader.
   void prepare_batch(int64_t batch_size);
-  // train: gradients to none, forward, loss, backward, optimizer step. infer: forward under no-grad.
+  // Before each step, untimed: the next batch of a dataset, copied to the device and waited for
+  // unless the copy is timed. Nothing for synthetic data.
+  void stage();
+  // The copy of the staged batch to the device when it is timed, then train: gradients to none,
+  // forward, loss, backward, optimizer step; infer: forward under no-grad (in chunks if asked).
   void step();
   // The loss tensor of the last step (train only); reading its value waits for the device.
   const torch::Tensor& last_loss() const { return loss_; }
   // Drops the batch and gradients, e.g. after running out of memory.
   void release_batch();
 
-  // Untimed steps, then waits until the device has finished them.
+  // Untimed staged steps, then waits until the device has finished them.
   void warm_up(int steps);
   // Waits for the device (a no-op on the CPU, where every op has finished when it returns).
   void synchronize() const;
@@ -39,8 +50,10 @@ class Workload {
   double flops_per_step(int64_t batch_size) const;
 
  private:
-  void train_step();
-  void infer_step();
+  void train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
+  void infer_step(const torch::Tensor& inputs);
+  bool timed_copy() const;
+  torch::Tensor in_memory_format(const torch::Tensor& inputs) const;
 
   ExperimentConfig experiment_;
   torch::Device device_;
@@ -48,6 +61,10 @@ class Workload {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::vector<torch::Tensor> parameters_;
   double forward_flops_per_sample_ = 0;
+  const data::Dataset* dataset_ = nullptr;
+  std::unique_ptr<data::BatchLoader> loader_;
+  int64_t epoch_ = 0;
+  // The batch a step runs on: on the device, or in host memory when the step copies it.
   torch::Tensor inputs_, targets_, loss_;
 };
 

@@ -2,8 +2,11 @@
 
 #include <spdlog/spdlog.h>
 
+#include <map>
+#include <memory>
 #include <random>
 
+#include "data/datasets.h"
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
@@ -65,6 +68,7 @@ void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
     throw UserError(located(where(config, e), 0, "fp16 autocast is only available on CUDA devices",
                             "use precision: bf16 or fp32 on the CPU"));
   }
+  if (data::is_real_data(e.data)) data::locate_dataset(e.data);  // a UserError naming what is missing
   if (e.channels_last && e.input_shape.size() != 3) {
     throw UserError(located(where(config, e), 0, "channels_last needs image inputs of shape [C, H, W]",
                             "set channels_last: false for this model"));
@@ -132,8 +136,38 @@ SweepConfig resolve_for_machine(const SweepConfig& config) {
   return resolved;
 }
 
+namespace {
+
+// The training split of every dataset the experiments use, read once before anything is written.
+using LoadedData = std::map<std::string, std::shared_ptr<data::DatasetSplits>>;
+
+LoadedData load_data(const SweepConfig& config) {
+  LoadedData loaded;
+  for (const ExperimentConfig& e : config.experiments) {
+    if (!data::is_real_data(e.data)) continue;
+    auto& splits = loaded[e.data];
+    if (!splits) {
+      splits = std::make_shared<data::DatasetSplits>(data::load_dataset(data::locate_dataset(e.data)));
+      spdlog::info("{}: {} training images", e.data, splits->train.size());
+    }
+    const int64_t images = splits->train.size();
+    for (int64_t b : e.batch_sizes) {
+      if (b > images) {
+        throw UserError(located(where(config, e), 0,
+                                "batch size " + std::to_string(b) + " is larger than the " + std::to_string(images) +
+                                    " training images of " + e.data,
+                                "use batch sizes up to " + std::to_string(images)));
+      }
+    }
+  }
+  return loaded;
+}
+
+}  // namespace
+
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
                        std::ostream& progress_stream) {
+  const LoadedData loaded = load_data(config);
   Json experiments = Json::array();
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store(options.out_dir, experiments, options.force);
@@ -178,7 +212,10 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
       }
       std::vector<Json> records;
       try {
-        if (!workload) workload = std::make_unique<Workload>(e, device);
+        if (!workload) {
+          const auto found = loaded.find(e.data);
+          workload = std::make_unique<Workload>(e, device, found == loaded.end() ? nullptr : &found->second->train);
+        }
         progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
         const BatchResult result = measure_batch(*workload, *timer, e, batch_size);
         workload->release_batch();

@@ -93,6 +93,30 @@ TEST(BatchSpec, RejectsARangeTooLongToSweep) {
   EXPECT_EQ(parse_batch_spec("1:1000000000:100000000").size(), 10u);
 }
 
+TEST(BatchSpec, GrowsByAFactorAndEndsAtTo) {
+  EXPECT_EQ(parse_batch_spec("1:60000:x2").size(), 17u);
+  EXPECT_EQ(parse_batch_spec("1:60000:x2").back(), 60000);
+  EXPECT_EQ(parse_batch_spec("1:10:x1.5"), (Sizes{1, 2, 3, 5, 8, 10}));
+  EXPECT_EQ(batch_geometric(3, 3, 2.0), Sizes{3});
+  EXPECT_NE(rejection("1:10:x1").find("give a FACTOR above 1"), std::string::npos);
+  EXPECT_NE(rejection("1:10:xx").find("is not a batch spec"), std::string::npos);
+  EXPECT_NE(rejection("1:max").find("accepted as a sweep's batch only"), std::string::npos);
+}
+
+TEST(BatchToMax, ParsesAndExpandsOnceTheMaximumIsKnown) {
+  EXPECT_FALSE(parse_batch_to_max("1:70").has_value());
+  EXPECT_FALSE(parse_batch_to_max("1,2").has_value());
+  EXPECT_EQ(*parse_batch_to_max("1:max"), (BatchToMax{1, 1, 0}));
+  EXPECT_EQ(*parse_batch_to_max("8:max:8"), (BatchToMax{8, 8, 0}));
+  EXPECT_EQ(*parse_batch_to_max("1:max:x2"), (BatchToMax{1, 1, 2.0}));
+  EXPECT_THROW(parse_batch_to_max("0:max"), std::invalid_argument);
+  EXPECT_THROW(parse_batch_to_max("1:max:0"), std::invalid_argument);
+  EXPECT_EQ(expand_to_max(BatchToMax{1, 1, 0}, 4), (Sizes{1, 2, 3, 4}));
+  EXPECT_EQ(expand_to_max(BatchToMax{8, 8, 0}, 30), (Sizes{8, 16, 24, 30}));
+  EXPECT_EQ(expand_to_max(BatchToMax{1, 1, 2.0}, 20), (Sizes{1, 2, 4, 8, 16, 20}));
+  EXPECT_TRUE(expand_to_max(BatchToMax{8, 1, 0}, 4).empty());
+}
+
 TEST(BatchRange, BuildsInclusiveRanges) {
   EXPECT_EQ(batch_range(1, 4, 1), (Sizes{1, 2, 3, 4}));
   EXPECT_EQ(batch_range(1, 64, 8), (Sizes{1, 9, 17, 25, 33, 41, 49, 57}));

@@ -185,6 +185,42 @@ TEST(Config, BatchForms) {
   EXPECT_EQ(sizes("{from: 2, to: 5}"), (Sizes{2, 3, 4, 5}));
   EXPECT_EQ(sizes("{from: 1, to: 64, step: 8}"), (Sizes{1, 9, 17, 25, 33, 41, 49, 57}));
   EXPECT_EQ(sizes("\n  - 3\n  - 6"), (Sizes{3, 6}));
+  EXPECT_EQ(sizes("\"1:100:x4\""), (Sizes{1, 4, 16, 64, 100}));
+  EXPECT_EQ(sizes("{from: 1, to: 20, factor: 3}"), (Sizes{1, 3, 9, 20}));
+}
+
+TEST(Config, BatchUpToTheLargestThatFits) {
+  const ExperimentConfig plain = only_experiment("model: vgg16\nbatch: \"1:max\"\n");
+  EXPECT_TRUE(plain.batch_sizes.empty());
+  ASSERT_TRUE(plain.batch_to_max.has_value());
+  EXPECT_EQ(*plain.batch_to_max, (BatchToMax{1, 1, 0}));
+  EXPECT_EQ(*only_experiment("model: vgg16\nbatch: \"4:max:x2\"\n").batch_to_max, (BatchToMax{4, 1, 2.0}));
+  EXPECT_EQ(*only_experiment("model: vgg16\nbatch: {from: 8, to: max, step: 8}\n").batch_to_max,
+            (BatchToMax{8, 8, 0}));
+  const nlohmann::json j = to_json(only_experiment("model: vgg16\nbatch: {from: 2, to: max, factor: 1.5}\n"));
+  EXPECT_EQ(j.at("batch_to_max").at("factor"), 1.5);
+  EXPECT_EQ(*experiment_from_json(j).batch_to_max, (BatchToMax{2, 1, 1.5}));
+}
+
+TEST(Config, RealDataSetsTheImageShapeAndClasses) {
+  const ExperimentConfig e = only_experiment("model: mnist_cnn\nbatch: 1:4\ndata: fashion-mnist\ntransfer: included\n");
+  EXPECT_EQ(e.data, "fashion-mnist");
+  EXPECT_EQ(e.input_shape, (Sizes{1, 28, 28}));
+  EXPECT_EQ(e.classes, 10);
+  EXPECT_EQ(e.transfer, Transfer::Included);
+  EXPECT_EQ(only_experiment("model: mnist_cnn\nbatch: 1:4\n").transfer, Transfer::Excluded);
+  const ExperimentConfig chunked = only_experiment("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 1000\n");
+  EXPECT_EQ(chunked.chunk, 1000);
+  EXPECT_EQ(to_json(chunked).at("chunk"), 1000);
+  EXPECT_EQ(to_json(e).at("transfer"), "included");
+  SweepOverrides o;
+  o.model = "mnist_cnn";
+  o.batch = "1:4";
+  o.data = "mnist";
+  o.transfer = "included";
+  const ExperimentConfig cli = sweep_from_overrides(o).experiments.at(0);
+  EXPECT_EQ(cli.data, "mnist");
+  EXPECT_EQ(cli.transfer, Transfer::Included);
 }
 
 TEST(Config, OptimizerForms) {
@@ -328,7 +364,10 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
   e.warmup_steps = 3;
   e.timed_steps = 11;
   e.order = BatchOrder::Shuffled;
-  e.data = "synthetic";
+  e.data = "fashion-mnist";
+  e.transfer = Transfer::Included;
+  e.chunk = 512;
+  e.batch_to_max = BatchToMax{3, 2, 0};
   e.seed = 18446744073709551615ull;
   e.device = "cuda:1";
 
@@ -358,6 +397,9 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back.timed_steps, e.timed_steps);
   EXPECT_EQ(back.order, e.order);
   EXPECT_EQ(back.data, e.data);
+  EXPECT_EQ(back.transfer, e.transfer);
+  EXPECT_EQ(back.chunk, e.chunk);
+  EXPECT_EQ(back.batch_to_max, e.batch_to_max);
   EXPECT_EQ(back.seed, e.seed);
   EXPECT_EQ(back.device, e.device);
   EXPECT_EQ(to_json(back), j);
@@ -562,6 +604,22 @@ TEST(ConfigErrors, BadBatch) {
   EXPECT_TRUE(mentions(batch_error("\n  - 4\n  - 0\n"), {"exp.yaml:4: batch size 0 is too small"}));
   EXPECT_TRUE(mentions(batch_error("\n  - 4\n  - 8\n  - 4\n"), {"exp.yaml:5: batch size 4 is listed twice"}));
   EXPECT_TRUE(mentions(batch_error("[1, x]"), {"exp.yaml:2: batch size is x but must be a whole number"}));
+  EXPECT_TRUE(mentions(batch_error("\"1:64:x1\""), {"exp.yaml:2: batch 1:64:x1 grows by 1", "above 1"}));
+  EXPECT_TRUE(mentions(batch_error("\"1:max:x0.5\""), {"grows by 0.5"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, step: 2, factor: 2}"), {"exp.yaml:2: batch has both step and factor"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, factor: 1}"), {"factor 1 is too small"}));
+}
+
+TEST(ConfigErrors, DataTransferAndChunk) {
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ndata: mnist\ninput: [3, 32, 32]\n"),
+                       {"exp.yaml:4: input is not 1x28x28", "leave input out"}));
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ndata: mnist\nclasses: 100\n"),
+                       {"exp.yaml:4: classes is not 10"}));
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ntransfer: sometimes\n"),
+                       {"exp.yaml:3: transfer sometimes is not recognised", "excluded or included"}));
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n"),
+                       {"exp.yaml:3: chunk applies to phase: infer only"}));
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));
 }
 
 TEST(ConfigErrors, StepCounts) {
@@ -586,8 +644,9 @@ TEST(ConfigErrors, UnknownWords) {
             "exp.yaml:3: optimizer adamw is not recognised; use sgd, momentum or adam.");
   EXPECT_TRUE(mentions(error_of(head + "optimizer:\n  type: rmsprop\n"),
                        {"exp.yaml:4: type rmsprop is not recognised"}));
-  EXPECT_TRUE(mentions(error_of(head + "data: imagenet\n"), {"exp.yaml:3: data imagenet is not available yet",
-                                                             "only synthetic data is supported"}));
+  EXPECT_TRUE(mentions(error_of(head + "data: imagenet\n"),
+                       {"exp.yaml:3: data imagenet is neither synthetic, mnist, fashion-mnist nor a directory",
+                        "scripts/get_datasets.sh"}));
 }
 
 TEST(ConfigErrors, OptimizerValues) {
@@ -661,7 +720,7 @@ TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --order random is not recognised"}));
   o = {};
   o.data = "cifar10";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --data cifar10 is not available yet"}));
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --data cifar10 is neither synthetic"}));
   o = {};
   o.lr = -1;
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --lr -1 is too small"}));

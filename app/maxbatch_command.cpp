@@ -1,0 +1,226 @@
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <cxxopts.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/config.h"
+#include "lib/cpu_memory.h"
+#include "lib/environment.h"
+#include "lib/errors.h"
+#include "lib/gpu.h"
+#include "lib/max_batch.h"
+#include "lib/records.h"
+#include "lib/sweep_runner.h"
+#include "models/registry.h"
+
+namespace batchscope::app {
+namespace {
+
+constexpr int kNothingFits = 3;
+
+[[noreturn]] void refuse(const std::string& problem, const std::string& fix) {
+  throw UserError(located("command line", 0, problem, fix));
+}
+
+std::vector<int64_t> parse_input_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    char* end = nullptr;
+    const long long size = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || size <= 0) {
+      refuse("--input " + text + " is not a shape", "give positive sizes separated by commas, e.g. --input 3,224,224");
+    }
+    shape.push_back(size);
+  }
+  if (shape.empty()) refuse("--input is empty", "give a shape such as --input 3,224,224");
+  return shape;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text;
+  for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
+  return text;
+}
+
+std::string describe_try(const MaxBatchTry& t) {
+  const std::string steps = std::to_string(t.steps) + (t.steps == 1 ? " step" : " steps");
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.2f s", t.seconds);
+  if (!t.fits) return "try batch " + std::to_string(t.batch_size) + ": out of memory (" + steps + ", " + seconds + ")";
+  std::string text = "try batch " + std::to_string(t.batch_size) + ": fits (" + steps + ", " + seconds;
+  if (t.peak_memory_bytes) text += ", peak " + format_memory_size(*t.peak_memory_bytes);
+  return text + ")";
+}
+
+// "a full train step of vgg16 (3x224x224, fp32) on cpu within 2.00 GiB"
+std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& result) {
+  std::string text = e.phase == Phase::Train ? "a full train step" : "an inference step";
+  text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision) + ") on " + e.device;
+  if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
+  return text;
+}
+
+std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& result) {
+  if (!result.max_batch) {
+    if (result.tries.empty()) return e.model + " does not fit on " + e.device + ": " + result.error;
+    return "not even batch size 1 runs " + describe_workload(e, result) + ": " + result.error;
+  }
+  const std::string confirmed = "confirmed with " + std::to_string(result.confirm_steps) + " steps";
+  std::string text = "largest batch size that runs " + describe_workload(e, result) + ": ";
+  if (result.hit_upper_bound) {
+    return text + "at least " + std::to_string(*result.max_batch) + " (the upper bound, " + confirmed +
+           "; raise --upper to search further)";
+  }
+  text += std::to_string(*result.max_batch) + " (" + confirmed;
+  if (result.first_failure) {
+    text += "; " + std::to_string(*result.first_failure) + " ran out of memory";
+    for (const MaxBatchTry& t : result.tries) {
+      if (t.batch_size == *result.first_failure && !t.fits && t.stage == TryStage::Confirm) {
+        text += " within " + std::to_string(t.steps) + " steps";
+        break;
+      }
+    }
+  }
+  return text + ")";
+}
+
+Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
+  Json record = {{"type", "maxbatch_try"}, {"experiment", e.name}, {"model", e.model}, {"device", e.device}};
+  for (const auto& [key, value] : to_json(t).items()) record[key] = value;
+  return record;
+}
+
+Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
+  Json record = {{"type", "maxbatch"}, {"time", iso8601_utc_now()}, {"command", command}};
+  const nlohmann::json environment = collect_environment();
+  for (const auto& [key, value] : environment.items()) record[key] = Json(value);
+  record["config"] = Json(to_json(e));
+  record["device"] = e.device;
+  record["result"] = to_json(result);
+  return record;
+}
+
+}  // namespace
+
+int run_maxbatch_command(const std::vector<std::string>& args) {
+  cxxopts::Options options(
+      "batchscope maxbatch",
+      "Find the largest batch size that runs a full training (or inference) step on a device: grow by\n"
+      "doubling until a size runs out of memory, bisect, then run the answer --confirm steps in a row.\n"
+      "On the CPU, LibTorch's tensor memory is counted and limited by --memory-limit (default: 90% of\n"
+      "the memory available); memory that BLAS or oneDNN allocate themselves is not counted. On CUDA the\n"
+      "GPU's own memory is the limit, and --memory-limit is refused.");
+  // clang-format off
+  options.add_options()
+      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
+      ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
+      ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
+      ("phase", "train or infer", cxxopts::value<std::string>())
+      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
+      ("optimizer", "sgd, momentum or adam (their state takes memory too)", cxxopts::value<std::string>())
+      ("channels-last", "channels-last memory format", cxxopts::value<bool>())
+      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
+      ("memory-limit", "CPU only: the limit on LibTorch's memory, e.g. 2GiB, 512MiB, 4GB", cxxopts::value<std::string>())
+      ("upper", "the largest batch size tried", cxxopts::value<int64_t>()->default_value("65536"))
+      ("start", "the first batch size tried", cxxopts::value<int64_t>()->default_value("1"))
+      ("confirm", "steps in a row the answer must run", cxxopts::value<int>()->default_value("3"))
+      ("json", "print the result as JSON")
+      ("o,out", "append a record per try and the result to this JSON-lines file", cxxopts::value<std::string>())
+      ("q,quiet", "no line per try")
+      ("h,help", "this help");
+  // clang-format on
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nExit codes: 0 found (or at least --upper), 3 not even batch size 1 fits, 2 bad input.\n"
+                 "Example: batchscope maxbatch --model vgg16 --device cpu --memory-limit 2GiB\n";
+    return 0;
+  }
+  if (!result.count("model")) {
+    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
+  }
+  const std::string model = result["model"].as<std::string>();
+  if (models::find_model(model) == nullptr) {
+    refuse("unknown model " + model, "use one of " + models::known_model_names());
+  }
+
+  SweepOverrides o;
+  o.model = model;
+  o.batch = "1";  // the search picks its own sizes
+  if (result.count("device")) o.device = result["device"].as<std::string>();
+  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
+  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
+  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
+  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
+  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
+  const ExperimentConfig e = resolve_for_machine(sweep_from_overrides(o)).experiments.front();
+  const torch::Device device(e.device);
+
+  MaxBatchOptions search;
+  search.upper_bound = result["upper"].as<int64_t>();
+  search.start = result["start"].as<int64_t>();
+  search.confirm_steps = result["confirm"].as<int>();
+  if (result.count("memory-limit")) {
+    const std::string text = result["memory-limit"].as<std::string>();
+    if (!device.is_cpu()) {
+      refuse("--memory-limit applies to the CPU only; on " + e.device + " the GPU's own memory is the limit",
+             "leave --memory-limit out, or use --device cpu");
+    }
+    try {
+      search.cpu_memory_limit = parse_memory_size(text);
+    } catch (const std::invalid_argument& bad) {
+      refuse(std::string("--memory-limit: ") + bad.what(), "");
+    }
+  } else if (device.is_cpu()) {
+    search.cpu_memory_limit = default_cpu_memory_limit();
+    if (!search.cpu_memory_limit) {
+      refuse("the memory available on this machine cannot be read, and nothing else stops the search on the CPU",
+             "give a limit, e.g. --memory-limit 8GiB");
+    }
+    spdlog::info("searching within {}, 90% of the memory available now (--memory-limit to choose)",
+                 format_memory_size(*search.cpu_memory_limit));
+  }
+  try {
+    check_options(search);
+  } catch (const std::invalid_argument& bad) {
+    refuse(bad.what(), "see batchscope maxbatch --help");
+  }
+
+  std::string command = "batchscope maxbatch";
+  for (const std::string& a : args) command += " " + a;
+  std::optional<JsonlWriter> out;
+  if (result.count("out")) out.emplace(result["out"].as<std::string>());
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+
+  const MaxBatchResult found = run_max_batch(e, device, search, [&](const MaxBatchTry& t) {
+    spdlog::info(describe_try(t));
+    if (out) {
+      out->add(try_record(e, t));
+      out->flush();
+    }
+  });
+  if (out) {
+    out->add(result_record(e, found, command));
+    out->flush();
+  }
+  if (result.count("json")) {
+    Json printed = result_record(e, found, command);
+    Json tries = Json::array();
+    for (const MaxBatchTry& t : found.tries) tries.push_back(to_json(t));
+    printed["tries"] = tries;
+    printed["answer"] = answer_sentence(e, found);
+    std::cout << printed.dump(2) << "\n";
+  } else {
+    std::cout << answer_sentence(e, found) << "\n";
+  }
+  return found.max_batch ? 0 : kNothingFits;
+}
+
+}  // namespace batchscope::app

@@ -1,0 +1,190 @@
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cxxopts.hpp>
+#include <iostream>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/errors.h"
+#include "lib/training.h"
+
+namespace batchscope::app {
+namespace {
+
+[[noreturn]] void fail(const std::string& problem, const std::string& fix) {
+  throw UserError(located("command line", 0, problem, fix));
+}
+
+void set_threads(const cxxopts::ParseResult& result) {
+  if (!result.count("threads")) return;
+  const int threads = result["threads"].as<int>();
+  if (threads < 1)
+    fail("--threads " + std::to_string(threads) + " is not a thread count", "give e.g. --threads 4");
+  torch::set_num_threads(threads);
+}
+
+OptimizerKind optimizer_kind(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::SGD;
+  if (name == "momentum") return OptimizerKind::Momentum;
+  if (name == "adam") return OptimizerKind::Adam;
+  fail("--optimizer " + name + " is not known", "use sgd, momentum (0.9) or adam");
+}
+
+int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& name) {
+  if (!result.count(name)) return 0;
+  const int64_t limit = result[name].as<int64_t>();
+  if (limit < 1)
+    fail("--" + name + " " + std::to_string(limit) + " leaves no images", "give a positive count");
+  return limit;
+}
+
+std::pair<std::string, std::string> device_pair(const std::string& text) {
+  const auto comma = text.find(',');
+  const std::string first = text.substr(0, comma);
+  const std::string second = comma == std::string::npos ? "" : text.substr(comma + 1);
+  if (first.empty() || second.empty() || second.find(',') != std::string::npos) {
+    fail("--compare " + text + " does not name two devices", "give two, e.g. --compare cpu,cuda:0");
+  }
+  return {first, second};
+}
+
+std::string epoch_table(const TrainingOutcome& outcome) {
+  std::string out;
+  char line[160];
+  std::snprintf(line, sizeof line, "%5s  %10s  %9s  %10s  %9s  %9s  %10s\n", "epoch", "train loss",
+                "train acc", "test loss", "test acc", "seconds", "samples/s");
+  out += line;
+  for (const EpochResult& r : outcome.epochs) {
+    std::snprintf(line, sizeof line, "%5d  %10.4f  %8.2f%%  %10.4f  %8.2f%%  %9.1f  %10.0f\n", r.epoch,
+                  r.train_loss, 100 * r.train_accuracy, r.test.loss, 100 * r.test.accuracy, r.epoch_seconds,
+                  r.samples_per_s);
+    out += line;
+  }
+  return out;
+}
+
+std::string joined(const std::string& command, const std::vector<std::string>& args) {
+  std::string line = "batchscope " + command;
+  for (const std::string& a : args) line += " " + a;
+  return line;
+}
+
+}  // namespace
+
+int run_train_command(const std::vector<std::string>& args) {
+  cxxopts::Options options(
+      "batchscope train",
+      "Train a model of the zoo on MNIST or Fashion-MNIST, evaluating the test split after "
+      "every epoch; records, timings and checkpoints go to --out.");
+  // clang-format off
+  options.add_options()
+      ("m,model", "model name (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
+      ("data", "mnist, fashion-mnist, or a directory of their four IDX files", cxxopts::value<std::string>()->default_value("mnist"))
+      ("epochs", "epochs to train", cxxopts::value<int>()->default_value("3"))
+      ("b,batch", "training batch size", cxxopts::value<int64_t>()->default_value("64"))
+      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
+      ("lr", "learning rate", cxxopts::value<double>()->default_value("0.01"))
+      ("optimizer", "sgd, momentum (0.9) or adam", cxxopts::value<std::string>()->default_value("momentum"))
+      ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<uint64_t>()->default_value("0"))
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
+      ("limit-train", "train on the first N training images only", cxxopts::value<int64_t>())
+      ("limit-test", "evaluate on the first N test images only", cxxopts::value<int64_t>())
+      ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch", cxxopts::value<std::string>())
+      ("force", "replace a complete training run in the output directory")
+      ("q,quiet", "no per-epoch log lines")
+      ("h,help", "this help");
+  // clang-format on
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nExample: batchscope train --model mnist_cnn --data mnist --epochs 3 --batch 64 --out "
+                 "runs/train-mnist\n";
+    return 0;
+  }
+  set_threads(result);
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+
+  TrainingOptions o;
+  o.model = result["model"].as<std::string>();
+  o.data = result["data"].as<std::string>();
+  o.epochs = result["epochs"].as<int>();
+  o.batch_size = result["batch"].as<int64_t>();
+  o.device = result["device"].as<std::string>();
+  o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
+  o.optimizer.lr = result["lr"].as<double>();
+  o.seed = result["seed"].as<uint64_t>();
+  o.limit_train = positive_limit(result, "limit-train");
+  o.limit_test = positive_limit(result, "limit-test");
+  o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
+  o.force = result.count("force") > 0;
+  o.command_line = joined("train", args);
+
+  if (result.count("compare")) {
+    const auto [first, second] = device_pair(result["compare"].as<std::string>());
+    const DeviceComparison comparison = compare_devices(o, first, second);
+    std::cout << format_comparison_table(comparison) << "written: " << comparison.jsonl_path << ", "
+              << comparison.first.jsonl_path << ", " << comparison.second.jsonl_path << "\n";
+    return 0;
+  }
+  const TrainingOutcome outcome = train_model(o);
+  std::cout << epoch_table(outcome) << "written: " << outcome.jsonl_path << ", " << outcome.checkpoint_path
+            << "\n";
+  return 0;
+}
+
+int run_eval_command(const std::vector<std::string>& args) {
+  cxxopts::Options options("batchscope eval",
+                           "Evaluate a checkpoint written by batchscope train on the test split.");
+  options.positional_help("[CHECKPOINT]");
+  // clang-format off
+  options.add_options()
+      ("checkpoint", "a directory written by batchscope train, or one of its .pt files", cxxopts::value<std::string>())
+      ("data", "mnist, fashion-mnist or a directory (default: what it was trained on)", cxxopts::value<std::string>())
+      ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
+      ("b,batch", "evaluation batch size", cxxopts::value<int64_t>()->default_value("1000"))
+      ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<int64_t>())
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("json", "print JSON")
+      ("h,help", "this help");
+  // clang-format on
+  options.parse_positional({"checkpoint"});
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help() << "\nExample: batchscope eval --checkpoint runs/train-mnist\n";
+    return 0;
+  }
+  if (!result.count("checkpoint")) {
+    fail("no checkpoint is given", "name one, e.g. batchscope eval --checkpoint runs/train-mnist_cnn");
+  }
+  set_threads(result);
+  EvalOptions o;
+  o.checkpoint = result["checkpoint"].as<std::string>();
+  if (result.count("data")) o.data = result["data"].as<std::string>();
+  o.device = result["device"].as<std::string>();
+  o.batch_size = result["batch"].as<int64_t>();
+  if (result.count("limit-test")) o.limit_test = positive_limit(result, "limit-test");
+
+  const CheckpointEvaluation e = evaluate_checkpoint(o);
+  if (result.count("json")) {
+    const nlohmann::ordered_json j = {{"checkpoint", e.weights_path},
+                                      {"model", e.model},
+                                      {"data", e.data},
+                                      {"device", e.device},
+                                      {"test_loss", e.test.loss},
+                                      {"test_accuracy", e.test.accuracy},
+                                      {"test_correct", e.test.correct},
+                                      {"test_samples", e.test.samples}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%s on the %s test split (%s): loss %.4f, accuracy %.2f%% (%lld/%lld)\n", e.model.c_str(),
+              e.data.c_str(), e.device.c_str(), e.test.loss, 100 * e.test.accuracy,
+              static_cast<long long>(e.test.correct), static_cast<long long>(e.test.samples));
+  std::printf("checkpoint: %s\n", e.weights_path.c_str());
+  return 0;
+}
+
+}  // namespace batchscope::app

@@ -1,0 +1,597 @@
+#include "lib/training.h"
+
+#include <ATen/Context.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "data/batch_loader.h"
+#include "data/datasets.h"
+#include "lib/environment.h"
+#include "lib/errors.h"
+#include "lib/gpu.h"
+#include "models/registry.h"
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace {
+
+const models::SampleShape kInput = {1, 28, 28};
+constexpr int64_t kClasses = 10;
+constexpr const char* kJsonlName = "train.jsonl";
+constexpr const char* kLatestWeights = "checkpoint.pt";
+constexpr const char* kCheckpointInfo = "checkpoint.json";
+
+std::string run_id() {
+  std::random_device seed;
+  std::string time = iso8601_utc_now();
+  for (char& c : time) {
+    if (c == ':' || c == '-') c = '_';
+  }
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(seed()));
+  return time + "-" + suffix;
+}
+
+// A number without its context is not a result: the run record carries the environment and the command.
+Json run_header(const std::string& command_line, const Json& config) {
+  Json header = {{"type", record::kRun}, {"run_id", run_id()}, {"start_time", iso8601_utc_now()}};
+  const nlohmann::json environment = collect_environment();
+  for (const auto& [key, value] : environment.items()) header[key] = Json(value);
+  header["command"] = command_line;
+  header["config"] = config;
+  return header;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
+                                                        const std::vector<torch::Tensor>& parameters) {
+  switch (o.kind) {
+    case OptimizerKind::SGD:
+      return std::make_unique<torch::optim::SGD>(parameters,
+                                                 torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
+    case OptimizerKind::Momentum:
+      return std::make_unique<torch::optim::SGD>(
+          parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
+    case OptimizerKind::Adam:
+      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
+                                                                  .betas(std::make_tuple(o.beta1, o.beta2))
+                                                                  .eps(o.eps)
+                                                                  .weight_decay(o.weight_decay));
+  }
+  TORCH_CHECK(false, "unknown optimizer kind");
+}
+
+Json optimizer_json(const OptimizerConfig& o) {
+  Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
+  if (o.kind == OptimizerKind::Adam) {
+    j["betas"] = {o.beta1, o.beta2};
+    j["eps"] = o.eps;
+  }
+  return j;
+}
+
+std::shared_ptr<models::Network> build_network(const std::string& name) {
+  const models::ModelSpec* spec = models::find_model(name);
+  if (spec == nullptr) {
+    throw UserError(
+        located("command line", 0, "unknown model " + name, "use one of " + models::known_model_names()));
+  }
+  try {
+    return spec->build(kInput, kClasses);
+  } catch (const std::invalid_argument& bad) {
+    std::string reason = bad.what();  // the model's own sentence, naming the smallest input it takes
+    if (!reason.empty() && reason.back() == '.') reason.pop_back();
+    throw UserError(located("command line", 0, reason + ", and MNIST images are 28x28",
+                            "choose a model that takes 1x28x28 images, such as mnist_cnn"));
+  }
+}
+
+data::Dataset first_samples(const data::Dataset& set, int64_t limit) {
+  if (limit <= 0 || limit >= set.size()) return set;
+  return {set.name, set.images.narrow(0, 0, limit), set.labels.narrow(0, 0, limit)};
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) gpu::synchronize(device.index());
+}
+
+// Deterministic cuDNN and algorithms for one run on a CUDA device; the previous settings come back after.
+class DeterminismScope {
+ public:
+  explicit DeterminismScope(const torch::Device& device) : active_(device.is_cuda()) {
+    if (!active_) return;
+    auto& context = at::globalContext();
+    cudnn_deterministic_ = context.deterministicCuDNN();
+    cudnn_benchmark_ = context.benchmarkCuDNN();
+    algorithms_ = context.deterministicAlgorithms();
+    warn_only_ = context.deterministicAlgorithmsWarnOnly();
+    // cuBLAS reads this when its first handle is made; without it its reductions may vary run to run.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    context.setDeterministicCuDNN(true);
+    context.setBenchmarkCuDNN(false);
+    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  }
+  ~DeterminismScope() {
+    if (!active_) return;
+    auto& context = at::globalContext();
+    context.setDeterministicCuDNN(cudnn_deterministic_);
+    context.setBenchmarkCuDNN(cudnn_benchmark_);
+    context.setDeterministicAlgorithms(algorithms_, warn_only_);
+  }
+  DeterminismScope(const DeterminismScope&) = delete;
+  DeterminismScope& operator=(const DeterminismScope&) = delete;
+
+  Json record() const {
+    if (!active_) return {{"cuda_switches", false}};
+    const char* cublas = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    return {{"cuda_switches", true},
+            {"cudnn_deterministic", true},
+            {"cudnn_benchmark", false},
+            {"deterministic_algorithms", "on, warn only"},
+            {"cublas_workspace_config", cublas ? cublas : ""}};
+  }
+
+ private:
+  bool active_;
+  bool cudnn_deterministic_ = false, cudnn_benchmark_ = false, algorithms_ = false, warn_only_ = false;
+};
+
+// Per-sample losses are summed in double on the device and read once, so the result does not depend on
+// how many batches there were, only on the logits.
+Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
+                    const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
+  loader.start_epoch(0);
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  data::Batch batch;
+  while (loader.next(batch)) {
+    const torch::Tensor logits = model.forward(batch.images);
+    namespace F = torch::nn::functional;
+    loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
+                    .to(torch::kDouble)
+                    .sum();
+    correct += logits.argmax(1).eq(batch.labels).sum();
+  }
+  Evaluation e;
+  e.samples = test.size();
+  e.correct = correct.item<int64_t>();
+  e.loss = loss_sum.item<double>() / static_cast<double>(e.samples);
+  e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.samples);
+  return e;
+}
+
+// Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
+void check_output_dir(const std::string& dir, bool force) {
+  const fs::path jsonl = fs::path(dir) / kJsonlName;
+  std::error_code ec;
+  if (force || !fs::exists(jsonl, ec) || fs::file_size(jsonl, ec) == 0) return;
+  const JsonlContents contents = read_jsonl(jsonl.string(), BadLines::Collect);
+  if (contents.records.empty() || contents.records.front().value("type", "") != record::kRun) {
+    throw UserError(located(jsonl.string(), 1, "does not start with a batchscope run record",
+                            "choose another --out directory or pass --force to replace it"));
+  }
+  for (const Json& r : contents.records) {
+    if (r.value("type", "") == record::kEnd) {
+      throw UserError(
+          located(jsonl.string(), 0, "already holds a complete training run",
+                  "choose another --out directory or pass --force to train again and replace it"));
+    }
+  }
+}
+
+// Removes what an earlier (interrupted or replaced) run left: our own file names only.
+void clear_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(located(dir, 0, "the output directory cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = name == kJsonlName || name == kCheckpointInfo ||
+                      (name.rfind("checkpoint", 0) == 0 && entry.path().extension() == ".pt");
+    if (ours) fs::remove(entry.path());
+  }
+}
+
+// Written beside, then renamed: a reader sees the old file or the new one, never half of one.
+void save_weights(torch::nn::Module& model, const fs::path& path) {
+  const fs::path partial = path.string() + ".partial";
+  torch::serialize::OutputArchive archive;
+  model.save(archive);
+  archive.save_to(partial.string());
+  fs::rename(partial, path);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out)
+      throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
+  }
+  fs::rename(partial, path);
+}
+
+struct LoadedData {
+  data::DatasetLocation location;
+  data::DatasetSplits splits;
+};
+
+LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test) {
+  LoadedData d;
+  d.location = data::locate_dataset(spec);
+  d.splits = data::load_dataset(d.location);
+  d.splits.train = first_samples(d.splits.train, limit_train);
+  d.splits.test = first_samples(d.splits.test, limit_test);
+  return d;
+}
+
+void check_options(const TrainingOptions& o) {
+  auto fail = [](const std::string& problem, const std::string& fix) {
+    throw UserError(located("command line", 0, problem, fix));
+  };
+  if (o.epochs < 1) fail("--epochs " + std::to_string(o.epochs) + " trains nothing", "give at least 1");
+  if (o.batch_size < 1 || o.eval_batch_size < 1)
+    fail("a batch size must be positive", "give e.g. --batch 64");
+  if (!(o.optimizer.lr > 0)) fail("the learning rate must be positive", "give e.g. --lr 0.01");
+  if (o.limit_train < 0 || o.limit_test < 0)
+    fail("a sample limit must be positive", "give e.g. --limit-train 1000");
+}
+
+Json epoch_record(const EpochResult& r) {
+  return {{"type", "epoch"},
+          {"epoch", r.epoch},
+          {"train_loss", r.train_loss},
+          {"train_accuracy", r.train_accuracy},
+          {"test_loss", r.test.loss},
+          {"test_accuracy", r.test.accuracy},
+          {"test_correct", r.test.correct},
+          {"test_samples", r.test.samples},
+          {"epoch_seconds", r.epoch_seconds},
+          {"samples_per_s", r.samples_per_s},
+          {"checkpoint", fs::path(r.checkpoint).filename().string()}};
+}
+
+TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data) {
+  const data::Dataset& train = data.splits.train;
+  const data::Dataset& test = data.splits.test;
+  if (o.batch_size > train.size()) {
+    throw UserError(located(data.location.directory, 0,
+                            "--batch " + std::to_string(o.batch_size) + " is larger than the " +
+                                std::to_string(train.size()) + " training images",
+                            "give a smaller --batch or a larger --limit-train"));
+  }
+  const torch::Device device(device_name);
+  const DeterminismScope determinism(device);
+  torch::manual_seed(o.seed);
+  std::shared_ptr<models::Network> model = build_network(o.model);
+  model->to(device);
+  std::vector<torch::Tensor> parameters = model->parameters();
+  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
+
+  clear_output_dir(o.out_dir);
+  TrainingOutcome outcome;
+  outcome.device = device_name;
+  outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
+  outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
+  const Json data_json = {{"spec", o.data},
+                          {"name", data.location.name},
+                          {"directory", fs::absolute(data.location.directory).string()},
+                          {"train_samples", train.size()},
+                          {"test_samples", test.size()}};
+  const Json config = {{"model", o.model},
+                       {"input", kInput},
+                       {"classes", kClasses},
+                       {"data", data_json},
+                       {"epochs", o.epochs},
+                       {"batch_size", o.batch_size},
+                       {"eval_batch_size", o.eval_batch_size},
+                       {"optimizer", optimizer_json(o.optimizer)},
+                       {"precision", "fp32"},
+                       {"seed", o.seed},
+                       {"device", device_name},
+                       {"threads", torch::get_num_threads()},
+                       {"limit_train", o.limit_train},
+                       {"limit_test", o.limit_test},
+                       {"shuffle", "seed + epoch"},
+                       {"determinism", determinism.record()}};
+  const Json header = run_header(o.command_line, config);
+  JsonlWriter writer(outcome.jsonl_path);
+  writer.add(header);
+  writer.flush();
+
+  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    model->train();
+    loader.start_epoch(epoch);
+    const auto on_device = torch::TensorOptions().device(device);
+    torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+    torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+    synchronize(device);
+    const auto start = std::chrono::steady_clock::now();
+    data::Batch batch;
+    while (loader.next(batch)) {
+      for (auto& p : parameters) p.mutable_grad().reset();
+      const torch::Tensor logits = model->forward(batch.images);
+      const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+      loss.backward();
+      optimizer->step();
+      const int64_t n = batch.labels.size(0);
+      loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
+      correct += logits.detach().argmax(1).eq(batch.labels).sum();
+    }
+    synchronize(device);
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+
+    EpochResult r;
+    r.epoch = epoch;
+    const auto samples = static_cast<double>(train.size());
+    r.train_loss = loss_sum.item<double>() / samples;
+    r.train_accuracy = static_cast<double>(correct.item<int64_t>()) / samples;
+    r.epoch_seconds = elapsed.count();
+    r.samples_per_s = samples / r.epoch_seconds;
+    r.test = evaluate(*model, test, o.eval_batch_size, device);
+
+    const fs::path weights = fs::path(o.out_dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
+    save_weights(*model, weights);
+    const fs::path latest_partial = outcome.checkpoint_path + ".partial";
+    fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
+    fs::rename(latest_partial, outcome.checkpoint_path);
+    const Json info = {{"model", o.model},
+                       {"input", kInput},
+                       {"classes", kClasses},
+                       {"data", data_json},
+                       {"eval_batch_size", o.eval_batch_size},
+                       {"limit_test", o.limit_test},
+                       {"epoch", epoch},
+                       {"weights", kLatestWeights},
+                       {"run_id", header["run_id"]}};
+    write_text(fs::path(o.out_dir) / kCheckpointInfo, info.dump(2) + "\n");
+    r.checkpoint = weights.string();
+
+    writer.add(epoch_record(r));
+    writer.flush();
+    spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,
+                 o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
+                 r.epoch_seconds, r.samples_per_s);
+    outcome.epochs.push_back(r);
+  }
+  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  writer.flush();
+  return outcome;
+}
+
+// The output directory of one side of a comparison: cuda:0 -> cuda_0.
+std::string device_dir_name(std::string device) {
+  for (char& c : device) {
+    if (c == ':') c = '_';
+  }
+  return device;
+}
+
+std::string significant(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.15g", v);
+  return text;
+}
+
+}  // namespace
+
+std::string resolve_training_device(const std::string& device) {
+  const std::string problem = check_device_string(device);
+  if (!problem.empty()) throw UserError(located("command line", 0, problem, ""));
+  if (device == "auto") return gpu::device_count() > 0 ? "cuda:0" : "cpu";
+  if (device == "cpu") return device;
+  const std::string resolved = device == "cuda" ? "cuda:0" : device;
+  const int count = gpu::device_count();
+  const int index = std::stoi(resolved.substr(5));
+  if (index >= count) {
+    throw UserError(
+        located("command line", 0,
+                "device " + device + " is not available here: this machine has " + std::to_string(count) +
+                    " usable CUDA device(s)" +
+                    (gpu::built_with_cuda() ? "" : " (batchscope was built with a CPU-only LibTorch)"),
+                count == 0 ? "use --device cpu, or run on a machine with a GPU and a CUDA build of batchscope"
+                           : "use cuda:0 to cuda:" + std::to_string(count - 1)));
+  }
+  return resolved;
+}
+
+TrainingOutcome train_model(const TrainingOptions& options) {
+  check_options(options);
+  const std::string device = resolve_training_device(options.device);
+  build_network(options.model);  // an unsuitable model is refused before the data is read
+  check_output_dir(options.out_dir, options.force);
+  return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
+}
+
+CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
+  const fs::path given(options.checkpoint);
+  std::error_code ec;
+  if (!fs::exists(given, ec)) {
+    throw UserError(
+        located(options.checkpoint, 0, "no such checkpoint",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  const bool is_dir = fs::is_directory(given, ec);
+  const fs::path dir = is_dir ? given : given.parent_path();
+  const fs::path info_path = dir / kCheckpointInfo;
+  std::ifstream info_file(info_path);
+  if (!info_file) {
+    throw UserError(
+        located(info_path.string(), 0, "is missing, so the model cannot be rebuilt",
+                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
+  }
+  Json info;
+  std::string model_name, data_dir;
+  int64_t limit_test = 0;
+  try {
+    info = Json::parse(info_file);
+    model_name = info.at("model").get<std::string>();
+    data_dir = info.at("data").at("directory").get<std::string>();
+    limit_test = info.value("limit_test", int64_t{0});
+  } catch (const nlohmann::json::exception& bad) {
+    throw UserError(located(info_path.string(), 0,
+                            std::string("is not a checkpoint description (") + bad.what() + ")",
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+  }
+  const fs::path weights = is_dir ? dir / info.value("weights", std::string(kLatestWeights)) : given;
+  if (!fs::is_regular_file(weights, ec)) {
+    throw UserError(
+        located(weights.string(), 0, "no such weights file",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  if (options.batch_size < 1) {
+    throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
+  }
+  const std::string device_name = resolve_training_device(options.device);
+  const torch::Device device(device_name);
+  std::shared_ptr<models::Network> model = build_network(model_name);
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(weights.string(), device);
+    model->load(archive);
+  } catch (const std::exception& bad) {
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
+    std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
+    reason = reason.substr(0, reason.find('\n'));
+    throw UserError(located(weights.string(), 0,
+                            "is not a readable " + model_name + " checkpoint (" + reason + ")",
+                            "train again or give another checkpoint"));
+  }
+  model->to(device);
+  const LoadedData data =
+      load_data(options.data.value_or(data_dir), 0, options.limit_test.value_or(limit_test));
+  CheckpointEvaluation result;
+  result.weights_path = weights.string();
+  result.model = model_name;
+  result.data = data.location.name;
+  result.device = device_name;
+  result.test = evaluate(*model, data.splits.test, options.batch_size, device);
+  return result;
+}
+
+int agreeing_significant_digits(double a, double b) {
+  if (a == b) return 17;
+  if (!std::isfinite(a) || !std::isfinite(b)) return 0;
+  int best = 0;
+  for (int digits = 1; digits <= 16; ++digits) {
+    char ta[40], tb[40];
+    std::snprintf(ta, sizeof ta, "%.*e", digits - 1, a);
+    std::snprintf(tb, sizeof tb, "%.*e", digits - 1, b);
+    if (std::string(ta) == tb) best = digits;
+  }
+  return best;
+}
+
+DeviceComparison compare_devices(const TrainingOptions& options, const std::string& first_device,
+                                 const std::string& second_device) {
+  check_options(options);
+  DeviceComparison c;
+  c.first_device = resolve_training_device(first_device);
+  c.second_device = resolve_training_device(second_device);
+  build_network(options.model);
+  const std::string first_name = device_dir_name(c.first_device);
+  std::string second_name = device_dir_name(c.second_device);
+  if (second_name == first_name) second_name += "_2";
+  TrainingOptions first = options, second = options;
+  first.device = c.first_device;
+  second.device = c.second_device;
+  first.out_dir = (fs::path(options.out_dir) / first_name).string();
+  second.out_dir = (fs::path(options.out_dir) / second_name).string();
+  c.jsonl_path = (fs::path(options.out_dir) / "compare.jsonl").string();
+  std::error_code ec;
+  if (!options.force && fs::exists(c.jsonl_path, ec)) {
+    for (const Json& r : read_jsonl(c.jsonl_path, BadLines::Collect).records) {
+      if (r.value("type", "") == record::kEnd) {
+        throw UserError(
+            located(c.jsonl_path, 0, "already holds a complete comparison",
+                    "choose another --out directory or pass --force to run it again and replace it"));
+      }
+    }
+  }
+  check_output_dir(first.out_dir, options.force);
+  check_output_dir(second.out_dir, options.force);
+
+  const LoadedData data = load_data(options.data, options.limit_train, options.limit_test);
+  spdlog::info("training on {} into {}", c.first_device, first.out_dir);
+  c.first = train_on(first, c.first_device, data);
+  spdlog::info("training on {} into {}", c.second_device, second.out_dir);
+  c.second = train_on(second, c.second_device, data);
+
+  fs::remove(c.jsonl_path, ec);
+  JsonlWriter writer(c.jsonl_path);
+  writer.add(run_header(options.command_line, {{"devices", {c.first_device, c.second_device}},
+                                               {"runs", {c.first.jsonl_path, c.second.jsonl_path}}}));
+  c.min_digits = 17;
+  for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
+    const EpochResult& a = c.first.epochs[i];
+    const EpochResult& b = c.second.epochs[i];
+    Json record = {
+        {"type", "comparison"}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
+    int epoch_min = 17;
+    const std::pair<const char*, std::pair<double, double>> quantities[] = {
+        {"train_loss", {a.train_loss, b.train_loss}},
+        {"train_accuracy", {a.train_accuracy, b.train_accuracy}},
+        {"test_loss", {a.test.loss, b.test.loss}},
+        {"test_accuracy", {a.test.accuracy, b.test.accuracy}}};
+    for (const auto& [name, values] : quantities) {
+      const int digits = agreeing_significant_digits(values.first, values.second);
+      c.rows.push_back({a.epoch, name, values.first, values.second, digits});
+      record[name] = {{"values", {values.first, values.second}}, {"digits", digits}};
+      epoch_min = std::min(epoch_min, digits);
+    }
+    record["min_digits"] = epoch_min;
+    record["identical"] = epoch_min == 17;
+    writer.add(record);
+    c.min_digits = std::min(c.min_digits, epoch_min);
+  }
+  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  writer.flush();
+  return c;
+}
+
+std::string format_comparison_table(const DeviceComparison& c) {
+  const std::string first = "A: " + c.first_device, second = "B: " + c.second_device;
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof line, "%5s  %-14s  %-20s  %-20s  %s\n", "epoch", "quantity", first.c_str(),
+                second.c_str(), "agreeing digits");
+  out += line;
+  for (const AgreementRow& r : c.rows) {
+    const std::string digits = r.digits == 17 ? "17 (identical)" : std::to_string(r.digits);
+    std::snprintf(line, sizeof line, "%5d  %-14s  %-20s  %-20s  %s\n", r.epoch, r.quantity.c_str(),
+                  significant(r.first).c_str(), significant(r.second).c_str(), digits.c_str());
+    out += line;
+  }
+  const std::string pair = c.first_device + " and " + c.second_device;
+  if (c.min_digits >= 15) {
+    out += pair + " agree to ≥ 15 significant digits in every epoch" +
+           (c.min_digits == 17 ? " (identical, bit for bit)\n" : "\n");
+  } else {
+    for (const AgreementRow& r : c.rows) {
+      if (r.digits != c.min_digits) continue;
+      out += pair + " agree to " + std::to_string(c.min_digits) + " significant digits at worst (epoch " +
+             std::to_string(r.epoch) + ", " + r.quantity + ")\n";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,494 @@
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data/batch_loader.h"
+#include "data/datasets.h"
+#include "data/idx.h"
+#include "lib/errors.h"
+
+namespace batchscope::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The message of the UserError that body throws, or a test failure when it throws none.
+template <typename Body>
+std::string user_error(Body body) {
+  try {
+    body();
+  } catch (const UserError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no UserError was thrown";
+  return "";
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "batchscope-data-XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+IdxArray sample_array() {
+  IdxArray array;
+  array.dims = {3, 2, 2};
+  for (int i = 0; i < 12; ++i) array.bytes.push_back(static_cast<uint8_t>(i * 20));
+  return array;
+}
+
+TEST(Idx, RoundTripPlain) {
+  TempDir dir;
+  write_idx(dir.file("a"), sample_array(), false);
+  EXPECT_EQ(read_bytes(dir.file("a")).size(), 4u + 3 * 4 + 12);
+  const IdxArray back = read_idx(dir.file("a"));
+  EXPECT_EQ(back.dims, sample_array().dims);
+  EXPECT_EQ(back.bytes, sample_array().bytes);
+}
+
+TEST(Idx, RoundTripGzipRecognisedByContent) {
+  TempDir dir;
+  write_idx(dir.file("a.gz"), sample_array(), true);
+  const auto raw = read_bytes(dir.file("a.gz"));
+  ASSERT_GE(raw.size(), 2u);
+  EXPECT_EQ(raw[0], 0x1f);
+  EXPECT_EQ(raw[1], 0x8b);
+  // The name does not matter: a gzip file without .gz is still read through zlib.
+  fs::copy_file(dir.file("a.gz"), dir.file("plain-name"));
+  for (const char* name : {"a.gz", "plain-name"}) {
+    const IdxArray back = read_idx(dir.file(name));
+    EXPECT_EQ(back.dims, sample_array().dims) << name;
+    EXPECT_EQ(back.bytes, sample_array().bytes) << name;
+  }
+}
+
+TEST(Idx, OneDimensionalAndEmpty) {
+  TempDir dir;
+  IdxArray labels{{5}, {0, 1, 2, 3, 9}};
+  write_idx(dir.file("labels"), labels, false);
+  EXPECT_EQ(read_idx(dir.file("labels")).bytes, labels.bytes);
+  IdxArray empty{{0, 28, 28}, {}};
+  write_idx(dir.file("empty"), empty, true);
+  EXPECT_EQ(read_idx(dir.file("empty")).dims, empty.dims);
+}
+
+TEST(Idx, TruncatedFile) {
+  TempDir dir;
+  write_idx(dir.file("a"), sample_array(), false);
+  auto raw = read_bytes(dir.file("a"));
+  raw.resize(raw.size() - 2);
+  write_bytes(dir.file("a"), raw);
+  const std::string message = user_error([&] { read_idx(dir.file("a")); });
+  EXPECT_NE(message.find(dir.file("a")), std::string::npos) << message;
+  EXPECT_NE(message.find("is truncated: expected 12 data bytes, found 10"), std::string::npos) << message;
+  EXPECT_NE(message.find("scripts/get_datasets.sh"), std::string::npos) << message;
+}
+
+void write_gzip_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile out = gzopen(path.c_str(), "wb");
+  ASSERT_NE(out, nullptr);
+  gzwrite(out, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(out);
+}
+
+TEST(Idx, TruncatedGzip) {
+  TempDir dir;
+  write_idx(dir.file("full"), sample_array(), false);
+  auto raw = read_bytes(dir.file("full"));
+  raw.resize(raw.size() - 5);
+  write_gzip_bytes(dir.file("cut.gz"), raw);
+  const std::string message = user_error([&] { read_idx(dir.file("cut.gz")); });
+  EXPECT_NE(message.find("is truncated: expected 12 data bytes, found 7"), std::string::npos) << message;
+}
+
+TEST(Idx, TruncatedHeader) {
+  TempDir dir;
+  write_bytes(dir.file("a"), {0, 0, 8, 3, 0, 0});
+  const std::string message = user_error([&] { read_idx(dir.file("a")); });
+  EXPECT_NE(message.find("is truncated: its IDX header ends after 6 bytes of 16"), std::string::npos)
+      << message;
+}
+
+TEST(Idx, WrongMagic) {
+  TempDir dir;
+  write_bytes(dir.file("a"), {'h', 'e', 'l', 'l', 'o'});
+  const std::string message = user_error([&] { read_idx(dir.file("a")); });
+  EXPECT_NE(message.find("is not an IDX file"), std::string::npos) << message;
+}
+
+TEST(Idx, WrongTypeByte) {
+  TempDir dir;
+  write_bytes(dir.file("a"), {0, 0, 0x0d, 1, 0, 0, 0, 1, 0, 0, 0, 0});  // one float32
+  const std::string message = user_error([&] { read_idx(dir.file("a")); });
+  EXPECT_NE(message.find("0x0d"), std::string::npos) << message;
+  EXPECT_NE(message.find("only unsigned-byte IDX"), std::string::npos) << message;
+}
+
+TEST(Idx, BadDimensionCounts) {
+  TempDir dir;
+  write_bytes(dir.file("zero"), {0, 0, 8, 0});
+  EXPECT_NE(user_error([&] { read_idx(dir.file("zero")); }).find("declares 0 dimensions"), std::string::npos);
+  write_bytes(dir.file("five"), {0, 0, 8, 5, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 7});
+  EXPECT_NE(user_error([&] { read_idx(dir.file("five")); }).find("declares 5 dimensions"), std::string::npos);
+}
+
+TEST(Idx, AbsurdSizeRefusedBeforeAllocating) {
+  TempDir dir;
+  // 4 x 2^32-1: ~3e38 elements, far past any memory; plain and gzip.
+  const std::vector<uint8_t> header = {0,    0,    8,    4,    0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                       0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+  write_bytes(dir.file("huge"), header);
+  EXPECT_NE(user_error([&] { read_idx(dir.file("huge")); }).find("more than 2^34"), std::string::npos);
+  // Below the cap but larger than the file: a gzip file is read as it comes, not allocated up front.
+  write_gzip_bytes(dir.file("big.gz"), {0, 0, 8, 1, 0xf0, 0, 0, 0, 1, 2, 3});
+  EXPECT_NE(user_error([&] { read_idx(dir.file("big.gz")); }).find("expected 4026531840 data bytes, found 3"),
+            std::string::npos);
+}
+
+TEST(Idx, TrailingBytes) {
+  TempDir dir;
+  write_idx(dir.file("a"), sample_array(), false);
+  auto raw = read_bytes(dir.file("a"));
+  raw.push_back(42);
+  write_bytes(dir.file("a"), raw);
+  EXPECT_NE(user_error([&] { read_idx(dir.file("a")); }).find("has 1 bytes after the 12 data bytes"),
+            std::string::npos);
+  write_gzip_bytes(dir.file("a.gz"), raw);
+  EXPECT_NE(user_error([&] { read_idx(dir.file("a.gz")); }).find("bytes after the 12 data bytes"),
+            std::string::npos);
+}
+
+TEST(Idx, CorruptGzip) {
+  TempDir dir;
+  write_bytes(dir.file("a.gz"), {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xde, 0xad, 0xbe, 0xef, 0, 1, 2});
+  const std::string message = user_error([&] { read_idx(dir.file("a.gz")); });
+  EXPECT_NE(message.find(dir.file("a.gz")), std::string::npos) << message;
+}
+
+TEST(Idx, MissingFile) {
+  TempDir dir;
+  const std::string message = user_error([&] { read_idx(dir.file("nothing")); });
+  EXPECT_NE(message.find(dir.file("nothing") + ": does not exist"), std::string::npos) << message;
+  EXPECT_NE(message.find("scripts/get_datasets.sh"), std::string::npos) << message;
+}
+
+// A dataset directory like MNIST's: 28x28 images whose pixel (r, c) of image i is (i + r + c) % 256,
+// and labels i % 10.
+void write_split(const fs::path& dir, const std::string& prefix, int count, bool gzip) {
+  IdxArray images{{count, 28, 28}, {}};
+  IdxArray labels{{count}, {}};
+  for (int i = 0; i < count; ++i) {
+    for (int r = 0; r < 28; ++r) {
+      for (int c = 0; c < 28; ++c) images.bytes.push_back(static_cast<uint8_t>((i + r + c) % 256));
+    }
+    labels.bytes.push_back(static_cast<uint8_t>(i % 10));
+  }
+  const std::string ext = gzip ? ".gz" : "";
+  write_idx((dir / (prefix + "-images-idx3-ubyte" + ext)).string(), images, gzip);
+  write_idx((dir / (prefix + "-labels-idx1-ubyte" + ext)).string(), labels, gzip);
+}
+
+fs::path make_dataset_dir(const TempDir& root, const std::string& name) {
+  const fs::path dir = root.path() / name;
+  fs::create_directories(dir);
+  write_split(dir, "train", 100, false);
+  write_split(dir, "t10k", 20, true);
+  return dir;
+}
+
+TEST(Datasets, LoadsShapesTypesAndNormalisation) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  const DatasetLocation location = locate_dataset(dir.string());
+  EXPECT_EQ(location.name, "mnist");
+  EXPECT_EQ(location.directory, dir.string());
+  const DatasetSplits splits = load_dataset(location);
+
+  EXPECT_EQ(splits.train.name, "mnist");
+  EXPECT_EQ(splits.train.size(), 100);
+  EXPECT_EQ(splits.test.size(), 20);
+  EXPECT_EQ(splits.train.images.sizes(), torch::IntArrayRef({100, 1, 28, 28}));
+  EXPECT_EQ(splits.test.images.sizes(), torch::IntArrayRef({20, 1, 28, 28}));
+  EXPECT_EQ(splits.train.images.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(splits.train.labels.scalar_type(), torch::kInt64);
+  EXPECT_EQ(splits.train.labels.sizes(), torch::IntArrayRef({100}));
+
+  // Image 7, row 3, column 5 holds 15; image 90, row 27, column 27 holds 144.
+  EXPECT_NEAR(splits.train.images[7][0][3][5].item<float>(), (15 / 255.0 - 0.1307) / 0.3081, 1e-5);
+  EXPECT_NEAR(splits.train.images[90][0][27][27].item<float>(), (144 / 255.0 - 0.1307) / 0.3081, 1e-5);
+  EXPECT_NEAR(splits.test.images[0][0][0][0].item<float>(), -0.1307 / 0.3081, 1e-5);
+  EXPECT_EQ(splits.train.labels[37].item<int64_t>(), 7);
+  EXPECT_EQ(splits.test.labels[19].item<int64_t>(), 9);
+}
+
+TEST(Datasets, FashionNameAndNormalisationFromDirectoryName) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "my-fashion-set");
+  const DatasetLocation location = locate_dataset(dir.string() + "/");
+  EXPECT_EQ(location.name, "fashion-mnist");
+  const DatasetSplits splits = load_dataset(location);
+  EXPECT_EQ(splits.test.name, "fashion-mnist");
+  EXPECT_NEAR(splits.train.images[7][0][3][5].item<float>(), (15 / 255.0 - 0.2860) / 0.3530, 1e-5);
+  EXPECT_DOUBLE_EQ(dataset_mean("fashion-mnist"), 0.2860);
+  EXPECT_DOUBLE_EQ(dataset_std("mnist"), 0.3081);
+}
+
+TEST(Datasets, LabelOutOfRange) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  IdxArray labels{{100}, std::vector<uint8_t>(100, 3)};
+  labels.bytes[42] = 12;
+  write_idx((dir / "train-labels-idx1-ubyte").string(), labels, false);
+  const std::string message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("train-labels-idx1-ubyte: holds label 12 at index 42"), std::string::npos)
+      << message;
+}
+
+TEST(Datasets, CountMismatch) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  write_idx((dir / "train-labels-idx1-ubyte").string(), IdxArray{{99}, std::vector<uint8_t>(99, 1)}, false);
+  const std::string message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("holds 99 labels for the 100 images"), std::string::npos) << message;
+}
+
+TEST(Datasets, WrongImageSize) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  write_idx((dir / "train-images-idx3-ubyte").string(), IdxArray{{100, 32, 32}, std::vector<uint8_t>(102400)},
+            false);
+  const std::string message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("100x32x32"), std::string::npos) << message;
+}
+
+TEST(Datasets, PlainFilePreferredOverGzip) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  // A damaged .gz next to a good plain file is never opened.
+  write_bytes((dir / "train-images-idx3-ubyte.gz").string(), {0x1f, 0x8b, 0});
+  EXPECT_EQ(load_dataset(locate_dataset(dir.string())).train.size(), 100);
+}
+
+TEST(Datasets, MissingFilesListed) {
+  TempDir root;
+  const fs::path dir = make_dataset_dir(root, "digits");
+  fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
+  const std::string message = user_error([&] { locate_dataset(dir.string()); });
+  EXPECT_NE(message.find(dir.string() + ": lacks t10k-labels-idx1-ubyte of the mnist files"),
+            std::string::npos)
+      << message;
+  for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                           ".gz", "get_datasets.sh"}) {
+    EXPECT_NE(message.find(name), std::string::npos) << name << " in " << message;
+  }
+}
+
+TEST(Datasets, MissingDirectory) {
+  TempDir root;
+  const std::string message = user_error([&] { locate_dataset(root.file("absent")); });
+  EXPECT_NE(message.find(root.file("absent") + ": no such directory"), std::string::npos) << message;
+  EXPECT_NE(message.find("t10k-images-idx3-ubyte"), std::string::npos) << message;
+  EXPECT_NE(message.find("scripts/get_datasets.sh"), std::string::npos) << message;
+}
+
+// Sets an environment variable for one scope and puts the old value back.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(Datasets, LocateByNameUnderBatchscopeData) {
+  TempDir root;
+  make_dataset_dir(root, "fashion-mnist");
+  ScopedEnv env("BATCHSCOPE_DATA", root.path().c_str());
+  const DatasetLocation location = locate_dataset("fashion-mnist");
+  EXPECT_EQ(location.name, "fashion-mnist");
+  EXPECT_EQ(location.directory, (root.path() / "fashion-mnist").string());
+  const std::string message = user_error([] { locate_dataset("mnist"); });
+  EXPECT_NE(message.find((root.path() / "mnist").string()), std::string::npos) << message;
+}
+
+TEST(Datasets, LocateByNameUnderWorkingDirectory) {
+  ScopedEnv env("BATCHSCOPE_DATA", nullptr);
+  TempDir root;
+  make_dataset_dir(root, "data/mnist");
+  const fs::path previous = fs::current_path();
+  fs::current_path(root.path());
+  DatasetLocation location;
+  EXPECT_NO_THROW(location = locate_dataset("mnist"));
+  fs::current_path(previous);
+  EXPECT_EQ(location.name, "mnist");
+  EXPECT_EQ(location.directory, "data/mnist");
+}
+
+TEST(Datasets, RealOrSynthetic) {
+  EXPECT_FALSE(is_real_data("synthetic"));
+  EXPECT_TRUE(is_real_data("mnist"));
+  EXPECT_TRUE(is_real_data("fashion-mnist"));
+  EXPECT_TRUE(is_real_data("/some/dir"));
+}
+
+// n images whose pixels all hold their index, labelled with their index, so a batch shows which
+// images it holds and whether images and labels stayed paired.
+Dataset indexed_dataset(int64_t n) {
+  Dataset dataset;
+  dataset.name = "mnist";
+  dataset.labels = torch::arange(n, torch::kInt64);
+  dataset.images = dataset.labels.to(torch::kFloat32).view({n, 1, 1, 1}).expand({n, 1, 28, 28}).contiguous();
+  return dataset;
+}
+
+std::vector<int64_t> epoch_order(BatchLoader& loader, int64_t epoch, std::vector<int64_t>* sizes = nullptr) {
+  loader.start_epoch(epoch);
+  std::vector<int64_t> order;
+  Batch batch;
+  while (loader.next(batch)) {
+    EXPECT_EQ(batch.images.sizes().slice(1), torch::IntArrayRef({1, 28, 28}));
+    EXPECT_TRUE(torch::equal(batch.images.amax({1, 2, 3}), batch.labels.to(torch::kFloat32)));
+    EXPECT_TRUE(torch::equal(batch.images.amin({1, 2, 3}), batch.labels.to(torch::kFloat32)));
+    if (sizes != nullptr) sizes->push_back(batch.labels.size(0));
+    for (int64_t i = 0; i < batch.labels.size(0); ++i) order.push_back(batch.labels[i].item<int64_t>());
+  }
+  return order;
+}
+
+TEST(BatchLoader, EachImageOncePerEpochWithPartialLastBatch) {
+  const Dataset dataset = indexed_dataset(23);
+  BatchLoader loader(dataset, 5, 7, true, torch::kCPU);
+  EXPECT_EQ(loader.batches_per_epoch(), 5);
+  for (int64_t epoch = 0; epoch < 3; ++epoch) {
+    std::vector<int64_t> sizes;
+    std::vector<int64_t> order = epoch_order(loader, epoch, &sizes);
+    EXPECT_EQ(sizes, std::vector<int64_t>({5, 5, 5, 5, 3}));
+    std::sort(order.begin(), order.end());
+    std::vector<int64_t> all(23);
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(order, all);
+  }
+}
+
+TEST(BatchLoader, SeededOrderRepeatsAndChangesPerEpoch) {
+  const Dataset dataset = indexed_dataset(50);
+  BatchLoader first(dataset, 8, 1234, true, torch::kCPU);
+  BatchLoader second(dataset, 8, 1234, true, torch::kCPU);
+  BatchLoader other_seed(dataset, 8, 99, true, torch::kCPU);
+  const auto epoch0 = epoch_order(first, 0);
+  EXPECT_EQ(epoch0, epoch_order(second, 0));
+  EXPECT_EQ(epoch0, epoch_order(first, 0));
+  EXPECT_NE(epoch0, epoch_order(first, 1));
+  EXPECT_NE(epoch0, epoch_order(other_seed, 0));
+  std::vector<int64_t> in_order(50);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  EXPECT_NE(epoch0, in_order);
+  // seed + epoch: seed 1234 in epoch 1 is seed 1235 in epoch 0.
+  BatchLoader next_seed(dataset, 8, 1235, true, torch::kCPU);
+  EXPECT_EQ(epoch_order(first, 1), epoch_order(next_seed, 0));
+}
+
+TEST(BatchLoader, LeavesGlobalGeneratorAlone) {
+  const Dataset dataset = indexed_dataset(50);
+  torch::manual_seed(5);
+  const torch::Tensor expected = torch::rand({4});
+  torch::manual_seed(5);
+  BatchLoader loader(dataset, 8, 3, true, torch::kCPU);
+  epoch_order(loader, 4);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+}
+
+TEST(BatchLoader, InOrderWithoutShuffle) {
+  const Dataset dataset = indexed_dataset(10);
+  BatchLoader loader(dataset, 4, 3, false, torch::kCPU);
+  std::vector<int64_t> in_order(10);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  EXPECT_EQ(epoch_order(loader, 0), in_order);
+  EXPECT_EQ(epoch_order(loader, 5), in_order);
+}
+
+TEST(BatchLoader, DropLast) {
+  const Dataset dataset = indexed_dataset(23);
+  BatchLoader loader(dataset, 5, 0, true, torch::kCPU, /*drop_last=*/true);
+  EXPECT_EQ(loader.batches_per_epoch(), 4);
+  std::vector<int64_t> sizes;
+  const auto order = epoch_order(loader, 0, &sizes);
+  EXPECT_EQ(sizes, std::vector<int64_t>({5, 5, 5, 5}));
+  EXPECT_EQ(std::set<int64_t>(order.begin(), order.end()).size(), 20u);
+
+  BatchLoader whole(dataset, 23, 0, true, torch::kCPU, /*drop_last=*/true);
+  EXPECT_EQ(whole.batches_per_epoch(), 1);
+  EXPECT_EQ(epoch_order(whole, 0).size(), 23u);
+}
+
+TEST(BatchLoader, BatchSizeOutOfRange) {
+  const Dataset dataset = indexed_dataset(23);
+  const std::string message = user_error([&] { BatchLoader(dataset, 24, 0, true, torch::kCPU); });
+  EXPECT_NE(message.find("batch size 24 is larger than the 23 images of mnist"), std::string::npos)
+      << message;
+  EXPECT_FALSE(user_error([&] { BatchLoader(dataset, 0, 0, true, torch::kCPU); }).empty());
+}
+
+TEST(BatchLoader, ToDeviceOnCpuKeepsTheTensors) {
+  const Dataset dataset = indexed_dataset(12);
+  BatchLoader loader(dataset, 5, 0, true, torch::kCPU);
+  EXPECT_EQ(loader.batch_size(), 5);
+  EXPECT_TRUE(loader.device().is_cpu());
+  Batch host;
+  ASSERT_TRUE(loader.next_host_batch(host));
+  const Batch device = loader.to_device(host);
+  EXPECT_EQ(device.images.data_ptr(), host.images.data_ptr());
+  EXPECT_EQ(device.labels.data_ptr(), host.labels.data_ptr());
+  // A batch is a copy: changing it leaves the dataset as it was.
+  host.images.fill_(-1);
+  EXPECT_EQ(dataset.images.min().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace batchscope::data

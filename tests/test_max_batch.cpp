@@ -1,0 +1,335 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <utility>
+
+#include "lib/cpu_memory.h"
+#include "lib/max_batch.h"
+#include "lib/step_runner.h"
+
+using namespace batchscope;
+
+namespace {
+
+constexpr int64_t kMiB = 1024 * 1024;
+
+// A device on which `capacity` samples fit for one step and `repeated_capacity` for several in a row.
+struct FakeDevice {
+  int64_t capacity = 0;
+  int64_t repeated_capacity = 0;
+  std::vector<std::pair<int64_t, int>> calls;
+
+  ProbeOutcome operator()(int64_t batch_size, int steps) {
+    calls.emplace_back(batch_size, steps);
+    ProbeOutcome outcome;
+    outcome.fits = batch_size <= (steps > 1 ? repeated_capacity : capacity);
+    if (outcome.fits) {
+      outcome.peak_memory_bytes = batch_size * 1000;
+    } else {
+      outcome.error = "fake out of memory at " + std::to_string(batch_size);
+    }
+    return outcome;
+  }
+};
+
+MaxBatchResult search(FakeDevice& device, const MaxBatchOptions& options = {}) {
+  return find_max_batch([&](int64_t b, int steps) { return device(b, steps); }, options, {});
+}
+
+int bit_length(int64_t k) {
+  int bits = 0;
+  for (; k > 0; k >>= 1) ++bits;
+  return bits;
+}
+
+// Every CPU memory test leaves the process without a limit, whatever it asserted.
+class CpuMemory : public ::testing::Test {
+ protected:
+  void SetUp() override { cpu_memory::install(); }
+  void TearDown() override { cpu_memory::set_limit(std::nullopt); }
+};
+
+}  // namespace
+
+TEST(FindMaxBatch, FindsTheCapacityInLogarithmicallyManyTries) {
+  for (int64_t k : {1, 2, 3, 7, 64, 100, 1000, 65535}) {
+    SCOPED_TRACE("capacity " + std::to_string(k));
+    FakeDevice device{k, k, {}};
+    const MaxBatchResult result = search(device);
+    ASSERT_TRUE(result.max_batch.has_value());
+    EXPECT_EQ(*result.max_batch, k);
+    EXPECT_EQ(result.first_failure, k + 1);
+    EXPECT_FALSE(result.hit_upper_bound);
+    EXPECT_EQ(result.error, "fake out of memory at " + std::to_string(k + 1));
+    EXPECT_LE(result.tries.size(), static_cast<std::size_t>(2 * bit_length(k) + 3));
+    ASSERT_EQ(result.tries.size(), device.calls.size());
+    std::set<std::pair<int64_t, int>> seen;
+    for (const MaxBatchTry& t : result.tries) {
+      EXPECT_EQ(t.fits, t.batch_size <= k) << t.batch_size;
+      if (t.fits) {
+        EXPECT_EQ(t.peak_memory_bytes, t.batch_size * 1000);
+      } else {
+        EXPECT_FALSE(t.error.empty());
+      }
+      EXPECT_TRUE(seen.emplace(t.batch_size, t.steps).second) << "tried twice: " << t.batch_size;
+    }
+    const MaxBatchTry& last = result.tries.back();
+    EXPECT_EQ(last.stage, TryStage::Confirm);
+    EXPECT_EQ(last.batch_size, k);
+    EXPECT_EQ(last.steps, 3);
+    EXPECT_TRUE(last.fits);
+    EXPECT_EQ(result.peak_memory_bytes, k * 1000);
+  }
+}
+
+TEST(FindMaxBatch, NothingFitsWhenBatchSizeOneFails) {
+  FakeDevice device{0, 0, {}};
+  const MaxBatchResult result = search(device);
+  EXPECT_FALSE(result.max_batch.has_value());
+  EXPECT_EQ(result.first_failure, 1);
+  EXPECT_EQ(result.error, "fake out of memory at 1");
+  ASSERT_EQ(result.tries.size(), 1u);
+  EXPECT_FALSE(result.tries[0].fits);
+}
+
+TEST(FindMaxBatch, StopsAtTheUpperBound) {
+  for (int64_t k : {100, 101, 100000}) {
+    FakeDevice device{k, k, {}};
+    MaxBatchOptions options;
+    options.upper_bound = 100;
+    const MaxBatchResult result = search(device, options);
+    EXPECT_EQ(result.max_batch, 100);
+    EXPECT_TRUE(result.hit_upper_bound);
+    EXPECT_FALSE(result.first_failure.has_value());
+    for (const MaxBatchTry& t : result.tries) EXPECT_LE(t.batch_size, 100);
+    // 1, 2, ..., 64, then the bound itself, then its confirmation.
+    EXPECT_EQ(result.tries.size(), 9u);
+  }
+  FakeDevice exact{65536, 65536, {}};
+  EXPECT_TRUE(search(exact).hit_upper_bound);
+  EXPECT_EQ(search(exact).max_batch, 65536);
+}
+
+TEST(FindMaxBatch, StartsAnywhereBelowOrAboveTheAnswer) {
+  for (int64_t start : {3, 48, 1000}) {
+    for (int64_t k : {1, 7, 100}) {
+      FakeDevice device{k, k, {}};
+      MaxBatchOptions options;
+      options.start = start;
+      const MaxBatchResult result = search(device, options);
+      EXPECT_EQ(result.max_batch, k) << "start " << start;
+      EXPECT_EQ(result.tries.front().batch_size, start);
+    }
+  }
+  FakeDevice none{0, 0, {}};
+  MaxBatchOptions options;
+  options.start = 20;
+  EXPECT_FALSE(search(none, options).max_batch.has_value());
+}
+
+TEST(FindMaxBatch, AnAnswerThatFailsItsConfirmationIsNotReported) {
+  for (int64_t k : {7, 64, 1000}) {
+    for (int64_t margin : {int64_t{1}, int64_t{3}, k / 2}) {
+      SCOPED_TRACE("capacity " + std::to_string(k) + ", repeated " + std::to_string(k - margin));
+      FakeDevice device{k, k - margin, {}};
+      const MaxBatchResult result = search(device);
+      EXPECT_EQ(result.max_batch, k - margin);
+      EXPECT_EQ(result.first_failure, k - margin + 1);
+      const MaxBatchTry& last = result.tries.back();
+      EXPECT_EQ(last.stage, TryStage::Confirm);
+      EXPECT_EQ(last.batch_size, k - margin);
+      EXPECT_TRUE(last.fits);
+      bool failed_confirmation = false;
+      for (const MaxBatchTry& t : result.tries) {
+        if (t.stage == TryStage::Confirm && !t.fits) failed_confirmation = true;
+      }
+      EXPECT_TRUE(failed_confirmation);
+    }
+  }
+  FakeDevice single_step_only{5, 0, {}};
+  const MaxBatchResult result = search(single_step_only);
+  EXPECT_FALSE(result.max_batch.has_value());
+}
+
+TEST(FindMaxBatch, OnlyOutOfMemoryMeansDoesNotFit) {
+  const auto probe = [](int64_t batch_size, int) -> ProbeOutcome {
+    if (batch_size >= 16) throw std::runtime_error("a shape mismatch");
+    return {true, "", std::nullopt};
+  };
+  EXPECT_THROW(find_max_batch(probe, {}, {}), std::runtime_error);
+}
+
+TEST(FindMaxBatch, ReportsEveryTryAsItEnds) {
+  FakeDevice device{37, 37, {}};
+  std::vector<int64_t> reported;
+  const MaxBatchResult result =
+      find_max_batch([&](int64_t b, int steps) { return device(b, steps); }, {},
+                     [&](const MaxBatchTry& t) { reported.push_back(t.batch_size); });
+  ASSERT_EQ(reported.size(), result.tries.size());
+  for (std::size_t i = 0; i < reported.size(); ++i) EXPECT_EQ(reported[i], result.tries[i].batch_size);
+  const Json j = to_json(result);
+  EXPECT_EQ(j["max_batch"], 37);
+  EXPECT_EQ(j["first_failure"], 38);
+  EXPECT_EQ(j["tries"], result.tries.size());
+  EXPECT_EQ(to_json(result.tries.back())["stage"], "confirm");
+}
+
+TEST(FindMaxBatch, RefusesOptionsThatCannotWork) {
+  FakeDevice device{10, 10, {}};
+  MaxBatchOptions options;
+  options.start = 0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.upper_bound = 0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.confirm_steps = 0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  EXPECT_TRUE(device.calls.empty());
+}
+
+TEST(ParseMemorySize, ReadsBytesAndUnits) {
+  EXPECT_EQ(parse_memory_size("123"), 123);
+  EXPECT_EQ(parse_memory_size("123B"), 123);
+  EXPECT_EQ(parse_memory_size("512MiB"), 512 * kMiB);
+  EXPECT_EQ(parse_memory_size("8GiB"), 8LL << 30);
+  EXPECT_EQ(parse_memory_size("8gib"), 8LL << 30);
+  EXPECT_EQ(parse_memory_size("2GB"), 2000000000);
+  EXPECT_EQ(parse_memory_size("1.5G"), 3LL << 29);
+  EXPECT_EQ(parse_memory_size("64K"), 65536);
+  EXPECT_EQ(parse_memory_size("10KB"), 10000);
+  EXPECT_EQ(parse_memory_size("1 Ti"), 1LL << 40);
+  EXPECT_EQ(parse_memory_size("0.5 MiB"), 512 * 1024);
+}
+
+TEST(ParseMemorySize, RefusesWithASentence) {
+  for (const char* bad :
+       {"", "abc", "-1", "1.5", "12XB", "0", "0GiB", "1.2.3G", "GiB", "1e9", "99999999999TB"}) {
+    try {
+      parse_memory_size(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("e.g. 512MiB"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FormatMemorySize, UsesBinaryUnits) {
+  EXPECT_EQ(format_memory_size(512), "512 B");
+  EXPECT_EQ(format_memory_size(16 * kMiB), "16.0 MiB");
+  EXPECT_EQ(format_memory_size(3LL << 29), "1.50 GiB");
+  EXPECT_EQ(format_memory_size(300 * kMiB), "300 MiB");
+}
+
+TEST_F(CpuMemory, CountsTensorsAndFreesThemBack) {
+  cpu_memory::set_limit(64 * kMiB);
+  const int64_t before = cpu_memory::current_bytes();
+  cpu_memory::reset_peak();
+  {
+    torch::Tensor t = torch::ones({4 * kMiB}, torch::kFloat);  // 16 MiB
+    EXPECT_EQ(cpu_memory::current_bytes(), before + 16 * kMiB);
+    EXPECT_FLOAT_EQ(t.sum().item<float>(), 4.0f * kMiB);
+  }
+  EXPECT_EQ(cpu_memory::current_bytes(), before);
+  EXPECT_GE(cpu_memory::peak_bytes(), before + 16 * kMiB);
+  cpu_memory::reset_peak();
+  EXPECT_EQ(cpu_memory::peak_bytes(), before);
+}
+
+TEST_F(CpuMemory, AnAllocationAboveTheLimitIsOutOfMemory) {
+  cpu_memory::set_limit(64 * kMiB);
+  const int64_t before = cpu_memory::current_bytes();
+  try {
+    torch::Tensor t = torch::empty({32 * kMiB}, torch::kFloat);  // 128 MiB
+    ADD_FAILURE() << "a 128 MiB tensor was allocated under a 64 MiB limit";
+  } catch (const std::exception& e) {
+    EXPECT_TRUE(is_out_of_memory(e)) << e.what();
+    EXPECT_NE(dynamic_cast<const c10::OutOfMemoryError*>(&e), nullptr);
+    EXPECT_EQ(short_error_message(e).rfind("CPU out of memory: tried to allocate 128 MiB", 0), 0u)
+        << short_error_message(e);
+  }
+  EXPECT_EQ(cpu_memory::current_bytes(), before);
+  cpu_memory::set_limit(std::nullopt);
+  torch::Tensor t = torch::empty({32 * kMiB}, torch::kFloat);
+  EXPECT_EQ(cpu_memory::current_bytes(), before + 128 * kMiB);
+}
+
+TEST_F(CpuMemory, ScopedLimitPutsThePreviousLimitBack) {
+  cpu_memory::set_limit(100 * kMiB);
+  {
+    cpu_memory::ScopedLimit scoped(10 * kMiB);
+    EXPECT_EQ(cpu_memory::limit(), 10 * kMiB);
+  }
+  EXPECT_EQ(cpu_memory::limit(), 100 * kMiB);
+}
+
+// oneDNN takes its scratch memory through the allocator's raw interface, which a wrapper must keep.
+TEST_F(CpuMemory, ConvolutionsRunUnderTheCountingAllocator) {
+  const int64_t before = cpu_memory::current_bytes();
+  {
+    torch::nn::Conv2d conv(torch::nn::Conv2dOptions(3, 16, 3));
+    torch::Tensor x = torch::randn({8, 3, 32, 32}, torch::requires_grad());
+    conv->forward(x).sum().backward();
+    EXPECT_EQ(x.grad().sizes(), x.sizes());
+    EXPECT_GT(cpu_memory::peak_bytes(), before);
+  }
+  EXPECT_EQ(cpu_memory::current_bytes(), before);
+}
+
+TEST_F(CpuMemory, RunMaxBatchFindsAConfirmedSizeForMnistUnderALimit) {
+  ExperimentConfig e;
+  e.name = "mnist_maxbatch";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.device = "cpu";
+  MaxBatchOptions options;
+  options.cpu_memory_limit = 48 * kMiB;
+  const MaxBatchResult result = run_max_batch(e, torch::Device("cpu"), options, {});
+  ASSERT_TRUE(result.max_batch.has_value()) << result.error;
+  const int64_t found = *result.max_batch;
+  EXPECT_GE(found, 1);
+  EXPECT_FALSE(result.hit_upper_bound);
+  EXPECT_EQ(result.cpu_memory_limit, 48 * kMiB);
+  EXPECT_EQ(result.first_failure, found + 1);
+  EXPECT_NE(result.error.find("CPU out of memory"), std::string::npos) << result.error;
+  const MaxBatchTry& last = result.tries.back();
+  EXPECT_TRUE(last.fits && last.stage == TryStage::Confirm && last.batch_size == found && last.steps == 3);
+  ASSERT_TRUE(result.peak_memory_bytes.has_value());
+  EXPECT_LE(*result.peak_memory_bytes, 48 * kMiB);
+  bool next_failed = false;
+  for (const MaxBatchTry& t : result.tries) {
+    if (t.batch_size == found + 1 && !t.fits) next_failed = true;
+  }
+  EXPECT_TRUE(next_failed);
+  EXPECT_FALSE(cpu_memory::limit().has_value());
+  std::printf("mnist_cnn train under 48 MiB: %lld in %zu tries\n", static_cast<long long>(found),
+              result.tries.size());
+}
+
+TEST_F(CpuMemory, RunMaxBatchSaysWhenTheModelAloneDoesNotFit) {
+  ExperimentConfig e;
+  e.name = "mnist_tiny_limit";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  MaxBatchOptions options;
+  options.cpu_memory_limit = 64 * 1024;
+  const MaxBatchResult result = run_max_batch(e, torch::Device("cpu"), options, {});
+  EXPECT_FALSE(result.max_batch.has_value());
+  EXPECT_TRUE(result.tries.empty());
+  EXPECT_NE(result.error.find("the model alone does not fit"), std::string::npos) << result.error;
+}
+
+TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
+  ExperimentConfig e;
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  MaxBatchOptions options;
+  options.cpu_memory_limit = kMiB;
+  EXPECT_THROW(run_max_batch(e, torch::Device("cuda:0"), options, {}), std::invalid_argument);
+}

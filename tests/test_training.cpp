@@ -1,0 +1,306 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+
+#include "data/idx.h"
+#include "lib/errors.h"
+#include "lib/records.h"
+#include "lib/training.h"
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace {
+
+TEST(AgreeingSignificantDigits, CountsTheDigitsThatRoundAlike) {
+  EXPECT_EQ(agreeing_significant_digits(0.123456, 0.123499), 4);  // 0.1235 both; 0.12346 vs 0.12350
+  EXPECT_EQ(agreeing_significant_digits(0.1499, 0.1501), 3);      // 0.150 both, though 0.1 vs 0.2
+  EXPECT_EQ(agreeing_significant_digits(9.9999, 10.001), 4);      // 10.00 both, across a decade
+  EXPECT_EQ(agreeing_significant_digits(1.0, 2.0), 0);
+  EXPECT_EQ(agreeing_significant_digits(1.0, -1.0), 0);
+  EXPECT_EQ(agreeing_significant_digits(0.0, 1e-300), 0);
+  EXPECT_EQ(agreeing_significant_digits(123456.0, 123457.0), 5);
+  EXPECT_EQ(agreeing_significant_digits(-0.5, -0.5000001), 6);
+}
+
+TEST(AgreeingSignificantDigits, IdenticalValuesGiveSeventeenAndNeighboursSixteen) {
+  EXPECT_EQ(agreeing_significant_digits(0.1, 0.1), 17);
+  EXPECT_EQ(agreeing_significant_digits(0.0, -0.0), 17);
+  EXPECT_EQ(agreeing_significant_digits(0.1, std::nextafter(0.1, 1.0)), 16);
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(agreeing_significant_digits(inf, inf), 17);
+  EXPECT_EQ(agreeing_significant_digits(inf, 1e308), 0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(agreeing_significant_digits(nan, nan), 0);
+}
+
+// A learnable stand-in for MNIST: class k lights up the k-th of the 7x7 cells of a 4x4 grid, on noise.
+void write_split(const fs::path& dir, const std::string& prefix, int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> noise(0, 90), bright(150, 255), label(0, 9);
+  data::IdxArray images{{count, 28, 28}, {}}, labels{{count}, {}};
+  for (int64_t i = 0; i < count; ++i) {
+    const int k = label(rng);
+    labels.bytes.push_back(static_cast<uint8_t>(k));
+    for (int y = 0; y < 28; ++y) {
+      for (int x = 0; x < 28; ++x) {
+        const bool lit = y / 7 == k / 4 && x / 7 == k % 4;
+        images.bytes.push_back(static_cast<uint8_t>(lit ? bright(rng) : noise(rng)));
+      }
+    }
+  }
+  data::write_idx((dir / (prefix + "-images-idx3-ubyte")).string(), images, false);
+  data::write_idx((dir / (prefix + "-labels-idx1-ubyte")).string(), labels, false);
+}
+
+class Training : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new fs::path(fs::temp_directory_path() / ("batchscope_training_" + std::to_string(getpid())));
+    fs::remove_all(*root_);
+    fs::create_directories(*root_ / "toy");
+    write_split(*root_ / "toy", "train", 600, 1);
+    write_split(*root_ / "toy", "t10k", 200, 2);
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*root_);
+    delete root_;
+    delete trained_;
+  }
+
+  static TrainingOptions options(const std::string& out) {
+    TrainingOptions o;
+    o.model = "mnist_cnn";
+    o.data = (*root_ / "toy").string();
+    o.epochs = 2;
+    o.batch_size = 32;
+    o.device = "cpu";
+    o.optimizer.lr = 0.02;
+    o.out_dir = (*root_ / out).string();
+    o.command_line = "test_training";
+    return o;
+  }
+
+  // The two-epoch run that several tests look at, trained once.
+  static const TrainingOutcome& trained() {
+    if (trained_ == nullptr) trained_ = new TrainingOutcome(train_model(options("main")));
+    return *trained_;
+  }
+
+  static fs::path* root_;
+  static TrainingOutcome* trained_;
+};
+
+fs::path* Training::root_ = nullptr;
+TrainingOutcome* Training::trained_ = nullptr;
+
+TEST_F(Training, LearnsTheToyTaskInTwoEpochs) {
+  const TrainingOutcome& run = trained();
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.device, "cpu");
+  const EpochResult& last = run.epochs.back();
+  EXPECT_GT(last.test.accuracy, 0.9);
+  EXPECT_GT(last.train_accuracy, 0.5);
+  EXPECT_LT(last.train_loss, run.epochs.front().train_loss);
+  EXPECT_EQ(last.test.samples, 200);
+  EXPECT_DOUBLE_EQ(last.test.accuracy, static_cast<double>(last.test.correct) / 200.0);
+  EXPECT_GT(last.epoch_seconds, 0.0);
+  EXPECT_NEAR(last.samples_per_s, 600.0 / last.epoch_seconds, 1e-9 * last.samples_per_s);
+}
+
+TEST_F(Training, WritesRunEpochAndEndRecordsAndCheckpoints) {
+  const TrainingOutcome& run = trained();
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  ASSERT_EQ(records.size(), 4u);
+  const Json& header = records[0];
+  EXPECT_EQ(header["type"], "run");
+  EXPECT_FALSE(header["run_id"].get<std::string>().empty());
+  EXPECT_TRUE(header.contains("libtorch_version"));
+  EXPECT_TRUE(header.contains("cpu"));
+  EXPECT_EQ(header["command"], "test_training");
+  EXPECT_EQ(header["config"]["model"], "mnist_cnn");
+  EXPECT_EQ(header["config"]["epochs"], 2);
+  EXPECT_EQ(header["config"]["batch_size"], 32);
+  EXPECT_EQ(header["config"]["optimizer"]["type"], "momentum");
+  EXPECT_EQ(header["config"]["data"]["train_samples"], 600);
+  EXPECT_EQ(header["config"]["determinism"]["cuda_switches"], false);
+  for (int e = 1; e <= 2; ++e) {
+    const Json& r = records[static_cast<std::size_t>(e)];
+    const EpochResult& expected = run.epochs[static_cast<std::size_t>(e - 1)];
+    EXPECT_EQ(r["type"], "epoch");
+    EXPECT_EQ(r["epoch"], e);
+    EXPECT_EQ(r["train_loss"].get<double>(), expected.train_loss);
+    EXPECT_EQ(r["train_accuracy"].get<double>(), expected.train_accuracy);
+    EXPECT_EQ(r["test_loss"].get<double>(), expected.test.loss);
+    EXPECT_EQ(r["test_accuracy"].get<double>(), expected.test.accuracy);
+    EXPECT_EQ(r["test_correct"], expected.test.correct);
+    EXPECT_EQ(r["test_samples"], 200);
+    EXPECT_EQ(r["epoch_seconds"].get<double>(), expected.epoch_seconds);
+    EXPECT_EQ(r["samples_per_s"].get<double>(), expected.samples_per_s);
+    EXPECT_EQ(r["checkpoint"], "checkpoint_epoch" + std::to_string(e) + ".pt");
+  }
+  EXPECT_EQ(records[3]["type"], "end");
+  const fs::path dir = fs::path(run.jsonl_path).parent_path();
+  for (const char* name :
+       {"checkpoint_epoch1.pt", "checkpoint_epoch2.pt", "checkpoint.pt", "checkpoint.json"}) {
+    EXPECT_TRUE(fs::is_regular_file(dir / name)) << name;
+  }
+  EXPECT_EQ(run.checkpoint_path, (dir / "checkpoint.pt").string());
+  std::ifstream info_file(dir / "checkpoint.json");
+  const Json info = Json::parse(info_file);
+  EXPECT_EQ(info["model"], "mnist_cnn");
+  EXPECT_EQ(info["classes"], 10);
+  EXPECT_EQ(info["epoch"], 2);
+}
+
+TEST_F(Training, EvalOfACheckpointReproducesItsEpochExactly) {
+  const TrainingOutcome& run = trained();
+  EvalOptions eval;
+  eval.checkpoint = fs::path(run.jsonl_path).parent_path().string();
+  eval.device = "cpu";
+  const CheckpointEvaluation latest = evaluate_checkpoint(eval);
+  EXPECT_EQ(latest.model, "mnist_cnn");
+  EXPECT_EQ(latest.test.samples, 200);
+  EXPECT_EQ(latest.test.correct, run.epochs[1].test.correct);
+  EXPECT_EQ(latest.test.loss, run.epochs[1].test.loss);
+  EXPECT_EQ(latest.test.accuracy, run.epochs[1].test.accuracy);
+
+  eval.checkpoint = run.epochs[0].checkpoint;
+  const CheckpointEvaluation first = evaluate_checkpoint(eval);
+  EXPECT_EQ(first.test.loss, run.epochs[0].test.loss);
+  EXPECT_EQ(first.test.correct, run.epochs[0].test.correct);
+  EXPECT_NE(first.test.loss, latest.test.loss);
+}
+
+TEST_F(Training, TheSameSeedGivesIdenticalNumbers) {
+  const TrainingOutcome again = train_model(options("again"));
+  const TrainingOutcome& run = trained();
+  ASSERT_EQ(again.epochs.size(), run.epochs.size());
+  for (std::size_t i = 0; i < run.epochs.size(); ++i) {
+    EXPECT_EQ(again.epochs[i].train_loss, run.epochs[i].train_loss);
+    EXPECT_EQ(again.epochs[i].train_accuracy, run.epochs[i].train_accuracy);
+    EXPECT_EQ(again.epochs[i].test.loss, run.epochs[i].test.loss);
+    EXPECT_EQ(again.epochs[i].test.correct, run.epochs[i].test.correct);
+  }
+}
+
+TEST_F(Training, ADifferentSeedGivesDifferentLosses) {
+  TrainingOptions o = options("seed1");
+  o.seed = 1;
+  o.epochs = 1;
+  const TrainingOutcome other = train_model(o);
+  const TrainingOutcome& run = trained();
+  EXPECT_NE(other.epochs[0].train_loss, run.epochs[0].train_loss);
+  EXPECT_NE(other.epochs[0].test.loss, run.epochs[0].test.loss);
+}
+
+TEST_F(Training, RefusesToReplaceACompleteRunWithoutForce) {
+  TrainingOptions o = options("refuse");
+  o.epochs = 1;
+  o.limit_train = 64;
+  o.limit_test = 50;
+  train_model(o);
+  const fs::path jsonl = fs::path(o.out_dir) / "train.jsonl";
+  const auto size = fs::file_size(jsonl);
+  try {
+    train_model(o);
+    ADD_FAILURE() << "a complete run was replaced without --force";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("already holds a complete training run"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("--force"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(fs::file_size(jsonl), size);
+
+  o.force = true;
+  o.seed = 5;
+  const TrainingOutcome replaced = train_model(o);
+  const std::vector<Json> records = read_jsonl(replaced.jsonl_path).records;
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0]["config"]["seed"], 5);
+  EXPECT_EQ(records[1]["test_samples"], 50);
+}
+
+TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
+  TrainingOptions o = options("compare");
+  o.epochs = 1;
+  o.limit_train = 128;
+  const DeviceComparison c = compare_devices(o, "cpu", "cpu");
+  EXPECT_EQ(c.first_device, "cpu");
+  EXPECT_EQ(c.second_device, "cpu");
+  ASSERT_EQ(c.rows.size(), 4u);
+  for (const AgreementRow& row : c.rows) EXPECT_EQ(row.digits, 17) << row.quantity;
+  EXPECT_EQ(c.min_digits, 17);
+  EXPECT_TRUE(fs::is_regular_file(fs::path(o.out_dir) / "cpu" / "train.jsonl"));
+  EXPECT_TRUE(fs::is_regular_file(fs::path(o.out_dir) / "cpu_2" / "checkpoint.pt"));
+  const std::string table = format_comparison_table(c);
+  EXPECT_NE(table.find("cpu and cpu agree to ≥ 15 significant digits"), std::string::npos) << table;
+  EXPECT_NE(table.find("test_accuracy"), std::string::npos) << table;
+
+  const std::vector<Json> records = read_jsonl(c.jsonl_path).records;
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0]["type"], "run");
+  EXPECT_EQ(records[1]["type"], "comparison");
+  EXPECT_EQ(records[1]["epoch"], 1);
+  EXPECT_EQ(records[1]["train_loss"]["digits"], 17);
+  EXPECT_EQ(records[1]["identical"], true);
+  EXPECT_EQ(records[2]["type"], "end");
+  EXPECT_THROW(compare_devices(o, "cpu", "cpu"), UserError);
+}
+
+TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
+  const fs::path good = fs::path(trained().jsonl_path).parent_path();
+  EvalOptions eval;
+  eval.device = "cpu";
+  eval.checkpoint = (*root_ / "nowhere").string();
+  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+
+  const fs::path bad = *root_ / "corrupt";
+  fs::create_directories(bad);
+  eval.checkpoint = bad.string();
+  EXPECT_THROW(evaluate_checkpoint(eval), UserError);  // no checkpoint.json
+
+  fs::copy_file(good / "checkpoint.json", bad / "checkpoint.json");
+  std::ofstream(bad / "checkpoint.pt") << "not a checkpoint";
+  try {
+    evaluate_checkpoint(eval);
+    ADD_FAILURE() << "a corrupt checkpoint was read";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("checkpoint.pt"), std::string::npos) << error.what();
+  }
+
+  fs::copy_file(good / "checkpoint.pt", bad / "checkpoint.pt", fs::copy_options::overwrite_existing);
+  fs::resize_file(bad / "checkpoint.pt", fs::file_size(bad / "checkpoint.pt") / 2);
+  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+
+  std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
+  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+}
+
+TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
+  TrainingOptions o = options("refused");
+  o.model = "vgg16";
+  try {
+    train_model(o);
+    ADD_FAILURE() << "vgg16 was trained on 28x28 images";
+  } catch (const UserError& error) {
+    EXPECT_NE(std::string(error.what()).find("at least 32x32"), std::string::npos) << error.what();
+  }
+  o.model = "no_such_model";
+  EXPECT_THROW(train_model(o), UserError);
+  o.model = "mnist_cnn";
+  o.device = "cuda:99";
+  EXPECT_THROW(train_model(o), UserError);
+  o.device = "tpu";
+  EXPECT_THROW(train_model(o), UserError);
+  EXPECT_THROW(compare_devices(options("refused"), "cpu", "cuda:99"), UserError);
+  EXPECT_FALSE(fs::exists(*root_ / "refused"));
+}
+
+}  // namespace
+}  // namespace batchscope
