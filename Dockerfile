@@ -5,7 +5,7 @@ FROM pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel
 
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      g++ cmake make libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev libgtest-dev gnuplot-nox \
+      g++ cmake make libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev libgtest-dev gnuplot-nox zlib1g-dev curl \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/batchscope

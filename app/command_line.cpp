@@ -1,5 +1,10 @@
 #include "app/command_line.h"
 
+#include <cstdlib>
+#include <sstream>
+
+#include "lib/errors.h"
+
 namespace batchscope::app {
 
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args) {
@@ -13,6 +18,25 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::ve
   char** mutable_argv = const_cast<char**>(argv.data());
   return options.parse(argc, mutable_argv);
 #endif
+}
+
+std::vector<int64_t> parse_input_shape(const std::string& text) {
+  std::vector<int64_t> shape;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    char* end = nullptr;
+    const long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || v <= 0) {
+      throw UserError(located("command line", 0, "--input " + text + " is not a shape",
+                              "give positive sizes separated by commas, e.g. --input 3,224,224"));
+    }
+    shape.push_back(v);
+  }
+  if (shape.empty()) {
+    throw UserError(located("command line", 0, "--input is empty", "give a shape such as --input 3,224,224"));
+  }
+  return shape;
 }
 
 }  // namespace batchscope::app

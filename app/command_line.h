@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <cxxopts.hpp>
 #include <string>
 #include <vector>
@@ -8,5 +9,8 @@ namespace batchscope::app {
 
 // Parses a command's arguments (those after its name) with either cxxopts 2 or 3.
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args);
+
+// "3,224,224" as a shape; a UserError naming --input otherwise.
+std::vector<int64_t> parse_input_shape(const std::string& text);
 
 }  // namespace batchscope::app

@@ -13,7 +13,9 @@
 #include <sstream>
 
 #include "app/command_line.h"
+#include "lib/batch_maximum.h"
 #include "lib/config.h"
+#include "lib/cpu_memory.h"
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/summary_table.h"
@@ -23,23 +25,14 @@
 namespace batchscope::app {
 namespace {
 
-std::vector<int64_t> parse_shape(const std::string& text) {
-  std::vector<int64_t> shape;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    char* end = nullptr;
-    const long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || v <= 0) {
-      throw UserError(located("command line", 0, "--input " + text + " is not a shape",
-                              "give positive sizes separated by commas, e.g. --input 3,224,224"));
-    }
-    shape.push_back(v);
+
+int64_t parse_memory_size_argument(const std::string& text) {
+  try {
+    return parse_memory_size(text);
+  } catch (const std::invalid_argument& error) {
+    throw UserError(located("command line", 0, std::string("--memory-limit ") + error.what(),
+                            "give a size such as 8GiB or 512MiB"));
   }
-  if (shape.empty()) {
-    throw UserError(located("command line", 0, "--input is empty", "give a shape such as --input 3,224,224"));
-  }
-  return shape;
 }
 
 std::atomic<bool> stop_requested{false};
@@ -84,6 +77,9 @@ std::string usage() {
          "commands:\n"
          "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes\n"
          "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and plots\n"
+         "  maxbatch --model M [options]   the largest batch size that runs a full step on a device\n"
+         "  train [options]                train a model on MNIST or Fashion-MNIST to an accuracy, with checkpoints\n"
+         "  eval --checkpoint DIR          evaluate a checkpoint on the test split\n"
          "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds\n\n"
          "batchscope COMMAND --help describes a command's options.\n";
@@ -118,6 +114,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("channels-last", "channels-last memory format", cxxopts::value<bool>())
       ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
       ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
@@ -142,7 +139,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
   if (result.count("lr")) o.lr = result["lr"].as<double>();
-  if (result.count("input")) o.input_shape = parse_shape(result["input"].as<std::string>());
+  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
   if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
   if (result.count("data")) o.data = result["data"].as<std::string>();
   if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
@@ -165,13 +162,19 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const bool from_file = result.count("config") > 0;
   const SweepConfig parsed =
       from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
-  const SweepConfig config = resolve_for_machine(parsed);
+  if (result.count("memory-limit")) {
+    // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
+    cpu_memory::install();
+    cpu_memory::set_limit(parse_memory_size_argument(result["memory-limit"].as<std::string>()));
+  }
+  const SweepConfig machine = resolve_for_machine(parsed);
 
   SweepOptions sweep;
   sweep.out_dir = result.count("out") ? result["out"].as<std::string>()
                   : from_file
                       ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
-                      : "runs/" + config.experiments.front().model;
+                      : "runs/" + machine.experiments.front().model;
+  const SweepConfig config = resolve_batch_maximum(machine, sweep.out_dir);
   sweep.force = result.count("force") > 0;
   sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);

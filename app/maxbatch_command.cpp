@@ -1,9 +1,11 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "app/command_line.h"
@@ -27,21 +29,6 @@ constexpr int kNothingFits = 3;
   throw UserError(located("command line", 0, problem, fix));
 }
 
-std::vector<int64_t> parse_input_shape(const std::string& text) {
-  std::vector<int64_t> shape;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');) {
-    char* end = nullptr;
-    const long long size = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || size <= 0) {
-      refuse("--input " + text + " is not a shape", "give positive sizes separated by commas, e.g. --input 3,224,224");
-    }
-    shape.push_back(size);
-  }
-  if (shape.empty()) refuse("--input is empty", "give a shape such as --input 3,224,224");
-  return shape;
-}
-
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
   for (int64_t d : shape) text += (text.empty() ? "" : "x") + std::to_string(d);
@@ -52,7 +39,8 @@ std::string describe_try(const MaxBatchTry& t) {
   const std::string steps = std::to_string(t.steps) + (t.steps == 1 ? " step" : " steps");
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f s", t.seconds);
-  if (!t.fits) return "try batch " + std::to_string(t.batch_size) + ": out of memory (" + steps + ", " + seconds + ")";
+  if (!t.fits)
+    return "try batch " + std::to_string(t.batch_size) + ": out of memory (" + steps + ", " + seconds + ")";
   std::string text = "try batch " + std::to_string(t.batch_size) + ": fits (" + steps + ", " + seconds;
   if (t.peak_memory_bytes) text += ", peak " + format_memory_size(*t.peak_memory_bytes);
   return text + ")";
@@ -61,14 +49,16 @@ std::string describe_try(const MaxBatchTry& t) {
 // "a full train step of vgg16 (3x224x224, fp32) on cpu within 2.00 GiB"
 std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& result) {
   std::string text = e.phase == Phase::Train ? "a full train step" : "an inference step";
-  text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision) + ") on " + e.device;
+  text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision) + ") on " +
+          e.device;
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
   return text;
 }
 
 std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& result) {
   if (!result.max_batch) {
-    if (result.tries.empty()) return e.model + " does not fit on " + e.device + ": " + result.error;
+    if (result.tries.empty())
+      return "no batch size runs " + describe_workload(e, result) + ": " + result.error;
     return "not even batch size 1 runs " + describe_workload(e, result) + ": " + result.error;
   }
   const std::string confirmed = "confirmed with " + std::to_string(result.confirm_steps) + " steps";
@@ -92,7 +82,8 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
 
 Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
   Json record = {{"type", "maxbatch_try"}, {"experiment", e.name}, {"model", e.model}, {"device", e.device}};
-  for (const auto& [key, value] : to_json(t).items()) record[key] = value;
+  const Json fields = to_json(t);
+  for (const auto& [key, value] : fields.items()) record[key] = value;
   return record;
 }
 
@@ -101,9 +92,78 @@ Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, cons
   const nlohmann::json environment = collect_environment();
   for (const auto& [key, value] : environment.items()) record[key] = Json(value);
   record["config"] = Json(to_json(e));
+  // The search picks its own sizes: the placeholder batch of the config would only mislead.
+  record["config"].erase("batch");
+  record["config"].erase("batch_to_max");
   record["device"] = e.device;
   record["result"] = to_json(result);
   return record;
+}
+
+// The experiment the options describe, with its device resolved for this machine, through the
+// sweep's own checks (so that the same options mean the same here as there).
+ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
+  if (!result.count("model")) {
+    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
+  }
+  const std::string model = result["model"].as<std::string>();
+  if (models::find_model(model) == nullptr) {
+    refuse("unknown model " + model, "use one of " + models::known_model_names());
+  }
+  SweepOverrides o;
+  o.model = model;
+  o.batch = "1";  // the search picks its own sizes
+  if (result.count("device")) o.device = result["device"].as<std::string>();
+  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
+  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
+  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
+  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
+  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
+  return resolve_for_machine(sweep_from_overrides(o)).experiments.front();
+}
+
+// On the CPU without --memory-limit, the search runs within 90% of the memory available now.
+MaxBatchOptions search_options(const cxxopts::ParseResult& result, const ExperimentConfig& e) {
+  const torch::Device device(e.device);
+  MaxBatchOptions search;
+  search.upper_bound = result["upper"].as<int64_t>();
+  search.start = result["start"].as<int64_t>();
+  search.confirm_steps = result["confirm"].as<int>();
+  if (search.start < 1) {
+    refuse("--start " + std::to_string(search.start) + " is not a batch size", "give 1 or more");
+  }
+  if (search.upper_bound < search.start) {
+    refuse(
+        "--upper " + std::to_string(search.upper_bound) + " is below --start " + std::to_string(search.start),
+        "give an upper bound at least as large as the start");
+  }
+  if (search.confirm_steps < 1) {
+    refuse("--confirm " + std::to_string(search.confirm_steps) + " is not a number of steps",
+           "give 1 or more");
+  }
+  if (result.count("memory-limit")) {
+    const std::string text = result["memory-limit"].as<std::string>();
+    if (!device.is_cpu()) {
+      refuse("--memory-limit applies to the CPU only; on " + e.device + " the GPU's own memory is the limit",
+             "leave --memory-limit out, or use --device cpu");
+    }
+    try {
+      search.cpu_memory_limit = parse_memory_size(text);
+    } catch (const std::invalid_argument& bad) {
+      refuse(std::string("--memory-limit: ") + bad.what(), "");
+    }
+  } else if (device.is_cpu()) {
+    search.cpu_memory_limit = default_cpu_memory_limit();
+    if (!search.cpu_memory_limit) {
+      refuse(
+          "the memory available on this machine cannot be read, and nothing else stops the search on the CPU",
+          "give a limit, e.g. --memory-limit 8GiB");
+    }
+    spdlog::info("searching within {}, 90% of the memory available now (--memory-limit to choose)",
+                 format_memory_size(*search.cpu_memory_limit));
+  }
+  return search;
 }
 
 }  // namespace
@@ -142,65 +202,18 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
                  "Example: batchscope maxbatch --model vgg16 --device cpu --memory-limit 2GiB\n";
     return 0;
   }
-  if (!result.count("model")) {
-    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
-  }
-  const std::string model = result["model"].as<std::string>();
-  if (models::find_model(model) == nullptr) {
-    refuse("unknown model " + model, "use one of " + models::known_model_names());
-  }
-
-  SweepOverrides o;
-  o.model = model;
-  o.batch = "1";  // the search picks its own sizes
-  if (result.count("device")) o.device = result["device"].as<std::string>();
-  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
-  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
-  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
-  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
-  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
-  const ExperimentConfig e = resolve_for_machine(sweep_from_overrides(o)).experiments.front();
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  const ExperimentConfig e = experiment_from(result);
   const torch::Device device(e.device);
-
-  MaxBatchOptions search;
-  search.upper_bound = result["upper"].as<int64_t>();
-  search.start = result["start"].as<int64_t>();
-  search.confirm_steps = result["confirm"].as<int>();
-  if (result.count("memory-limit")) {
-    const std::string text = result["memory-limit"].as<std::string>();
-    if (!device.is_cpu()) {
-      refuse("--memory-limit applies to the CPU only; on " + e.device + " the GPU's own memory is the limit",
-             "leave --memory-limit out, or use --device cpu");
-    }
-    try {
-      search.cpu_memory_limit = parse_memory_size(text);
-    } catch (const std::invalid_argument& bad) {
-      refuse(std::string("--memory-limit: ") + bad.what(), "");
-    }
-  } else if (device.is_cpu()) {
-    search.cpu_memory_limit = default_cpu_memory_limit();
-    if (!search.cpu_memory_limit) {
-      refuse("the memory available on this machine cannot be read, and nothing else stops the search on the CPU",
-             "give a limit, e.g. --memory-limit 8GiB");
-    }
-    spdlog::info("searching within {}, 90% of the memory available now (--memory-limit to choose)",
-                 format_memory_size(*search.cpu_memory_limit));
-  }
-  try {
-    check_options(search);
-  } catch (const std::invalid_argument& bad) {
-    refuse(bad.what(), "see batchscope maxbatch --help");
-  }
+  const MaxBatchOptions search = search_options(result, e);
 
   std::string command = "batchscope maxbatch";
   for (const std::string& a : args) command += " " + a;
   std::optional<JsonlWriter> out;
   if (result.count("out")) out.emplace(result["out"].as<std::string>());
-  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
 
   const MaxBatchResult found = run_max_batch(e, device, search, [&](const MaxBatchTry& t) {
-    spdlog::info(describe_try(t));
+    spdlog::info("{}", describe_try(t));
     if (out) {
       out->add(try_record(e, t));
       out->flush();

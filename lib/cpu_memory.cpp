@@ -101,8 +101,8 @@ void install() {
                 "cannot count CPU memory: LibTorch's CPU allocator in use has no raw deleter to wrap");
     wrapped = in_use;
     wrapped_delete = in_use->raw_deleter();
-    // Never destroyed: tensors freed during static destruction still come back to it.
-    static auto* counting = new CountingAllocator();
+    // Never deleted: tensors freed during static destruction still come back to it.
+    auto* counting = new CountingAllocator();
     // Above the priority of LibTorch's own CPU allocators, so that neither replaces it later.
     c10::SetCPUAllocator(counting, std::numeric_limits<uint8_t>::max());
     TORCH_CHECK(c10::GetCPUAllocator() == counting,

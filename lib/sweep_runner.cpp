@@ -7,6 +7,7 @@
 #include <random>
 
 #include "data/datasets.h"
+#include "lib/cpu_memory.h"
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
@@ -86,9 +87,11 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
   workload.prepare_batch(batch_size);
   workload.warm_up(e.warmup_steps);
   if (device.is_cuda()) gpu::reset_peak_memory(device.index());
+  if (!device.is_cuda() && cpu_memory::installed()) cpu_memory::reset_peak();
   BatchResult result;
   result.steps = run_timed_steps(workload, timer, e.timed_steps);
   if (device.is_cuda()) result.peak_memory_bytes = gpu::peak_memory_bytes(device.index());
+  if (!device.is_cuda() && cpu_memory::installed()) result.peak_memory_bytes = cpu_memory::peak_bytes();
   return result;
 }
 

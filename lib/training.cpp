@@ -89,8 +89,9 @@ std::shared_ptr<models::Network> build_network(const std::string& name) {
   } catch (const std::invalid_argument& bad) {
     std::string reason = bad.what();  // the model's own sentence, naming the smallest input it takes
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
-    throw UserError(located("command line", 0, reason + ", and MNIST images are 28x28",
-                            "choose a model that takes 1x28x28 images, such as mnist_cnn"));
+    throw UserError(
+        located("command line", 0, reason,
+                "MNIST images are 1x28x28, so choose a model that takes them, such as mnist_cnn"));
   }
 }
 
@@ -267,9 +268,55 @@ Json epoch_record(const EpochResult& r) {
           {"checkpoint", fs::path(r.checkpoint).filename().string()}};
 }
 
+struct EpochTotals {
+  double seconds = 0;
+  double loss_sum = 0;  // per-sample losses summed
+  int64_t correct = 0;
+};
+
+// One pass over the shuffled training split. The loss and hits are summed on the device and read at the
+// end, so that no step waits for the host.
+EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
+                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader, int64_t epoch) {
+  const torch::Device& device = loader.device();
+  model.train();
+  loader.start_epoch(epoch);
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  synchronize(device);
+  const auto start = std::chrono::steady_clock::now();
+  data::Batch batch;
+  while (loader.next(batch)) {
+    for (auto& p : parameters) p.mutable_grad().reset();
+    const torch::Tensor logits = model.forward(batch.images);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+    loss.backward();
+    optimizer.step();
+    loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(batch.labels.size(0));
+    correct += logits.detach().argmax(1).eq(batch.labels).sum();
+  }
+  synchronize(device);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>()};
+}
+
+// checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
+std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {
+  const fs::path weights = fs::path(dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
+  save_weights(model, weights);
+  const fs::path latest = fs::path(dir) / kLatestWeights;
+  const fs::path latest_partial = latest.string() + ".partial";
+  fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
+  fs::rename(latest_partial, latest);
+  info["epoch"] = epoch;
+  info["weights"] = kLatestWeights;
+  write_text(fs::path(dir) / kCheckpointInfo, info.dump(2) + "\n");
+  return weights.string();
+}
+
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data) {
   const data::Dataset& train = data.splits.train;
-  const data::Dataset& test = data.splits.test;
   if (o.batch_size > train.size()) {
     throw UserError(located(data.location.directory, 0,
                             "--batch " + std::to_string(o.batch_size) + " is larger than the " +
@@ -283,87 +330,55 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
   model->to(device);
   std::vector<torch::Tensor> parameters = model->parameters();
   std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
+  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+
+  const Json data_json = {{"spec", o.data},
+                          {"name", data.location.name},
+                          {"directory", fs::absolute(data.location.directory).string()},
+                          {"train_samples", train.size()},
+                          {"test_samples", data.splits.test.size()}};
+  // What eval needs to rebuild the model and reproduce the test numbers.
+  const Json rebuild = {{"model", o.model},
+                        {"input", kInput},
+                        {"classes", kClasses},
+                        {"data", data_json},
+                        {"eval_batch_size", o.eval_batch_size},
+                        {"limit_test", o.limit_test}};
+  Json config = rebuild;
+  config["epochs"] = o.epochs;
+  config["batch_size"] = o.batch_size;
+  config["optimizer"] = optimizer_json(o.optimizer);
+  config["precision"] = "fp32";
+  config["seed"] = o.seed;
+  config["device"] = device_name;
+  config["threads"] = torch::get_num_threads();
+  config["limit_train"] = o.limit_train;
+  config["shuffle"] = "a permutation per epoch from seed + epoch";
+  config["determinism"] = determinism.record();
 
   clear_output_dir(o.out_dir);
   TrainingOutcome outcome;
   outcome.device = device_name;
   outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
   outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
-  const Json data_json = {{"spec", o.data},
-                          {"name", data.location.name},
-                          {"directory", fs::absolute(data.location.directory).string()},
-                          {"train_samples", train.size()},
-                          {"test_samples", test.size()}};
-  const Json config = {{"model", o.model},
-                       {"input", kInput},
-                       {"classes", kClasses},
-                       {"data", data_json},
-                       {"epochs", o.epochs},
-                       {"batch_size", o.batch_size},
-                       {"eval_batch_size", o.eval_batch_size},
-                       {"optimizer", optimizer_json(o.optimizer)},
-                       {"precision", "fp32"},
-                       {"seed", o.seed},
-                       {"device", device_name},
-                       {"threads", torch::get_num_threads()},
-                       {"limit_train", o.limit_train},
-                       {"limit_test", o.limit_test},
-                       {"shuffle", "seed + epoch"},
-                       {"determinism", determinism.record()}};
-  const Json header = run_header(o.command_line, config);
   JsonlWriter writer(outcome.jsonl_path);
+  const Json header = run_header(o.command_line, config);
   writer.add(header);
   writer.flush();
+  Json info = rebuild;
+  info["run_id"] = header["run_id"];
 
-  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
   for (int epoch = 1; epoch <= o.epochs; ++epoch) {
-    model->train();
-    loader.start_epoch(epoch);
-    const auto on_device = torch::TensorOptions().device(device);
-    torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
-    torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
-    synchronize(device);
-    const auto start = std::chrono::steady_clock::now();
-    data::Batch batch;
-    while (loader.next(batch)) {
-      for (auto& p : parameters) p.mutable_grad().reset();
-      const torch::Tensor logits = model->forward(batch.images);
-      const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
-      loss.backward();
-      optimizer->step();
-      const int64_t n = batch.labels.size(0);
-      loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(n);
-      correct += logits.detach().argmax(1).eq(batch.labels).sum();
-    }
-    synchronize(device);
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-
+    const EpochTotals totals = train_epoch(*model, parameters, *optimizer, loader, epoch);
     EpochResult r;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
-    r.train_loss = loss_sum.item<double>() / samples;
-    r.train_accuracy = static_cast<double>(correct.item<int64_t>()) / samples;
-    r.epoch_seconds = elapsed.count();
-    r.samples_per_s = samples / r.epoch_seconds;
-    r.test = evaluate(*model, test, o.eval_batch_size, device);
-
-    const fs::path weights = fs::path(o.out_dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
-    save_weights(*model, weights);
-    const fs::path latest_partial = outcome.checkpoint_path + ".partial";
-    fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
-    fs::rename(latest_partial, outcome.checkpoint_path);
-    const Json info = {{"model", o.model},
-                       {"input", kInput},
-                       {"classes", kClasses},
-                       {"data", data_json},
-                       {"eval_batch_size", o.eval_batch_size},
-                       {"limit_test", o.limit_test},
-                       {"epoch", epoch},
-                       {"weights", kLatestWeights},
-                       {"run_id", header["run_id"]}};
-    write_text(fs::path(o.out_dir) / kCheckpointInfo, info.dump(2) + "\n");
-    r.checkpoint = weights.string();
-
+    r.train_loss = totals.loss_sum / samples;
+    r.train_accuracy = static_cast<double>(totals.correct) / samples;
+    r.epoch_seconds = totals.seconds;
+    r.samples_per_s = samples / totals.seconds;
+    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device);
+    r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     writer.add(epoch_record(r));
     writer.flush();
     spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,

@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # LibTorch on Debian calls whichever BLAS is installed; without OpenBLAS that is the slow reference one.
 packages=(g++ cmake make python3 libtorch-dev libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev
-          libgtest-dev gnuplot-nox libopenblas0-openmp)
+          libgtest-dev gnuplot-nox libopenblas0-openmp zlib1g-dev)
 [ "${1:-}" = "--bench" ] && packages+=(python3-torch)
 
 missing=()
