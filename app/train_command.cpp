@@ -146,7 +146,7 @@ int run_eval_command(const std::vector<std::string>& args) {
       ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
       ("b,batch", "evaluation batch size", cxxopts::value<int64_t>()->default_value("1000"))
       ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<int64_t>())
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("threads", "CPU threads for LibTorch; training's count reproduces its numbers exactly", cxxopts::value<int>())
       ("json", "print JSON")
       ("h,help", "this help");
   // clang-format on

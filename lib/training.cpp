@@ -476,6 +476,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   }
   const std::string device_name = resolve_training_device(options.device);
   const torch::Device device(device_name);
+  const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
   std::shared_ptr<models::Network> model = build_network(model_name);
   try {
     torch::serialize::InputArchive archive;

@@ -298,6 +298,9 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
   EXPECT_THROW(train_model(o), UserError);
   o.device = "tpu";
   EXPECT_THROW(train_model(o), UserError);
+  o.device = "cpu";
+  o.epochs = 0;
+  EXPECT_THROW(train_model(o), UserError);
   EXPECT_THROW(compare_devices(options("refused"), "cpu", "cuda:99"), UserError);
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
 }
