@@ -25,7 +25,6 @@
 namespace batchscope::app {
 namespace {
 
-
 int64_t parse_memory_size_argument(const std::string& text) {
   try {
     return parse_memory_size(text);
@@ -76,9 +75,11 @@ std::string usage() {
          "usage: batchscope COMMAND [options]\n\n"
          "commands:\n"
          "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes\n"
-         "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and plots\n"
+         "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and "
+         "plots\n"
          "  maxbatch --model M [options]   the largest batch size that runs a full step on a device\n"
-         "  train [options]                train a model on MNIST or Fashion-MNIST to an accuracy, with checkpoints\n"
+         "  train [options]                train a model on MNIST or Fashion-MNIST to an accuracy, with "
+         "checkpoints\n"
          "  eval --checkpoint DIR          evaluate a checkpoint on the test split\n"
          "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds\n\n"

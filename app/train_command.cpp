@@ -7,6 +7,7 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/device_comparison.h"
 #include "lib/errors.h"
 #include "lib/training.h"
 

@@ -102,7 +102,8 @@ std::vector<int64_t> batch_geometric(int64_t from, int64_t to, double factor) {
   const std::string whole = std::to_string(from) + ":" + std::to_string(to) + ":x" + std::to_string(factor);
   check_size(from, whole);
   check_size(to, whole);
-  if (from > to) throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
+  if (from > to)
+    throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
   if (!(factor > 1.0)) throw std::invalid_argument(shown(whole) + " needs a FACTOR above 1");
   std::vector<int64_t> sizes;
   for (double x = static_cast<double>(from); x < static_cast<double>(to); x *= factor) {
@@ -170,11 +171,13 @@ std::vector<int64_t> parse_batch_spec(const std::string& text) {
   const std::vector<std::string> parts = split(text, ':');
   if (parts.size() > 3) throw std::invalid_argument(shown(text) + " is not a batch spec; " + kAccepted);
   if (parts.size() >= 2 && parts[1] == "max") {
-    throw std::invalid_argument(shown(text) + " ends at the largest size that fits, which is found when the "
+    throw std::invalid_argument(shown(text) +
+                                " ends at the largest size that fits, which is found when the "
                                 "sweep starts; it is accepted as a sweep's batch only");
   }
   if (parts.size() == 3 && !parts[2].empty() && parts[2][0] == 'x') {
-    return batch_geometric(parse_number(parts[0], text), parse_number(parts[1], text), parse_factor(parts[2], text));
+    return batch_geometric(parse_number(parts[0], text), parse_number(parts[1], text),
+                           parse_factor(parts[2], text));
   }
   std::vector<int64_t> numbers;
   for (const std::string& part : parts) numbers.push_back(parse_number(part, text));

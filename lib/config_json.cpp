@@ -18,7 +18,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
   const OptimizerConfig& o = e.optimizer;
   nlohmann::json to_max = nullptr;
   if (e.batch_to_max) {
-    to_max = {{"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
+    to_max = {
+        {"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
   }
   return {{"name", e.name},
           {"model", e.model},
@@ -64,7 +65,8 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.batch_sizes = j.at("batch").get<std::vector<int64_t>>();
     if (j.contains("batch_to_max") && !j["batch_to_max"].is_null()) {
       const nlohmann::json& m = j["batch_to_max"];
-      e.batch_to_max = BatchToMax{m.at("from").get<int64_t>(), m.at("step").get<int64_t>(), m.at("factor").get<double>()};
+      e.batch_to_max =
+          BatchToMax{m.at("from").get<int64_t>(), m.at("step").get<int64_t>(), m.at("factor").get<double>()};
     }
     e.phase = enum_at(j, "phase", kPhases);
     const nlohmann::json& o = j.at("optimizer");

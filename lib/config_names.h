@@ -20,7 +20,8 @@ inline const NameTable<OptimizerKind> kOptimizers = {
     {"sgd", OptimizerKind::SGD}, {"momentum", OptimizerKind::Momentum}, {"adam", OptimizerKind::Adam}};
 inline const NameTable<BatchOrder> kOrders = {{"ascending", BatchOrder::Ascending},
                                               {"shuffled", BatchOrder::Shuffled}};
-inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded}, {"included", Transfer::Included}};
+inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},
+                                               {"included", Transfer::Included}};
 
 template <typename E>
 std::string name_of(const NameTable<E>& table, E value) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -120,6 +121,18 @@ std::string format_environment(const nlohmann::json& env) {
     out << "\n";
   }
   return out.str();
+}
+
+std::string make_run_id() {
+  std::random_device seed;
+  std::mt19937_64 rng(seed());
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
+  std::string time = iso8601_utc_now();
+  for (char& c : time) {
+    if (c == ':' || c == '-') c = '_';
+  }
+  return time + "-" + suffix;
 }
 
 }  // namespace batchscope

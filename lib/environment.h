@@ -19,4 +19,7 @@ int pcie_generation_from_speed(const std::string& speed);
 
 std::string iso8601_utc_now();
 
+// A run's identity: its UTC start time and 32 random bits, e.g. 2026_11_22T00_07_13Z-be6a0ae4.
+std::string make_run_id();
+
 }  // namespace batchscope

@@ -93,7 +93,8 @@ BatchPlan get_batch(const Entry& e) {
       range.count("step") ? get_int(range.at("step"), 1, INT64_MAX, "give a step of 1 or more") : 1;
   double factor = 0;
   if (range.count("factor")) {
-    if (range.count("step")) fail(range.at("factor").where, "batch has both step and factor", "give one of them");
+    if (range.count("step"))
+      fail(range.at("factor").where, "batch has both step and factor", "give one of them");
     factor = get_double(range.at("factor"), 1, false, INFINITY, "give a factor above 1, e.g. factor: 2");
   }
   const Entry& to_entry = range.at("to");
@@ -266,7 +267,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
       // The datasets are 28x28 grey images of 10 classes: the input follows from the data.
       const std::vector<int64_t> image{1, 28, 28};
       if (has("input") && c.input_shape != image) {
-        fail(entry("input").where, entry("input").where.label + " is not 1x28x28, the shape of " + c.data + " images",
+        fail(entry("input").where,
+             entry("input").where.label + " is not 1x28x28, the shape of " + c.data + " images",
              "leave input out (or give [1, 28, 28]) for data: " + c.data);
       }
       if (has("classes") && c.classes != 10) {
@@ -281,8 +283,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (has("chunk")) {
     c.chunk = get_int(entry("chunk"), 1, INT64_MAX, "give a chunk of 1 or more samples");
     if (c.phase != Phase::Infer) {
-      fail(entry("chunk").where, "chunk applies to phase: infer only",
-           "remove chunk, or use phase: infer");
+      fail(entry("chunk").where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
     }
   }
   if (has("seed")) {

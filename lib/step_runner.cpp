@@ -7,6 +7,7 @@
 #include <new>
 
 #include "lib/gpu.h"
+#include "lib/optimizer.h"
 #include "models/registry.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -54,24 +55,6 @@ class AutocastScope {
   torch::DeviceType type_;
 };
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
-                                                        const std::vector<torch::Tensor>& parameters) {
-  switch (o.kind) {
-    case OptimizerKind::SGD:
-      return std::make_unique<torch::optim::SGD>(parameters,
-                                                 torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
-    case OptimizerKind::Momentum:
-      return std::make_unique<torch::optim::SGD>(
-          parameters, torch::optim::SGDOptions(o.lr).momentum(o.momentum).weight_decay(o.weight_decay));
-    case OptimizerKind::Adam:
-      return std::make_unique<torch::optim::Adam>(parameters, torch::optim::AdamOptions(o.lr)
-                                                                  .betas(std::make_tuple(o.beta1, o.beta2))
-                                                                  .eps(o.eps)
-                                                                  .weight_decay(o.weight_decay));
-  }
-  TORCH_CHECK(false, "unknown optimizer kind");
-}
-
 }  // namespace
 
 Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device,
@@ -117,7 +100,8 @@ void Workload::prepare_batch(int64_t batch_size) {
   shape.insert(shape.end(), experiment_.input_shape.begin(), experiment_.input_shape.end());
   // Made on the host and copied, so that the data are the same on every device for a seed.
   torch::Tensor inputs = torch::randn(shape);
-  torch::Tensor targets = torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong));
+  torch::Tensor targets =
+      torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong));
   if (timed_copy()) {
     inputs_ = inputs.pin_memory();
     targets_ = targets.pin_memory();
@@ -129,7 +113,8 @@ void Workload::prepare_batch(int64_t batch_size) {
 }
 
 torch::Tensor Workload::in_memory_format(const torch::Tensor& inputs) const {
-  if (experiment_.channels_last && inputs.dim() == 4) return inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  if (experiment_.channels_last && inputs.dim() == 4)
+    return inputs.contiguous(at::MemoryFormat::ChannelsLast);
   return inputs;
 }
 

@@ -20,18 +20,6 @@
 namespace batchscope {
 namespace {
 
-std::string run_id() {
-  std::random_device seed;
-  std::mt19937_64 rng(seed());
-  char suffix[9];
-  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
-  std::string time = iso8601_utc_now();
-  for (char& c : time) {
-    if (c == ':' || c == '-') c = '_';
-  }
-  return time + "-" + suffix;
-}
-
 std::string where(const SweepConfig& config, const ExperimentConfig& e) {
   return config.source + " (experiment " + e.name + ")";
 }
@@ -98,7 +86,7 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
 Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
                 bool resumed) {
   Json header = {{"type", resumed ? record::kResume : record::kRun},
-                 {"run_id", run_id()},
+                 {"run_id", make_run_id()},
                  {"start_time", iso8601_utc_now()}};
   const nlohmann::json environment = collect_environment();
   for (const auto& [key, value] : environment.items()) header[key] = Json(value);
@@ -157,8 +145,8 @@ LoadedData load_data(const SweepConfig& config) {
     for (int64_t b : e.batch_sizes) {
       if (b > images) {
         throw UserError(located(where(config, e), 0,
-                                "batch size " + std::to_string(b) + " is larger than the " + std::to_string(images) +
-                                    " training images of " + e.data,
+                                "batch size " + std::to_string(b) + " is larger than the " +
+                                    std::to_string(images) + " training images of " + e.data,
                                 "use batch sizes up to " + std::to_string(images)));
       }
     }
@@ -217,7 +205,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
       try {
         if (!workload) {
           const auto found = loaded.find(e.data);
-          workload = std::make_unique<Workload>(e, device, found == loaded.end() ? nullptr : &found->second->train);
+          workload =
+              std::make_unique<Workload>(e, device, found == loaded.end() ? nullptr : &found->second->train);
         }
         progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
         const BatchResult result = measure_batch(*workload, *timer, e, batch_size);

@@ -10,6 +10,7 @@
 #include "data/idx.h"
 #include "lib/errors.h"
 #include "lib/records.h"
+#include "lib/device_comparison.h"
 #include "lib/training.h"
 
 namespace fs = std::filesystem;
