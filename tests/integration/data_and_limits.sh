@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Real data, timed copies, batch sizes up to the largest that fits, maxbatch, and train/eval, all with
+# the real binary on the CPU and a small generated MNIST-like dataset.
+set -uo pipefail
+bin="$1"; src="$2"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+# expect CODE NAME PATTERN ARGS...: that exit code and a stderr line matching PATTERN.
+expect() {
+  local code="$1" name="$2" pattern="$3"; shift 3
+  "$bin" "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ] || ! grep -Eq -- "$pattern" "$work/err" "$work/out"; then
+    fail "$name: exit $rc, stdout: $(tail -2 "$work/out"), stderr: $(tail -3 "$work/err")"
+  else
+    ok "$name: $(grep -Eh -- "$pattern" "$work/err" "$work/out" | head -1)"
+  fi
+}
+
+python3 "$src/tests/data/make_idx.py" "$work/digits" --train 300 --test 100 --gzip
+
+# Inference over the whole small dataset, with and without the copy timed, from real images.
+cat > "$work/real.yaml" <<YAML
+device: cpu
+defaults: {model: mnist_cnn, data: $work/digits, phase: infer, warmup: 1, steps: 3}
+experiments:
+  - {name: copy_excluded, batch: "1:300:x4", transfer: excluded}
+  - {name: copy_included, batch: "1:300:x4", transfer: included, chunk: 64}
+YAML
+if "$bin" sweep "$work/real.yaml" --out "$work/real" --quiet > "$work/out" 2> "$work/err"; then
+  ok "a sweep on IDX images"
+else
+  fail "a sweep on IDX images: $(cat "$work/err")"
+fi
+python3 - "$work/real/steps.jsonl" <<'PY' || fail "records of the real-data sweep"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+run = records[0]
+exps = {e["name"]: e for e in run["config"]["experiments"]}
+assert exps["copy_included"]["transfer"] == "included" and exps["copy_included"]["chunk"] == 64, exps
+assert exps["copy_excluded"]["input"] == [1, 28, 28] and exps["copy_excluded"]["classes"] == 10
+assert exps["copy_excluded"]["batch"] == [1, 4, 16, 64, 256, 300], exps["copy_excluded"]["batch"]
+steps = [r for r in records if r["type"] == "step"]
+assert steps and all(r["transfer"] == exps[r["experiment"]]["transfer"] for r in steps)
+points = [r for r in records if r["type"] == "point"]
+assert sorted({(p["experiment"], p["batch_size"]) for p in points}) == sorted(
+    (n, b) for n in exps for b in exps[n]["batch"]), points
+assert records[-1]["type"] == "end"
+PY
+expect 0 "analyze compares the copy timed and not" "copy_included|transfer included" analyze "$work/real" --out "$work/real/analysis" --no-plots
+
+# Batch sizes up to the largest that fits under a CPU memory limit; kept when the sweep resumes.
+expect 0 "sweep 1:max under --memory-limit" "the largest batch size that fits is [0-9]+" \
+  sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 48MiB --out "$work/tomax" --quiet
+python3 - "$work/tomax/steps.jsonl" <<'PY' || fail "the run record of the 1:max sweep"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+e = records[0]["config"]["experiments"][0]
+assert e["batch_to_max"] == {"from": 1, "step": 1, "factor": 2.0}, e["batch_to_max"]
+b = e["batch"]
+assert b[0] == 1 and len(b) >= 3 and all(b[i] * 2 == b[i + 1] for i in range(len(b) - 2)), b
+points = [r for r in records if r["type"] == "point"]
+assert [p["batch_size"] for p in points] == b, (points, b)
+assert all(p["peak_memory_bytes"] and p["peak_memory_bytes"] <= 48 * 2**20 for p in points), points
+PY
+expect 2 "a complete 1:max sweep is not searched again" "already holds a complete sweep" \
+  sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 48MiB --out "$work/tomax" --quiet
+
+# maxbatch: an answer, nothing fits (exit 3), and bad input (exit 2).
+expect 0 "maxbatch under a limit" "largest batch size that runs a full train step of mnist_cnn .* [0-9]+ \(confirmed" \
+  maxbatch --model mnist_cnn --device cpu --memory-limit 48MiB --quiet
+expect 3 "maxbatch when nothing fits" "no batch size|not even batch size 1" maxbatch --model mnist_cnn --device cpu --memory-limit 1MiB --quiet
+expect 2 "maxbatch of an unknown model" "unknown model vgg17" maxbatch --model vgg17 --device cpu
+expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots
+
+# Training to an accuracy, its checkpoint evaluated, and two runs compared.
+expect 0 "train on the generated digits" "epoch 2/2" \
+  train --data "$work/digits" --epochs 2 --batch 32 --device cpu --threads 1 --out "$work/train"
+python3 - "$work/train/train.jsonl" <<'PY' || fail "train.jsonl"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+epochs = [r for r in records if r["type"] == "epoch"]
+assert [r["epoch"] for r in epochs] == [1, 2], epochs
+assert epochs[-1]["test_accuracy"] >= 0.7, epochs[-1]  # chance is 0.1
+assert records[-1]["type"] == "end"
+PY
+accuracy="$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-2]['test_correct'])" "$work/train/train.jsonl")"
+expect 0 "eval of the checkpoint gives the last epoch's accuracy" "\(${accuracy}/100\)|\"correct\": ?${accuracy}" \
+  eval --checkpoint "$work/train" --data "$work/digits" --device cpu --threads 1
+expect 0 "train --compare cpu,cpu" "agree to ≥ 15 significant digits" \
+  train --data "$work/digits" --epochs 1 --batch 32 --threads 1 --compare cpu,cpu --out "$work/compare" --quiet
+
+# Bad data: one sentence and exit 2.
+BATCHSCOPE_DATA="$work/none" expect 2 "missing dataset" "get_datasets.sh" sweep --model mnist_cnn --data mnist --batch 1:2 --device cpu --out "$work/x"
+head -c 1000 "$work/digits/t10k-images-idx3-ubyte.gz" > "$work/cut.gz"
+mkdir -p "$work/cut" && cp "$work/digits/"*labels* "$work/digits/train-images-idx3-ubyte.gz" "$work/cut/" && cp "$work/cut.gz" "$work/cut/t10k-images-idx3-ubyte.gz"
+expect 2 "truncated IDX file" "t10k-images-idx3-ubyte.gz" train --data "$work/cut" --epochs 1 --device cpu --out "$work/y"
+expect 2 "batch larger than the dataset" "batch size 500 is larger than the 300 training images" \
+  sweep --model mnist_cnn --data "$work/digits" --batch 500 --device cpu --out "$work/z"
+expect 2 "vgg16 cannot take MNIST images" "at least 32x32" train --model vgg16 --data "$work/digits" --device cpu --out "$work/w"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "all data and limit checks passed"
