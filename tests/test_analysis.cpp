@@ -165,6 +165,9 @@ TEST_F(AnalyzeTest, StraightLineHasNoJumps) {
   EXPECT_FALSE(a.groups[0].periodicity.periodic);
   EXPECT_NEAR(a.groups[0].trend->slope_ms_per_sample, 0.5, 0.01);
   EXPECT_NEAR(a.groups[0].trend->intercept_ms, 10.0, 0.2);
+  // samples/s = b / (10 + 0.5 b) ms grows to 70 / 45 at b = 70; 90% of that is first reached at b = 47.
+  ASSERT_TRUE(a.groups[0].saturation.has_value());
+  EXPECT_EQ(a.groups[0].saturation->batch_size, 47);
 }
 
 TEST_F(AnalyzeTest, SplitSweepIsMergedIntoOneGroup) {

@@ -51,6 +51,9 @@ struct GroupAnalysis {
   JumpAnalysis jumps;
   Periodicity periodicity;
   std::optional<BatchChoice> fastest;      // highest samples/s
+  // The smallest batch size that reaches 90% of the highest samples/s: where the gains of a larger
+  // batch run out (training and inference reach it at very different sizes).
+  std::optional<BatchChoice> saturation;
   std::vector<BatchChoice> before_jumps;   // the largest batch size before each jump
   std::optional<int64_t> largest_fitting;  // largest batch size measured
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory

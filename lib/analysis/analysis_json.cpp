@@ -100,6 +100,7 @@ Json group_json(const GroupAnalysis& g) {
                 {"verdict", g.periodicity.verdict}}},
               {"best",
                {{"fastest", g.fastest ? choice_json(*g.fastest) : Json(nullptr)},
+                {"saturation", g.saturation ? choice_json(*g.saturation) : Json(nullptr)},
                 {"before_jumps", before},
                 {"largest_fitting", optional_json(g.largest_fitting)},
                 {"first_oom", optional_json(g.first_oom)},

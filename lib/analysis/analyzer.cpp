@@ -13,6 +13,9 @@
 namespace batchscope {
 namespace {
 
+// The share of the best throughput that counts as having reached it.
+constexpr double kSaturation = 0.9;
+
 std::optional<double> number(const Json& j, const char* key) {
   if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
   return std::nullopt;
@@ -159,6 +162,14 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     measured.push_back(p.batch_size);
     if (!g.fastest || p.samples_per_s > g.fastest->samples_per_s)
       g.fastest = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
+  }
+  if (g.fastest) {
+    for (const PointStats& p : g.points) {
+      if (!p.too_few_samples && p.samples_per_s >= kSaturation * g.fastest->samples_per_s) {
+        g.saturation = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
+        break;
+      }
+    }
   }
   if (xs.size() >= 2) {
     const LineFit fit = theil_sen(xs, ys);

@@ -187,6 +187,10 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << significant(g.fastest->samples_per_s) << " samples/s (" << significant(g.fastest->median_ms)
         << " ms per step)\n";
   }
+  if (g.saturation) {
+    out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
+        << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
+  }
   for (const BatchChoice& c : g.before_jumps) {
     out << "- the largest size before a jump: batch " << c.batch_size << ", " << significant(c.samples_per_s)
         << " samples/s\n";
@@ -317,7 +321,9 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       out << "  multiples of 16: " << sixteen << "\n";
     if (g.fastest) {
       out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
-          << " samples/s\n";
+          << " samples/s";
+      if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
+      out << "\n";
     }
   }
   for (const Comparison& c : a.comparisons) {
