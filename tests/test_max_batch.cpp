@@ -6,7 +6,13 @@
 #include <stdexcept>
 #include <utility>
 
+#include <filesystem>
+#include <fstream>
+
+#include "lib/batch_maximum.h"
 #include "lib/cpu_memory.h"
+#include "lib/errors.h"
+#include "lib/records.h"
 #include "lib/max_batch.h"
 #include "lib/step_runner.h"
 
@@ -332,4 +338,37 @@ TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
   MaxBatchOptions options;
   options.cpu_memory_limit = kMiB;
   EXPECT_THROW(run_max_batch(e, torch::Device("cuda:0"), options, {}), std::invalid_argument);
+}
+
+// A sweep with batch: 1:max that is resumed keeps the sizes of its run record rather than searching
+// again (a new search could answer differently and the resume would be refused); a fresh one searches.
+TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
+  ExperimentConfig e;
+  e.name = "tomax";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.device = "cpu";
+  e.batch_to_max = BatchToMax{1, 1, 2.0};
+  const SweepConfig config{"test", {e}};
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "batchscope_tomax_resume";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ExperimentConfig earlier = e;
+  earlier.batch_sizes = {1, 2, 4, 8};
+  const Json run = {{"type", "run"}, {"config", {{"experiments", {Json(to_json(earlier))}}}}};
+  std::ofstream(dir / "steps.jsonl") << run.dump() << "\n";
+
+  cpu_memory::set_limit(int64_t{1} << 20);  // a search now would find nothing and throw
+  EXPECT_EQ(resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes,
+            (std::vector<int64_t>{1, 2, 4, 8}));
+
+  std::filesystem::remove_all(dir);
+  EXPECT_THROW(resolve_batch_maximum(config, dir.string()), UserError);
+  cpu_memory::set_limit(int64_t{48} << 20);
+  const std::vector<int64_t> fresh = resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes;
+  ASSERT_GE(fresh.size(), 3u);
+  EXPECT_EQ(fresh[0], 1);
+  EXPECT_EQ(fresh[1], 2);
 }
