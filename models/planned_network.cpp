@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "models/splittable_conv.h"
+
 namespace batchscope::models {
 
 torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape) {
@@ -12,11 +14,11 @@ torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape) {
   nn::AnyModule module;
   switch (layer.kind) {
     case Layer::Kind::kConv:
-      module = nn::AnyModule(nn::Conv2d(nn::Conv2dOptions(in.at(0), layer.out, layer.kernel)
-                                            .stride(layer.stride)
-                                            .padding(layer.padding)
-                                            .groups(layer.groups)
-                                            .bias(layer.bias)));
+      module = nn::AnyModule(SplittableConv2d(nn::Conv2dOptions(in.at(0), layer.out, layer.kernel)
+                                                  .stride(layer.stride)
+                                                  .padding(layer.padding)
+                                                  .groups(layer.groups)
+                                                  .bias(layer.bias)));
       break;
     case Layer::Kind::kBatchNorm:
       module = nn::AnyModule(nn::BatchNorm2d(in.at(0)));

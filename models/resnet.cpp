@@ -13,10 +13,11 @@ namespace {
 
 struct ResNetConfig {
   int depth;
-  std::array<int64_t, 4> blocks;  // bottleneck blocks per stage
+  std::array<int64_t, 4> blocks;  // blocks per stage
+  bool bottleneck;                // 1x1-3x3-1x1 blocks (x4 channels), else two 3x3 (basic blocks)
 };
 
-constexpr std::array<ResNetConfig, 1> kConfigs = {{{50, {3, 4, 6, 3}}}};
+constexpr std::array<ResNetConfig, 2> kConfigs = {{{18, {2, 2, 2, 2}, false}, {50, {3, 4, 6, 3}, true}}};
 
 struct Stage {
   int64_t planes;
@@ -51,6 +52,22 @@ Layer bottleneck(int64_t in, int64_t planes, int64_t stride) {
       std::move(shortcut), true);
 }
 
+Layer basic_block(int64_t in, int64_t planes, int64_t stride) {
+  std::vector<Layer> shortcut;
+  if (stride != 1 || in != planes) {
+    shortcut.push_back(named("downsample", stack({conv_no_bias(planes, 1, stride), batch_norm()})));
+  }
+  return residual(
+      {
+          named("conv1", conv_no_bias(planes, 3, stride)),
+          named("bn1", batch_norm()),
+          named("relu", relu()),
+          named("conv2", conv_no_bias(planes, 3)),
+          named("bn2", batch_norm()),
+      },
+      std::move(shortcut), true);
+}
+
 }  // namespace
 
 Layer resnet_plan(int depth, int64_t classes) {
@@ -70,8 +87,14 @@ Layer resnet_plan(int depth, int64_t classes) {
   for (size_t s = 0; s < kStages.size(); ++s) {
     std::vector<Layer> blocks;
     for (int64_t b = 0; b < config->blocks[s]; ++b) {
-      blocks.push_back(bottleneck(channels, kStages[s].planes, b == 0 ? kStages[s].stride : 1));
-      channels = kStages[s].planes * kExpansion;
+      const int64_t stride = b == 0 ? kStages[s].stride : 1;
+      if (config->bottleneck) {
+        blocks.push_back(bottleneck(channels, kStages[s].planes, stride));
+        channels = kStages[s].planes * kExpansion;
+      } else {
+        blocks.push_back(basic_block(channels, kStages[s].planes, stride));
+        channels = kStages[s].planes;
+      }
     }
     layers.push_back(named("layer" + std::to_string(s + 1), stack(std::move(blocks))));
   }

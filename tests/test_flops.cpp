@@ -145,6 +145,8 @@ TEST(ModelFlops, ImageNetModelsMatchPublishedCounts) {
       {"vgg16", 2 * 15.47e9, 0.01},
       {"vgg19", 2 * 19.63e9, 0.01},
       {"resnet50", 2 * 4.1e9, 0.01},
+      {"resnet18", 2 * 1.814e9, 0.01},  // torchvision's 1.81 GMACs
+      {"alexnet", 2 * 0.714e9, 0.01},   // torchvision's 0.71 GMACs
       // Its thin layers make batch norm and ReLU6 a larger share.
       {"mobilenet_v2", 2 * 0.3e9, 0.06},
       {"mobilenet", 2 * 0.569e9, 0.03},

@@ -32,6 +32,8 @@ const std::vector<ZooCase>& zoo_cases() {
       {"vgg16", [](int64_t classes) { return bm::vgg_plan(16, classes); }, 138357544, 4096, {3, 32, 32}},
       {"vgg19", [](int64_t classes) { return bm::vgg_plan(19, classes); }, 143667240, 4096, {3, 32, 32}},
       {"resnet50", [](int64_t classes) { return bm::resnet_plan(50, classes); }, 25557032, 2048, {3, 32, 32}},
+      {"resnet18", [](int64_t classes) { return bm::resnet_plan(18, classes); }, 11689512, 512, {3, 32, 32}},
+      {"alexnet", bm::alexnet_plan, 61100840, 4096, {3, 64, 64}},
       {"mobilenet", bm::mobilenet_v1_plan, 4231976, 1024, {3, 32, 32}},
       {"mobilenet_v2", bm::mobilenet_v2_plan, 3504872, 1280, {3, 32, 32}},
       {"mnist_cnn", bm::mnist_cnn_plan, 1199882, 128, {1, 28, 28}},
@@ -72,7 +74,8 @@ TEST(Registry, UnknownNameIsNull) {
 }
 
 TEST(Registry, KnownNamesListsEveryModel) {
-  EXPECT_EQ(bm::known_model_names(), "vgg16, vgg19, resnet50, mobilenet, mobilenet_v2, mnist_cnn");
+  EXPECT_EQ(bm::known_model_names(),
+            "vgg16, vgg19, resnet50, resnet18, alexnet, mobilenet, mobilenet_v2, mnist_cnn");
 }
 
 TEST(Registry, DefaultInputsAndClasses) {
