@@ -44,6 +44,8 @@ class Workload {
   // Waits for the device (a no-op on the CPU, where every op has finished when it returns).
   void synchronize() const;
   const torch::Device& device() const { return device_; }
+  models::Network& network() { return *model_; }
+  torch::optim::Optimizer* optimizer() { return optimizer_.get(); }
   bool training() const { return experiment_.phase == Phase::Train; }
 
   // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).

@@ -23,8 +23,15 @@ class SplittableConv2dImpl : public torch::nn::Conv2dImpl {
   void set_micro_batches(std::vector<int64_t> sizes);
   const std::vector<int64_t>& micro_batches() const { return micro_batches_; }
 
+  // While recording, each forward keeps its input's shape (one sample's, without the batch), so that a
+  // planner can time the layer alone at other batch sizes.
+  void record_input_shape(bool on) { recording_ = on; }
+  const std::vector<int64_t>& input_shape() const { return input_shape_; }
+
  private:
   std::vector<int64_t> micro_batches_;
+  bool recording_ = false;
+  std::vector<int64_t> input_shape_;
 };
 TORCH_MODULE(SplittableConv2d);
 
