@@ -12,10 +12,11 @@ namespace batchscope {
 // (and the whole batch), or every size from 1 to the batch.
 enum class MicroBatchPolicy { Undivided, PowerOfTwo, All };
 std::string to_string(MicroBatchPolicy policy);
-// "undivided", "powerOfTwo" (also "power_of_two"), "all"; nullopt otherwise.
+// "undivided", "powerOfTwo" (also "power_of_two"), "all", in any case; nullopt otherwise.
 std::optional<MicroBatchPolicy> policy_from_string(const std::string& text);
 
 // The micro-batch sizes a policy allows for a mini-batch of `batch`, ascending; always includes batch.
+// Throws std::invalid_argument when batch < 1.
 std::vector<int64_t> candidate_sizes(MicroBatchPolicy policy, int64_t batch);
 
 // Measured time (ms) of one layer's (or the whole model's) forward+backward at each micro-batch size.
@@ -33,8 +34,9 @@ struct SplitPlan {
 
 // The split of `batch` into sizes the policy allows and the table has times for that minimises the
 // summed time, by dynamic programming over 0..batch (T[b] = min over sizes s <= b of T[b - s] + t(s)).
-// Ties go to fewer micro-batches. Throws std::invalid_argument when no split is possible (e.g. the table
-// lacks the sizes the policy needs).
+// Table entries above the batch or outside the policy are ignored. Ties (relative 1e-12) go to fewer
+// micro-batches. Throws std::invalid_argument when no split is possible (e.g. the table lacks the sizes the
+// policy needs) or a usable time is negative or not finite. O(batch x candidate sizes).
 SplitPlan plan_split(const CostTable& costs, int64_t batch, MicroBatchPolicy policy);
 
 }  // namespace batchscope

@@ -151,6 +151,10 @@ TEST(PlanSplit, TiesPreferFewerMicroBatches) {
   const CostTable no_whole{"no_whole", {{1, 0.5}, {2, 1.0}, {4, 2.0}}};
   EXPECT_EQ(plan_split(no_whole, 8, MicroBatchPolicy::PowerOfTwo).split, Sizes({4, 4}));
   EXPECT_EQ(plan_split(no_whole, 7, MicroBatchPolicy::All).split, Sizes({4, 2, 1}));
+
+  // 4+1+1 and 3+3 both take 4 ms: the larger first size must not win over the fewer micro-batches.
+  const CostTable uneven{"uneven", {{1, 1.0}, {3, 2.0}, {4, 2.0}}};
+  EXPECT_EQ(plan_split(uneven, 6, MicroBatchPolicy::All).split, Sizes({3, 3}));
 }
 
 TEST(PlanSplit, UsesOnlyMeasuredAllowedSizes) {
@@ -191,10 +195,10 @@ TEST(PlanSplit, RejectsBadTimes) {
 TEST(PlanSplit, MatchesExhaustiveSearch) {
   std::mt19937 rng(20180912);
   std::uniform_real_distribution<double> real_ms(0.1, 10.0);
-  std::uniform_int_distribution<int> whole_ms(1, 6);  // small integers give many exact ties
+  std::uniform_int_distribution<int> whole_ms(1, 3);  // small integers give many exact ties
   std::bernoulli_distribution measured(0.7);
   int impossible = 0;
-  for (int trial = 0; trial < 300; ++trial) {
+  for (int trial = 0; trial < 600; ++trial) {
     const bool integer_times = trial % 2 == 0;
     const int64_t batch = 1 + trial % 12;
     CostTable costs{"random" + std::to_string(trial), {}};
@@ -212,7 +216,9 @@ TEST(PlanSplit, MatchesExhaustiveSearch) {
       const SplitPlan plan = plan_split(costs, batch, policy);
       expect_consistent(plan, costs, batch, policy);
       EXPECT_NEAR(plan.predicted_ms, expected.best_ms, 1e-9 * expected.best_ms);
-      if (integer_times) EXPECT_EQ(plan.split.size(), expected.fewest_pieces);
+      if (integer_times) {
+        EXPECT_EQ(plan.split.size(), expected.fewest_pieces);
+      }
     }
   }
   EXPECT_GT(impossible, 0);  // the random tables also exercise the failure path
