@@ -12,6 +12,7 @@ int run_analyze_command(const std::vector<std::string>& args);
 int run_maxbatch_command(const std::vector<std::string>& args);
 int run_train_command(const std::vector<std::string>& args);
 int run_eval_command(const std::vector<std::string>& args);
+int run_microbatch_command(const std::vector<std::string>& args);
 int run_models_command(const std::vector<std::string>& args);
 int run_env_command(const std::vector<std::string>& args);
 

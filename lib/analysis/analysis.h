@@ -91,8 +91,18 @@ struct LogSummary {
   nlohmann::ordered_json environment;  // from its first run record (null without one)
 };
 
+// A `batchscope microbatch` log: its configuration and, per policy, the predicted and measured speedup
+// of the planned micro-batches, with the per-layer splits.
+struct MicroBatchStudy {
+  std::string log;
+  nlohmann::ordered_json config;
+  std::vector<nlohmann::ordered_json> results;  // microbatch_result records
+  std::vector<nlohmann::ordered_json> plans;    // layer_plan records
+};
+
 struct Analysis {
   std::vector<LogSummary> logs;
+  std::vector<MicroBatchStudy> microbatch;
   std::vector<GroupAnalysis> groups;
   std::vector<Comparison> comparisons;
   std::vector<std::string> warnings;  // everything the user should know that is not an error

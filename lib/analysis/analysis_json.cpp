@@ -142,6 +142,10 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
   Json groups = Json::array(), comparisons = Json::array();
   for (const GroupAnalysis& g : analysis.groups) groups.push_back(group_json(g));
   for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
+  Json microbatch = Json::array();
+  for (const MicroBatchStudy& s : analysis.microbatch) {
+    microbatch.push_back(Json{{"log", s.log}, {"config", s.config}, {"results", s.results}, {"plans", s.plans}});
+  }
   return Json{{"format_version", 1},
               {"options",
                {{"min_samples", options.min_samples},
@@ -152,6 +156,7 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
               {"logs", logs},
               {"groups", groups},
               {"comparisons", comparisons},
+              {"microbatch", microbatch},
               {"warnings", analysis.warnings}};
 }
 

@@ -297,8 +297,28 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
   }
   const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
 
+  std::vector<MicroBatchStudy> studies;
+  for (const LoadedLog& log : logs) {
+    MicroBatchStudy study;
+    study.log = log.summary.path;
+    for (const Json& r : log.records) {
+      const std::string type = r["type"].get<std::string>();
+      if (type == record::kRun && r.contains("config")) study.config = r["config"];
+      if (type == "microbatch_result") study.results.push_back(r);
+      if (type == "layer_plan") study.plans.push_back(r);
+    }
+    if (!study.results.empty()) studies.push_back(std::move(study));
+  }
+
   const bool measured =
       std::any_of(raw.begin(), raw.end(), [](const RawGroup& g) { return !g.points.empty(); });
+  if (!measured && !studies.empty()) {
+    Analysis a;
+    for (const LoadedLog& log : logs) a.logs.push_back(log.summary);
+    a.microbatch = std::move(studies);
+    a.warnings = std::move(warnings);
+    return a;
+  }
   if (!measured) {
     for (const RawGroup& g : raw) {
       if (!g.oom.empty()) {
@@ -315,6 +335,7 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
 
   Analysis a = analyze_groups(raw, options);
   for (const LoadedLog& log : logs) a.logs.push_back(log.summary);
+  a.microbatch = std::move(studies);
   warnings.insert(warnings.end(), a.warnings.begin(), a.warnings.end());
   a.warnings = std::move(warnings);
   return a;

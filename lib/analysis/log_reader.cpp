@@ -11,7 +11,8 @@ namespace {
 
 bool known_type(const std::string& type) {
   for (const char* known : {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom,
-                            record::kSkipped, record::kEnd}) {
+                            record::kSkipped, record::kEnd, "layer_cost", "layer_cost_skipped", "layer_plan",
+                            "microbatch_result"}) {
     if (type == known) return true;
   }
   return false;
@@ -81,6 +82,12 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
         Json env = r;
         env.erase("type");
         env.erase("config");
+        if (env.contains("environment") && env["environment"].is_object()) {
+          // Some commands nest the environment: flatten it as a sweep's run record has it.
+          const Json nested = env["environment"];
+          env.erase("environment");
+          for (auto it = nested.begin(); it != nested.end(); ++it) env[it.key()] = it.value();
+        }
         log.summary.environment = env;
       }
     }

@@ -241,6 +241,56 @@ void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome&
   out << "\n</details>\n\n";
 }
 
+double number_at(const Json& j, std::initializer_list<const char*> path) {
+  const Json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return std::nan("");
+    at = &(*at)[key];
+  }
+  return at->is_number() ? at->get<double>() : std::nan("");
+}
+
+std::string mib(double bytes) { return std::isnan(bytes) ? "–" : significant(bytes / (1024.0 * 1024.0), 4); }
+
+void write_microbatch(std::ostream& out, const std::vector<MicroBatchStudy>& studies) {
+  out << "## Micro-batching\n\n";
+  for (const MicroBatchStudy& s : studies) {
+    const Json& c = s.config;
+    out << "### " << text(c, "model") << ", mini-batch " << text(c, "batch") << ", " << text(c, "precision")
+        << " on " << text(c, "device") << " (mode " << text(c, "mode") << ", cuDNN benchmark "
+        << (c.is_object() && c.value("cudnn_benchmark", false) ? "on" : "off") << ")\n\n`" << s.log << "`\n\n"
+        << "| policy | predicted speedup | measured step speedup | undivided step ms | planned step ms | "
+           "peak MiB undivided | peak MiB planned | gradient difference |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const Json& r : s.results) {
+      const double gradient = number_at(r, {"gradient_difference"});
+      out << "| " << text(r, "policy") << " | " << significant(number_at(r, {"predicted", "speedup"}), 3) << "× | "
+          << significant(number_at(r, {"measured", "speedup"}), 3) << "× | "
+          << significant(number_at(r, {"measured", "undivided", "median_ms"})) << " | "
+          << significant(number_at(r, {"measured", "planned", "median_ms"})) << " | "
+          << mib(number_at(r, {"measured", "undivided", "peak_memory_bytes"})) << " | "
+          << mib(number_at(r, {"measured", "planned", "peak_memory_bytes"})) << " | "
+          << (std::isnan(gradient) ? "–" : significant(gradient * 100, 2) + "%") << " |\n";
+    }
+    out << "\nPredicted: from the measured times of each convolution (or of the whole step, mode model) at "
+           "each micro-batch size; measured: whole training steps, undivided against planned.\n\n";
+    if (!s.plans.empty()) {
+      out << "<details><summary>Per-layer splits</summary>\n\n| policy | layer | split | predicted ms | "
+             "undivided ms |\n|---|---|---|---:|---:|\n";
+      for (const Json& p : s.plans) {
+        std::string split;
+        if (p.contains("split") && p["split"].is_array()) {
+          for (const Json& size : p["split"]) split += (split.empty() ? "" : "+") + size.dump();
+        }
+        out << "| " << text(p, "policy") << " | " << text(p, "layer") << " | " << split << " | "
+            << significant(number_at(p, {"predicted_ms"})) << " | " << significant(number_at(p, {"undivided_ms"}))
+            << " |\n";
+      }
+      out << "\n</details>\n\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::string significant(double value, int digits) {
@@ -287,6 +337,7 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
     out << "## Comparisons\n\n";
     for (const Comparison& c : a.comparisons) write_comparison(out, c, plots, dir);
   }
+  if (!a.microbatch.empty()) write_microbatch(out, a.microbatch);
   write_environment(out, a);
   std::vector<std::string> warnings = a.warnings;
   warnings.insert(warnings.end(), plots.warnings.begin(), plots.warnings.end());

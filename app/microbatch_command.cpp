@@ -1,0 +1,174 @@
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/config.h"
+#include "lib/cpu_memory.h"
+#include "lib/environment.h"
+#include "lib/errors.h"
+#include "lib/microbatch.h"
+#include "lib/records.h"
+#include "lib/sweep_runner.h"
+#include "models/registry.h"
+
+namespace batchscope::app {
+namespace {
+
+[[noreturn]] void refuse(const std::string& problem, const std::string& fix) {
+  throw UserError(located("command line", 0, problem, fix));
+}
+
+std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
+  if (text == "every")
+    return {MicroBatchPolicy::Undivided, MicroBatchPolicy::PowerOfTwo, MicroBatchPolicy::All};
+  const auto policy = policy_from_string(text);
+  if (!policy) refuse("unknown --policy " + text, "use undivided, powerOfTwo, all or every");
+  return {*policy};
+}
+
+int positive(const cxxopts::ParseResult& result, const std::string& name, int least) {
+  const int value = result[name].as<int>();
+  if (value < least)
+    refuse("--" + name + " " + std::to_string(value) + " is too small",
+           "give " + std::to_string(least) + " or more");
+  return value;
+}
+
+// The experiment the options describe, resolved for this machine through the sweep's own checks.
+ExperimentConfig experiment_from(const cxxopts::ParseResult& result, const MicroBatchOptions& o) {
+  if (!result.count("model"))
+    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
+  const std::string model = result["model"].as<std::string>();
+  if (models::find_model(model) == nullptr)
+    refuse("unknown model " + model, "use one of " + models::known_model_names());
+  SweepOverrides s;
+  s.model = model;
+  s.batch = std::to_string(o.batch);
+  s.phase = "train";
+  s.warmup_steps = o.warmup;
+  s.timed_steps = o.steps;
+  s.cudnn_benchmark = result.count("cudnn-benchmark") > 0;
+  if (result.count("device")) s.device = result["device"].as<std::string>();
+  if (result.count("precision")) s.precision = result["precision"].as<std::string>();
+  if (result.count("input")) s.input_shape = parse_input_shape(result["input"].as<std::string>());
+  if (result.count("classes")) s.classes = result["classes"].as<int64_t>();
+  return resolve_for_machine(sweep_from_overrides(s)).experiments.front();
+}
+
+Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std::string& command) {
+  Json policies = Json::array();
+  for (MicroBatchPolicy p : o.policies) policies.push_back(to_string(p));
+  Json config = Json(to_json(e));
+  config["batch"] = o.batch;
+  config["policies"] = policies;
+  config["mode"] = to_string(o.mode);
+  config["device"] = e.device;
+  config["cudnn_benchmark"] = e.cudnn_benchmark;
+  config["warmup"] = o.warmup;
+  config["steps"] = o.steps;
+  config["repeats"] = o.repeats;
+  Json record = {{"type", "run"},
+                 {"run_id", make_run_id()},
+                 {"time", iso8601_utc_now()},
+                 {"command", command},
+                 {"environment", Json(collect_environment())},
+                 {"config", config},
+                 {"workspace_limit_note", kWorkspaceLimitNote}};
+  const auto cap = cudnn_workspace_cap_env();
+  record["cudnn_conv_wscap_dbg"] = cap ? Json(*cap) : Json(nullptr);
+  if (e.precision != Precision::FP32) {
+    record["precision_note"] =
+        "layer costs and model-mode steps run in fp32 without autocast; layer-mode whole steps use autocast";
+  }
+  return record;
+}
+
+}  // namespace
+
+int run_microbatch_command(const std::vector<std::string>& args) {
+  cxxopts::Options options(
+      "batchscope microbatch",
+      "Plan and measure micro-batching (mu-cuDNN, Oyama et al. 2018) for one mini-batch of a model's\n"
+      "training step. layer mode: time every convolution alone at each micro-batch size the policies\n"
+      "allow, plan each layer's split by dynamic programming, then measure whole train steps undivided\n"
+      "and with every convolution split. model mode: gradient accumulation over micro-batches of the\n"
+      "whole model, planned from forward+backward times per size. Predictions and measurements are\n"
+      "both reported, including where splitting does not help.\n"
+      "LibTorch's C++ API has no cuDNN workspace limit, mu-cuDNN's central parameter; where PyTorch's\n"
+      "cuDNN v8 path reads CUDNN_CONV_WSCAP_DBG, its value is recorded when set.");
+  // clang-format off
+  options.add_options()
+      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
+      ("b,batch", "the mini-batch to split", cxxopts::value<int64_t>())
+      ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
+      ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
+      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
+      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
+      ("policy", "undivided, powerOfTwo, all, or every (all three)", cxxopts::value<std::string>()->default_value("every"))
+      ("mode", "layer (per-convolution splits) or model (gradient accumulation)", cxxopts::value<std::string>()->default_value("layer"))
+      ("steps", "timed train steps per configuration", cxxopts::value<int>()->default_value("10"))
+      ("warmup", "untimed runs before each measurement", cxxopts::value<int>()->default_value("3"))
+      ("repeats", "timed runs per cost (layer or size)", cxxopts::value<int>()->default_value("5"))
+      ("cudnn-benchmark", "let cuDNN search for the fastest algorithm per shape")
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("o,out", "output directory (default runs/microbatch-MODEL)", cxxopts::value<std::string>())
+      ("force", "replace a complete result in the output directory")
+      ("q,quiet", "no progress lines")
+      ("h,help", "this help");
+  // clang-format on
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_plan, microbatch_result, end) and "
+                 "DIR/report.md.\n"
+                 "Exit codes: 0 done, 2 bad input.\n"
+                 "Example: batchscope microbatch --model alexnet --input 3,64,64 --batch 16 --device cpu\n";
+    return 0;
+  }
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  if (!result.count("batch")) refuse("no mini-batch given", "pass --batch B, e.g. --batch 64");
+  MicroBatchOptions o;
+  o.batch = result["batch"].as<int64_t>();
+  if (o.batch < 1) refuse("--batch " + std::to_string(o.batch) + " is not a batch size", "give 1 or more");
+  o.policies = policies_from(result["policy"].as<std::string>());
+  const std::string mode = result["mode"].as<std::string>();
+  if (mode != "layer" && mode != "model") refuse("unknown --mode " + mode, "use layer or model");
+  o.mode = mode == "layer" ? MicroBatchMode::Layer : MicroBatchMode::Model;
+  o.steps = positive(result, "steps", 1);
+  o.warmup = positive(result, "warmup", 0);
+  o.repeats = positive(result, "repeats", 1);
+  if (result.count("threads")) torch::set_num_threads(positive(result, "threads", 1));
+
+  const ExperimentConfig e = experiment_from(result, o);
+  at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
+  const std::string dir =
+      result.count("out") ? result["out"].as<std::string>() : "runs/microbatch-" + e.model;
+  if (has_complete_microbatch_result(dir) && !result.count("force")) {
+    refuse(dir + "/microbatch.jsonl already holds a complete result",
+           "pass --force to replace it, or --out another directory");
+  }
+  if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
+
+  std::string command = "batchscope microbatch";
+  for (const std::string& a : args) command += " " + a;
+  spdlog::info("micro-batching {} at batch {} on {} ({} mode)", e.model, o.batch, e.device, mode);
+  MicroBatchStudy study;
+  try {
+    study = run_microbatch_study(e, o);
+  } catch (const std::invalid_argument& bad) {
+    refuse(bad.what(), "check --batch, --policy and --mode");
+  }
+  for (const std::string& s : study.costs.skipped) spdlog::warn("skipped {}", s);
+  write_microbatch_files(dir, run_record(e, o, command), study);
+  std::cout << study_summary(study);
+  spdlog::info("wrote {}/microbatch.jsonl and {}/report.md", dir, dir);
+  return 0;
+}
+
+}  // namespace batchscope::app
