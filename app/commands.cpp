@@ -81,7 +81,8 @@ std::string usage() {
          "  train [options]                train a model on MNIST or Fashion-MNIST to an accuracy, with "
          "checkpoints\n"
          "  eval --checkpoint DIR          evaluate a checkpoint on the test split\n"
-         "  microbatch --model M --batch B plan micro-batch splits of each convolution (µ-cuDNN) and measure them\n"
+         "  microbatch --model M --batch B plan micro-batch splits of each convolution (µ-cuDNN) and measure "
+         "them\n"
          "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds\n\n"
          "batchscope COMMAND --help describes a command's options.\n";

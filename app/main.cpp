@@ -42,9 +42,9 @@ int main(int argc, char** argv) {
     if (command == "microbatch") return app::run_microbatch_command(args);
     if (command == "models") return app::run_models_command(args);
     if (command == "env") return app::run_env_command(args);
-    throw UserError(located(
-        "command line", 0, "unknown command '" + command + "'",
-        "use one of sweep, analyze, maxbatch, train, eval, microbatch, models, env (batchscope --help lists them)"));
+    throw UserError(located("command line", 0, "unknown command '" + command + "'",
+                            "use one of sweep, analyze, maxbatch, train, eval, microbatch, models, env "
+                            "(batchscope --help lists them)"));
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << error.what() << "\n";
     return 2;

@@ -119,6 +119,9 @@ struct MicroBatchStudy {
   CostMeasurement costs;
   std::vector<PolicyOutcome> outcomes;
   bool batch_norm = false;
+  // Model mode with batch norm: the gradient difference of a split into two halves, for reference
+  // where a plan keeps the mini-batch whole.
+  std::optional<double> halves_gradient_difference;
 };
 
 // "BatchNorm models: micro-batches change the batch statistics; gradient difference 3.2% relative",

@@ -18,8 +18,8 @@ Layer alexnet_plan(int64_t classes) {
                                conv(256, 3, 1, 1), relu(), max_pool(3, 2)})),
       named("avgpool", adaptive_avg_pool(kPooledSide, kPooledSide)),
       named("flatten", flatten()),
-      named("classifier", stack({dropout(kDropout), linear(kHidden), relu(), dropout(kDropout), linear(kHidden),
-                                 relu(), linear(classes)})),
+      named("classifier", stack({dropout(kDropout), linear(kHidden), relu(), dropout(kDropout),
+                                 linear(kHidden), relu(), linear(classes)})),
   });
 }
 

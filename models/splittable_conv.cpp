@@ -28,7 +28,8 @@ void SplittableConv2dImpl::set_micro_batches(std::vector<int64_t> sizes) {
 std::vector<NamedConvolution> convolutions(torch::nn::Module& model) {
   std::vector<NamedConvolution> out;
   for (const auto& item : model.named_modules("", /*include_self=*/false)) {
-    if (auto conv = std::dynamic_pointer_cast<SplittableConv2dImpl>(item.value())) out.emplace_back(item.key(), conv);
+    if (auto conv = std::dynamic_pointer_cast<SplittableConv2dImpl>(item.value()))
+      out.emplace_back(item.key(), conv);
   }
   return out;
 }

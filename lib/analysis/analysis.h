@@ -50,7 +50,7 @@ struct GroupAnalysis {
   std::optional<Trend> trend;
   JumpAnalysis jumps;
   Periodicity periodicity;
-  std::optional<BatchChoice> fastest;      // highest samples/s
+  std::optional<BatchChoice> fastest;  // highest samples/s
   // The smallest batch size that reaches 90% of the highest samples/s: where the gains of a larger
   // batch run out (training and inference reach it at very different sizes).
   std::optional<BatchChoice> saturation;
@@ -93,7 +93,7 @@ struct LogSummary {
 
 // A `batchscope microbatch` log: its configuration and, per policy, the predicted and measured speedup
 // of the planned micro-batches, with the per-layer splits.
-struct MicroBatchStudy {
+struct MicroBatchLog {
   std::string log;
   nlohmann::ordered_json config;
   std::vector<nlohmann::ordered_json> results;  // microbatch_result records
@@ -102,7 +102,7 @@ struct MicroBatchStudy {
 
 struct Analysis {
   std::vector<LogSummary> logs;
-  std::vector<MicroBatchStudy> microbatch;
+  std::vector<MicroBatchLog> microbatch;
   std::vector<GroupAnalysis> groups;
   std::vector<Comparison> comparisons;
   std::vector<std::string> warnings;  // everything the user should know that is not an error

@@ -143,8 +143,9 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
   for (const GroupAnalysis& g : analysis.groups) groups.push_back(group_json(g));
   for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
   Json microbatch = Json::array();
-  for (const MicroBatchStudy& s : analysis.microbatch) {
-    microbatch.push_back(Json{{"log", s.log}, {"config", s.config}, {"results", s.results}, {"plans", s.plans}});
+  for (const MicroBatchLog& s : analysis.microbatch) {
+    microbatch.push_back(
+        Json{{"log", s.log}, {"config", s.config}, {"results", s.results}, {"plans", s.plans}});
   }
   return Json{{"format_version", 1},
               {"options",

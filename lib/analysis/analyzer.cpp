@@ -297,9 +297,9 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
   }
   const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
 
-  std::vector<MicroBatchStudy> studies;
+  std::vector<MicroBatchLog> studies;
   for (const LoadedLog& log : logs) {
-    MicroBatchStudy study;
+    MicroBatchLog study;
     study.log = log.summary.path;
     for (const Json& r : log.records) {
       const std::string type = r["type"].get<std::string>();

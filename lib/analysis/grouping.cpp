@@ -41,7 +41,8 @@ Json identity_of(const Json& r, const Json* config, const Json& environment, con
   id["phase"] = text_of(r, "phase");
   id["precision"] = text_of(r, "precision");
   if (config != nullptr) {
-    for (const char* key : {"input", "classes", "data", "transfer", "chunk", "channels_last", "cudnn_benchmark"}) {
+    for (const char* key :
+         {"input", "classes", "data", "transfer", "chunk", "channels_last", "cudnn_benchmark"}) {
       if (config->contains(key)) id[key] = (*config)[key];
     }
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];

@@ -10,9 +10,9 @@ namespace fs = std::filesystem;
 namespace {
 
 bool known_type(const std::string& type) {
-  for (const char* known : {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom,
-                            record::kSkipped, record::kEnd, "layer_cost", "layer_cost_skipped", "layer_plan",
-                            "microbatch_result"}) {
+  for (const char* known :
+       {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom, record::kSkipped,
+        record::kEnd, "layer_cost", "layer_cost_skipped", "layer_plan", "microbatch_result"}) {
     if (type == known) return true;
   }
   return false;

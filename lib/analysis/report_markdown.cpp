@@ -252,9 +252,9 @@ double number_at(const Json& j, std::initializer_list<const char*> path) {
 
 std::string mib(double bytes) { return std::isnan(bytes) ? "–" : significant(bytes / (1024.0 * 1024.0), 4); }
 
-void write_microbatch(std::ostream& out, const std::vector<MicroBatchStudy>& studies) {
+void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studies) {
   out << "## Micro-batching\n\n";
-  for (const MicroBatchStudy& s : studies) {
+  for (const MicroBatchLog& s : studies) {
     const Json& c = s.config;
     out << "### " << text(c, "model") << ", mini-batch " << text(c, "batch") << ", " << text(c, "precision")
         << " on " << text(c, "device") << " (mode " << text(c, "mode") << ", cuDNN benchmark "
@@ -264,8 +264,8 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchStudy>& stu
         << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
     for (const Json& r : s.results) {
       const double gradient = number_at(r, {"gradient_difference"});
-      out << "| " << text(r, "policy") << " | " << significant(number_at(r, {"predicted", "speedup"}), 3) << "× | "
-          << significant(number_at(r, {"measured", "speedup"}), 3) << "× | "
+      out << "| " << text(r, "policy") << " | " << significant(number_at(r, {"predicted", "speedup"}), 3)
+          << "× | " << significant(number_at(r, {"measured", "speedup"}), 3) << "× | "
           << significant(number_at(r, {"measured", "undivided", "median_ms"})) << " | "
           << significant(number_at(r, {"measured", "planned", "median_ms"})) << " | "
           << mib(number_at(r, {"measured", "undivided", "peak_memory_bytes"})) << " | "
@@ -283,8 +283,8 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchStudy>& stu
           for (const Json& size : p["split"]) split += (split.empty() ? "" : "+") + size.dump();
         }
         out << "| " << text(p, "policy") << " | " << text(p, "layer") << " | " << split << " | "
-            << significant(number_at(p, {"predicted_ms"})) << " | " << significant(number_at(p, {"undivided_ms"}))
-            << " |\n";
+            << significant(number_at(p, {"predicted_ms"})) << " | "
+            << significant(number_at(p, {"undivided_ms"})) << " |\n";
       }
       out << "\n</details>\n\n";
     }
