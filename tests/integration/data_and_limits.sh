@@ -4,20 +4,7 @@
 set -uo pipefail
 bin="$1"; src="$2"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
-# expect CODE NAME PATTERN ARGS...: that exit code and a stderr line matching PATTERN.
-expect() {
-  local code="$1" name="$2" pattern="$3"; shift 3
-  "$bin" "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -Eq -- "$pattern" "$work/err" "$work/out"; then
-    fail "$name: exit $rc, stdout: $(tail -2 "$work/out"), stderr: $(tail -3 "$work/err")"
-  else
-    ok "$name: $(grep -Eh -- "$pattern" "$work/err" "$work/out" | head -1)"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 python3 "$src/tests/data/make_idx.py" "$work/digits" --train 300 --test 100 --gzip
 

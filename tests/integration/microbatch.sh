@@ -4,19 +4,7 @@
 set -uo pipefail
 bin="$1"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
-expect() {
-  local code="$1" name="$2" pattern="$3"; shift 3
-  "$bin" "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ] || ! grep -Eq -- "$pattern" "$work/err" "$work/out"; then
-    fail "$name: exit $rc, stdout: $(tail -3 "$work/out"), stderr: $(tail -3 "$work/err")"
-  else
-    ok "$name: $(grep -Eh -- "$pattern" "$work/err" "$work/out" | head -1)"
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 expect 0 "per-layer plans of resnet18" "powerOfTwo: [0-9]+/20 convolutions split" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --device cpu --steps 2 --warmup 1 --repeats 2 --out "$work/layer"
