@@ -150,8 +150,8 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   const std::string dir =
       result.count("out") ? result["out"].as<std::string>() : "runs/microbatch-" + e.model;
   if (has_complete_microbatch_result(dir) && !result.count("force")) {
-    refuse(dir + "/microbatch.jsonl already holds a complete result",
-           "pass --force to replace it, or --out another directory");
+    throw UserError(located(dir + "/microbatch.jsonl", 0, "already holds a complete result",
+                            "pass --force to replace it, or --out another directory"));
   }
   if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
 
