@@ -16,54 +16,13 @@
 #include "data/datasets.h"
 #include "data/idx.h"
 #include "lib/errors.h"
+#include "tests/data_test_support.h"
 
 namespace batchscope::data {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The message of the UserError that body throws, or a test failure when it throws none.
-template <typename Body>
-std::string user_error(Body body) {
-  try {
-    body();
-  } catch (const UserError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "no UserError was thrown";
-  return "";
-}
-
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "batchscope-data-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::vector<uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
-}
-
-IdxArray sample_array() {
-  IdxArray array;
-  array.dims = {3, 2, 2};
-  for (int i = 0; i < 12; ++i) array.bytes.push_back(static_cast<uint8_t>(i * 20));
-  return array;
-}
+using namespace testing_support;
 
 void write_split(const fs::path& dir, const std::string& prefix, int count, bool gzip) {
   IdxArray images{{count, 28, 28}, {}};
