@@ -109,7 +109,8 @@ PlotScript time_plot(const GroupAnalysis& group) {
   body += "set title " + gp_string(group.label) + "\n";
   body += "set ylabel 'step time (ms)'\n";
   body += "set yrange [0:*]\n";
-  body += "set key left top opaque\n";
+  // Step time rises to the right and the jump labels sit at the top: the lower right is free.
+  body += "set key right bottom opaque\n";
   body += x_range(group.points.front().batch_size, group.points.back().batch_size);
   const auto& jumps = group.jumps.jumps;
   for (size_t i = 0; i < jumps.size(); ++i) {
