@@ -88,10 +88,7 @@ Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
 }
 
 Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
-  Json record = {{"type", "maxbatch"}, {"time", iso8601_utc_now()}, {"command", command}};
-  const nlohmann::json environment = collect_environment();
-  for (const auto& [key, value] : environment.items()) record[key] = Json(value);
-  record["config"] = Json(to_json(e));
+  Json record = context_record("maxbatch", command, Json(to_json(e)));
   // The search picks its own sizes: the placeholder batch of the config would only mislead.
   record["config"].erase("batch");
   record["config"].erase("batch_to_max");

@@ -73,20 +73,15 @@ Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std
   config["warmup"] = o.warmup;
   config["steps"] = o.steps;
   config["repeats"] = o.repeats;
-  Json record = {{"type", "run"},
-                 {"run_id", make_run_id()},
-                 {"time", iso8601_utc_now()},
-                 {"command", command},
-                 {"environment", Json(collect_environment())},
-                 {"config", config},
-                 {"workspace_limit_note", kWorkspaceLimitNote}};
+  Json run = context_record(record::kRun, command, config);
+  run["workspace_limit_note"] = kWorkspaceLimitNote;
   const auto cap = cudnn_workspace_cap_env();
-  record["cudnn_conv_wscap_dbg"] = cap ? Json(*cap) : Json(nullptr);
+  run["cudnn_conv_wscap_dbg"] = cap ? Json(*cap) : Json(nullptr);
   if (e.precision != Precision::FP32) {
-    record["precision_note"] =
+    run["precision_note"] =
         "layer costs and model-mode steps run in fp32 without autocast; layer-mode whole steps use autocast";
   }
-  return record;
+  return run;
 }
 
 }  // namespace

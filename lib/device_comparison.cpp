@@ -81,8 +81,9 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
 
   fs::remove(c.jsonl_path, ec);
   JsonlWriter writer(c.jsonl_path);
-  writer.add(run_header(options.command_line, {{"devices", {c.first_device, c.second_device}},
-                                               {"runs", {c.first.jsonl_path, c.second.jsonl_path}}}));
+  writer.add(context_record(
+      record::kRun, options.command_line,
+      {{"devices", {c.first_device, c.second_device}}, {"runs", {c.first.jsonl_path, c.second.jsonl_path}}}));
   c.min_digits = 17;
   for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
     const EpochResult& a = c.first.epochs[i];

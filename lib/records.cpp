@@ -7,9 +7,19 @@
 #include <fstream>
 #include <sstream>
 
+#include "lib/environment.h"
 #include "lib/errors.h"
 
 namespace batchscope {
+
+Json context_record(const char* type, const std::string& command_line, const Json& config) {
+  Json record = {{"type", type}, {"run_id", make_run_id()}, {"start_time", iso8601_utc_now()}};
+  const nlohmann::json environment = collect_environment();
+  for (const auto& [key, value] : environment.items()) record[key] = Json(value);
+  record["command"] = command_line;
+  record["config"] = config;
+  return record;
+}
 
 Json batch_record(const char* type, const ExperimentConfig& e, const std::string& device,
                   int64_t batch_size) {

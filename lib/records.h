@@ -28,6 +28,11 @@ inline constexpr const char* kSkipped = "skipped";
 inline constexpr const char* kEnd = "end";
 }  // namespace record
 
+// The record that opens every log batchscope writes (run, resume, maxbatch): its type, a new run id,
+// the start time, the environment (host, versions, devices), the command and the configuration. A number
+// without its context is not a result.
+Json context_record(const char* type, const std::string& command_line, const Json& config);
+
 // Fields shared by every per-batch record: which experiment and batch size it belongs to.
 Json batch_record(const char* type, const ExperimentConfig& e, const std::string& device, int64_t batch_size);
 

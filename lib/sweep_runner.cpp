@@ -85,13 +85,8 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
 
 Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
                 bool resumed) {
-  Json header = {{"type", resumed ? record::kResume : record::kRun},
-                 {"run_id", make_run_id()},
-                 {"start_time", iso8601_utc_now()}};
-  const nlohmann::json environment = collect_environment();
-  for (const auto& [key, value] : environment.items()) header[key] = Json(value);
-  header["command"] = options.command_line;
-  header["config"] = {{"source", config.source}, {"experiments", experiments}};
+  Json header = context_record(resumed ? record::kResume : record::kRun, options.command_line,
+                               {{"source", config.source}, {"experiments", experiments}});
   Json timers = Json::object();
   for (const ExperimentConfig& e : config.experiments) {
     if (timers.contains(e.device)) continue;

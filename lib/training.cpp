@@ -31,16 +31,6 @@ constexpr const char* kJsonlName = "train.jsonl";
 constexpr const char* kLatestWeights = "checkpoint.pt";
 constexpr const char* kCheckpointInfo = "checkpoint.json";
 
-// A number without its context is not a result: the run record carries the environment and the command.
-Json run_header(const std::string& command_line, const Json& config) {
-  Json header = {{"type", record::kRun}, {"run_id", make_run_id()}, {"start_time", iso8601_utc_now()}};
-  const nlohmann::json environment = collect_environment();
-  for (const auto& [key, value] : environment.items()) header[key] = Json(value);
-  header["command"] = command_line;
-  header["config"] = config;
-  return header;
-}
-
 Json optimizer_json(const OptimizerConfig& o) {
   Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
   if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
@@ -330,7 +320,7 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
   outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
   outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
   JsonlWriter writer(outcome.jsonl_path);
-  const Json header = run_header(o.command_line, config);
+  const Json header = context_record(record::kRun, o.command_line, config);
   writer.add(header);
   writer.flush();
   Json info = rebuild;

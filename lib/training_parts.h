@@ -18,8 +18,6 @@ struct LoadedData {
   data::DatasetSplits splits;
 };
 
-// A run record: the environment, the command and the configuration.
-Json run_header(const std::string& command_line, const Json& config);
 // The registered model for 1x28x28 inputs of 10 classes; UserError when it is unknown or cannot take them.
 std::shared_ptr<models::Network> build_network(const std::string& name);
 // Refuses a directory that holds a complete result unless force is set.

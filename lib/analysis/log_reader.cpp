@@ -82,12 +82,6 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
         Json env = r;
         env.erase("type");
         env.erase("config");
-        if (env.contains("environment") && env["environment"].is_object()) {
-          // Some commands nest the environment: flatten it as a sweep's run record has it.
-          const Json nested = env["environment"];
-          env.erase("environment");
-          for (auto it = nested.begin(); it != nested.end(); ++it) env[it.key()] = it.value();
-        }
         log.summary.environment = env;
       }
     }
