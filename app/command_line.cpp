@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "lib/cpu_memory.h"
 #include "lib/errors.h"
 
 namespace batchscope::app {
@@ -37,6 +38,15 @@ std::vector<int64_t> parse_input_shape(const std::string& text) {
     throw UserError(located("command line", 0, "--input is empty", "give a shape such as --input 3,224,224"));
   }
   return shape;
+}
+
+int64_t parse_memory_limit(const std::string& text) {
+  try {
+    return parse_memory_size(text);
+  } catch (const std::invalid_argument& error) {
+    // The parser's sentence already says what a size looks like.
+    throw UserError(located("command line", 0, std::string("--memory-limit ") + error.what(), ""));
+  }
 }
 
 }  // namespace batchscope::app

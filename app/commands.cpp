@@ -25,15 +25,6 @@
 namespace batchscope::app {
 namespace {
 
-int64_t parse_memory_size_argument(const std::string& text) {
-  try {
-    return parse_memory_size(text);
-  } catch (const std::invalid_argument& error) {
-    throw UserError(located("command line", 0, std::string("--memory-limit ") + error.what(),
-                            "give a size such as 8GiB or 512MiB"));
-  }
-}
-
 std::atomic<bool> stop_requested{false};
 
 // The first Ctrl-C (or SIGTERM) lets the running batch size finish and be written; a second one stops
@@ -168,7 +159,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("memory-limit")) {
     // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
     cpu_memory::install();
-    cpu_memory::set_limit(parse_memory_size_argument(result["memory-limit"].as<std::string>()));
+    cpu_memory::set_limit(parse_memory_limit(result["memory-limit"].as<std::string>()));
   }
   const SweepConfig machine = resolve_for_machine(parsed);
 

@@ -145,11 +145,7 @@ MaxBatchOptions search_options(const cxxopts::ParseResult& result, const Experim
       refuse("--memory-limit applies to the CPU only; on " + e.device + " the GPU's own memory is the limit",
              "leave --memory-limit out, or use --device cpu");
     }
-    try {
-      search.cpu_memory_limit = parse_memory_size(text);
-    } catch (const std::invalid_argument& bad) {
-      refuse(std::string("--memory-limit: ") + bad.what(), "");
-    }
+    search.cpu_memory_limit = parse_memory_limit(text);
   } else if (device.is_cpu()) {
     search.cpu_memory_limit = default_cpu_memory_limit();
     if (!search.cpu_memory_limit) {
