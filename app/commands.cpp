@@ -17,6 +17,8 @@
 #include "lib/config.h"
 #include "lib/cpu_memory.h"
 #include "lib/environment.h"
+#include "lib/gpu.h"
+#include "lib/power/device_power.h"
 #include "lib/errors.h"
 #include "lib/summary_table.h"
 #include "lib/sweep_runner.h"
@@ -98,8 +100,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum or adam", cxxopts::value<std::string>())
       ("lr", "learning rate", cxxopts::value<double>())
-      ("input", "shape of one sample, e.g. 3,224,224", cxxopts::value<std::string>())
-      ("classes", "number of classes", cxxopts::value<int64_t>())
+      ("input", "shape of one sample, e.g. 3,224,224 (an image), 35 (tokens)", cxxopts::value<std::string>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
+      ("classes", "number of classes (the vocabulary of a language model)", cxxopts::value<int64_t>())
       ("data", "synthetic, mnist, fashion-mnist or a directory of IDX files", cxxopts::value<std::string>())
       ("transfer", "excluded or included: time the host-to-device copy of each batch", cxxopts::value<std::string>())
       ("chunk", "infer: forward at most this many samples at a time", cxxopts::value<int64_t>())
@@ -109,6 +112,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
       ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
       ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
+      ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
+      ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<double>()->default_value("2"))
+      ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<double>())
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
@@ -135,6 +141,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("lr")) o.lr = result["lr"].as<double>();
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
   if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("seq-len")) o.seq_len = result["seq-len"].as<int64_t>();
   if (result.count("data")) o.data = result["data"].as<std::string>();
   if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
   if (result.count("chunk")) o.chunk = result["chunk"].as<int64_t>();
@@ -173,6 +180,19 @@ int run_sweep_command(const std::vector<std::string>& args) {
   sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   sweep.command_line = joined(args);
+  sweep.measure_energy = result.count("no-energy") == 0;
+  sweep.idle_seconds = result["idle-seconds"].as<double>();
+  if (!(sweep.idle_seconds >= 0 && sweep.idle_seconds <= 600)) {
+    throw UserError(located("command line", 0, "--idle-seconds must be from 0 to 600 seconds",
+                            "give e.g. --idle-seconds 2, or 0 for no idle baseline"));
+  }
+  if (result.count("energy-window")) {
+    sweep.min_energy_window_ms = result["energy-window"].as<double>();
+    if (!(sweep.min_energy_window_ms > 0)) {
+      throw UserError(located("command line", 0, "--energy-window must be a positive number of milliseconds",
+                              "give e.g. --energy-window 500"));
+    }
+  }
 
   sweep.stop_requested = &stop_requested;
   std::signal(SIGINT, request_stop);
@@ -202,7 +222,11 @@ int run_models_command(const std::vector<std::string>& args) {
          {"parameters", models::count_parameters(*model)},
          {"default_input", spec.default_input},
          {"classes", spec.default_classes},
-         {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9}});
+         {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9},
+         {"input_layout", spec.input_layout},
+         {"reference_parameters", spec.reference_parameters > 0 ? nlohmann::json(spec.reference_parameters)
+                                                                 : nlohmann::json(nullptr)},
+         {"reference", spec.reference}});
   }
   if (format == ListingFormat::kJson) {
     std::cout << list.dump(2) << "\n";
@@ -219,6 +243,19 @@ int run_models_command(const std::vector<std::string>& args) {
                 static_cast<long long>(m["classes"].get<int64_t>()), m["gflops_per_sample"].get<double>(),
                 m["summary"].get<std::string>().c_str());
   }
+  std::printf("\nInput shapes are one sample without the batch dimension:\n");
+  for (const auto& m : list) {
+    std::printf("  %-14s %s\n", m["name"].get<std::string>().c_str(), m["input_layout"].get<std::string>().c_str());
+  }
+  std::printf("\nParameter counts against the reference implementations:\n");
+  for (const auto& m : list) {
+    if (m["reference_parameters"].is_null()) continue;
+    const auto ours = m["parameters"].get<int64_t>();
+    const auto reference = m["reference_parameters"].get<int64_t>();
+    std::printf("  %-14s %14lld vs %14lld  %s  %s\n", m["name"].get<std::string>().c_str(),
+                static_cast<long long>(ours), static_cast<long long>(reference),
+                ours == reference ? "same" : "DIFFERENT", m["reference"].get<std::string>().c_str());
+  }
   return 0;
 }
 
@@ -226,8 +263,29 @@ int run_env_command(const std::vector<std::string>& args) {
   const ListingFormat format =
       parse_listing_options("batchscope env", "Print the environment that a run record holds.", args);
   if (format == ListingFormat::kHelpShown) return 0;
-  const nlohmann::json env = collect_environment();
-  std::cout << (format == ListingFormat::kJson ? env.dump(2) + "\n" : format_environment(env));
+  nlohmann::json env = collect_environment();
+  // Which devices can report energy, and how: the same sources a sweep opens.
+  nlohmann::json power = nlohmann::json::object();
+  std::vector<std::string> devices{"cpu"};
+  for (int i = 0; i < gpu::device_count(); ++i) devices.push_back("cuda:" + std::to_string(i));
+  for (const std::string& device : devices) {
+    std::string reason;
+    const auto source = power::open_power_source(torch::Device(device), reason);
+    power[device] = power::describe_power(source.get(), reason);
+  }
+  if (format == ListingFormat::kJson) {
+    env["power"] = power;
+    std::cout << env.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << format_environment(env);
+  for (const auto& [device, p] : power.items()) {
+    std::cout << "energy " << device << ": "
+              << (p["available"].get<bool>()
+                      ? p["method"].get<std::string>() + " (" + p["scope"].get<std::string>() + ")"
+                      : "unavailable: " + p["reason"].get<std::string>())
+              << "\n";
+  }
   return 0;
 }
 

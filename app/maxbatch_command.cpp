@@ -116,6 +116,7 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
   if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
+  if (result.count("seq-len")) o.seq_len = result["seq-len"].as<int64_t>();
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   return resolve_for_machine(sweep_from_overrides(o)).experiments.front();
 }
@@ -174,6 +175,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
       ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
       ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
       ("phase", "train or infer", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum or adam (their state takes memory too)", cxxopts::value<std::string>())

@@ -58,6 +58,7 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result, const Micro
   if (result.count("precision")) s.precision = result["precision"].as<std::string>();
   if (result.count("input")) s.input_shape = parse_input_shape(result["input"].as<std::string>());
   if (result.count("classes")) s.classes = result["classes"].as<int64_t>();
+  if (result.count("seq-len")) s.seq_len = result["seq-len"].as<int64_t>();
   return resolve_for_machine(sweep_from_overrides(s)).experiments.front();
 }
 
@@ -103,6 +104,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
       ("b,batch", "the mini-batch to split", cxxopts::value<int64_t>())
       ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
       ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("policy", "undivided, powerOfTwo, all, or every (all three)", cxxopts::value<std::string>()->default_value("every"))

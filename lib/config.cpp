@@ -5,7 +5,11 @@
 // level instead of under `experiments:`. Experiment keys, with their defaults:
 //   name             "<model>_<phase>_<precision>"; letters, digits, _ - .; unique in the file
 //   model            required; a name from the model registry
-//   input            [C, H, W] without the batch dimension; the model's default input
+//   input            one sample's shape without the batch dimension: [C, H, W] for images,
+//                    [sequence length] for lstm_lm and transformer, [1, frequency bins, frames]
+//                    for deepspeech2; the model's default input
+//   seq_len          sequence models: the sequence length (tokens, or spectrogram frames), set in
+//                    the input shape
 //   classes          the model's default class count
 //   batch            required; "70", "1:70", "1:64:8", "1:60000:x2" (growing by a factor), "1:max"
 //                    (up to the largest size that fits, found when the sweep starts; "1:max:8",
@@ -21,7 +25,7 @@
 //   steps            timed steps per batch size, >= 1 (20)
 //   order            ascending | shuffled (ascending)
 //   data             synthetic | mnist | fashion-mnist | a directory of IDX files (synthetic); real
-//                    data sets input to [1, 28, 28] and classes to 10
+//                    data sets input to [1, 28, 28] and classes to 10 (image models only)
 //   transfer         excluded | included: whether each step's time includes copying its batch
 //                    from host memory to the device (excluded)
 //   chunk            infer only: forward passes of at most this many samples per step (whole batch)

@@ -67,7 +67,7 @@ struct SweepConfig {
 struct SweepOverrides {
   std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer;
   std::optional<std::vector<int64_t>> input_shape;
-  std::optional<int64_t> classes, chunk;
+  std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int> warmup_steps, timed_steps;
   std::optional<uint64_t> seed;
   std::optional<double> lr;

@@ -113,6 +113,14 @@ BatchPlan get_batch(const Entry& e) {
   }
 }
 
+std::string sequence_model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : models::all_models()) {
+    if (m.sequence_axis >= 0) names.push_back(m.name);
+  }
+  return join(names);
+}
+
 std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
   std::vector<std::string> dims;
   for (int64_t d : spec.default_input) dims.push_back(std::to_string(d));
@@ -197,6 +205,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.transfer) put("transfer", "--transfer", YAML::Node(*o.transfer));
   if (o.chunk) put("chunk", "--chunk", YAML::Node(*o.chunk));
   if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
+  if (o.seq_len) put("seq_len", "--seq-len", YAML::Node(*o.seq_len));
   if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
   if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
   if (o.timed_steps) put("steps", "--steps", YAML::Node(*o.timed_steps));
@@ -225,6 +234,17 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
          choose_from(c.model, known, "known models"));
   }
   c.input_shape = has("input") ? get_input(entry("input"), *spec) : spec->default_input;
+  if (has("seq_len")) {
+    const Entry& e = entry("seq_len");
+    if (spec->sequence_axis < 0) {
+      fail(e.where, spec->name + " takes no sequences, so " + e.where.label + " does not apply",
+           "remove it, or use a sequence model: " + sequence_model_names());
+    }
+    c.input_shape[static_cast<std::size_t>(spec->sequence_axis)] =
+        get_int(e, 1, INT64_MAX, "give a sequence length of 1 or more, e.g. " +
+                                     std::to_string(spec->default_input[static_cast<std::size_t>(
+                                         spec->sequence_axis)]));
+  }
   c.classes = has("classes") ? get_int(entry("classes"), 1, INT64_MAX, "give 1 or more classes")
                              : spec->default_classes;
 
@@ -262,6 +282,11 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
            entry("data").where.label + " " + shown(c.data) +
                " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
            "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
+    }
+    if (c.data != "synthetic" && spec->input_kind != models::InputKind::Image) {
+      fail(entry("data").where,
+           spec->name + " takes " + spec->input_layout + ", not the images of " + shown(c.data),
+           "use data: synthetic for " + spec->name);
     }
     if (c.data != "synthetic") {
       // The datasets are 28x28 grey images of 10 classes: the input follows from the data.

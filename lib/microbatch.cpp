@@ -41,6 +41,13 @@ std::optional<int64_t> peak(const torch::Device& device) {
   return std::nullopt;
 }
 
+// A synthetic batch of the model's kind (images, tokens, spectrograms), made on the host and copied.
+models::Batch device_batch(const models::ModelSpec& spec, int64_t batch, const std::vector<int64_t>& sample_shape,
+                           int64_t classes, const torch::Device& device) {
+  const models::Batch host = spec.synthetic_batch(batch, sample_shape, classes);
+  return {host.inputs.to(device), host.targets.to(device)};
+}
+
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& sample_shape) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
@@ -86,21 +93,33 @@ class DropoutOff {
   explicit DropoutOff(torch::nn::Module& module) {
     for (const auto& m : module.modules(/*include_self=*/false)) {
       if ((std::dynamic_pointer_cast<torch::nn::DropoutImpl>(m) ||
-           std::dynamic_pointer_cast<torch::nn::Dropout2dImpl>(m)) &&
+           std::dynamic_pointer_cast<torch::nn::Dropout2dImpl>(m) ||
+           std::dynamic_pointer_cast<torch::nn::MultiheadAttentionImpl>(m)) &&
           m->is_training()) {
         m->eval();
         switched_.push_back(m);
       }
+      // A recurrent layer's dropout between its layers is an option, not a module; the layer stays in
+      // training mode, which cuDNN needs for its backward.
+      if (auto lstm = std::dynamic_pointer_cast<torch::nn::LSTMImpl>(m)) silence(lstm->options_base);
+      if (auto gru = std::dynamic_pointer_cast<torch::nn::GRUImpl>(m)) silence(gru->options_base);
     }
   }
   ~DropoutOff() {
     for (auto& m : switched_) m->train();
+    for (auto& [options, dropout] : recurrent_) options->dropout(dropout);
   }
   DropoutOff(const DropoutOff&) = delete;
   DropoutOff& operator=(const DropoutOff&) = delete;
 
  private:
+  void silence(torch::nn::detail::RNNOptionsBase& options) {
+    recurrent_.emplace_back(&options, options.dropout());
+    options.dropout(0.0);
+  }
+
   std::vector<std::shared_ptr<torch::nn::Module>> switched_;
+  std::vector<std::pair<torch::nn::detail::RNNOptionsBase*, double>> recurrent_;
 };
 
 // Every parameter's gradient after one accumulated step (no optimizer step), zeros where none.
@@ -200,18 +219,20 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
   return out;
 }
 
-CostMeasurement measure_model_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
-                                    int64_t classes, const torch::Device& device,
-                                    const std::vector<int64_t>& sizes, int warmup, int repeats) {
+CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
+                                    const std::vector<int64_t>& sample_shape, int64_t classes,
+                                    const torch::Device& device, const std::vector<int64_t>& sizes, int warmup,
+                                    int repeats) {
   CostMeasurement out;
   CostTable table{"model", {}};
   for (int64_t m : sizes) {
-    const torch::Tensor x = torch::randn(with_batch(m, sample_shape), torch::TensorOptions(device));
-    const torch::Tensor y = torch::randint(classes, {m}, torch::TensorOptions(device).dtype(torch::kLong));
+    const models::Batch batch = device_batch(spec, m, sample_shape, classes, device);
+    const torch::Tensor& x = batch.inputs;
+    const torch::Tensor& y = batch.targets;
     try {
       const auto times = time_runs(
           device, warmup, repeats, [&] { clear_gradients(network); },
-          [&] { torch::nn::functional::cross_entropy(network.forward(x), y).backward(); });
+          [&] { network.loss(network.forward(x), y).backward(); });
       out.entries.push_back(cost_entry("model", sample_shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
     } catch (const c10::Error& error) {
@@ -257,9 +278,8 @@ torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer
   int64_t start = 0;
   for (int64_t s : split) {
     const double weight = static_cast<double>(s) / static_cast<double>(batch);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(
-                                   network.forward(inputs.narrow(0, start, s)), targets.narrow(0, start, s)) *
-                               weight;
+    const torch::Tensor loss =
+        network.loss(network.forward(inputs.narrow(0, start, s)), targets.narrow(0, start, s)) * weight;
     loss.backward();
     summed += loss.detach();
     start += s;
@@ -345,18 +365,23 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   study.batch_norm = has_batch_norm(network);
   const bool layer = o.mode == MicroBatchMode::Layer;
 
+  if (layer && models::convolutions(network).empty()) {
+    throw std::invalid_argument("layer mode splits convolution layers and " + experiment.model +
+                                " has none; use --mode model (gradient accumulation)");
+  }
+  const models::ModelSpec* spec = models::find_model(experiment.model);
+  TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");
+
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
-  study.costs = layer
-                    ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
-                    : measure_model_costs(network, experiment.input_shape, experiment.classes, device, sizes,
-                                          o.warmup, o.repeats);
+  study.costs = layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
+                      : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device,
+                                            sizes, o.warmup, o.repeats);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);
-  const torch::Tensor x =
-      torch::randn(with_batch(o.batch, experiment.input_shape), torch::TensorOptions(device));
-  const torch::Tensor y =
-      torch::randint(experiment.classes, {o.batch}, torch::TensorOptions(device).dtype(torch::kLong));
+  const models::Batch fixed = device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device);
+  const torch::Tensor& x = fixed.inputs;
+  const torch::Tensor& y = fixed.targets;
 
   if (layer) workload.prepare_batch(o.batch);
   if (!layer && study.batch_norm && o.batch >= 4) {

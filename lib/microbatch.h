@@ -12,6 +12,7 @@
 #include "lib/records.h"
 #include "lib/statistics.h"
 #include "models/network.h"
+#include "models/registry.h"
 
 namespace batchscope {
 
@@ -69,9 +70,11 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats);
 
-// Times one forward + cross-entropy + backward of the whole network (no optimizer step) at each size.
-CostMeasurement measure_model_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
-                                    int64_t classes, const torch::Device& device,
+// Times one forward + loss + backward of the whole network (no optimizer step) at each size, on
+// synthetic batches of `spec`'s kind.
+CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
+                                    const std::vector<int64_t>& sample_shape, int64_t classes,
+                                    const torch::Device& device,
                                     const std::vector<int64_t>& sizes, int warmup, int repeats);
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
@@ -81,7 +84,7 @@ void apply_plans(models::Network& network, const std::vector<SplitPlan>& plans);
 void clear_micro_batches(models::Network& network);
 
 // One optimizer step over inputs.size(0) = B samples run as micro-batches b1 + ... + bk = B: gradients
-// to none, then per slice forward, mean cross-entropy × b_i/B and backward (gradients accumulate), then
+// to none, then per slice forward, the model's mean loss × b_i/B and backward (gradients accumulate), then
 // the optimizer's step (none when null). Returns the summed loss, detached.
 torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer* optimizer,
                                const torch::Tensor& inputs, const torch::Tensor& targets,

@@ -64,6 +64,56 @@ Json point_record(const ExperimentConfig& e, const std::string& device, int64_t 
   return j;
 }
 
+namespace {
+
+Json optional_number(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+
+void add_telemetry(Json& point, const char* when, const power::Telemetry& t) {
+  const std::string prefix = when;
+  point[prefix + "sm_clock_mhz"] = optional_number(t.sm_clock_mhz);
+  point[prefix + "memory_clock_mhz"] = optional_number(t.memory_clock_mhz);
+  point[prefix + "temperature_c"] = optional_number(t.temperature_c);
+  point[prefix + "utilization_pct"] = optional_number(t.utilization_pct);
+  point[prefix + "power_w"] = optional_number(t.power_w);
+}
+
+}  // namespace
+
+void add_energy_fields(Json& point, int64_t batch_size, const PointEnergy& energy) {
+  const double steps = energy.steps;
+  const double seconds = energy.window_ms / 1e3;
+  const double per_step = energy.joules / steps;
+  const double per_sample = per_step / static_cast<double>(batch_size);
+  point["energy_method"] = energy.method;
+  point["energy_scope"] = energy.scope;
+  point["energy_resolution_ms"] = energy.resolution_ms;
+  point["energy_window_ms"] = energy.window_ms;
+  point["energy_steps"] = energy.steps;
+  point["energy_j"] = energy.joules;
+  point["avg_power_w"] = energy.joules / seconds;
+  point["j_per_step"] = per_step;
+  point["j_per_sample"] = per_sample;
+  point["samples_per_j"] = per_sample > 0 ? Json(1.0 / per_sample) : Json(nullptr);
+  point["idle_power_w"] = optional_number(energy.idle_power_w);
+  if (energy.idle_power_w) {
+    // The window's draw above what the device takes doing nothing: the work's own energy.
+    const double above_j = energy.joules - *energy.idle_power_w * seconds;
+    const bool positive = above_j > 0;
+    const double above_per_sample = above_j / steps / static_cast<double>(batch_size);
+    point["avg_power_above_idle_w"] = above_j / seconds;
+    point["j_per_step_above_idle"] = positive ? Json(above_j / steps) : Json(nullptr);
+    point["j_per_sample_above_idle"] = positive ? Json(above_per_sample) : Json(nullptr);
+    point["samples_per_j_above_idle"] = positive ? Json(1.0 / above_per_sample) : Json(nullptr);
+  } else {
+    for (const char* key : {"avg_power_above_idle_w", "j_per_step_above_idle", "j_per_sample_above_idle",
+                            "samples_per_j_above_idle"}) {
+      point[key] = nullptr;
+    }
+  }
+  add_telemetry(point, "start_", energy.start);
+  add_telemetry(point, "end_", energy.end);
+}
+
 JsonlWriter::JsonlWriter(const std::string& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "ab");
   if (file_ == nullptr) {

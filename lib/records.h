@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/config.h"
+#include "lib/power/power_source.h"
 #include "lib/statistics.h"
 
 namespace batchscope {
@@ -43,6 +44,31 @@ struct StepSample {
 
 Json step_record(const ExperimentConfig& e, const std::string& device, int64_t batch_size, int step,
                  const StepSample& sample, std::optional<int64_t> peak_memory_bytes);
+
+// The energy side of one batch size, measured where the device has a power source (NVML for a GPU,
+// RAPL for the CPU). Counters update only every few milliseconds, so the energy is read once over the
+// timed steps of the batch size together (extended by more steps when they take less than the source
+// needs), never per step; j_per_step is that energy divided by the steps it covered.
+//
+// In the point record these become flat fields (absent where no source was available):
+//   energy_method, energy_scope, energy_resolution_ms, energy_window_ms, energy_steps, energy_j,
+//   avg_power_w, j_per_step, j_per_sample, samples_per_j,
+//   idle_power_w (null when no idle baseline was measured), and, with a baseline, the same with the
+//   idle power taken away: avg_power_above_idle_w, j_per_step_above_idle, j_per_sample_above_idle,
+//   samples_per_j_above_idle (null where the draw above idle is not positive);
+//   start_/end_ + sm_clock_mhz, memory_clock_mhz, temperature_c, utilization_pct, power_w: telemetry
+//   read just before the first and just after the last step of the window (null where unknown).
+struct PointEnergy {
+  std::string method, scope;
+  double resolution_ms = 0;
+  double window_ms = 0;
+  int steps = 0;
+  double joules = 0;
+  std::optional<double> idle_power_w;
+  power::Telemetry start, end;
+};
+
+void add_energy_fields(Json& point, int64_t batch_size, const PointEnergy& energy);
 
 // The per-batch summary; flops_per_step is the work of one step (forward, or forward+backward for train).
 Json point_record(const ExperimentConfig& e, const std::string& device, int64_t batch_size,

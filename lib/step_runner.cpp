@@ -60,11 +60,11 @@ class AutocastScope {
 Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device,
                    const data::Dataset* dataset)
     : experiment_(experiment), device_(device), dataset_(dataset) {
-  const models::ModelSpec* spec = models::find_model(experiment.model);
-  TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached the sweep");
+  spec_ = models::find_model(experiment.model);
+  TORCH_CHECK(spec_ != nullptr, "unknown model ", experiment.model, " reached the sweep");
   torch::manual_seed(experiment.seed);
-  forward_flops_per_sample_ = spec->forward_flops(experiment.input_shape, experiment.classes);
-  model_ = spec->build(experiment.input_shape, experiment.classes);
+  forward_flops_per_sample_ = spec_->forward_flops(experiment.input_shape, experiment.classes);
+  model_ = spec_->build(experiment.input_shape, experiment.classes);
   model_->to(device_);
   if (experiment.channels_last) {
     torch::NoGradGuard no_grad;
@@ -96,12 +96,10 @@ void Workload::prepare_batch(int64_t batch_size) {
     return;
   }
   torch::manual_seed(seed);
-  std::vector<int64_t> shape{batch_size};
-  shape.insert(shape.end(), experiment_.input_shape.begin(), experiment_.input_shape.end());
   // Made on the host and copied, so that the data are the same on every device for a seed.
-  torch::Tensor inputs = torch::randn(shape);
-  torch::Tensor targets =
-      torch::randint(experiment_.classes, {batch_size}, torch::TensorOptions().dtype(torch::kLong));
+  const models::Batch batch = spec_->synthetic_batch(batch_size, experiment_.input_shape, experiment_.classes);
+  const torch::Tensor& inputs = batch.inputs;
+  const torch::Tensor& targets = batch.targets;
   if (timed_copy()) {
     inputs_ = inputs.pin_memory();
     targets_ = targets.pin_memory();
@@ -166,7 +164,7 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
   torch::Tensor loss;
   {
     AutocastScope autocast(experiment_.precision, device_);
-    loss = torch::nn::functional::cross_entropy(model_->forward(inputs), targets);
+    loss = model_->loss(model_->forward(inputs), targets);
   }
   loss.backward();
   optimizer_->step();

@@ -11,6 +11,7 @@
 #include "lib/config.h"
 #include "lib/step_timer.h"
 #include "models/network.h"
+#include "models/registry.h"
 
 namespace batchscope {
 
@@ -58,6 +59,7 @@ class Workload {
   torch::Tensor in_memory_format(const torch::Tensor& inputs) const;
 
   ExperimentConfig experiment_;
+  const models::ModelSpec* spec_ = nullptr;
   torch::Device device_;
   std::shared_ptr<models::Network> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;

@@ -11,6 +11,8 @@
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
+#include "lib/power/device_power.h"
+#include "lib/power/energy_meter.h"
 #include "lib/progress.h"
 #include "lib/run_store.h"
 #include "lib/step_runner.h"
@@ -64,27 +66,115 @@ void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
   }
 }
 
+// A device's power source for the sweep, with its idle baseline; source is null (and reason says why)
+// where energy cannot be measured or was not asked for.
+struct DevicePower {
+  std::unique_ptr<power::PowerSource> source;
+  std::string reason;
+  std::optional<power::EnergyWindow> idle;
+  double update_ms = 0;  // how often the source's reading was seen to change
+  double min_window_ms = 0;
+};
+using PowerByDevice = std::map<std::string, DevicePower>;
+
+PowerByDevice open_power(const SweepConfig& config, const SweepOptions& options) {
+  PowerByDevice out;
+  for (const ExperimentConfig& e : config.experiments) {
+    if (out.count(e.device)) continue;
+    DevicePower& p = out[e.device];
+    if (!options.measure_energy) {
+      p.reason = "energy measurement was turned off (--no-energy).";
+      continue;
+    }
+    p.source = options.open_power ? options.open_power(torch::Device(e.device), p.reason)
+                                  : power::open_power_source(torch::Device(e.device), p.reason);
+    if (!p.source) {
+      spdlog::info("energy on {}: not measured: {}", e.device, p.reason);
+      continue;
+    }
+    // 20 counter updates per window: the rounding at its two edges stays within 5% (about 2% typically).
+    p.update_ms = power::observed_update_ms(*p.source);
+    p.min_window_ms =
+        options.min_energy_window_ms > 0 ? options.min_energy_window_ms : std::max(100.0, 20 * p.update_ms);
+    if (options.idle_seconds > 0) {
+      const torch::Device device(e.device);
+      if (device.is_cuda()) gpu::synchronize(device.index());
+      p.idle = power::measure_idle(*p.source, options.idle_seconds);
+      spdlog::info("energy on {}: {} ({}), idle {:.1f} W", e.device, p.source->method(), p.source->scope(),
+                   p.idle->avg_power_w);
+    } else {
+      spdlog::info("energy on {}: {} ({}), no idle baseline", e.device, p.source->method(), p.source->scope());
+    }
+  }
+  return out;
+}
+
+Json power_context(PowerByDevice& power) {
+  Json out = Json::object();
+  for (auto& [device, p] : power) {
+    Json entry = Json(power::describe_power(p.source.get(), p.reason));
+    if (p.source) {
+      entry["update_period_ms"] = p.update_ms;
+      entry["min_window_ms"] = p.min_window_ms;
+      entry["idle"] = p.idle ? Json{{"power_w", p.idle->avg_power_w},
+                                    {"window_ms", p.idle->window_ms},
+                                    {"joules", p.idle->joules}}
+                             : Json(nullptr);
+    }
+    out[device] = entry;
+  }
+  return out;
+}
+
 struct BatchResult {
   TimedSteps steps;
   std::optional<int64_t> peak_memory_bytes;
+  std::optional<PointEnergy> energy;
 };
 
-BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e,
-                          int64_t batch_size) {
+BatchResult measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
+                          DevicePower& power) {
   const torch::Device& device = workload.device();
   workload.prepare_batch(batch_size);
   workload.warm_up(e.warmup_steps);
   if (device.is_cuda()) gpu::reset_peak_memory(device.index());
   if (!device.is_cuda() && cpu_memory::installed()) cpu_memory::reset_peak();
   BatchResult result;
+  std::optional<power::EnergyMeter> meter;
+  PointEnergy energy;
+  if (power.source) {
+    energy.start = power.source->telemetry();
+    meter.emplace(*power.source);
+    meter->begin();
+  }
   result.steps = run_timed_steps(workload, timer, e.timed_steps);
+  if (meter) {
+    // Counters tick every few milliseconds: short windows are lengthened with more of the same steps,
+    // still one at a time, so the energy per step is read to within a few percent.
+    energy.steps = e.timed_steps;
+    while (meter->elapsed_ms() < power.min_window_ms) {
+      workload.stage();
+      workload.step();
+      workload.synchronize();
+      ++energy.steps;
+    }
+    const power::EnergyWindow window = meter->end();
+    energy.end = power.source->telemetry();
+    energy.method = window.method;
+    energy.scope = power.source->scope();
+    energy.resolution_ms = power.source->resolution_ms();
+    energy.window_ms = window.window_ms;
+    energy.joules = window.joules;
+    if (power.idle) energy.idle_power_w = power.idle->avg_power_w;
+    result.energy = energy;
+  }
   if (device.is_cuda()) result.peak_memory_bytes = gpu::peak_memory_bytes(device.index());
   if (!device.is_cuda() && cpu_memory::installed()) result.peak_memory_bytes = cpu_memory::peak_bytes();
   return result;
 }
 
 Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
-                bool resumed) {
+                bool resumed, PowerByDevice& power) {
   Json header = context_record(resumed ? record::kResume : record::kRun, options.command_line,
                                {{"source", config.source}, {"experiments", experiments}});
   Json timers = Json::object();
@@ -94,6 +184,12 @@ Json run_header(const SweepConfig& config, const SweepOptions& options, const Js
     timers[e.device] = {{"method", timer->method()}, {"overhead_ms", measure_timer_overhead_ms(*timer)}};
   }
   header["timers"] = timers;
+  header["power"] = power_context(power);
+  header["energy_note"] =
+      "Energy is read once over the timed steps of a batch size together (lengthened by more steps to "
+      "min_window_ms where they are shorter), because power counters tick every few milliseconds; "
+      "j_per_step is that energy divided by energy_steps. *_above_idle fields subtract the idle "
+      "baseline measured before the sweep.";
   return header;
 }
 
@@ -158,7 +254,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store(options.out_dir, experiments, options.force);
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
-  store.write({run_header(config, options, experiments, store.resuming())});
+  PowerByDevice power = open_power(config, options);
+  store.write({run_header(config, options, experiments, store.resuming(), power)});
 
   Progress progress(progress_stream, options.show_progress);
   double total_work = 0;
@@ -204,7 +301,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
               std::make_unique<Workload>(e, device, found == loaded.end() ? nullptr : &found->second->train);
         }
         progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
-        const BatchResult result = measure_batch(*workload, *timer, e, batch_size);
+        const BatchResult result = measure_batch(*workload, *timer, e, batch_size, power.at(e.device));
         workload->release_batch();
         const TimedSteps& steps = result.steps;
         for (std::size_t i = 0; i < steps.times_ms.size(); ++i) {
@@ -213,8 +310,10 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
           records.push_back(
               step_record(e, e.device, batch_size, static_cast<int>(i), sample, result.peak_memory_bytes));
         }
-        records.push_back(point_record(e, e.device, batch_size, steps.times_ms,
-                                       workload->flops_per_step(batch_size), result.peak_memory_bytes));
+        Json point = point_record(e, e.device, batch_size, steps.times_ms, workload->flops_per_step(batch_size),
+                                  result.peak_memory_bytes);
+        if (result.energy) add_energy_fields(point, batch_size, *result.energy);
+        records.push_back(std::move(point));
       } catch (const std::exception& error) {
         if (!is_out_of_memory(error)) throw;
         // Drop everything the failed step held, model and optimizer state included; a later smaller

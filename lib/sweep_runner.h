@@ -1,11 +1,16 @@
 #pragma once
 
+#include <torch/torch.h>
+
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "lib/config.h"
+#include "lib/power/power_source.h"
 #include "lib/records.h"
 
 namespace batchscope {
@@ -17,6 +22,15 @@ struct SweepOptions {
   std::string command_line;    // recorded in the run record
   // Set (e.g. by a signal handler) to stop after the batch size that is running; may be null.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Energy per batch size wherever the device has a power source (NVML, RAPL).
+  bool measure_energy = true;
+  // The device's idle power, measured before the first experiment on it; 0 skips the baseline.
+  double idle_seconds = 2;
+  // The shortest energy window; a batch size whose timed steps take less runs more steps inside the
+  // window (not timed). 0: 20 updates of the source's counter (as observed), at least 100 ms.
+  double min_energy_window_ms = 0;
+  // Opens a device's power source; power::open_power_source when empty (tests put a fake here).
+  std::function<std::unique_ptr<power::PowerSource>(const torch::Device&, std::string& reason)> open_power;
 };
 
 struct SweepOutcome {

@@ -10,6 +10,7 @@
 
 #include "models/layer_plan.h"
 #include "models/planned_network.h"
+#include "models/sequence_models.h"
 #include "models/zoo.h"
 
 namespace batchscope::models {
@@ -68,8 +69,10 @@ int64_t checked_flops(const std::string& model, const Layer& plan, const SampleS
 }
 
 ModelSpec spec(std::string name, std::string summary, SampleShape default_input, int64_t default_classes,
-               PlanFor plan_for) {
+               PlanFor plan_for, int64_t reference_parameters, std::string reference) {
   ModelSpec spec;
+  spec.reference_parameters = reference_parameters;
+  spec.reference = std::move(reference);
   spec.name = name;
   spec.summary = std::move(summary);
   spec.default_input = std::move(default_input);
@@ -82,6 +85,7 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
   spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
     return static_cast<double>(checked_flops(name, plan_for(classes), input, classes));
   };
+  spec.synthetic_batch = image_batch;
   return spec;
 }
 
@@ -93,21 +97,34 @@ const std::vector<ModelSpec>& all_models() {
     constexpr int64_t kImagenetClasses = 1000;
     return std::vector<ModelSpec>{
         spec("vgg16", "VGG-16, torchvision layout without batch norm", imagenet, kImagenetClasses,
-             [](int64_t classes) { return vgg_plan(16, classes); }),
+             [](int64_t classes) { return vgg_plan(16, classes); }, 138357544, "torchvision vgg16"),
         spec("vgg19", "VGG-19, torchvision layout without batch norm", imagenet, kImagenetClasses,
-             [](int64_t classes) { return vgg_plan(19, classes); }),
+             [](int64_t classes) { return vgg_plan(19, classes); }, 143667240, "torchvision vgg19"),
         spec("resnet50", "ResNet-50 v1.5, torchvision layout", imagenet, kImagenetClasses,
-             [](int64_t classes) { return resnet_plan(50, classes); }),
+             [](int64_t classes) { return resnet_plan(50, classes); }, 25557032, "torchvision resnet50"),
         spec("resnet18", "ResNet-18, torchvision layout", imagenet, kImagenetClasses,
-             [](int64_t classes) { return resnet_plan(18, classes); }),
-        spec("alexnet", "AlexNet, torchvision layout", imagenet, kImagenetClasses, alexnet_plan),
-        spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan),
+             [](int64_t classes) { return resnet_plan(18, classes); }, 11689512, "torchvision resnet18"),
+        spec("alexnet", "AlexNet, torchvision layout", imagenet, kImagenetClasses, alexnet_plan, 61100840, "torchvision alexnet"),
+        spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan, 4231976, "Howard et al. 2017, Table 8 (4.2M)"),
         spec("mobilenet_v2", "MobileNetV2, width 1.0, torchvision layout", imagenet, kImagenetClasses,
-             mobilenet_v2_plan),
-        spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan),
+             mobilenet_v2_plan, 3504872, "torchvision mobilenet_v2"),
+        spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan, 1199882, "Keras mnist_cnn example"),
+        lstm_lm_spec(),
+        transformer_spec(),
+        deepspeech2_spec(/*gru=*/false),
+        deepspeech2_spec(/*gru=*/true),
     };
   }();
   return models;
+}
+
+Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes) {
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), input.begin(), input.end());
+  Batch out;
+  out.inputs = torch::randn(shape);
+  out.targets = torch::randint(classes, {batch}, torch::TensorOptions().dtype(torch::kLong));
+  return out;
 }
 
 const ModelSpec* find_model(const std::string& name) {

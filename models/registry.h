@@ -13,17 +13,37 @@ namespace batchscope::models {
 // The shape of one sample, without the batch dimension, e.g. {3, 224, 224}.
 using SampleShape = std::vector<int64_t>;
 
+// What one sample is: an image (channels x height x width, float), a token sequence (int64 token ids),
+// or a spectrogram (1 x frequency bins x frames, float).
+enum class InputKind { Image, Tokens, Spectrogram };
+
 struct ModelSpec {
   std::string name;
   std::string summary;
   SampleShape default_input;
+  // Classes of an image classifier, the vocabulary of a language or translation model, the output
+  // labels (blank included) of a speech recogniser.
   int64_t default_classes = 0;
+  InputKind input_kind = InputKind::Image;
+  // Position in the sample shape of the sequence length (tokens, frames); -1 for models without one.
+  int sequence_axis = -1;
+  // How the sample shape reads, for help and messages: "channels x height x width", "sequence length".
+  std::string input_layout = "channels x height x width";
+  // A reference parameter count and where it comes from, shown by `batchscope models`; 0 when none.
+  int64_t reference_parameters = 0;
+  std::string reference;
   // Both throw std::invalid_argument with a sentence when the input shape or class count does not
   // suit the architecture (e.g. an image so small that a pooling stage would leave nothing).
   std::function<std::shared_ptr<Network>(const SampleShape& input, int64_t classes)> build;
   // Forward FLOPs for one sample (multiply and add counted as two), see models/flop_tally.h.
   std::function<double(const SampleShape& input, int64_t classes)> forward_flops;
+  // One synthetic batch on the host, from torch's global generator: inputs and the targets of the
+  // model's loss. Images: standard normal pixels and uniform class indices.
+  std::function<Batch(int64_t batch, const SampleShape& input, int64_t classes)> synthetic_batch;
 };
+
+// The synthetic batch of image classifiers.
+Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes);
 
 const std::vector<ModelSpec>& all_models();
 // nullptr when no model has that name.

@@ -10,121 +10,17 @@
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/report_markdown.h"
 #include "lib/errors.h"
+#include "tests/analysis_test_support.h"
 
 namespace batchscope {
 namespace {
 namespace fs = std::filesystem;
 
-// A sweep log with a step-time curve the test chooses; step times spread ±0.4% around it.
-struct FakeLog {
-  std::string gpu = "GPU A";  // "cpu" for a CPU log
-  std::string libtorch = "2.5.1";
-  std::string experiment = "vgg16_train_fp32";
-  std::string precision = "fp32";
-  std::string run_id = "run-a";
-  bool cudnn_benchmark = false;
-  std::vector<int64_t> batches;
-  std::function<double(int64_t)> level = [](int64_t b) { return 10.0 + 0.5 * static_cast<double>(b); };
-  int steps = 8;
-  std::optional<int64_t> oom_from;
-  bool end = true;
-
-  std::string text() const {
-    const bool cpu = gpu == "cpu";
-    Json config = {{"name", experiment},
-                   {"model", "vgg16"},
-                   {"phase", "train"},
-                   {"precision", precision},
-                   {"input", {3, 32, 32}},
-                   {"classes", 10},
-                   {"data", "synthetic"},
-                   {"channels_last", false},
-                   {"cudnn_benchmark", cudnn_benchmark},
-                   {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
-    Json run = {{"type", "run"},
-                {"run_id", run_id},
-                {"cpu", {{"model", "Test CPU"}, {"torch_threads", 4}}},
-                {"gpus", cpu ? Json::array() : Json::array({{{"index", 0}, {"name", gpu}}})},
-                {"libtorch_version", libtorch},
-                {"config", {{"experiments", {config}}}}};
-    std::ostringstream out;
-    out << run.dump() << "\n";
-    const Json common = {{"experiment", experiment},
-                         {"model", "vgg16"},
-                         {"phase", "train"},
-                         {"precision", precision},
-                         {"device", cpu ? "cpu" : "cuda:0"}};
-    bool out_of_memory = false;
-    for (int64_t b : batches) {
-      if (oom_from && b >= *oom_from) {
-        Json r = {{"type", out_of_memory ? "skipped" : "oom"}};
-        r.update(common);
-        r["batch_size"] = b;
-        out << r.dump() << "\n";
-        out_of_memory = true;
-        continue;
-      }
-      for (int i = 0; i < steps; ++i) {
-        Json r = {{"type", "step"}};
-        r.update(common);
-        r["batch_size"] = b;
-        r["time_ms"] = level(b) * (1.0 + 0.002 * ((i % 5) - 2));
-        out << r.dump() << "\n";
-      }
-      Json p = {{"type", "point"}};
-      p.update(common);
-      p["batch_size"] = b;
-      p["flops_per_step"] = 1e9 * static_cast<double>(b);
-      out << p.dump() << "\n";
-    }
-    if (end)
-      out << R"({"type":"end","complete":true})"
-          << "\n";
-    return out.str();
-  }
-};
-
-std::vector<int64_t> range(int64_t first, int64_t last) {
-  std::vector<int64_t> out;
-  for (int64_t b = first; b <= last; ++b) out.push_back(b);
-  return out;
-}
-
-class AnalyzeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("batchscope_analysis_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path, std::ios::binary) << text;
-    return path;
-  }
-
-  fs::path dir_;
-};
-
-std::string user_error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::vector<std::string>& lines, const std::string& part) {
-  for (const std::string& l : lines) {
-    if (l.find(part) != std::string::npos) return true;
-  }
-  return false;
-}
+using analysis_test::AnalyzeTest;
+using analysis_test::contains;
+using analysis_test::FakeLog;
+using analysis_test::range;
+using analysis_test::user_error_of;
 
 TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
   FakeLog log;

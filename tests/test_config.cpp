@@ -223,6 +223,28 @@ TEST(Config, RealDataSetsTheImageShapeAndClasses) {
   EXPECT_EQ(cli.transfer, Transfer::Included);
 }
 
+TEST(Config, SequenceLengthSetsTheSequenceAxisOfTheInput) {
+  EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\nseq_len: 70\n").input_shape, (Sizes{70}));
+  EXPECT_EQ(only_experiment("model: deepspeech2\nbatch: 1:4\nseq_len: 300\n").input_shape,
+            (Sizes{1, 161, 300}));
+  EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\ninput: [12]\n").input_shape, (Sizes{12}));
+  SweepOverrides o;
+  o.seq_len = 64;
+  const ExperimentConfig cli = only_experiment("model: transformer\nbatch: 1:4\nseq_len: 32\n", o);
+  EXPECT_EQ(cli.input_shape, (Sizes{64}));
+  EXPECT_EQ(to_json(cli).at("input"), nlohmann::json::array({64}));
+}
+
+TEST(ConfigErrors, SequenceLengthOnlyForSequenceModels) {
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nseq_len: 35\n"),
+                       {"exp.yaml:3", "vgg16 takes no sequences", "seq_len", "lstm_lm", "transformer"}));
+  EXPECT_TRUE(mentions(error_of("model: lstm_lm\nbatch: 1:4\nseq_len: 0\n"), {"exp.yaml:3", "seq_len"}));
+  EXPECT_TRUE(mentions(error_of("model: lstm_lm\nbatch: 1:4\ndata: mnist\n"),
+                       {"exp.yaml:3", "lstm_lm takes", "data: synthetic"}));
+  EXPECT_TRUE(mentions(error_of("model: lstm_lm\nbatch: 1:4\ninput: [3, 224, 224]\n"),
+                       {"exp.yaml:3", "input", "lstm_lm"}));
+}
+
 TEST(Config, OptimizerForms) {
   EXPECT_EQ(only_experiment("model: vgg16\nbatch: 1\noptimizer: momentum\n").optimizer.kind,
             OptimizerKind::Momentum);

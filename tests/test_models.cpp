@@ -63,8 +63,11 @@ TEST(Registry, FindsEveryModel) {
     ASSERT_NE(spec, nullptr) << c.name;
     EXPECT_EQ(spec->name, c.name);
     EXPECT_FALSE(spec->summary.empty());
+    EXPECT_EQ(spec->input_kind, bm::InputKind::Image);
+    EXPECT_EQ(spec->reference_parameters, c.reference_parameters) << c.name;
   }
-  EXPECT_EQ(bm::all_models().size(), zoo_cases().size());
+  // The image zoo plus the four sequence models (tests/test_sequence_models.cpp).
+  EXPECT_EQ(bm::all_models().size(), zoo_cases().size() + 4);
 }
 
 TEST(Registry, UnknownNameIsNull) {
@@ -75,7 +78,8 @@ TEST(Registry, UnknownNameIsNull) {
 
 TEST(Registry, KnownNamesListsEveryModel) {
   EXPECT_EQ(bm::known_model_names(),
-            "vgg16, vgg19, resnet50, resnet18, alexnet, mobilenet, mobilenet_v2, mnist_cnn");
+            "vgg16, vgg19, resnet50, resnet18, alexnet, mobilenet, mobilenet_v2, mnist_cnn, lstm_lm, transformer, "
+            "deepspeech2, deepspeech2_gru");
 }
 
 TEST(Registry, DefaultInputsAndClasses) {

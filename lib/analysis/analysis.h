@@ -12,6 +12,28 @@
 
 namespace batchscope {
 
+// What the device was doing at one edge of an energy window; empty where the source cannot tell.
+struct DeviceReading {
+  std::optional<double> sm_clock_mhz, memory_clock_mhz, temperature_c, utilization_pct, power_w;
+};
+
+// The energy side of one batch size, as its point record gives it (the flat fields described above
+// PointEnergy in lib/records.h); a number the record leaves null or out stays empty.
+struct PointEnergyStats {
+  std::string method, scope;
+  std::optional<double> resolution_ms, window_ms, joules;
+  std::optional<int64_t> steps;
+  std::optional<double> avg_power_w, j_per_step, j_per_sample, samples_per_j;
+  std::optional<double> idle_power_w;
+  std::optional<double> avg_power_above_idle_w, j_per_step_above_idle, j_per_sample_above_idle,
+      samples_per_j_above_idle;
+  DeviceReading start, end;
+  // A window of fewer than 10 counter updates: shown, but kept out of the most efficient choice.
+  bool low_confidence = false;
+  // The SM clock fell during the window or stayed well below the group's best: a slower device then.
+  bool throttled = false;
+};
+
 // Statistics of one batch size of one group, from its step records.
 struct PointStats {
   int64_t batch_size = 0;
@@ -24,6 +46,7 @@ struct PointStats {
   std::optional<int64_t> peak_memory_bytes;
   // Fewer samples than the analysis asks for: shown, but kept out of the trend, jumps and bests.
   bool too_few_samples = false;
+  std::optional<PointEnergyStats> energy;  // only where the point record carries energy fields
 };
 
 // Theil–Sen line through the medians: robust to the jumps themselves and to outlying points.
@@ -37,6 +60,37 @@ struct BatchChoice {
   int64_t batch_size = 0;
   double median_ms = 0;
   double samples_per_s = 0;
+};
+
+// The batch size that does the most work per joule, with or without the idle draw.
+struct EnergyChoice {
+  int64_t batch_size = 0;
+  double samples_per_j = 0;
+  std::optional<double> j_per_sample, avg_power_w;  // the above-idle ones for the above-idle choice
+  double samples_per_s = 0;
+  double median_ms = 0;
+};
+
+// A batch size whose SM clock shows throttling, with the readings that show it.
+struct Throttling {
+  int64_t batch_size = 0;
+  std::optional<double> start_sm_clock_mhz, end_sm_clock_mhz;
+  std::optional<double> start_temperature_c, end_temperature_c;
+  bool fell_in_window = false;  // end clock more than 10% below the start clock
+  bool below_group = false;     // below 90% of the group's highest start clock
+};
+
+// The energy side of a group, present where at least one of its point records carries energy.
+struct GroupEnergy {
+  std::vector<std::string> methods, scopes;  // distinct values, as first seen
+  std::optional<double> resolution_ms;       // the coarsest of its points
+  int points = 0;                            // batch sizes with energy
+  bool idle_baseline = false;                // some point has an idle power
+  std::optional<double> highest_start_sm_clock_mhz;
+  std::optional<EnergyChoice> most_efficient;             // highest samples/J
+  std::optional<EnergyChoice> most_efficient_above_idle;  // highest samples/J above idle
+  std::vector<int64_t> low_confidence;                    // windows under 10 counter updates
+  std::vector<Throttling> throttled;
 };
 
 // One line of measurements: the same model, phase, precision, input, device kind and settings.
@@ -59,6 +113,7 @@ struct GroupAnalysis {
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
   std::vector<int64_t> flagged;            // sizes with too few samples
+  std::optional<GroupEnergy> energy;
 };
 
 // Speedup of each group over a baseline that runs the same workload, per common batch size:

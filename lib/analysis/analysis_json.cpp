@@ -33,6 +33,39 @@ Json period_json(const PeriodCheck& p) {
               {"score", p.score}};
 }
 
+// The point record's energy fields under their names there, then what the analysis made of them.
+Json with_energy(Json point, const PointStats& p) {
+  if (!p.energy) return point;
+  const PointEnergyStats& e = *p.energy;
+  point["energy_method"] = e.method;
+  point["energy_scope"] = e.scope;
+  point["energy_resolution_ms"] = optional_json(e.resolution_ms);
+  point["energy_window_ms"] = optional_json(e.window_ms);
+  point["energy_steps"] = optional_json(e.steps);
+  point["energy_j"] = optional_json(e.joules);
+  point["avg_power_w"] = optional_json(e.avg_power_w);
+  point["j_per_step"] = optional_json(e.j_per_step);
+  point["j_per_sample"] = optional_json(e.j_per_sample);
+  point["samples_per_j"] = optional_json(e.samples_per_j);
+  point["idle_power_w"] = optional_json(e.idle_power_w);
+  point["avg_power_above_idle_w"] = optional_json(e.avg_power_above_idle_w);
+  point["j_per_step_above_idle"] = optional_json(e.j_per_step_above_idle);
+  point["j_per_sample_above_idle"] = optional_json(e.j_per_sample_above_idle);
+  point["samples_per_j_above_idle"] = optional_json(e.samples_per_j_above_idle);
+  auto edge = [&](const std::string& prefix, const DeviceReading& r) {
+    point[prefix + "sm_clock_mhz"] = optional_json(r.sm_clock_mhz);
+    point[prefix + "memory_clock_mhz"] = optional_json(r.memory_clock_mhz);
+    point[prefix + "temperature_c"] = optional_json(r.temperature_c);
+    point[prefix + "utilization_pct"] = optional_json(r.utilization_pct);
+    point[prefix + "power_w"] = optional_json(r.power_w);
+  };
+  edge("start_", e.start);
+  edge("end_", e.end);
+  point["energy_low_confidence"] = e.low_confidence;
+  point["throttled"] = e.throttled;
+  return point;
+}
+
 Json point_json(const PointStats& p) {
   return Json{{"batch_size", p.batch_size},
               {"samples", p.samples},
@@ -48,6 +81,37 @@ Json point_json(const PointStats& p) {
               {"tflops", optional_json(p.tflops)},
               {"peak_memory_bytes", optional_json(p.peak_memory_bytes)},
               {"too_few_samples", p.too_few_samples}};
+}
+
+Json efficient_json(const EnergyChoice& c, bool above_idle) {
+  const std::string suffix = above_idle ? "_above_idle" : "";
+  return Json{{"batch_size", c.batch_size},
+              {"samples_per_j" + suffix, c.samples_per_j},
+              {"j_per_sample" + suffix, optional_json(c.j_per_sample)},
+              {above_idle ? "avg_power_above_idle_w" : "avg_power_w", optional_json(c.avg_power_w)},
+              {"samples_per_s", c.samples_per_s},
+              {"median_ms", c.median_ms}};
+}
+
+Json group_energy_json(const GroupEnergy& e) {
+  Json throttled = Json::array();
+  for (const Throttling& t : e.throttled) {
+    throttled.push_back(Json{{"batch_size", t.batch_size},
+                             {"start_sm_clock_mhz", optional_json(t.start_sm_clock_mhz)},
+                             {"end_sm_clock_mhz", optional_json(t.end_sm_clock_mhz)},
+                             {"start_temperature_c", optional_json(t.start_temperature_c)},
+                             {"end_temperature_c", optional_json(t.end_temperature_c)},
+                             {"fell_in_window", t.fell_in_window},
+                             {"below_group", t.below_group}});
+  }
+  return Json{{"methods", e.methods},
+              {"scopes", e.scopes},
+              {"resolution_ms", optional_json(e.resolution_ms)},
+              {"points", e.points},
+              {"idle_baseline", e.idle_baseline},
+              {"highest_start_sm_clock_mhz", optional_json(e.highest_start_sm_clock_mhz)},
+              {"low_confidence", e.low_confidence},
+              {"throttled", throttled}};
 }
 
 Json jumps_json(const JumpAnalysis& j) {
@@ -74,7 +138,7 @@ Json jumps_json(const JumpAnalysis& j) {
 
 Json group_json(const GroupAnalysis& g) {
   Json points = Json::array();
-  for (const PointStats& p : g.points) points.push_back(point_json(p));
+  for (const PointStats& p : g.points) points.push_back(with_energy(point_json(p), p));
   Json trend = nullptr;
   if (g.trend) {
     trend = Json{{"intercept_ms", g.trend->intercept_ms},
@@ -106,6 +170,21 @@ Json group_json(const GroupAnalysis& g) {
                 {"first_oom", optional_json(g.first_oom)},
                 {"skipped", g.skipped},
                 {"flagged", g.flagged}}}};
+}
+
+// Only where the logs measured energy, so that analyses of older logs keep their keys.
+Json with_energy(Json group, const GroupAnalysis& g) {
+  if (!g.energy) return group;
+  Json& best = group["best"];
+  best["most_efficient"] =
+      g.energy->most_efficient ? efficient_json(*g.energy->most_efficient, false) : Json();
+  if (g.energy->idle_baseline) {
+    best["most_efficient_above_idle"] = g.energy->most_efficient_above_idle
+                                            ? efficient_json(*g.energy->most_efficient_above_idle, true)
+                                            : Json();
+  }
+  group["energy"] = group_energy_json(*g.energy);
+  return group;
 }
 
 Json comparison_json(const Comparison& c) {
@@ -140,7 +219,7 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
                         {"warnings", l.warnings}});
   }
   Json groups = Json::array(), comparisons = Json::array();
-  for (const GroupAnalysis& g : analysis.groups) groups.push_back(group_json(g));
+  for (const GroupAnalysis& g : analysis.groups) groups.push_back(with_energy(group_json(g), g));
   for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
   Json microbatch = Json::array();
   for (const MicroBatchLog& s : analysis.microbatch) {

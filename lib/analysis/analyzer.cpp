@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "lib/analysis/energy.h"
 #include "lib/analysis/robust_fit.h"
 #include "lib/errors.h"
 #include "lib/statistics.h"
@@ -52,6 +53,7 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
   if (const auto peak = number(raw.point, "peak_memory_bytes"))
     p.peak_memory_bytes = static_cast<int64_t>(*peak);
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
+  p.energy = point_energy(raw.point);
   return p;
 }
 
@@ -186,6 +188,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   if (!g.points.empty()) g.largest_fitting = g.points.back().batch_size;
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
+  analyze_energy(g);
   return g;
 }
 
@@ -262,6 +265,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
                            " batch size(s) have fewer than " + std::to_string(options.min_samples) +
                            " timed steps and are shown but left out of the trend, jumps and best sizes");
     }
+    for (std::string& w : energy_warnings(g)) a.warnings.push_back(std::move(w));
   }
   return a;
 }

@@ -12,6 +12,8 @@
 #include <optional>
 #include <sstream>
 
+#include "lib/analysis/energy_plots.h"
+#include "lib/analysis/gnuplot_script.h"
 #include "lib/errors.h"
 #include "lib/program_runner.h"
 
@@ -21,44 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const char kHowToGetGnuplot[] = "install gnuplot-nox (scripts/setup.sh does) to get plots";
-
-// Data files and scripts must read the same in every locale: gnuplot always expects a decimal point.
-std::string number(double value, int precision = 12, bool fixed = false) {
-  if (!std::isfinite(value)) return "NaN";
-  std::ostringstream out;
-  out.imbue(std::locale::classic());
-  if (fixed) out << std::fixed;
-  out << std::setprecision(precision) << value;
-  return out.str();
-}
-
-// A gnuplot single-quoted string: nothing inside is an escape except '' for a quote. Enhanced text
-// (@ _ ^ & {}) is switched off for the whole terminal, so labels print as written.
-std::string gp_string(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') {
-      out += "''";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
-struct PlotScript {
-  std::string name;  // file stem inside the plot directory
-  std::string data;
-  std::string body;  // settings and the plot command, without terminals
-};
-
-std::string join_plot(const std::vector<std::string>& items) {
-  std::string out = "plot ";
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? ", \\\n     " : "") + items[i];
-  return out + "\n";
-}
 
 // One script draws the PNG, then replots the same figure as SVG.
 std::string full_script(const PlotScript& plot) {
@@ -76,17 +40,6 @@ std::string full_script(const PlotScript& plot) {
   return out;
 }
 
-std::string x_range(int64_t first, int64_t last) {
-  double lo = static_cast<double>(first);
-  double hi = static_cast<double>(last);
-  if (lo >= 1 && hi / lo > 200) {
-    // Batch sizes on a log scale (1 .. 60000, say): a linear axis would crowd the small ones together.
-    return "set logscale x\nset xrange [" + number(lo / 1.2) + ":" + number(hi * 1.2) + "]\n";
-  }
-  double pad = std::max(0.5, 0.02 * (hi - lo));
-  return "set xrange [" + number(lo - pad) + ":" + number(hi + pad) + "]\n";
-}
-
 bool any_too_few(const std::vector<PointStats>& points) {
   return std::any_of(points.begin(), points.end(), [](const PointStats& p) { return p.too_few_samples; });
 }
@@ -101,9 +54,9 @@ std::string percent_change(double pct) {
 PlotScript time_plot(const GroupAnalysis& group) {
   PlotScript plot{group.id + "_time", "# batch_size median_ms p10_ms p90_ms too_few_samples samples\n", ""};
   for (const auto& p : group.points) {
-    plot.data += std::to_string(p.batch_size) + " " + number(p.median_ms) + " " + number(p.p10_ms) + " " +
-                 number(p.p90_ms) + " " + (p.too_few_samples ? "1" : "0") + " " + std::to_string(p.samples) +
-                 "\n";
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(p.median_ms) + " " + gp_number(p.p10_ms) +
+                 " " + gp_number(p.p90_ms) + " " + (p.too_few_samples ? "1" : "0") + " " +
+                 std::to_string(p.samples) + "\n";
   }
   std::string& body = plot.body;
   body += "set title " + gp_string(group.label) + "\n";
@@ -115,11 +68,11 @@ PlotScript time_plot(const GroupAnalysis& group) {
   const auto& jumps = group.jumps.jumps;
   for (size_t i = 0; i < jumps.size(); ++i) {
     const Jump& jump = jumps[i];
-    std::string x = number(static_cast<double>(jump.from_batch) + 0.5);
+    std::string x = gp_number(static_cast<double>(jump.from_batch) + 0.5);
     std::string text = std::to_string(jump.from_batch) + "→" + std::to_string(jump.to_batch) + " " +
                        percent_change(jump.delta_pct);
     // Staggered heights keep the labels of close jumps apart.
-    std::string y = number(0.95 - 0.05 * static_cast<double>(i % 3));
+    std::string y = gp_number(0.95 - 0.05 * static_cast<double>(i % 3));
     body += "set arrow from first " + x + ", graph 0 to first " + x + ", graph 1 nohead dt 3 lw 1.5 " +
             "lc rgb '#d62728'\n";
     body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
@@ -136,8 +89,8 @@ PlotScript time_plot(const GroupAnalysis& group) {
   }
   if (group.trend && std::isfinite(group.trend->intercept_ms) &&
       std::isfinite(group.trend->slope_ms_per_sample)) {
-    items.push_back("(" + number(group.trend->intercept_ms) + ") + (" +
-                    number(group.trend->slope_ms_per_sample) +
+    items.push_back("(" + gp_number(group.trend->intercept_ms) + ") + (" +
+                    gp_number(group.trend->slope_ms_per_sample) +
                     ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'");
   }
   body += join_plot(items);
@@ -147,7 +100,7 @@ PlotScript time_plot(const GroupAnalysis& group) {
 PlotScript throughput_plot(const GroupAnalysis& group) {
   PlotScript plot{group.id + "_throughput", "# batch_size samples_per_s too_few_samples\n", ""};
   for (const auto& p : group.points) {
-    plot.data += std::to_string(p.batch_size) + " " + number(p.samples_per_s) + " " +
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(p.samples_per_s) + " " +
                  (p.too_few_samples ? "1" : "0") + "\n";
   }
   std::string& body = plot.body;
@@ -162,9 +115,9 @@ PlotScript throughput_plot(const GroupAnalysis& group) {
         0.5 * static_cast<double>(group.points.front().batch_size + group.points.back().batch_size);
     bool right_half = static_cast<double>(best.batch_size) > middle;
     std::string text = "fastest: " + std::to_string(best.batch_size) + " (" +
-                       number(best.samples_per_s, 1, true) + " samples/s)";
+                       gp_number(best.samples_per_s, 1, true) + " samples/s)";
     body += "set label " + gp_string(text) + " at first " + std::to_string(best.batch_size) + ", first " +
-            number(best.samples_per_s) +
+            gp_number(best.samples_per_s) +
             (right_half ? " right offset character -1,1" : " left offset character 1,1") +
             " front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'\n";
   }
@@ -180,12 +133,6 @@ PlotScript throughput_plot(const GroupAnalysis& group) {
   return plot;
 }
 
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
-}
-
 std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
   PlotScript plot{comparison.id + "_speedup", "", ""};
   std::vector<std::string> items;
@@ -197,7 +144,7 @@ std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
     if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
     plot.data += "# " + one_line(curve.label) + "\n# batch_size speedup\n";
     for (const auto& [batch, speedup] : curve.speedup)
-      plot.data += std::to_string(batch) + " " + number(speedup) + "\n";
+      plot.data += std::to_string(batch) + " " + gp_number(speedup) + "\n";
     items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
                     std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 title " +
                     gp_string(curve.label));
@@ -224,7 +171,7 @@ PlotScript throughput_all_plot(const std::vector<const GroupAnalysis*>& groups) 
     if (!items.empty()) plot.data += "\n\n";
     plot.data += "# " + one_line(group->label) + "\n# batch_size samples_per_s\n";
     for (const auto& p : group->points) {
-      plot.data += std::to_string(p.batch_size) + " " + number(p.samples_per_s) + "\n";
+      plot.data += std::to_string(p.batch_size) + " " + gp_number(p.samples_per_s) + "\n";
       if (p.samples_per_s > 0 && std::isfinite(p.samples_per_s)) {
         lowest = lowest > 0 ? std::min(lowest, p.samples_per_s) : p.samples_per_s;
         highest = std::max(highest, p.samples_per_s);
@@ -288,6 +235,7 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
     if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
   }
   if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
+  for (PlotScript& plot : energy_plots(analysis)) plots.push_back(std::move(plot));
   if (plots.empty()) {
     outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
     return outcome;

@@ -20,8 +20,9 @@ struct PlotOutcome {
 
 // Writes, into dir (created if missing), per group: step time vs batch size with the p10–p90 band,
 // the trend line and the jumps marked ("<id>_time"), and samples/s vs batch size ("<id>_throughput");
-// per comparison: speedup vs batch size ("<id>_speedup"); each as .png and .svg, with the .dat and
-// .gp files gnuplot ran on kept beside them. Without gnuplot nothing is drawn and the reason is given.
+// per comparison: speedup vs batch size ("<id>_speedup"); and, where the logs carry energy, the plots
+// of energy_plots.h; each as .png and .svg, with the .dat and .gp files gnuplot ran on kept beside them.
+// Without gnuplot nothing is drawn and the reason is given.
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options = {});
 
 }  // namespace batchscope

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <set>
 
+#include "lib/analysis/energy_report.h"
+
 namespace batchscope {
 namespace {
 
@@ -25,12 +27,6 @@ std::string jump_name(const Jump& j) {
 
 std::string plot_exists(const PlotOutcome& plots, const std::string& name) {
   return std::find(plots.files.begin(), plots.files.end(), name) != plots.files.end() ? name : "";
-}
-
-void write_plot(std::ostream& out, const PlotOutcome& plots, const std::string& dir, const std::string& stem,
-                const std::string& alt) {
-  if (plot_exists(plots, stem + ".png").empty()) return;
-  out << "![" << alt << "](" << dir << "/" << stem << ".png) ([SVG](" << dir << "/" << stem << ".svg))\n\n";
 }
 
 void write_environment(std::ostream& out, const Analysis& a) {
@@ -169,8 +165,8 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
     out << ".\n\n";
     return;
   }
-  write_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
-  write_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
+  embed_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
+  embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
   out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
       << g.points.size() << " measured) from " << g.logs.size() << " log(s).\n\n";
   if (g.trend) {
@@ -187,6 +183,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << significant(g.fastest->samples_per_s) << " samples/s (" << significant(g.fastest->median_ms)
         << " ms per step)\n";
   }
+  write_energy_bests(out, g);
   if (g.saturation) {
     out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
         << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
@@ -206,12 +203,13 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   }
   out << "\n";
   write_points_table(out, g);
+  write_energy_section(out, g, plots, dir);
 }
 
 void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome& plots,
                       const std::string& dir) {
   out << "### " << c.workload << ": speedup over " << c.baseline_label << "\n\n";
-  write_plot(out, plots, dir, c.id + "_speedup", "speedup vs batch size");
+  embed_plot(out, plots, dir, c.id + "_speedup", "speedup vs batch size");
   out << "Speedup = baseline median step time / median step time at the same batch size (> 1 is faster).\n\n"
       << "| compared | batch sizes in common | median speedup | lowest | highest "
          "|\n|---|---:|---:|---:|---:|\n";
@@ -293,6 +291,12 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
 
 }  // namespace
 
+void embed_plot(std::ostream& out, const PlotOutcome& plots, const std::string& dir, const std::string& stem,
+                const std::string& alt) {
+  if (plot_exists(plots, stem + ".png").empty()) return;
+  out << "![" << alt << "](" << dir << "/" << stem << ".png) ([SVG](" << dir << "/" << stem << ".svg))\n\n";
+}
+
 std::string significant(double value, int digits) {
   if (!std::isfinite(value)) return value > 0 ? "inf" : (value < 0 ? "-inf" : "nan");
   if (value == 0) return "0";
@@ -316,8 +320,11 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
   out << "\n";
   if (!plots.made) out << "Plots were skipped: " << plots.skipped_reason << "\n\n";
 
-  out << "| group | batch sizes | jumps | periodic | fastest batch | samples/s "
-         "|\n|---|---|---|---|---:|---:|\n";
+  const bool energy =
+      std::any_of(a.groups.begin(), a.groups.end(), [](const GroupAnalysis& g) { return g.energy; });
+  out << "| group | batch sizes | jumps | periodic | fastest batch | samples/s |"
+      << (energy ? " most efficient batch | samples/J |" : "") << "\n|---|---|---|---|---:|---:|"
+      << (energy ? "---:|---:|" : "") << "\n";
   for (const GroupAnalysis& g : a.groups) {
     std::string jumps;
     for (const Jump& j : g.jumps.jumps) jumps += (jumps.empty() ? "" : ", ") + jump_name(j);
@@ -329,9 +336,11 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
         << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
                                                          : "no")
         << " | " << (g.fastest ? std::to_string(g.fastest->batch_size) : "–") << " | "
-        << (g.fastest ? significant(g.fastest->samples_per_s) : "–") << " |\n";
+        << (g.fastest ? significant(g.fastest->samples_per_s) : "–") << " |";
+    out << (energy ? energy_summary_cells(g) : "") << "\n";
   }
   out << "\n";
+  embed_plot(out, plots, dir, "energy_all", "energy per sample of every group with energy");
   for (const GroupAnalysis& g : a.groups) write_group(out, g, plots, dir);
   if (!a.comparisons.empty()) {
     out << "## Comparisons\n\n";
@@ -376,6 +385,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
       out << "\n";
     }
+    write_energy_terminal(out, g);
   }
   for (const Comparison& c : a.comparisons) {
     for (const SpeedupCurve& s : c.curves) {

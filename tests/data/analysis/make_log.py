@@ -3,6 +3,10 @@
 
 Step time = base + slope * b + sum of the jump heights whose position c has b > c, times
 (1 + noise * e) per step with e from a seeded generator, so tests know exactly where the jumps are.
+
+With --energy the point records also carry the energy fields of lib/records.h, from a fixed power
+curve: power = idle + dynamic * b / (b + half), read over all timed steps of a batch size. It draws
+nothing from the generator, so the step times are the same with or without it.
 """
 import argparse
 import json
@@ -31,6 +35,33 @@ def batch_list(text):
     return [int(p) for p in text.split(",")]
 
 
+def energy_fields(a, b, times):
+    power = a.idle_w + a.dynamic_w * b / (b + a.half_batch)
+    window_ms = sum(times)
+    steps = len(times)
+    joules = power * window_ms / 1e3
+    fields = {"energy_method": "nvml energy counter", "energy_scope": "GPU 0000:3B:00.0 board",
+              "energy_resolution_ms": a.energy_resolution_ms, "energy_window_ms": round(window_ms, 6),
+              "energy_steps": steps, "energy_j": round(joules, 6), "avg_power_w": round(power, 6),
+              "j_per_step": round(joules / steps, 6), "j_per_sample": round(joules / steps / b, 9),
+              "samples_per_j": round(steps * b / joules, 6), "idle_power_w": None if a.no_idle else a.idle_w}
+    above = None if a.no_idle else power - a.idle_w
+    above_j = None if above is None else above * window_ms / 1e3
+    fields.update({"avg_power_above_idle_w": None if above is None else round(above, 6),
+                   "j_per_step_above_idle": None if above is None else round(above_j / steps, 6),
+                   "j_per_sample_above_idle": None if above is None else round(above_j / steps / b, 9),
+                   "samples_per_j_above_idle": None if above is None else round(steps * b / above_j, 6)})
+    start_temperature = 40.0 + b
+    fields.update({"start_sm_clock_mhz": 1980.0,
+                   "end_sm_clock_mhz": 1683.0 if a.throttle_from and b >= a.throttle_from else 1980.0,
+                   "start_memory_clock_mhz": 2619.0, "end_memory_clock_mhz": 2619.0,
+                   "start_temperature_c": start_temperature,
+                   "end_temperature_c": round(start_temperature + 2 + power / 100, 6),
+                   "start_utilization_pct": None, "end_utilization_pct": min(100.0, 40.0 + 5 * b),
+                   "start_power_w": round(power, 6), "end_power_w": round(power, 6)})
+    return fields
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--model", default="vgg16")
@@ -50,6 +81,13 @@ def main():
     p.add_argument("--oom-from", type=int, default=0, help="sizes from here on run out of memory")
     p.add_argument("--run-id", default="run-1")
     p.add_argument("--no-end", action="store_true")
+    p.add_argument("--energy", action="store_true", help="add energy fields to the point records")
+    p.add_argument("--idle-w", type=float, default=60.0)
+    p.add_argument("--dynamic-w", type=float, default=240.0, help="power above idle as the batch grows")
+    p.add_argument("--half-batch", type=float, default=8.0, help="batch size at half the dynamic power")
+    p.add_argument("--energy-resolution-ms", type=float, default=10.0)
+    p.add_argument("--no-idle", action="store_true", help="no idle baseline: the above-idle fields are null")
+    p.add_argument("--throttle-from", type=int, default=0, help="sizes from here on end at 85%% SM clock")
     a = p.parse_args()
 
     batches = batch_list(a.batches)
@@ -87,8 +125,11 @@ def main():
                           "loss": 2.3, "peak_memory_bytes": 1000000 * b})
         s = sorted(times)
         med = s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
-        lines.append({"type": "point", **common, "batch_size": b, "samples": len(times), "median_ms": med,
-                      "flops_per_step": 1e9 * b, "peak_memory_bytes": 1000000 * b})
+        point = {"type": "point", **common, "batch_size": b, "samples": len(times), "median_ms": med,
+                 "flops_per_step": 1e9 * b, "peak_memory_bytes": 1000000 * b}
+        if a.energy:
+            point.update(energy_fields(a, b, [round(t, 6) for t in times]))
+        lines.append(point)
     if not a.no_end:
         lines.append({"type": "end", "time": "2026-01-01T00:10:00Z", "complete": True})
     for line in lines:

@@ -1,0 +1,159 @@
+#include "lib/analysis/energy.h"
+
+#include <algorithm>
+
+namespace batchscope {
+namespace {
+
+std::optional<double> number(const Json& j, const char* key) {
+  if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  return std::nullopt;
+}
+
+std::string text(const Json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+DeviceReading reading(const Json& point, const std::string& edge) {
+  DeviceReading r;
+  r.sm_clock_mhz = number(point, (edge + "sm_clock_mhz").c_str());
+  r.memory_clock_mhz = number(point, (edge + "memory_clock_mhz").c_str());
+  r.temperature_c = number(point, (edge + "temperature_c").c_str());
+  r.utilization_pct = number(point, (edge + "utilization_pct").c_str());
+  r.power_w = number(point, (edge + "power_w").c_str());
+  return r;
+}
+
+void add_distinct(std::vector<std::string>& values, const std::string& value) {
+  if (!value.empty() && std::find(values.begin(), values.end(), value) == values.end())
+    values.push_back(value);
+}
+
+}  // namespace
+
+std::string describe_sizes(const std::vector<int64_t>& sizes, const GroupAnalysis& g) {
+  auto index = [&](int64_t b) {
+    const auto it = std::find_if(g.points.begin(), g.points.end(),
+                                 [&](const PointStats& p) { return p.batch_size == b; });
+    return it - g.points.begin();
+  };
+  std::string out;
+  for (size_t i = 0; i < sizes.size();) {
+    size_t j = i;
+    while (j + 1 < sizes.size() && index(sizes[j + 1]) == index(sizes[j]) + 1) ++j;
+    if (!out.empty()) out += ", ";
+    if (j - i >= 2) {
+      out += std::to_string(sizes[i]) + "–" + std::to_string(sizes[j]);
+    } else {
+      for (size_t k = i; k <= j; ++k) out += (k > i ? ", " : "") + std::to_string(sizes[k]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+std::optional<PointEnergyStats> point_energy(const Json& point) {
+  // The writer puts energy_method into every point it measured energy for; the numbers may be null.
+  if (!point.is_object() || !point.contains("energy_method") || point["energy_method"].is_null())
+    return std::nullopt;
+  PointEnergyStats e;
+  e.method = text(point, "energy_method");
+  e.scope = text(point, "energy_scope");
+  e.resolution_ms = number(point, "energy_resolution_ms");
+  e.window_ms = number(point, "energy_window_ms");
+  if (const auto steps = number(point, "energy_steps")) e.steps = static_cast<int64_t>(*steps);
+  e.joules = number(point, "energy_j");
+  e.avg_power_w = number(point, "avg_power_w");
+  e.j_per_step = number(point, "j_per_step");
+  e.j_per_sample = number(point, "j_per_sample");
+  e.samples_per_j = number(point, "samples_per_j");
+  e.idle_power_w = number(point, "idle_power_w");
+  e.avg_power_above_idle_w = number(point, "avg_power_above_idle_w");
+  e.j_per_step_above_idle = number(point, "j_per_step_above_idle");
+  e.j_per_sample_above_idle = number(point, "j_per_sample_above_idle");
+  e.samples_per_j_above_idle = number(point, "samples_per_j_above_idle");
+  e.start = reading(point, "start_");
+  e.end = reading(point, "end_");
+  return e;
+}
+
+void analyze_energy(GroupAnalysis& g) {
+  GroupEnergy energy;
+  for (const PointStats& p : g.points) {
+    if (!p.energy) continue;
+    const PointEnergyStats& e = *p.energy;
+    ++energy.points;
+    add_distinct(energy.methods, e.method);
+    add_distinct(energy.scopes, e.scope);
+    if (e.resolution_ms) energy.resolution_ms = std::max(energy.resolution_ms.value_or(0), *e.resolution_ms);
+    if (e.idle_power_w) energy.idle_baseline = true;
+    if (e.start.sm_clock_mhz) {
+      energy.highest_start_sm_clock_mhz =
+          std::max(energy.highest_start_sm_clock_mhz.value_or(0), *e.start.sm_clock_mhz);
+    }
+  }
+  if (energy.points == 0) return;
+
+  for (PointStats& p : g.points) {
+    if (!p.energy) continue;
+    PointEnergyStats& e = *p.energy;
+    e.low_confidence =
+        e.window_ms && e.resolution_ms && *e.window_ms < kMinUpdatesPerWindow * *e.resolution_ms;
+    if (e.low_confidence) energy.low_confidence.push_back(p.batch_size);
+
+    Throttling t;
+    t.batch_size = p.batch_size;
+    t.start_sm_clock_mhz = e.start.sm_clock_mhz;
+    t.end_sm_clock_mhz = e.end.sm_clock_mhz;
+    t.start_temperature_c = e.start.temperature_c;
+    t.end_temperature_c = e.end.temperature_c;
+    t.fell_in_window = t.start_sm_clock_mhz && t.end_sm_clock_mhz &&
+                       *t.end_sm_clock_mhz < kThrottleShare * *t.start_sm_clock_mhz;
+    // The clock the work ended on, or the only one known.
+    const std::optional<double> clock = t.end_sm_clock_mhz ? t.end_sm_clock_mhz : t.start_sm_clock_mhz;
+    t.below_group = clock && energy.highest_start_sm_clock_mhz &&
+                    *clock < kThrottleShare * *energy.highest_start_sm_clock_mhz;
+    e.throttled = t.fell_in_window || t.below_group;
+    if (e.throttled) energy.throttled.push_back(t);
+
+    if (p.too_few_samples || e.low_confidence) continue;
+    if (e.samples_per_j &&
+        (!energy.most_efficient || *e.samples_per_j > energy.most_efficient->samples_per_j)) {
+      energy.most_efficient = EnergyChoice{p.batch_size,  *e.samples_per_j, e.j_per_sample,
+                                           e.avg_power_w, p.samples_per_s,  p.median_ms};
+    }
+    if (e.samples_per_j_above_idle &&
+        (!energy.most_efficient_above_idle ||
+         *e.samples_per_j_above_idle > energy.most_efficient_above_idle->samples_per_j)) {
+      energy.most_efficient_above_idle = EnergyChoice{p.batch_size,
+                                                      *e.samples_per_j_above_idle,
+                                                      e.j_per_sample_above_idle,
+                                                      e.avg_power_above_idle_w,
+                                                      p.samples_per_s,
+                                                      p.median_ms};
+    }
+  }
+  g.energy = std::move(energy);
+}
+
+std::vector<std::string> energy_warnings(const GroupAnalysis& g) {
+  std::vector<std::string> out;
+  if (!g.energy) return out;
+  if (!g.energy->throttled.empty()) {
+    std::vector<int64_t> sizes;
+    for (const Throttling& t : g.energy->throttled) sizes.push_back(t.batch_size);
+    out.push_back(g.label +
+                  ": the SM clock ran more than 10% below its start or the group's highest (throttling) at "
+                  "batch size(s) " +
+                  describe_sizes(sizes, g) +
+                  ": their step times and energy are those of a slower device; see the report's Energy part");
+  }
+  if (!g.energy->low_confidence.empty()) {
+    out.push_back(g.label + ": the energy of batch size(s) " + describe_sizes(g.energy->low_confidence, g) +
+                  " was read over less than 10 updates of the power source, so it is shown but left out "
+                  "of the most efficient size");
+  }
+  return out;
+}
+
+}  // namespace batchscope

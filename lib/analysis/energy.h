@@ -1,0 +1,34 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/analysis.h"
+#include "lib/records.h"
+
+namespace batchscope {
+
+// An energy window must span this many updates of the source to be trusted.
+inline constexpr double kMinUpdatesPerWindow = 10;
+// An SM clock below this share of its reference (the window's start, or the group's highest start)
+// counts as throttling.
+inline constexpr double kThrottleShare = 0.9;
+
+// The energy fields of a point record, or nullopt where it has none (older logs, devices without a
+// power source).
+std::optional<PointEnergyStats> point_energy(const Json& point);
+
+// Marks the group's low-confidence windows and throttled batch sizes, and picks the most
+// energy-efficient batch size with and without the idle draw. Leaves g.energy empty where no point
+// carries energy. Expects the points' statistics (too_few_samples, samples/s) to be final.
+void analyze_energy(GroupAnalysis& g);
+
+// "1–5, 8, 12–20": sizes of the group, with runs of three or more neighbouring measured sizes shown as
+// first–last, so that a long sweep's list stays short.
+std::string describe_sizes(const std::vector<int64_t>& sizes, const GroupAnalysis& g);
+
+// What the user should hear about a group's energy: throttling and windows too short to trust.
+std::vector<std::string> energy_warnings(const GroupAnalysis& g);
+
+}  // namespace batchscope

@@ -1,0 +1,31 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace batchscope {
+
+// One figure: its data file and the gnuplot commands that draw it, shared by every kind of plot.
+struct PlotScript {
+  std::string name;  // file stem inside the plot directory
+  std::string data;
+  std::string body;  // settings and the plot command, without terminals
+};
+
+// Numbers for data files and scripts; "NaN" (a gap for gnuplot) where not finite.
+std::string gp_number(double value, int precision = 12, bool fixed = false);
+
+// A gnuplot single-quoted string that prints as written.
+std::string gp_string(const std::string& text);
+
+// "plot a, b, c" with one item per line.
+std::string join_plot(const std::vector<std::string>& items);
+
+// The x range of batch sizes first..last, on a log scale when they span more than 200x.
+std::string x_range(int64_t first, int64_t last);
+
+// Line breaks become spaces: labels go into comments and titles of one line.
+std::string one_line(std::string text);
+
+}  // namespace batchscope

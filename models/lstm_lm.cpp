@@ -1,0 +1,129 @@
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "models/sequence_flops.h"
+#include "models/sequence_models.h"
+
+namespace batchscope::models {
+namespace {
+
+// The large configuration of pytorch/examples' word_language_model (Zaremba et al. 2014's large model).
+constexpr int64_t kEmbedding = 1500;
+constexpr int64_t kHidden = 1500;
+constexpr int64_t kLayers = 2;
+constexpr double kDropout = 0.65;
+constexpr double kInitRange = 0.1;
+// The example's default backpropagation-through-time length, and Penn Treebank's vocabulary.
+constexpr int64_t kSequenceLength = 35;
+constexpr int64_t kVocabulary = 10000;
+
+std::string shape_text(const SampleShape& shape) {
+  std::string text;
+  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
+  return text;
+}
+
+void check_request(const SampleShape& input, int64_t classes) {
+  if (input.size() != 1) {
+    throw std::invalid_argument("lstm_lm takes token sequences shaped [sequence length], got a " +
+                                std::to_string(input.size()) + "-dimensional sample shape '" +
+                                shape_text(input) + "'; give a single length such as input: [35].");
+  }
+  if (input[0] < 1) {
+    throw std::invalid_argument("lstm_lm needs a sequence of at least 1 token, got a length of " +
+                                std::to_string(input[0]) + "; give a positive length such as input: [35].");
+  }
+  if (classes < 2) {
+    throw std::invalid_argument("lstm_lm needs a vocabulary of at least 2 words, got classes: " +
+                                std::to_string(classes) + "; give classes: 10000 (Penn Treebank's).");
+  }
+}
+
+// RNNModel('LSTM', ...) of the example, untied, with its module names. It keeps the example's
+// [sequence, batch] layout inside and starts every batch from a zero state (no carried hidden state,
+// so every step of a sweep does the same work).
+class LstmLanguageModel : public Network {
+ public:
+  explicit LstmLanguageModel(int64_t vocabulary)
+      : drop_(register_module("drop", torch::nn::Dropout(kDropout))),
+        encoder_(register_module("encoder", torch::nn::Embedding(vocabulary, kEmbedding))),
+        rnn_(register_module(
+            "rnn", torch::nn::LSTM(
+                       torch::nn::LSTMOptions(kEmbedding, kHidden).num_layers(kLayers).dropout(kDropout)))),
+        decoder_(register_module("decoder", torch::nn::Linear(kHidden, vocabulary))) {
+    torch::NoGradGuard no_grad;
+    encoder_->weight.uniform_(-kInitRange, kInitRange);
+    decoder_->weight.uniform_(-kInitRange, kInitRange);
+    decoder_->bias.zero_();
+  }
+
+  // [batch, sequence] token ids to [sequence, batch, vocabulary] logits.
+  torch::Tensor forward(torch::Tensor input) override {
+    TORCH_CHECK(input.dim() == 2, "lstm_lm expects [batch, sequence] tokens, got ", input.sizes());
+    const torch::Tensor embedded = drop_(encoder_(input.t()));
+    const torch::Tensor hidden = std::get<0>(rnn_->forward(embedded));
+    return decoder_(drop_(hidden));
+  }
+
+  // Cross-entropy of every position's logits against the [batch, sequence] next tokens.
+  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+    return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}),
+                                                targets.t().reshape(-1));
+  }
+
+ private:
+  torch::nn::Dropout drop_;
+  torch::nn::Embedding encoder_;
+  torch::nn::LSTM rnn_;
+  torch::nn::Linear decoder_;
+};
+
+double forward_flops(const SampleShape& input, int64_t vocabulary) {
+  check_request(input, vocabulary);
+  const int64_t steps = input[0];
+  int64_t total = 0;
+  for (int64_t layer = 0; layer < kLayers; ++layer) {
+    const int64_t layer_input = layer == 0 ? kEmbedding : kHidden;
+    total += flops::recurrent_layer(flops::RecurrentCell::kLstm, steps, layer_input, kHidden, 1).total();
+  }
+  total += flops::linear(steps, kHidden, vocabulary, true);
+  return static_cast<double>(total);
+}
+
+// Uniform token ids as inputs and as next-token targets, both [batch, sequence].
+Batch token_batch(int64_t batch, const SampleShape& input, int64_t vocabulary) {
+  check_request(input, vocabulary);
+  const auto tokens = torch::TensorOptions().dtype(torch::kLong);
+  return {torch::randint(vocabulary, {batch, input[0]}, tokens),
+          torch::randint(vocabulary, {batch, input[0]}, tokens)};
+}
+
+}  // namespace
+
+ModelSpec lstm_lm_spec() {
+  ModelSpec spec;
+  spec.name = "lstm_lm";
+  spec.summary = "word-level LSTM language model, 2 x 1500, PyTorch word_language_model large";
+  spec.default_input = {kSequenceLength};
+  spec.default_classes = kVocabulary;
+  spec.input_kind = InputKind::Tokens;
+  spec.sequence_axis = 0;
+  spec.input_layout = "sequence length";
+  // RNNModel('LSTM', 10000, 1500, 1500, 2, 0.65) in PyTorch: tests/integration/reference_parameters.py.
+  spec.reference_parameters = 66034000;
+  spec.reference = "pytorch/examples word_language_model, LSTM large, 10,000 words (66.0M)";
+  spec.build = [](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
+    check_request(input, classes);
+    return std::make_shared<LstmLanguageModel>(classes);
+  };
+  spec.forward_flops = forward_flops;
+  spec.synthetic_batch = token_batch;
+  return spec;
+}
+
+}  // namespace batchscope::models
