@@ -285,7 +285,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
     }
     if (c.data != "synthetic" && spec->input_kind != models::InputKind::Image) {
       fail(entry("data").where,
-           spec->name + " takes " + spec->input_layout + ", not the images of " + shown(c.data),
+           spec->name + " takes " + models::input_kind_name(spec->input_kind) + ", not the images of " +
+               shown(c.data),
            "use data: synthetic for " + spec->name);
     }
     if (c.data != "synthetic") {

@@ -101,25 +101,28 @@ class DropoutOff {
       }
       // A recurrent layer's dropout between its layers is an option, not a module; the layer stays in
       // training mode, which cuDNN needs for its backward.
-      if (auto lstm = std::dynamic_pointer_cast<torch::nn::LSTMImpl>(m)) silence(lstm->options_base);
-      if (auto gru = std::dynamic_pointer_cast<torch::nn::GRUImpl>(m)) silence(gru->options_base);
+      if (auto lstm = std::dynamic_pointer_cast<torch::nn::LSTMImpl>(m)) silence(lstm->options);
+      if (auto gru = std::dynamic_pointer_cast<torch::nn::GRUImpl>(m)) silence(gru->options);
     }
   }
   ~DropoutOff() {
     for (auto& m : switched_) m->train();
-    for (auto& [options, dropout] : recurrent_) options->dropout(dropout);
+    for (auto& restore : restores_) restore();
   }
   DropoutOff(const DropoutOff&) = delete;
   DropoutOff& operator=(const DropoutOff&) = delete;
 
  private:
-  void silence(torch::nn::detail::RNNOptionsBase& options) {
-    recurrent_.emplace_back(&options, options.dropout());
+  // LSTMOptions or GRUOptions: what their forward reads the dropout from.
+  template <typename Options>
+  void silence(Options& options) {
+    const double dropout = options.dropout();
     options.dropout(0.0);
+    restores_.push_back([&options, dropout] { options.dropout(dropout); });
   }
 
   std::vector<std::shared_ptr<torch::nn::Module>> switched_;
-  std::vector<std::pair<torch::nn::detail::RNNOptionsBase*, double>> recurrent_;
+  std::vector<std::function<void()>> restores_;
 };
 
 // Every parameter's gradient after one accumulated step (no optimizer step), zeros where none.

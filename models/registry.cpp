@@ -118,6 +118,18 @@ const std::vector<ModelSpec>& all_models() {
   return models;
 }
 
+std::string input_kind_name(InputKind kind) {
+  switch (kind) {
+    case InputKind::Image:
+      return "images";
+    case InputKind::Tokens:
+      return "token sequences";
+    case InputKind::Spectrogram:
+      return "spectrograms";
+  }
+  return "inputs";
+}
+
 Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes) {
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), input.begin(), input.end());

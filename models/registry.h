@@ -16,6 +16,8 @@ using SampleShape = std::vector<int64_t>;
 // What one sample is: an image (channels x height x width, float), a token sequence (int64 token ids),
 // or a spectrogram (1 x frequency bins x frames, float).
 enum class InputKind { Image, Tokens, Spectrogram };
+// "images", "token sequences", "spectrograms", for messages.
+std::string input_kind_name(InputKind kind);
 
 struct ModelSpec {
   std::string name;

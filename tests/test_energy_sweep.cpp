@@ -94,7 +94,7 @@ TEST(EnergySweep, EveryPointCarriesTheEnergyOfItsWindow) {
   const SweepOutcome outcome = sweep_with(options, "fake");
 
   const Json run = of_type(outcome.records, "run").at(0);
-  const Json& cpu = run.at("power").at("cpu");
+  const Json cpu = run.at("power").at("cpu");
   EXPECT_TRUE(cpu.at("available").get<bool>());
   EXPECT_EQ(cpu.at("method"), "fake counter");
   EXPECT_EQ(cpu.at("min_window_ms"), 40);
@@ -151,14 +151,14 @@ TEST(EnergySweep, WithoutASourceTheRunSaysWhyAndPointsHaveNoEnergy) {
     return nullptr;
   };
   SweepOutcome outcome = sweep_with(options, "none");
-  const Json& cpu = of_type(outcome.records, "run").at(0).at("power").at("cpu");
+  const Json cpu = of_type(outcome.records, "run").at(0).at("power").at("cpu");
   EXPECT_FALSE(cpu.at("available").get<bool>());
   EXPECT_EQ(cpu.at("reason"), "this test has no power meter.");
   for (const Json& p : of_type(outcome.records, "point")) EXPECT_FALSE(p.contains("energy_j"));
 
   options.measure_energy = false;
   outcome = sweep_with(options, "off");
-  const Json& off = of_type(outcome.records, "run").at(0).at("power").at("cpu");
+  const Json off = of_type(outcome.records, "run").at(0).at("power").at("cpu");
   EXPECT_FALSE(off.at("available").get<bool>());
   EXPECT_NE(off.at("reason").get<std::string>().find("--no-energy"), std::string::npos);
 }
