@@ -17,9 +17,9 @@
 #include "lib/config.h"
 #include "lib/cpu_memory.h"
 #include "lib/environment.h"
+#include "lib/errors.h"
 #include "lib/gpu.h"
 #include "lib/power/device_power.h"
-#include "lib/errors.h"
 #include "lib/summary_table.h"
 #include "lib/sweep_runner.h"
 #include "models/registry.h"
@@ -225,7 +225,7 @@ int run_models_command(const std::vector<std::string>& args) {
          {"gflops_per_sample", spec.forward_flops(spec.default_input, spec.default_classes) / 1e9},
          {"input_layout", spec.input_layout},
          {"reference_parameters", spec.reference_parameters > 0 ? nlohmann::json(spec.reference_parameters)
-                                                                 : nlohmann::json(nullptr)},
+                                                                : nlohmann::json(nullptr)},
          {"reference", spec.reference}});
   }
   if (format == ListingFormat::kJson) {
@@ -245,7 +245,8 @@ int run_models_command(const std::vector<std::string>& args) {
   }
   std::printf("\nInput shapes are one sample without the batch dimension:\n");
   for (const auto& m : list) {
-    std::printf("  %-14s %s\n", m["name"].get<std::string>().c_str(), m["input_layout"].get<std::string>().c_str());
+    std::printf("  %-14s %s\n", m["name"].get<std::string>().c_str(),
+                m["input_layout"].get<std::string>().c_str());
   }
   std::printf("\nParameter counts against the reference implementations:\n");
   for (const auto& m : list) {

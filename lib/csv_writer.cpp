@@ -41,13 +41,34 @@ void write_lines(std::ofstream& out, const std::vector<Json>& records) {
 }  // namespace
 
 const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> columns = {
-      "type",        "experiment",        "model",        "phase",         "precision",
-      "device",      "batch_size",        "step",         "time_ms",       "loss",
-      "samples",     "median_ms",         "p10_ms",       "p90_ms",        "mean_ms",
-      "stddev_ms",   "cv",                "samples_per_s", "tflops",       "peak_memory_bytes",
-      "avg_power_w", "j_per_step",        "j_per_sample", "samples_per_j", "idle_power_w",
-      "end_sm_clock_mhz", "end_temperature_c", "message"};
+  static const std::vector<std::string> columns = {"type",
+                                                   "experiment",
+                                                   "model",
+                                                   "phase",
+                                                   "precision",
+                                                   "device",
+                                                   "batch_size",
+                                                   "step",
+                                                   "time_ms",
+                                                   "loss",
+                                                   "samples",
+                                                   "median_ms",
+                                                   "p10_ms",
+                                                   "p90_ms",
+                                                   "mean_ms",
+                                                   "stddev_ms",
+                                                   "cv",
+                                                   "samples_per_s",
+                                                   "tflops",
+                                                   "peak_memory_bytes",
+                                                   "avg_power_w",
+                                                   "j_per_step",
+                                                   "j_per_sample",
+                                                   "samples_per_j",
+                                                   "idle_power_w",
+                                                   "end_sm_clock_mhz",
+                                                   "end_temperature_c",
+                                                   "message"};
   return columns;
 }
 

@@ -241,9 +241,9 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
            "remove it, or use a sequence model: " + sequence_model_names());
     }
     c.input_shape[static_cast<std::size_t>(spec->sequence_axis)] =
-        get_int(e, 1, INT64_MAX, "give a sequence length of 1 or more, e.g. " +
-                                     std::to_string(spec->default_input[static_cast<std::size_t>(
-                                         spec->sequence_axis)]));
+        get_int(e, 1, INT64_MAX,
+                "give a sequence length of 1 or more, e.g. " +
+                    std::to_string(spec->default_input[static_cast<std::size_t>(spec->sequence_axis)]));
   }
   c.classes = has("classes") ? get_int(entry("classes"), 1, INT64_MAX, "give 1 or more classes")
                              : spec->default_classes;

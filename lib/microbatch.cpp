@@ -14,6 +14,7 @@
 #include "lib/environment.h"
 #include "lib/errors.h"
 #include "lib/gpu.h"
+#include "lib/gradient_accumulation.h"
 #include "lib/step_runner.h"
 #include "lib/step_timer.h"
 #include "models/splittable_conv.h"
@@ -42,8 +43,9 @@ std::optional<int64_t> peak(const torch::Device& device) {
 }
 
 // A synthetic batch of the model's kind (images, tokens, spectrograms), made on the host and copied.
-models::Batch device_batch(const models::ModelSpec& spec, int64_t batch, const std::vector<int64_t>& sample_shape,
-                           int64_t classes, const torch::Device& device) {
+models::Batch device_batch(const models::ModelSpec& spec, int64_t batch,
+                           const std::vector<int64_t>& sample_shape, int64_t classes,
+                           const torch::Device& device) {
   const models::Batch host = spec.synthetic_batch(batch, sample_shape, classes);
   return {host.inputs.to(device), host.targets.to(device)};
 }
@@ -52,10 +54,6 @@ std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& sampl
   std::vector<int64_t> shape{batch};
   shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
   return shape;
-}
-
-void clear_gradients(torch::nn::Module& module) {
-  for (auto& p : module.parameters()) p.mutable_grad().reset();
 }
 
 // Runs `work` warmup times untimed, then `repeats` times each between its own timestamps, with
@@ -88,64 +86,6 @@ LayerCost cost_entry(const std::string& name, const std::vector<int64_t>& shape,
 }
 
 // Dropout off for its lifetime, so that only batch statistics can tell a split from the whole.
-class DropoutOff {
- public:
-  explicit DropoutOff(torch::nn::Module& module) {
-    for (const auto& m : module.modules(/*include_self=*/false)) {
-      if ((std::dynamic_pointer_cast<torch::nn::DropoutImpl>(m) ||
-           std::dynamic_pointer_cast<torch::nn::Dropout2dImpl>(m) ||
-           std::dynamic_pointer_cast<torch::nn::MultiheadAttentionImpl>(m)) &&
-          m->is_training()) {
-        m->eval();
-        switched_.push_back(m);
-      }
-      // A recurrent layer's dropout between its layers is an option, not a module; the layer stays in
-      // training mode, which cuDNN needs for its backward.
-      if (auto lstm = std::dynamic_pointer_cast<torch::nn::LSTMImpl>(m)) silence(lstm->options);
-      if (auto gru = std::dynamic_pointer_cast<torch::nn::GRUImpl>(m)) silence(gru->options);
-    }
-  }
-  ~DropoutOff() {
-    for (auto& m : switched_) m->train();
-    for (auto& restore : restores_) restore();
-  }
-  DropoutOff(const DropoutOff&) = delete;
-  DropoutOff& operator=(const DropoutOff&) = delete;
-
- private:
-  // LSTMOptions or GRUOptions: what their forward reads the dropout from.
-  template <typename Options>
-  void silence(Options& options) {
-    const double dropout = options.dropout();
-    options.dropout(0.0);
-    restores_.push_back([&options, dropout] { options.dropout(dropout); });
-  }
-
-  std::vector<std::shared_ptr<torch::nn::Module>> switched_;
-  std::vector<std::function<void()>> restores_;
-};
-
-// Every parameter's gradient after one accumulated step (no optimizer step), zeros where none.
-std::vector<torch::Tensor> gradients_of(models::Network& network, const torch::Tensor& inputs,
-                                        const torch::Tensor& targets, const std::vector<int64_t>& split) {
-  accumulated_step(network, nullptr, inputs, targets, split);
-  std::vector<torch::Tensor> grads;
-  for (auto& p : network.parameters()) {
-    grads.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
-  }
-  clear_gradients(network);
-  return grads;
-}
-
-double relative_l2(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff += (a[i].to(torch::kDouble) - b[i].to(torch::kDouble)).pow(2).sum().item<double>();
-    norm += b[i].to(torch::kDouble).pow(2).sum().item<double>();
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
 }  // namespace
 
 const char* const kWorkspaceLimitNote =
@@ -224,8 +164,8 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
-                                    const torch::Device& device, const std::vector<int64_t>& sizes, int warmup,
-                                    int repeats) {
+                                    const torch::Device& device, const std::vector<int64_t>& sizes,
+                                    int warmup, int repeats) {
   CostMeasurement out;
   CostTable table{"model", {}};
   for (int64_t m : sizes) {
@@ -264,49 +204,6 @@ void apply_plans(models::Network& network, const std::vector<SplitPlan>& plans) 
 
 void clear_micro_batches(models::Network& network) {
   for (auto& [name, conv] : models::convolutions(network)) conv->set_micro_batches({});
-}
-
-torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer* optimizer,
-                               const torch::Tensor& inputs, const torch::Tensor& targets,
-                               const std::vector<int64_t>& split) {
-  const int64_t batch = inputs.size(0);
-  int64_t total = 0;
-  for (int64_t s : split) {
-    TORCH_CHECK(s > 0, "a micro-batch holds at least one sample");
-    total += s;
-  }
-  TORCH_CHECK(total == batch, "the micro-batches add up to ", total, ", not the batch of ", batch);
-  clear_gradients(network);
-  torch::Tensor summed = torch::zeros({}, inputs.options().dtype(torch::kFloat));
-  int64_t start = 0;
-  for (int64_t s : split) {
-    const double weight = static_cast<double>(s) / static_cast<double>(batch);
-    const torch::Tensor loss =
-        network.loss(network.forward(inputs.narrow(0, start, s)), targets.narrow(0, start, s)) * weight;
-    loss.backward();
-    summed += loss.detach();
-    start += s;
-  }
-  if (optimizer != nullptr) optimizer->step();
-  return summed;
-}
-
-bool has_batch_norm(torch::nn::Module& module) {
-  for (const auto& m : module.modules()) {
-    if (std::dynamic_pointer_cast<torch::nn::BatchNorm1dImpl>(m) ||
-        std::dynamic_pointer_cast<torch::nn::BatchNorm2dImpl>(m) ||
-        std::dynamic_pointer_cast<torch::nn::BatchNorm3dImpl>(m))
-      return true;
-  }
-  return false;
-}
-
-double gradient_relative_difference(models::Network& network, const torch::Tensor& inputs,
-                                    const torch::Tensor& targets, const std::vector<int64_t>& split) {
-  DropoutOff dropout_off(network);
-  const auto whole = gradients_of(network, inputs, targets, {inputs.size(0)});
-  const auto parts = gradients_of(network, inputs, targets, split);
-  return relative_l2(parts, whole);
 }
 
 }  // namespace batchscope
@@ -376,13 +273,15 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");
 
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
-  study.costs = layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
-                      : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device,
-                                            sizes, o.warmup, o.repeats);
+  study.costs = layer
+                    ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
+                    : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device,
+                                          sizes, o.warmup, o.repeats);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);
-  const models::Batch fixed = device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device);
+  const models::Batch fixed =
+      device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device);
   const torch::Tensor& x = fixed.inputs;
   const torch::Tensor& y = fixed.targets;
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/config.h"
+#include "lib/gradient_accumulation.h"
 #include "lib/microbatch_planner.h"
 #include "lib/records.h"
 #include "lib/statistics.h"
@@ -74,28 +75,14 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 // synthetic batches of `spec`'s kind.
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
-                                    const torch::Device& device,
-                                    const std::vector<int64_t>& sizes, int warmup, int repeats);
+                                    const torch::Device& device, const std::vector<int64_t>& sizes,
+                                    int warmup, int repeats);
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
 // Sets each named convolution's micro-batches to its plan's split; TORCH_CHECKs that every convolution
 // has a plan. clear_micro_batches runs every convolution undivided again.
 void apply_plans(models::Network& network, const std::vector<SplitPlan>& plans);
 void clear_micro_batches(models::Network& network);
-
-// One optimizer step over inputs.size(0) = B samples run as micro-batches b1 + ... + bk = B: gradients
-// to none, then per slice forward, the model's mean loss × b_i/B and backward (gradients accumulate), then
-// the optimizer's step (none when null). Returns the summed loss, detached.
-torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer* optimizer,
-                               const torch::Tensor& inputs, const torch::Tensor& targets,
-                               const std::vector<int64_t>& split);
-
-bool has_batch_norm(torch::nn::Module& module);
-// ||g_split - g_whole|| / ||g_whole|| over all parameters' gradients, without an optimizer step, the
-// network in its current mode but dropout off (so only batch statistics can make a difference).
-// Parameters' gradients are left as none.
-double gradient_relative_difference(models::Network& network, const torch::Tensor& inputs,
-                                    const torch::Tensor& targets, const std::vector<int64_t>& split);
 
 struct MeasuredSteps {
   Summary time_ms;

@@ -97,7 +97,8 @@ void Workload::prepare_batch(int64_t batch_size) {
   }
   torch::manual_seed(seed);
   // Made on the host and copied, so that the data are the same on every device for a seed.
-  const models::Batch batch = spec_->synthetic_batch(batch_size, experiment_.input_shape, experiment_.classes);
+  const models::Batch batch =
+      spec_->synthetic_batch(batch_size, experiment_.input_shape, experiment_.classes);
   const torch::Tensor& inputs = batch.inputs;
   const torch::Tensor& targets = batch.targets;
   if (timed_copy()) {

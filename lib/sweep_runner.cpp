@@ -103,7 +103,8 @@ PowerByDevice open_power(const SweepConfig& config, const SweepOptions& options)
       spdlog::info("energy on {}: {} ({}), idle {:.1f} W", e.device, p.source->method(), p.source->scope(),
                    p.idle->avg_power_w);
     } else {
-      spdlog::info("energy on {}: {} ({}), no idle baseline", e.device, p.source->method(), p.source->scope());
+      spdlog::info("energy on {}: {} ({}), no idle baseline", e.device, p.source->method(),
+                   p.source->scope());
     }
   }
   return out;
@@ -173,8 +174,8 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
   return result;
 }
 
-Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
-                bool resumed, PowerByDevice& power) {
+Json run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments, bool resumed,
+                PowerByDevice& power) {
   Json header = context_record(resumed ? record::kResume : record::kRun, options.command_line,
                                {{"source", config.source}, {"experiments", experiments}});
   Json timers = Json::object();
@@ -310,8 +311,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
           records.push_back(
               step_record(e, e.device, batch_size, static_cast<int>(i), sample, result.peak_memory_bytes));
         }
-        Json point = point_record(e, e.device, batch_size, steps.times_ms, workload->flops_per_step(batch_size),
-                                  result.peak_memory_bytes);
+        Json point = point_record(e, e.device, batch_size, steps.times_ms,
+                                  workload->flops_per_step(batch_size), result.peak_memory_bytes);
         if (result.energy) add_energy_fields(point, batch_size, *result.energy);
         records.push_back(std::move(point));
       } catch (const std::exception& error) {

@@ -36,7 +36,7 @@ struct SweepOptions {
 struct SweepOutcome {
   std::string jsonl_path, csv_path;
   bool resumed = false;
-  bool interrupted = false;  // stopped on request before the end; the same command resumes it
+  bool interrupted = false;   // stopped on request before the end; the same command resumes it
   std::vector<Json> records;  // every record of the run, earlier sessions included
 };
 

@@ -96,19 +96,26 @@ const std::vector<ModelSpec>& all_models() {
     const SampleShape imagenet = {3, 224, 224};
     constexpr int64_t kImagenetClasses = 1000;
     return std::vector<ModelSpec>{
-        spec("vgg16", "VGG-16, torchvision layout without batch norm", imagenet, kImagenetClasses,
-             [](int64_t classes) { return vgg_plan(16, classes); }, 138357544, "torchvision vgg16"),
-        spec("vgg19", "VGG-19, torchvision layout without batch norm", imagenet, kImagenetClasses,
-             [](int64_t classes) { return vgg_plan(19, classes); }, 143667240, "torchvision vgg19"),
-        spec("resnet50", "ResNet-50 v1.5, torchvision layout", imagenet, kImagenetClasses,
-             [](int64_t classes) { return resnet_plan(50, classes); }, 25557032, "torchvision resnet50"),
-        spec("resnet18", "ResNet-18, torchvision layout", imagenet, kImagenetClasses,
-             [](int64_t classes) { return resnet_plan(18, classes); }, 11689512, "torchvision resnet18"),
-        spec("alexnet", "AlexNet, torchvision layout", imagenet, kImagenetClasses, alexnet_plan, 61100840, "torchvision alexnet"),
-        spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan, 4231976, "Howard et al. 2017, Table 8 (4.2M)"),
+        spec(
+            "vgg16", "VGG-16, torchvision layout without batch norm", imagenet, kImagenetClasses,
+            [](int64_t classes) { return vgg_plan(16, classes); }, 138357544, "torchvision vgg16"),
+        spec(
+            "vgg19", "VGG-19, torchvision layout without batch norm", imagenet, kImagenetClasses,
+            [](int64_t classes) { return vgg_plan(19, classes); }, 143667240, "torchvision vgg19"),
+        spec(
+            "resnet50", "ResNet-50 v1.5, torchvision layout", imagenet, kImagenetClasses,
+            [](int64_t classes) { return resnet_plan(50, classes); }, 25557032, "torchvision resnet50"),
+        spec(
+            "resnet18", "ResNet-18, torchvision layout", imagenet, kImagenetClasses,
+            [](int64_t classes) { return resnet_plan(18, classes); }, 11689512, "torchvision resnet18"),
+        spec("alexnet", "AlexNet, torchvision layout", imagenet, kImagenetClasses, alexnet_plan, 61100840,
+             "torchvision alexnet"),
+        spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan, 4231976,
+             "Howard et al. 2017, Table 8 (4.2M)"),
         spec("mobilenet_v2", "MobileNetV2, width 1.0, torchvision layout", imagenet, kImagenetClasses,
              mobilenet_v2_plan, 3504872, "torchvision mobilenet_v2"),
-        spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan, 1199882, "Keras mnist_cnn example"),
+        spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan,
+             1199882, "Keras mnist_cnn example"),
         lstm_lm_spec(),
         transformer_spec(),
         deepspeech2_spec(/*gru=*/false),

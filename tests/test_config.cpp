@@ -203,13 +203,15 @@ TEST(Config, BatchUpToTheLargestThatFits) {
 }
 
 TEST(Config, RealDataSetsTheImageShapeAndClasses) {
-  const ExperimentConfig e = only_experiment("model: mnist_cnn\nbatch: 1:4\ndata: fashion-mnist\ntransfer: included\n");
+  const ExperimentConfig e =
+      only_experiment("model: mnist_cnn\nbatch: 1:4\ndata: fashion-mnist\ntransfer: included\n");
   EXPECT_EQ(e.data, "fashion-mnist");
   EXPECT_EQ(e.input_shape, (Sizes{1, 28, 28}));
   EXPECT_EQ(e.classes, 10);
   EXPECT_EQ(e.transfer, Transfer::Included);
   EXPECT_EQ(only_experiment("model: mnist_cnn\nbatch: 1:4\n").transfer, Transfer::Excluded);
-  const ExperimentConfig chunked = only_experiment("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 1000\n");
+  const ExperimentConfig chunked =
+      only_experiment("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 1000\n");
   EXPECT_EQ(chunked.chunk, 1000);
   EXPECT_EQ(to_json(chunked).at("chunk"), 1000);
   EXPECT_EQ(to_json(e).at("transfer"), "included");
@@ -628,7 +630,8 @@ TEST(ConfigErrors, BadBatch) {
   EXPECT_TRUE(mentions(batch_error("[1, x]"), {"exp.yaml:2: batch size is x but must be a whole number"}));
   EXPECT_TRUE(mentions(batch_error("\"1:64:x1\""), {"exp.yaml:2: batch 1:64:x1 grows by 1", "above 1"}));
   EXPECT_TRUE(mentions(batch_error("\"1:max:x0.5\""), {"grows by 0.5"}));
-  EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, step: 2, factor: 2}"), {"exp.yaml:2: batch has both step and factor"}));
+  EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, step: 2, factor: 2}"),
+                       {"exp.yaml:2: batch has both step and factor"}));
   EXPECT_TRUE(mentions(batch_error("{from: 1, to: 8, factor: 1}"), {"factor 1 is too small"}));
 }
 
@@ -666,9 +669,10 @@ TEST(ConfigErrors, UnknownWords) {
             "exp.yaml:3: optimizer adamw is not recognised; use sgd, momentum or adam.");
   EXPECT_TRUE(mentions(error_of(head + "optimizer:\n  type: rmsprop\n"),
                        {"exp.yaml:4: type rmsprop is not recognised"}));
-  EXPECT_TRUE(mentions(error_of(head + "data: imagenet\n"),
-                       {"exp.yaml:3: data imagenet is neither synthetic, mnist, fashion-mnist nor a directory",
-                        "scripts/get_datasets.sh"}));
+  EXPECT_TRUE(
+      mentions(error_of(head + "data: imagenet\n"),
+               {"exp.yaml:3: data imagenet is neither synthetic, mnist, fashion-mnist nor a directory",
+                "scripts/get_datasets.sh"}));
 }
 
 TEST(ConfigErrors, OptimizerValues) {

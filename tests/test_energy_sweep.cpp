@@ -59,7 +59,8 @@ SweepConfig tiny_sweep() {
 }
 
 std::string out_dir(const std::string& name) {
-  return (fs::temp_directory_path() / ("batchscope_energy_" + std::to_string(::getpid()) + "_" + name)).string();
+  return (fs::temp_directory_path() / ("batchscope_energy_" + std::to_string(::getpid()) + "_" + name))
+      .string();
 }
 
 std::vector<Json> of_type(const std::vector<Json>& records, const std::string& type) {

@@ -77,9 +77,10 @@ TEST(Registry, UnknownNameIsNull) {
 }
 
 TEST(Registry, KnownNamesListsEveryModel) {
-  EXPECT_EQ(bm::known_model_names(),
-            "vgg16, vgg19, resnet50, resnet18, alexnet, mobilenet, mobilenet_v2, mnist_cnn, lstm_lm, transformer, "
-            "deepspeech2, deepspeech2_gru");
+  EXPECT_EQ(
+      bm::known_model_names(),
+      "vgg16, vgg19, resnet50, resnet18, alexnet, mobilenet, mobilenet_v2, mnist_cnn, lstm_lm, transformer, "
+      "deepspeech2, deepspeech2_gru");
 }
 
 TEST(Registry, DefaultInputsAndClasses) {

@@ -16,7 +16,8 @@ using namespace batchscope;
 namespace {
 
 // Small sequences and vocabularies keep these full-width models quick on a CPU.
-ExperimentConfig sequence_experiment(const std::string& model, int64_t seq_len, int64_t classes, Phase phase) {
+ExperimentConfig sequence_experiment(const std::string& model, int64_t seq_len, int64_t classes,
+                                     Phase phase) {
   const models::ModelSpec* spec = models::find_model(model);
   EXPECT_NE(spec, nullptr) << model;
   ExperimentConfig e;
@@ -35,7 +36,8 @@ ExperimentConfig sequence_experiment(const std::string& model, int64_t seq_len, 
 
 std::vector<ExperimentConfig> every_sequence_model(Phase phase) {
   return {sequence_experiment("lstm_lm", 5, 50, phase), sequence_experiment("transformer", 6, 50, phase),
-          sequence_experiment("deepspeech2", 24, 29, phase), sequence_experiment("deepspeech2_gru", 24, 29, phase)};
+          sequence_experiment("deepspeech2", 24, 29, phase),
+          sequence_experiment("deepspeech2_gru", 24, 29, phase)};
 }
 
 }  // namespace
