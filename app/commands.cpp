@@ -232,20 +232,20 @@ int run_models_command(const std::vector<std::string>& args) {
     std::cout << list.dump(2) << "\n";
     return 0;
   }
-  std::printf("%-14s %14s %-14s %8s %14s  %s\n", "model", "parameters", "input", "classes", "GFLOPs/sample",
+  std::printf("%-16s %14s %-14s %8s %14s  %s\n", "model", "parameters", "input", "classes", "GFLOPs/sample",
               "summary");
   for (const auto& m : list) {
     std::string shape;
     for (const auto& d : m["default_input"])
       shape += (shape.empty() ? "" : "x") + std::to_string(d.get<int64_t>());
-    std::printf("%-14s %14lld %-14s %8lld %14.4f  %s\n", m["name"].get<std::string>().c_str(),
+    std::printf("%-16s %14lld %-14s %8lld %14.4f  %s\n", m["name"].get<std::string>().c_str(),
                 static_cast<long long>(m["parameters"].get<int64_t>()), shape.c_str(),
                 static_cast<long long>(m["classes"].get<int64_t>()), m["gflops_per_sample"].get<double>(),
                 m["summary"].get<std::string>().c_str());
   }
   std::printf("\nInput shapes are one sample without the batch dimension:\n");
   for (const auto& m : list) {
-    std::printf("  %-14s %s\n", m["name"].get<std::string>().c_str(),
+    std::printf("  %-16s %s\n", m["name"].get<std::string>().c_str(),
                 m["input_layout"].get<std::string>().c_str());
   }
   std::printf("\nParameter counts against the reference implementations:\n");
@@ -253,7 +253,7 @@ int run_models_command(const std::vector<std::string>& args) {
     if (m["reference_parameters"].is_null()) continue;
     const auto ours = m["parameters"].get<int64_t>();
     const auto reference = m["reference_parameters"].get<int64_t>();
-    std::printf("  %-14s %14lld vs %14lld  %s  %s\n", m["name"].get<std::string>().c_str(),
+    std::printf("  %-16s %14lld vs %14lld  %s  %s\n", m["name"].get<std::string>().c_str(),
                 static_cast<long long>(ours), static_cast<long long>(reference),
                 ours == reference ? "same" : "DIFFERENT", m["reference"].get<std::string>().c_str());
   }

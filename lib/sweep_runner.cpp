@@ -163,7 +163,7 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
     energy.end = power.source->telemetry();
     energy.method = window.method;
     energy.scope = power.source->scope();
-    energy.resolution_ms = power.source->resolution_ms();
+    energy.resolution_ms = power.update_ms;  // as observed: boards update their counters at different rates
     energy.window_ms = window.window_ms;
     energy.joules = window.joules;
     if (power.idle) energy.idle_power_w = power.idle->avg_power_w;
