@@ -9,6 +9,7 @@
 #include <tuple>
 #include <utility>
 
+#include "models/flop_tally.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
 
@@ -39,12 +40,6 @@ constexpr ConvStage kConvStages[] = {
     {{41, 11}, {2, 2}, {20, 5}},
     {{21, 11}, {2, 1}, {10, 5}},
 };
-
-std::string shape_text(const SampleShape& shape) {
-  std::string text;
-  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
-  return text;
-}
 
 // Frequency bins and frames after the convolutions of the front end.
 struct FrontEndOutput {

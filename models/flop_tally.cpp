@@ -9,17 +9,12 @@
 #include <utility>
 
 namespace batchscope::models {
-namespace {
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
-  }
+  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
   return text;
 }
-
-}  // namespace
 
 FlopTally::FlopTally(std::vector<int64_t> sample_shape) : shape_(std::move(sample_shape)) {
   TORCH_CHECK(!shape_.empty(), "a sample shape needs at least one dimension");

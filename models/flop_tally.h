@@ -1,9 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace batchscope::models {
+
+// "3x224x224", for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 // Forward FLOPs of one sample, counted layer by layer while the activation shape is carried along.
 //

@@ -18,12 +18,6 @@ namespace {
 
 using PlanFor = std::function<Layer(int64_t classes)>;
 
-std::string shape_text(const SampleShape& shape) {
-  std::string text;
-  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
-  return text;
-}
-
 bool fits(const Layer& plan, const SampleShape& input) {
   try {
     count_flops(plan, input);

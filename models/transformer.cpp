@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/flop_tally.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
 
@@ -21,12 +22,6 @@ constexpr double kDropout = 0.1;
 // and long enough that the quadratic attention terms show; the paper's shared En-De BPE vocabulary.
 constexpr int64_t kSequenceLength = 128;
 constexpr int64_t kVocabulary = 37000;
-
-std::string shape_text(const SampleShape& shape) {
-  std::string text;
-  for (size_t i = 0; i < shape.size(); ++i) text += (i == 0 ? "" : "x") + std::to_string(shape[i]);
-  return text;
-}
 
 void check_request(const SampleShape& input, int64_t classes) {
   if (input.size() != 1) {
