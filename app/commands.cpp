@@ -67,7 +67,8 @@ std::string usage() {
          " - what a batch size really costs: per-step timed training and inference sweeps\n\n"
          "usage: batchscope COMMAND [options]\n\n"
          "commands:\n"
-         "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes\n"
+         "  sweep [CONFIG.yaml] [options]  time training (or inference) steps over batch sizes, with their "
+         "energy\n"
          "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and "
          "plots\n"
          "  maxbatch --model M [options]   the largest batch size that runs a full step on a device\n"
@@ -76,8 +77,10 @@ std::string usage() {
          "  eval --checkpoint DIR          evaluate a checkpoint on the test split\n"
          "  microbatch --model M --batch B plan micro-batch splits of each convolution (µ-cuDNN) and measure "
          "them\n"
-         "  models [--json]                list the model zoo: parameters, default input, GFLOPs per sample\n"
-         "  env [--json]                   print the environment a run record holds\n\n"
+         "  models [--json]                list the model zoo: parameters (against the references), default "
+         "input, GFLOPs per sample\n"
+         "  env [--json]                   print the environment a run record holds, and how energy is "
+         "measured\n\n"
          "batchscope COMMAND --help describes a command's options.\n";
 }
 
@@ -261,8 +264,11 @@ int run_models_command(const std::vector<std::string>& args) {
 }
 
 int run_env_command(const std::vector<std::string>& args) {
-  const ListingFormat format =
-      parse_listing_options("batchscope env", "Print the environment that a run record holds.", args);
+  const ListingFormat format = parse_listing_options(
+      "batchscope env",
+      "Print the environment that a run record holds, and per device how energy is measured "
+      "(or why it cannot be).",
+      args);
   if (format == ListingFormat::kHelpShown) return 0;
   nlohmann::json env = collect_environment();
   // Which devices can report energy, and how: the same sources a sweep opens.
