@@ -388,3 +388,60 @@ TEST(Nvml, DefaultLibraryOpensOrSaysWhyNot) {
     EXPECT_GE(*second, *first);
   }
 }
+
+#ifdef BATCHSCOPE_FAKE_NVML
+// The NVML source against tests/fake_nvml.cpp: one GPU at 0000:3b:00.0 drawing 250 W.
+TEST(FakeNvml, CounterEnergyTelemetryAndFacts) {
+  unsetenv("FAKE_NVML_NO_COUNTER");
+  std::string reason;
+  auto source = open_nvml_source("0000:3B:00.0", reason, BATCHSCOPE_FAKE_NVML);
+  ASSERT_NE(source, nullptr) << reason;
+  EXPECT_EQ(source->method(), "nvml energy counter");
+  EXPECT_NE(source->scope().find("0000:3B:00.0"), std::string::npos) << source->scope();
+  EnergyMeter meter(*source);
+  meter.begin();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const EnergyWindow window = meter.end();
+  EXPECT_NEAR(window.avg_power_w, 250, 250 * 0.02);
+  EXPECT_EQ(window.power_samples, 0);
+
+  const Telemetry t = source->telemetry();
+  EXPECT_EQ(t.power_w, 250);
+  EXPECT_EQ(t.sm_clock_mhz, 1980);
+  EXPECT_EQ(t.memory_clock_mhz, 2619);
+  EXPECT_EQ(t.temperature_c, 45);
+  EXPECT_EQ(t.utilization_pct, 97);
+  const nlohmann::json info = source->info();
+  EXPECT_EQ(info.at("name"), "Fake GPU");
+  EXPECT_EQ(info.at("driver_version"), "999.1");
+  EXPECT_EQ(info.at("power_limit_w"), 700);
+  EXPECT_EQ(info.at("pcie").at("current_generation"), 5);
+  EXPECT_EQ(info.at("pcie").at("max_width"), 16);
+  EXPECT_TRUE(info.at("energy_counter").get<bool>());
+}
+
+TEST(FakeNvml, UnknownGpuIsNamed) {
+  std::string reason;
+  EXPECT_EQ(open_nvml_source("0000:07:00.0", reason, BATCHSCOPE_FAKE_NVML), nullptr);
+  EXPECT_NE(reason.find("0000:07:00.0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("Not Found"), std::string::npos) << reason;
+}
+
+TEST(FakeNvml, BoardsWithoutACounterAreSampled) {
+  setenv("FAKE_NVML_NO_COUNTER", "1", 1);
+  std::string reason;
+  auto source = open_nvml_source("0000:3b:00.0", reason, BATCHSCOPE_FAKE_NVML);
+  unsetenv("FAKE_NVML_NO_COUNTER");
+  ASSERT_NE(source, nullptr) << reason;
+  // Whether the board has a counter is decided once, when the source opens.
+  EXPECT_EQ(source->method(), "nvml power samples");
+  EXPECT_FALSE(source->energy_j().has_value());
+  EnergyMeter meter(*source, /*sample_period_ms=*/5);
+  meter.begin();
+  EXPECT_TRUE(meter.sampled());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const EnergyWindow window = meter.end();
+  EXPECT_NEAR(window.avg_power_w, 250, 1e-6);
+  EXPECT_GT(window.power_samples, 5);
+}
+#endif
