@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "lib/power/energy_meter.h"
+#include "lib/summary_table.h"
 #include "lib/sweep_runner.h"
 
 namespace fs = std::filesystem;
@@ -101,6 +103,7 @@ TEST(EnergySweep, EveryPointCarriesTheEnergyOfItsWindow) {
   EXPECT_EQ(cpu.at("min_window_ms"), 40);
   EXPECT_NEAR(cpu.at("idle").at("power_w").get<double>(), kIdleW, 0.5);
   EXPECT_TRUE(run.contains("energy_note"));
+  EXPECT_NE(format_summary_table(outcome.records).find("samples/J"), std::string::npos);
 
   const auto points = of_type(outcome.records, "point");
   ASSERT_EQ(points.size(), 2u);
@@ -122,6 +125,9 @@ TEST(EnergySweep, EveryPointCarriesTheEnergyOfItsWindow) {
                 (kBusyW - kIdleW) * window_ms / 1e3 / steps / batch,
                 0.03 * (kBusyW - kIdleW) * window_ms / 1e3 / steps / batch);
     EXPECT_EQ(p.at("start_sm_clock_mhz"), 1980);
+    char row[64];
+    std::snprintf(row, sizeof row, "%10.4g", p.at("samples_per_j").get<double>());
+    EXPECT_NE(format_summary_table(outcome.records).find(row), std::string::npos) << row;
     EXPECT_EQ(p.at("end_temperature_c"), 41);
     EXPECT_TRUE(p.at("end_memory_clock_mhz").is_null());
   }
@@ -156,6 +162,7 @@ TEST(EnergySweep, WithoutASourceTheRunSaysWhyAndPointsHaveNoEnergy) {
   EXPECT_FALSE(cpu.at("available").get<bool>());
   EXPECT_EQ(cpu.at("reason"), "this test has no power meter.");
   for (const Json& p : of_type(outcome.records, "point")) EXPECT_FALSE(p.contains("energy_j"));
+  EXPECT_EQ(format_summary_table(outcome.records).find("samples/J"), std::string::npos);
 
   options.measure_energy = false;
   outcome = sweep_with(options, "off");
