@@ -24,19 +24,7 @@ constexpr int64_t kSequenceLength = 35;
 constexpr int64_t kVocabulary = 10000;
 
 void check_request(const SampleShape& input, int64_t classes) {
-  if (input.size() != 1) {
-    throw std::invalid_argument("lstm_lm takes token sequences shaped [sequence length], got a " +
-                                std::to_string(input.size()) + "-dimensional sample shape '" +
-                                shape_text(input) + "'; give a single length such as input: [35].");
-  }
-  if (input[0] < 1) {
-    throw std::invalid_argument("lstm_lm needs a sequence of at least 1 token, got a length of " +
-                                std::to_string(input[0]) + "; give a positive length such as input: [35].");
-  }
-  if (classes < 2) {
-    throw std::invalid_argument("lstm_lm needs a vocabulary of at least 2 words, got classes: " +
-                                std::to_string(classes) + "; give classes: 10000 (Penn Treebank's).");
-  }
+  check_token_input("lstm_lm", input, classes, kSequenceLength, "10000 (Penn Treebank's)");
 }
 
 // RNNModel('LSTM', ...) of the example, untied, with its module names. It keeps the example's

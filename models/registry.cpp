@@ -119,6 +119,26 @@ const std::vector<ModelSpec>& all_models() {
   return models;
 }
 
+void check_token_input(const std::string& model, const SampleShape& input, int64_t classes,
+                       int64_t default_length, const std::string& vocabulary_hint) {
+  const std::string length = std::to_string(default_length);
+  if (input.size() != 1) {
+    throw std::invalid_argument(model + " takes token sequences shaped [sequence length], got a " +
+                                std::to_string(input.size()) + "-dimensional sample shape '" +
+                                shape_text(input) + "'; give a single length such as input: [" + length +
+                                "].");
+  }
+  if (input[0] < 1) {
+    throw std::invalid_argument(model + " needs a sequence of at least 1 token, got a length of " +
+                                std::to_string(input[0]) + "; give a positive length such as input: [" +
+                                length + "].");
+  }
+  if (classes < 2) {
+    throw std::invalid_argument(model + " needs a vocabulary of at least 2 tokens, got classes: " +
+                                std::to_string(classes) + "; give classes: " + vocabulary_hint + ".");
+  }
+}
+
 std::string input_kind_name(InputKind kind) {
   switch (kind) {
     case InputKind::Image:

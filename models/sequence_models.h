@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "models/registry.h"
 
 namespace batchscope::models {
@@ -27,5 +30,10 @@ ModelSpec transformer_spec();
 // layer to 29 character labels, CTC loss. Sample: [1, 161 frequency bins, frames], 500 frames (5 s)
 // by default; the output is [(frames + 1) / 2, batch, labels] logits, the targets [batch, label count] int64.
 ModelSpec deepspeech2_spec(bool gru);
+
+// Throws std::invalid_argument with a sentence naming `model` unless `input` is [sequence length >= 1]
+// and there are at least 2 tokens; the fixes suggest `default_length` and `vocabulary_hint`.
+void check_token_input(const std::string& model, const SampleShape& input, int64_t classes,
+                       int64_t default_length, const std::string& vocabulary_hint);
 
 }  // namespace batchscope::models

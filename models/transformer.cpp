@@ -24,19 +24,7 @@ constexpr int64_t kSequenceLength = 128;
 constexpr int64_t kVocabulary = 37000;
 
 void check_request(const SampleShape& input, int64_t classes) {
-  if (input.size() != 1) {
-    throw std::invalid_argument("transformer takes token sequences shaped [sequence length], got a " +
-                                std::to_string(input.size()) + "-dimensional sample shape '" +
-                                shape_text(input) + "'; give a single length such as input: [128].");
-  }
-  if (input[0] < 1) {
-    throw std::invalid_argument("transformer needs a sequence of at least 1 token, got a length of " +
-                                std::to_string(input[0]) + "; give a positive length such as input: [128].");
-  }
-  if (classes < 2) {
-    throw std::invalid_argument("transformer needs a vocabulary of at least 2 tokens, got classes: " +
-                                std::to_string(classes) + "; give classes: 37000 (the paper's shared BPE).");
-  }
+  check_token_input("transformer", input, classes, kSequenceLength, "37000 (the paper's shared BPE)");
 }
 
 // [length, 1, model_dim]: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(p / 10000^(2i/d)).
