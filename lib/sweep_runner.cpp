@@ -149,6 +149,7 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
     meter->begin();
   }
   result.steps = run_timed_steps(workload, timer, e.timed_steps);
+  power::EnergyWindow window;
   if (meter) {
     // Counters tick every few milliseconds: short windows are lengthened with more of the same steps,
     // still one at a time, so the energy per step is read to within a few percent.
@@ -159,7 +160,15 @@ BatchResult measure_batch(Workload& workload, StepTimer& timer, const Experiment
       workload.synchronize();
       ++energy.steps;
     }
-    const power::EnergyWindow window = meter->end();
+    try {
+      window = meter->end();
+    } catch (const std::runtime_error& lost) {
+      // A reading that failed mid-sweep costs this point its energy, not the sweep its times.
+      spdlog::warn("{}: batch size {}: {}", e.name, batch_size, lost.what());
+      meter.reset();
+    }
+  }
+  if (meter) {
     energy.end = power.source->telemetry();
     energy.method = window.method;
     energy.scope = power.source->scope();

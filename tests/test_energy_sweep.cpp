@@ -170,3 +170,37 @@ TEST(EnergySweep, WithoutASourceTheRunSaysWhyAndPointsHaveNoEnergy) {
   EXPECT_FALSE(off.at("available").get<bool>());
   EXPECT_NE(off.at("reason").get<std::string>().find("--no-energy"), std::string::npos);
 }
+
+// A counter that stops answering inside the second batch size's window: after its opening read.
+class FailingPowerSource : public SteppedPowerSource {
+ public:
+  FailingPowerSource() : SteppedPowerSource(0, 80) {}
+  std::optional<double> energy_j() override {
+    if (telemetry_reads_ >= 3 && reads_in_second_window_++ >= 1) return std::nullopt;
+    return SteppedPowerSource::energy_j();
+  }
+  power::Telemetry telemetry() override {
+    ++telemetry_reads_;
+    return SteppedPowerSource::telemetry();
+  }
+
+ private:
+  int telemetry_reads_ = 0;
+  int reads_in_second_window_ = 0;
+};
+
+TEST(EnergySweep, ALostCounterCostsThatPointItsEnergyNotTheSweep) {
+  SweepOptions options;
+  options.idle_seconds = 0;
+  options.min_energy_window_ms = 20;
+  options.open_power = [](const torch::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
+    return std::make_unique<FailingPowerSource>();
+  };
+  const SweepOutcome outcome = sweep_with(options, "lost_counter");
+  const auto points = of_type(outcome.records, "point");
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_NEAR(points[0].at("avg_power_w").get<double>(), 80, 1);
+  EXPECT_FALSE(points[1].contains("energy_j"));
+  EXPECT_EQ(points[1].at("samples"), 3);
+  EXPECT_EQ(of_type(outcome.records, "end").size(), 1u);
+}
