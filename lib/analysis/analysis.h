@@ -116,6 +116,25 @@ struct GroupAnalysis {
   std::optional<GroupEnergy> energy;
 };
 
+// One common batch size of an energy comparison: group samples/J / baseline samples/J, and the same
+// above idle where both sides measured an idle baseline.
+struct EnergyRatioPoint {
+  int64_t batch_size = 0;
+  double ratio = 0;
+  std::optional<double> ratio_above_idle;
+};
+
+// Energy efficiency of a group over the baseline at the common batch sizes where both have a trusted
+// window and enough steps (> 1: more samples per joule than the baseline), with each side's own most
+// efficient batch size over all its sizes.
+struct EnergyRatioCurve {
+  std::vector<EnergyRatioPoint> points;
+  double median_ratio = 0;
+  double min_ratio = 0, max_ratio = 0;
+  int64_t min_at = 0, max_at = 0;
+  std::optional<EnergyChoice> best, baseline_best;
+};
+
 // Speedup of each group over a baseline that runs the same workload, per common batch size:
 // baseline median step time / group median step time (> 1 means faster than the baseline).
 struct SpeedupCurve {
@@ -125,6 +144,7 @@ struct SpeedupCurve {
   double median_speedup = 0;
   double min_speedup = 0, max_speedup = 0;
   int64_t min_at = 0, max_at = 0;
+  std::optional<EnergyRatioCurve> energy;  // only where both sides have energy at a common size
 };
 
 struct Comparison {

@@ -187,6 +187,24 @@ Json with_energy(Json group, const GroupAnalysis& g) {
   return group;
 }
 
+Json energy_ratio_json(const EnergyRatioCurve& e) {
+  Json points = Json::array();
+  for (const EnergyRatioPoint& p : e.points) {
+    Json point{{"batch_size", p.batch_size}, {"ratio", p.ratio}};
+    if (p.ratio_above_idle) point["ratio_above_idle"] = *p.ratio_above_idle;
+    points.push_back(point);
+  }
+  auto best = [](const std::optional<EnergyChoice>& c) {
+    return c ? Json{{"batch_size", c->batch_size}, {"samples_per_j", c->samples_per_j}} : Json();
+  };
+  return Json{{"median_ratio", e.median_ratio},
+              {"min", {{"ratio", e.min_ratio}, {"batch_size", e.min_at}}},
+              {"max", {{"ratio", e.max_ratio}, {"batch_size", e.max_at}}},
+              {"points", points},
+              {"best", best(e.best)},
+              {"baseline_best", best(e.baseline_best)}};
+}
+
 Json comparison_json(const Comparison& c) {
   Json curves = Json::array();
   for (const SpeedupCurve& s : c.curves) {
@@ -199,6 +217,8 @@ Json comparison_json(const Comparison& c) {
                           {"min", {{"speedup", s.min_speedup}, {"batch_size", s.min_at}}},
                           {"max", {{"speedup", s.max_speedup}, {"batch_size", s.max_at}}},
                           {"points", points}});
+    // Only where both sides have energy, so that comparisons of older logs keep their keys.
+    if (s.energy) curves.back()["energy"] = energy_ratio_json(*s.energy);
   }
   return Json{{"id", c.id},
               {"workload", c.workload},

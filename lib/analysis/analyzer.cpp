@@ -245,6 +245,7 @@ std::vector<Comparison> compare(const std::vector<RawGroup>& raw, const std::vec
       }
       if (values.empty()) continue;
       curve.median_speedup = median(values);
+      curve.energy = energy_ratio(base, g);
       c.curves.push_back(std::move(curve));
     }
     if (!c.curves.empty()) out.push_back(std::move(c));

@@ -1,6 +1,9 @@
 #include "lib/analysis/energy.h"
 
 #include <algorithm>
+#include <map>
+
+#include "lib/statistics.h"
 
 namespace batchscope {
 namespace {
@@ -29,7 +32,48 @@ void add_distinct(std::vector<std::string>& values, const std::string& value) {
     values.push_back(value);
 }
 
+// The point's energy where it can be compared: a trusted window over enough steps, with samples/J.
+const PointEnergyStats* comparable(const PointStats& p) {
+  if (p.too_few_samples || !p.energy || p.energy->low_confidence) return nullptr;
+  return p.energy->samples_per_j && *p.energy->samples_per_j > 0 ? &*p.energy : nullptr;
+}
+
 }  // namespace
+
+std::optional<EnergyRatioCurve> energy_ratio(const GroupAnalysis& baseline, const GroupAnalysis& g) {
+  if (!baseline.energy || !g.energy) return std::nullopt;
+  std::map<int64_t, const PointEnergyStats*> base;
+  for (const PointStats& p : baseline.points) {
+    if (const PointEnergyStats* e = comparable(p)) base[p.batch_size] = e;
+  }
+  EnergyRatioCurve curve;
+  std::vector<double> ratios;
+  for (const PointStats& p : g.points) {
+    const PointEnergyStats* e = comparable(p);
+    const auto b = base.find(p.batch_size);
+    if (!e || b == base.end()) continue;
+    EnergyRatioPoint point{p.batch_size, *e->samples_per_j / *b->second->samples_per_j, std::nullopt};
+    const std::optional<double>& above = e->samples_per_j_above_idle;
+    const std::optional<double>& base_above = b->second->samples_per_j_above_idle;
+    if (above && base_above && *base_above > 0) point.ratio_above_idle = *above / *base_above;
+    const double r = point.ratio;
+    if (ratios.empty() || r < curve.min_ratio) {
+      curve.min_ratio = r;
+      curve.min_at = p.batch_size;
+    }
+    if (ratios.empty() || r > curve.max_ratio) {
+      curve.max_ratio = r;
+      curve.max_at = p.batch_size;
+    }
+    ratios.push_back(r);
+    curve.points.push_back(point);
+  }
+  if (ratios.empty()) return std::nullopt;
+  curve.median_ratio = median(ratios);
+  curve.best = g.energy->most_efficient;
+  curve.baseline_best = baseline.energy->most_efficient;
+  return curve;
+}
 
 std::string describe_sizes(const std::vector<int64_t>& sizes, const GroupAnalysis& g) {
   auto index = [&](int64_t b) {

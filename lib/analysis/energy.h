@@ -24,6 +24,11 @@ std::optional<PointEnergyStats> point_energy(const Json& point);
 // carries energy. Expects the points' statistics (too_few_samples, samples/s) to be final.
 void analyze_energy(GroupAnalysis& g);
 
+// The samples/J of g over that of the baseline at each batch size both measured energy at, leaving out
+// sizes whose window is low-confidence or that have too few steps on either side, with each side's most
+// efficient size. Nullopt where no batch size is left. Expects analyze_energy to have run on both.
+std::optional<EnergyRatioCurve> energy_ratio(const GroupAnalysis& baseline, const GroupAnalysis& g);
+
 // "1–5, 8, 12–20": sizes of the group, with runs of three or more neighbouring measured sizes shown as
 // first–last, so that a long sweep's list stays short.
 std::string describe_sizes(const std::vector<int64_t>& sizes, const GroupAnalysis& g);

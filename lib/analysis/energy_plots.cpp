@@ -139,6 +139,48 @@ PlotScript energy_all_plot(const std::vector<const GroupAnalysis*>& groups) {
   return plot;
 }
 
+// Samples/J over the baseline's per compared group with energy, one index block each (batch_size ratio
+// ratio_above_idle), and above idle dashed where both sides measured an idle baseline.
+std::optional<PlotScript> energy_ratio_plot(const Comparison& c) {
+  PlotScript plot{c.id + "_energy", "", ""};
+  std::vector<std::string> items;
+  std::optional<int64_t> first, last;
+  int block = 0;
+  for (const SpeedupCurve& s : c.curves) {
+    if (!s.energy) continue;
+    const std::vector<EnergyRatioPoint>& points = s.energy->points;
+    first = std::min(first.value_or(points.front().batch_size), points.front().batch_size);
+    last = std::max(last.value_or(points.back().batch_size), points.back().batch_size);
+    if (block > 0) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
+    plot.data += "# " + one_line(s.label) + "\n# batch_size ratio ratio_above_idle\n";
+    bool above_idle = false;
+    for (const EnergyRatioPoint& p : points) {
+      above_idle = above_idle || p.ratio_above_idle.has_value();
+      plot.data += std::to_string(p.batch_size) + " " + gp_number(p.ratio) + " " +
+                   gp_number(or_nan(p.ratio_above_idle)) + "\n";
+    }
+    const std::string source = (items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) +
+                               " index " + std::to_string(block);
+    items.push_back(source + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc " + std::to_string(block + 1) +
+                    " title " + gp_string(s.label));
+    if (above_idle) {
+      items.push_back("'' index " + std::to_string(block) +
+                      " using 1:3 with linespoints dt 2 lw 1.5 pt 6 ps 0.8 lc " + std::to_string(block + 1) +
+                      " title " + gp_string(s.label + " above idle"));
+    }
+    ++block;
+  }
+  if (items.empty()) return std::nullopt;
+  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
+  plot.body += "set title " +
+               gp_string("Samples per joule relative to " + c.baseline_label + " — " + c.workload) + "\n";
+  plot.body += "set ylabel 'samples/J over the baseline (×)'\n";
+  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += x_range(*first, *last);
+  plot.body += join_plot(items);
+  return plot;
+}
+
 }  // namespace
 
 std::vector<PlotScript> energy_plots(const Analysis& analysis) {
@@ -153,6 +195,9 @@ std::vector<PlotScript> energy_plots(const Analysis& analysis) {
     if (auto plot = power_plot(g)) plots.push_back(std::move(*plot));
   }
   if (drawn.size() >= 2) plots.push_back(energy_all_plot(drawn));
+  for (const Comparison& c : analysis.comparisons) {
+    if (auto plot = energy_ratio_plot(c)) plots.push_back(std::move(*plot));
+  }
   return plots;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "lib/analysis/energy.h"
@@ -121,7 +122,77 @@ void write_choice(std::ostream& out, const char* what, const std::optional<Energ
       << significant(c->samples_per_s) << " samples/s)\n";
 }
 
+std::string best_of(const std::optional<EnergyChoice>& c) {
+  return c ? "batch " + std::to_string(c->batch_size) + " at " + significant(c->samples_per_j) + " samples/J"
+           : "unknown";
+}
+
+std::string ratio_at(const SpeedupCurve& s, int64_t batch, bool above_idle) {
+  for (const EnergyRatioPoint& p : s.energy->points) {
+    if (p.batch_size != batch) continue;
+    if (!above_idle) return significant(p.ratio, 3);
+    return p.ratio_above_idle ? significant(*p.ratio_above_idle, 3) : "–";
+  }
+  return "–";
+}
+
+bool has_above_idle(const SpeedupCurve& s) {
+  return std::any_of(s.energy->points.begin(), s.energy->points.end(),
+                     [](const EnergyRatioPoint& p) { return p.ratio_above_idle.has_value(); });
+}
+
 }  // namespace
+
+void write_energy_comparison(std::ostream& out, const Comparison& c) {
+  std::vector<const SpeedupCurve*> curves;
+  for (const SpeedupCurve& s : c.curves) {
+    if (s.energy) curves.push_back(&s);
+  }
+  if (curves.empty()) return;
+  out << "**Energy efficiency:** samples/J ratio = samples per joule / the baseline's at the same batch size "
+         "(> 1 does more work per joule), over the batch sizes where both sides read their energy over a "
+         "trusted window and enough steps.\n\n";
+  for (const SpeedupCurve& s : c.curves) {
+    if (!s.energy) {
+      out << "- " << s.label << ": no samples/J ratio, no batch size in common has trusted energy on both "
+          << "sides\n";
+      continue;
+    }
+    const EnergyRatioCurve& e = *s.energy;
+    out << "- " << s.label << " does " << significant(e.median_ratio, 3) << "× the samples per joule of "
+        << c.baseline_label << " (median of " << e.points.size() << " batch size(s); "
+        << significant(e.min_ratio, 3) << "× at " << e.min_at << " to " << significant(e.max_ratio, 3)
+        << "× at " << e.max_at << "); its most efficient is " << best_of(e.best) << ", " << c.baseline_label
+        << "'s " << best_of(e.baseline_best) << ".\n";
+  }
+  out << "\n<details><summary>Samples/J ratio per batch size</summary>\n\n| batch |";
+  std::string rule = "|---:|";
+  std::set<int64_t> batches;
+  for (const SpeedupCurve* s : curves) {
+    out << " " << s->label << " |" << (has_above_idle(*s) ? " " + s->label + " above idle |" : "");
+    rule += has_above_idle(*s) ? "---:|---:|" : "---:|";
+    for (const EnergyRatioPoint& p : s->energy->points) batches.insert(p.batch_size);
+  }
+  out << "\n" << rule << "\n";
+  for (int64_t b : batches) {
+    out << "| " << b << " |";
+    for (const SpeedupCurve* s : curves) {
+      out << " " << ratio_at(*s, b, false) << " |";
+      if (has_above_idle(*s)) out << " " << ratio_at(*s, b, true) << " |";
+    }
+    out << "\n";
+  }
+  out << "\n</details>\n\n";
+}
+
+void write_energy_ratio_terminal(std::ostream& out, const Comparison& c, const SpeedupCurve& s) {
+  if (!s.energy) return;
+  const EnergyRatioCurve& e = *s.energy;
+  out << c.workload << ": " << s.label << " vs " << c.baseline_label << ": median samples/J ratio "
+      << significant(e.median_ratio, 3) << "x (" << significant(e.min_ratio, 3) << "x at " << e.min_at
+      << " to " << significant(e.max_ratio, 3) << "x at " << e.max_at << "); most efficient "
+      << best_of(e.best) << " vs " << best_of(e.baseline_best) << "\n";
+}
 
 void write_energy_bests(std::ostream& out, const GroupAnalysis& g) {
   if (!g.energy) return;

@@ -23,4 +23,12 @@ void write_energy_section(std::ostream& out, const GroupAnalysis& g, const PlotO
 // The terminal summary's line for the most efficient batch size, where it is known.
 void write_energy_terminal(std::ostream& out, const GroupAnalysis& g);
 
+// A comparison's energy part in report.md: per compared group its median samples/J ratio over the
+// baseline and both sides' most efficient sizes, then the ratio per batch size. Nothing where no
+// compared group has energy in common with the baseline.
+void write_energy_comparison(std::ostream& out, const Comparison& c);
+
+// The terminal summary's line for a compared group's median samples/J ratio, where there is one.
+void write_energy_ratio_terminal(std::ostream& out, const Comparison& c, const SpeedupCurve& s);
+
 }  // namespace batchscope

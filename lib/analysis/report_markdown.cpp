@@ -25,10 +25,6 @@ std::string jump_name(const Jump& j) {
   return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch);
 }
 
-std::string plot_exists(const PlotOutcome& plots, const std::string& name) {
-  return std::find(plots.files.begin(), plots.files.end(), name) != plots.files.end() ? name : "";
-}
-
 void write_environment(std::ostream& out, const Analysis& a) {
   out << "## Environment\n\n";
   std::set<std::string> shown;
@@ -210,6 +206,7 @@ void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome&
                       const std::string& dir) {
   out << "### " << c.workload << ": speedup over " << c.baseline_label << "\n\n";
   embed_plot(out, plots, dir, c.id + "_speedup", "speedup vs batch size");
+  embed_plot(out, plots, dir, c.id + "_energy", "samples/J ratio vs batch size");
   out << "Speedup = baseline median step time / median step time at the same batch size (> 1 is faster).\n\n"
       << "| compared | batch sizes in common | median speedup | lowest | highest "
          "|\n|---|---:|---:|---:|---:|\n";
@@ -237,6 +234,7 @@ void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome&
     out << "\n";
   }
   out << "\n</details>\n\n";
+  write_energy_comparison(out, c);
 }
 
 double number_at(const Json& j, std::initializer_list<const char*> path) {
@@ -293,7 +291,7 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
 
 void embed_plot(std::ostream& out, const PlotOutcome& plots, const std::string& dir, const std::string& stem,
                 const std::string& alt) {
-  if (plot_exists(plots, stem + ".png").empty()) return;
+  if (std::find(plots.files.begin(), plots.files.end(), stem + ".png") == plots.files.end()) return;
   out << "![" << alt << "](" << dir << "/" << stem << ".png) ([SVG](" << dir << "/" << stem << ".svg))\n\n";
 }
 
@@ -392,6 +390,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       out << c.workload << ": " << s.label << " vs " << c.baseline_label << ": median speedup "
           << significant(s.median_speedup, 3) << "x (" << significant(s.min_speedup, 3) << "x at " << s.min_at
           << " to " << significant(s.max_speedup, 3) << "x at " << s.max_at << ")\n";
+      write_energy_ratio_terminal(out, c, s);
     }
   }
 }
