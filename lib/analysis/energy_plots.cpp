@@ -108,35 +108,14 @@ std::optional<PlotScript> power_plot(const GroupAnalysis& g) {
 }
 
 PlotScript energy_all_plot(const std::vector<const GroupAnalysis*>& groups) {
-  PlotScript plot{"energy_all", "", ""};
-  std::vector<std::string> items;
-  std::optional<int64_t> first, last;
-  double lowest = 0, highest = 0;
+  std::vector<PlotSeries> series;
   for (const GroupAnalysis* g : groups) {
-    const std::vector<const PointStats*> points = with_value(*g, &PointEnergyStats::j_per_sample);
-    first = std::min(first.value_or(points.front()->batch_size), points.front()->batch_size);
-    last = std::max(last.value_or(points.back()->batch_size), points.back()->batch_size);
-    if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
-    plot.data += "# " + one_line(g->label) + "\n# batch_size j_per_sample\n";
-    for (const PointStats* p : points) {
-      const double j = *p->energy->j_per_sample;
-      plot.data += std::to_string(p->batch_size) + " " + gp_number(j) + "\n";
-      if (j > 0 && std::isfinite(j)) {
-        lowest = lowest > 0 ? std::min(lowest, j) : j;
-        highest = std::max(highest, j);
-      }
-    }
-    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
-                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
-                    gp_string(g->label));
+    PlotSeries& line = series.emplace_back(PlotSeries{g->label, {}});
+    for (const PointStats* p : with_value(*g, &PointEnergyStats::j_per_sample))
+      line.points.emplace_back(p->batch_size, *p->energy->j_per_sample);
   }
-  plot.body += "set title 'Energy per sample of every group'\n";
-  plot.body += "set ylabel 'energy per sample (J)'\n";
-  plot.body += "set key below\nset bmargin 6\n";
-  plot.body += x_range(*first, *last);
-  if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
-  plot.body += join_plot(items);
-  return plot;
+  return all_groups_plot("energy_all", "Energy per sample of every group", "energy per sample (J)",
+                         "j_per_sample", series);
 }
 
 // Samples/J over the baseline's per compared group with energy, one index block each (batch_size ratio

@@ -57,4 +57,35 @@ std::string one_line(std::string text) {
   return text;
 }
 
+PlotScript all_groups_plot(const std::string& name, const std::string& title, const std::string& ylabel,
+                           const std::string& column, const std::vector<PlotSeries>& series) {
+  PlotScript plot{name, "", ""};
+  std::vector<std::string> items;
+  double lowest = 0, highest = 0;
+  int64_t first = series.front().points.front().first, last = first;
+  for (const PlotSeries& s : series) {
+    first = std::min(first, s.points.front().first);
+    last = std::max(last, s.points.back().first);
+    if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
+    plot.data += "# " + one_line(s.label) + "\n# batch_size " + column + "\n";
+    for (const auto& [batch, value] : s.points) {
+      plot.data += std::to_string(batch) + " " + gp_number(value) + "\n";
+      if (value > 0 && std::isfinite(value)) {
+        lowest = lowest > 0 ? std::min(lowest, value) : value;
+        highest = std::max(highest, value);
+      }
+    }
+    items.push_back((items.empty() ? gp_string(name + ".dat") : std::string("''")) + " index " +
+                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
+                    gp_string(s.label));
+  }
+  plot.body += "set title " + gp_string(title) + "\n";
+  plot.body += "set ylabel " + gp_string(ylabel) + "\n";
+  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += x_range(first, last);
+  if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
+  plot.body += join_plot(items);
+  return plot;
+}
+
 }  // namespace batchscope

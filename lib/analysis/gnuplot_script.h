@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace batchscope {
@@ -24,6 +25,17 @@ std::string join_plot(const std::vector<std::string>& items);
 
 // The x range of batch sizes first..last, on a log scale when they span more than 200x.
 std::string x_range(int64_t first, int64_t last);
+
+// One labelled line of (batch size, value) points.
+struct PlotSeries {
+  std::string label;
+  std::vector<std::pair<int64_t, double>> points;  // ascending batch size, at least one
+};
+
+// Every series on one figure (throughput_all, energy_all): one data block per series, the key below,
+// and a log y axis where the values span more than 20x. `column` names the value in the data file.
+PlotScript all_groups_plot(const std::string& name, const std::string& title, const std::string& ylabel,
+                           const std::string& column, const std::vector<PlotSeries>& series);
 
 // Line breaks become spaces: labels go into comments and titles of one line.
 std::string one_line(std::string text);

@@ -161,33 +161,13 @@ std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
 }
 
 PlotScript throughput_all_plot(const std::vector<const GroupAnalysis*>& groups) {
-  PlotScript plot{"throughput_all", "", ""};
-  std::vector<std::string> items;
-  double lowest = 0, highest = 0;
-  int64_t first = groups.front()->points.front().batch_size, last = first;
+  std::vector<PlotSeries> series;
   for (const GroupAnalysis* group : groups) {
-    first = std::min(first, group->points.front().batch_size);
-    last = std::max(last, group->points.back().batch_size);
-    if (!items.empty()) plot.data += "\n\n";
-    plot.data += "# " + one_line(group->label) + "\n# batch_size samples_per_s\n";
-    for (const auto& p : group->points) {
-      plot.data += std::to_string(p.batch_size) + " " + gp_number(p.samples_per_s) + "\n";
-      if (p.samples_per_s > 0 && std::isfinite(p.samples_per_s)) {
-        lowest = lowest > 0 ? std::min(lowest, p.samples_per_s) : p.samples_per_s;
-        highest = std::max(highest, p.samples_per_s);
-      }
-    }
-    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
-                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
-                    gp_string(group->label));
+    PlotSeries& line = series.emplace_back(PlotSeries{group->label, {}});
+    for (const auto& p : group->points) line.points.emplace_back(p.batch_size, p.samples_per_s);
   }
-  plot.body += "set title 'Throughput of every group'\n";
-  plot.body += "set ylabel 'throughput (samples/s)'\n";
-  plot.body += "set key below\nset bmargin 6\n";
-  plot.body += x_range(first, last);
-  if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
-  plot.body += join_plot(items);
-  return plot;
+  return all_groups_plot("throughput_all", "Throughput of every group", "throughput (samples/s)",
+                         "samples_per_s", series);
 }
 
 bool write_file(const fs::path& path, const std::string& text) {
