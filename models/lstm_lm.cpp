@@ -53,10 +53,8 @@ class LstmLanguageModel : public Network {
     return decoder_(drop_(hidden));
   }
 
-  // Cross-entropy of every position's logits against the [batch, sequence] next tokens.
   torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
-    return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}),
-                                                targets.t().reshape(-1));
+    return per_token_cross_entropy(output, targets);
   }
 
  private:

@@ -139,6 +139,10 @@ void check_token_input(const std::string& model, const SampleShape& input, int64
   }
 }
 
+torch::Tensor per_token_cross_entropy(const torch::Tensor& output, const torch::Tensor& targets) {
+  return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}), targets.t().reshape(-1));
+}
+
 std::string input_kind_name(InputKind kind) {
   switch (kind) {
     case InputKind::Image:

@@ -36,4 +36,8 @@ ModelSpec deepspeech2_spec(bool gru);
 void check_token_input(const std::string& model, const SampleShape& input, int64_t classes,
                        int64_t default_length, const std::string& vocabulary_hint);
 
+// The language and translation models' loss: cross-entropy of every position's [sequence, batch,
+// vocabulary] logits against the [batch, sequence] target tokens.
+torch::Tensor per_token_cross_entropy(const torch::Tensor& output, const torch::Tensor& targets);
+
 }  // namespace batchscope::models

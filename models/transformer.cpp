@@ -76,10 +76,8 @@ class TranslationTransformer : public Network {
     return torch::nn::functional::linear(decoded, embedding_->weight);
   }
 
-  // Cross-entropy of every target position's logits against the [batch, sequence] target tokens.
   torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
-    return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}),
-                                                targets.t().reshape(-1));
+    return per_token_cross_entropy(output, targets);
   }
 
  private:
