@@ -21,6 +21,7 @@
 #include "lib/gpu.h"
 #include "lib/power/device_power.h"
 #include "lib/summary_table.h"
+#include "lib/sweep_plan.h"
 #include "lib/sweep_runner.h"
 #include "models/registry.h"
 
@@ -121,6 +122,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
+      ("plan", "print what would run, as JSON (each experiment with its batch sizes and FLOPs per step); runs and writes nothing")
       ("h,help", "this help");
   // clang-format on
   options.parse_positional({"config"});
@@ -166,6 +168,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const bool from_file = result.count("config") > 0;
   const SweepConfig parsed =
       from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
+  if (result.count("plan")) {
+    std::cout << sweep_plan(parsed).dump(2) << "\n";
+    return 0;
+  }
   if (result.count("memory-limit")) {
     // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
     cpu_memory::install();

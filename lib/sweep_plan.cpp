@@ -1,0 +1,32 @@
+#include "lib/sweep_plan.h"
+
+#include <stdexcept>
+
+#include "lib/errors.h"
+#include "models/registry.h"
+
+namespace batchscope {
+
+nlohmann::json sweep_plan(const SweepConfig& config) {
+  nlohmann::json experiments = nlohmann::json::array();
+  for (const ExperimentConfig& e : config.experiments) {
+    const models::ModelSpec* spec = models::find_model(e.model);
+    if (spec == nullptr) throw UserError(config.source + ": unknown model " + e.model);
+    double forward = 0;
+    try {
+      forward = spec->forward_flops(e.input_shape, e.classes);
+    } catch (const std::invalid_argument& error) {
+      throw UserError(config.source + ": experiment " + e.name + ": " + error.what());
+    }
+    const double per_sample_step = e.phase == Phase::Train ? 3.0 * forward : forward;
+    nlohmann::json step_flops = nlohmann::json::array();
+    for (const int64_t b : e.batch_sizes) step_flops.push_back(per_sample_step * static_cast<double>(b));
+    nlohmann::json entry = to_json(e);
+    entry["forward_flops_per_sample"] = forward;
+    entry["flops_per_step"] = step_flops;
+    experiments.push_back(entry);
+  }
+  return {{"source", config.source}, {"experiments", experiments}};
+}
+
+}  // namespace batchscope

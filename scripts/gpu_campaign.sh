@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The whole GPU measurement campaign in one command, for a GPU host with PyTorch (and its LibTorch) but no
+# package registry, run from the project root with the C++ dependencies staged in .devdeps/
+# (scripts/stage-gpu.sh does that, and more, on a machine with Debian's registry):
+#   1. builds against the host's PyTorch with scripts/build-torch.sh (the Dockerfile's recipe) into
+#      build-gpu/, or reuses that build;
+#   2. runs the test suite there once (the GPU-path tests included), logged under the results;
+#   3. runs the experiments in priority order (scripts/lib/campaign.py lists them), each into
+#      results/<gpu-name>/, printing an estimate of each before it starts, and copies logs, records and
+#      reports to --copy-to after every one.
+# It stops cleanly before --budget-s seconds (a sweep that is running writes its batch size and stops), so
+# that a run with a hard time limit never loses work; the same command later continues where it stopped.
+# --smoke runs the same campaign on the CPU with tiny shapes (build/batchscope, results in
+# runs/campaign-smoke), so that it is tested where there is no GPU.
+# Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
+#                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests]
+#        [--plan-only [--assume-gpu NAME]]
+#   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
+#   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
+#   --assume-gpu 'NVIDIA H100 80GB HBM3' it plans a GPU campaign on any machine.
+# Exit codes: 0 the campaign is complete, 3 stopped at the budget (run again), 1 something failed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
+copy_to=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; plan_only=(); assume=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --copy-to) copy_to="$2"; shift 2 ;;
+    --budget-s) budget="$2"; shift 2 ;;
+    --target-s) target="$2"; shift 2 ;;
+    --reserve-s) reserve="$2"; shift 2 ;;
+    --smoke) smoke=1; shift ;;
+    --bin) bin="$2"; shift 2 ;;
+    --results) results="$2"; shift 2 ;;
+    --replan) replan=(--replan); shift ;;
+    --skip-tests) skip_tests=1; shift ;;
+    --plan-only) plan_only=(--plan-only); shift ;;
+    --assume-gpu) assume=(--assume-gpu "$2"); shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "gpu_campaign.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;
+  esac
+done
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu_campaign.sh: --budget-s takes whole seconds, e.g. 540" >&2; exit 2; }
+start=$SECONDS
+note() { echo "[campaign +$((SECONDS - start))s] $*"; }
+
+extra=()
+if [ "$smoke" -eq 1 ]; then
+  bin="${bin:-build/batchscope}"
+  results="${results:-runs/campaign-smoke}"
+  [ -x "$bin" ] || { echo "gpu_campaign.sh: $bin is not built; run scripts/setup.sh first" >&2; exit 2; }
+  # A few hundred generated MNIST-like images stand in for the real files.
+  data="$results-data"
+  [ -f "$data/train-images-idx3-ubyte" ] || python3 tests/data/make_idx.py "$data" --train 512 --test 128 > /dev/null
+  extra+=(--data "$data")
+elif [ "${#plan_only[@]}" -gt 0 ] && [ -n "$bin" ]; then
+  results="${results:-runs/campaign-plan}"
+else
+  deps="$PWD/.devdeps/root/usr"
+  if [ ! -d "$deps" ]; then
+    echo "gpu_campaign.sh: .devdeps/root is missing; on a machine with Debian's registry run scripts/stage-gpu.sh and bring .devdeps along" >&2
+    exit 2
+  fi
+  export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  if [ -z "$bin" ]; then
+    note "building into build-gpu/ with scripts/build-torch.sh"
+    build_log="$(mktemp)"
+    if ! scripts/build-torch.sh --build-dir build-gpu --deps "$deps" > "$build_log" 2>&1; then
+      tail -40 "$build_log"
+      [ -n "$copy_to" ] && mkdir -p "$copy_to" && cp "$build_log" "$copy_to/build-failed.log"
+      echo "gpu_campaign.sh: the build failed (log above$([ -n "$copy_to" ] && echo ", and in $copy_to/build-failed.log"))" >&2
+      exit 1
+    fi
+    grep -E '^(torch|cxx11|batchscope:)' "$build_log" || true
+    bin=build-gpu/batchscope
+    note "built"
+  fi
+  gpu="$("$bin" env --json | python3 -c '
+import json, re, sys
+gpus = json.load(sys.stdin).get("gpus") or []
+print(re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") if gpus else "")')"
+  [ -n "$gpu" ] || { echo "gpu_campaign.sh: $bin sees no GPU" >&2; exit 1; }
+  results="${results:-results/$gpu}"
+  mkdir -p "$results/campaign"
+  [ -n "${build_log:-}" ] && mv "$build_log" "$results/campaign/build-$(date +%Y%m%d-%H%M%S).log"
+  "$bin" env --json > "$results/campaign/env.json"
+  if [ "$skip_tests" -eq 0 ] && [ ! -f "$results/campaign/tests.passed" ] && [ -d build-gpu ]; then
+    # Once per results directory; a failing test is reported but does not cost the campaign its GPU time.
+    note "running the test suite in build-gpu/ (at most 240 s)"
+    if timeout 240 ctest --test-dir build-gpu -j "$(nproc)" --output-on-failure --timeout 200 \
+         > "$results/campaign/tests.log" 2>&1; then
+      touch "$results/campaign/tests.passed"
+    fi
+    tail -3 "$results/campaign/tests.log"
+    grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)' "$results/campaign/tests.log" || true
+  fi
+fi
+
+mkdir -p "$results"
+left=$((budget - (SECONDS - start)))
+[ "${#plan_only[@]}" -gt 0 ] || note "running the experiments with $left s of the budget left"
+rc=0
+python3 scripts/lib/campaign.py --bin "$bin" --results "$results" --budget-s "$left" --reserve-s "$reserve" --target-s "$target" \
+  ${copy_to:+--copy-to "$copy_to"} ${replan[@]+"${replan[@]}"} ${extra[@]+"${extra[@]}"} \
+  ${plan_only[@]+"${plan_only[@]}"} ${assume[@]+"${assume[@]}"} $([ "$smoke" -eq 1 ] && echo --smoke) || rc=$?
+[ "${#plan_only[@]}" -gt 0 ] && exit "$rc"
+case "$rc" in
+  0) note "the campaign is complete: $results" ;;
+  3) note "stopped before the budget ran out: run the same command again to continue" ;;
+  *) note "finished with failures (exit $rc): see $results/campaign/log.txt" ;;
+esac
+exit "$rc"

@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""The GPU measurement campaign: every experiment of the batch-size study, in priority order, resumable.
+
+Run by scripts/gpu_campaign.sh (which builds and tests first). Each item is a batchscope command with its
+own output under the results directory. The first run writes the plan (commands, estimates, step counts)
+to <results>/campaign/plan.json; later runs follow that plan, so that the commands stay the same and
+interrupted sweeps resume. Before the time budget runs out the running command is stopped the way a
+user would stop it (SIGINT: a sweep writes the batch size that is running, then exits), and what was
+measured is copied to --copy-to. Exit codes: 0 all done, 3 stopped at the budget (run again to go on),
+1 an item failed (the others still ran), 2 bad usage.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+# Priority order of the study; see README "The GPU campaign".
+JUMP_MODELS_OFF = ["vgg19", "resnet50", "mobilenet_v2"]
+JUMP_MODELS_ON = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
+MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
+IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
+            "--precision", "fp32", "--warmup", "5", "--steps", "20"]
+# Smoke mode: the same items on the CPU with tiny shapes.
+SMOKE_IMAGE = ["--input", "3,64,64", "--classes", "10", "--batch", "1:3", "--warmup", "1", "--steps", "2"]
+SMOKE_COMMON = ["--device", "cpu", "--idle-seconds", "0"]
+
+# Sustained FLOP/s assumed by the estimates (a training step of a large CNN; small steps are floored).
+RATES = {"h100": (40e12, 150e12), "h200": (45e12, 170e12), "a100": (16e12, 90e12), "cpu": (3e10, 1e10)}
+FALLBACK_RATE = (15e12, 50e12)
+
+
+class Campaign:
+    def __init__(self, a):
+        self.a = a
+        self.bin = a.bin
+        self.results = a.results
+        self.state_dir = os.path.join(self.results, "campaign")
+        os.makedirs(self.state_dir, exist_ok=True)
+        self.log_path = os.path.join(self.state_dir, "log.txt")
+        self.start = time.monotonic()
+        self.deadline = self.start + a.budget_s if a.budget_s > 0 else float("inf")
+        self.state_path = os.path.join(self.state_dir, "state.json")
+        self.state = load_json(self.state_path, {})
+
+    def log(self, message):
+        line = f"[{time.strftime('%H:%M:%S')} +{time.monotonic() - self.start:5.0f}s] {message}"
+        print(line, flush=True)
+        with open(self.log_path, "a") as f:
+            f.write(line + "\n")
+
+    def remaining(self):
+        return self.deadline - time.monotonic()
+
+    def save_state(self):
+        save_json(self.state_path, self.state)
+
+    # ---- the plan ----------------------------------------------------------------------------------
+
+    def items(self):
+        """Every item as (id, kind, argv after the binary, out path, resumable)."""
+        r, smoke = self.results, self.a.smoke
+        dev = SMOKE_COMMON if smoke else ["--device", "cuda:0"]
+        image = SMOKE_IMAGE if smoke else IMAGENET
+        data = ["--data", self.a.data] if self.a.data else []
+        out = []
+
+        def sweep(item_id, args, path, energy=False):
+            # Energy needs a window of about a second per batch size; only the energy study pays for it.
+            quiet = ["--quiet"] if energy else ["--no-energy", "--quiet"]
+            out.append({"id": item_id, "kind": "sweep", "argv": ["sweep"] + args + dev + quiet + ["--out", path],
+                        "out": path, "resumable": True})
+
+        jumps = os.path.join(r, "jumps")
+        if smoke:
+            # Six sizes, so that a short budget stops it half-way (the smoke test resumes it).
+            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml"] + with_option(SMOKE_IMAGE, "--batch", "1:6"),
+                  os.path.join(r, "vgg16_jumps"))
+        else:
+            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml"], os.path.join(r, "vgg16_jumps"))
+        for m in JUMP_MODELS_OFF:
+            sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
+        for m in JUMP_MODELS_ON:
+            sweep(f"{m}_bench_on", ["--model", m] + image + ["--cudnn-benchmark"],
+                  os.path.join(jumps, f"{m}_bench_on"))
+        bf16 = with_option(image, "--precision", "bf16")
+        sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
+              os.path.join(jumps, "vgg16_bf16_channels_last"))
+        sweep("vgg16_copy_included", ["--model", "vgg16"] + image + ["--transfer", "included"],
+              os.path.join(jumps, "vgg16_copy_included"))
+        mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
+        if smoke:
+            mnist_args += ["--batch", "1:4:x2", "--warmup", "1", "--steps", "2", "--memory-limit", "256MiB"]
+        sweep("mnist_train_vs_infer", mnist_args, os.path.join(r, "mnist_train_vs_infer"))
+        for m in (["resnet18"] if smoke else MAXBATCH_MODELS):
+            for precision in ("fp32", "bf16"):
+                path = os.path.join(r, "maxbatch", f"{m}_{precision}.jsonl")
+                extra = (["--input", "3,64,64", "--classes", "10", "--memory-limit", "256MiB", "--upper", "64",
+                          "--confirm", "1"] if smoke else [])
+                out.append({"id": f"maxbatch_{m}_{precision}", "kind": "maxbatch",
+                            "argv": ["maxbatch", "--model", m, "--precision", precision, "--quiet", "--json",
+                                     "--out", path] + extra + dev[:2],
+                            "out": path, "resumable": False})
+        for m, b in (("alexnet", "256"), ("resnet18", "256")):
+            path = os.path.join(r, "microbatch", m)
+            extra = (["--batch", "4", "--input", "3,64,64", "--classes", "10", "--steps", "2", "--warmup", "1",
+                      "--repeats", "2", "--policy", "powerOfTwo"] if smoke else ["--batch", b])
+            out.append({"id": f"microbatch_{m}", "kind": "microbatch",
+                        "argv": ["microbatch", "--model", m, "--quiet", "--out", path] + extra + dev[:2],
+                        "out": path, "resumable": False})
+        path = os.path.join(r, "train_compare")
+        train = ["train", "--batch", "64", "--quiet", "--out", path] + (data or ["--data", "mnist"])
+        train += (["--epochs", "1", "--limit-train", "256", "--limit-test", "128", "--compare", "cpu,cpu"] if smoke
+                  else ["--epochs", "2", "--compare", "cpu,cuda:0"])
+        out.append({"id": "train_compare", "kind": "train", "argv": train, "out": path, "resumable": False})
+        energy = "tests/data/campaign_smoke_energy.yaml" if smoke else "configs/energy_zoo.yaml"
+        energy_args = [energy] + (["--warmup", "1", "--steps", "2"] if smoke else [])
+        sweep("energy_zoo", energy_args, os.path.join(r, "energy_zoo"), energy=True)
+        return out
+
+    def make_plan(self):
+        device = self.device_name()
+        rate = next((v for k, v in RATES.items() if k in device.lower()), FALLBACK_RATE)
+        if self.a.smoke and not self.a.assume_gpu:
+            rate = RATES["cpu"]
+        items = self.items()
+        for it in items:
+            it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare")
+            if it["kind"] == "sweep":
+                it["plan"] = self.sweep_plan(it["argv"])
+        steps = None
+        total = sum(estimate(it, rate, None) for it in items)
+        if total > self.a.target_s:
+            # One step count for every sweep, the largest that fits; never below what analyze needs.
+            for candidate in range(19, 4, -1):
+                steps = candidate
+                total = sum(estimate(it, rate, steps) for it in items)
+                if total <= self.a.target_s:
+                    break
+        for it in items:
+            it["estimate_s"] = round(estimate(it, rate, steps), 1)
+            if steps is not None and it["kind"] == "sweep" and timed_steps(it) > steps:
+                it["argv"] = with_option(it["argv"], "--steps", str(steps))
+                it["argv"] = with_option(it["argv"], "--warmup", str(min(3, warmup_steps(it))))
+            it.pop("plan", None)
+        plan = {"device": device, "rate_flops": rate, "target_s": self.a.target_s, "lowered_steps": steps,
+                "estimate_s": round(total, 1), "items": items}
+        return plan
+
+    def device_name(self):
+        if self.a.assume_gpu:
+            return self.a.assume_gpu
+        if self.a.smoke:
+            return "cpu (smoke)"
+        env = json.loads(run_capture([self.bin, "env", "--json"]))
+        gpus = env.get("gpus") or []
+        return gpus[0]["name"] if gpus else "no GPU"
+
+    def sweep_plan(self, argv):
+        args = [a for a in argv if a != "--quiet"]
+        if "--out" in args:
+            i = args.index("--out")
+            del args[i:i + 2]
+        return json.loads(run_capture([self.bin] + args + ["--plan"]))
+
+    # ---- running -----------------------------------------------------------------------------------
+
+    def run(self):
+        plan_path = os.path.join(self.state_dir, "plan.json")
+        if os.path.exists(plan_path) and not self.a.replan:
+            plan = load_json(plan_path, None)
+            self.log(f"following the plan in {plan_path} (made {plan.get('made', '?')})")
+        else:
+            plan = self.make_plan()
+            plan["made"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            save_json(plan_path, plan)
+            self.log(f"plan for {plan['device']}: {len(plan['items'])} items, estimated {plan['estimate_s']:.0f} s "
+                     f"at {plan['rate_flops'][0] / 1e12:.3g}/{plan['rate_flops'][1] / 1e12:.3g} TFLOP/s "
+                     f"(fp32/half) against a target of {plan['target_s']:.0f} s")
+            if plan["lowered_steps"] is not None:
+                self.log(f"step counts lowered to {plan['lowered_steps']} timed steps per batch size in every sweep "
+                         f"so that the campaign fits in about {plan['target_s']:.0f} s")
+            if plan["estimate_s"] > plan["target_s"]:
+                self.log(f"the estimate ({plan['estimate_s']:.0f} s) is still above {plan['target_s']:.0f} s: "
+                         "the last items may be left for a later session")
+        if self.a.plan_only:
+            for i, it in enumerate(plan["items"], 1):
+                print(f"({i:2}) {it['id']:28} {it['estimate_s']:7.0f} s  {self.state.get(it['id'], 'to do'):10}"
+                      f"  batchscope {' '.join(it['argv'])}")
+            print(f"estimated {plan['estimate_s']:.0f} s in all on {plan['device']}")
+            return 0
+        failed = []
+        stopped = False
+        for i, it in enumerate(plan["items"], 1):
+            status = self.state.get(it["id"])
+            if status == "done":
+                continue
+            if it["needs_data"] and not self.data_present():
+                self.log(f"({i}) {it['id']}: skipped, the MNIST files are not in data/mnist "
+                         "(scripts/get_datasets.sh --mnist-only, then carry data/mnist)")
+                continue
+            left = self.remaining() - self.a.reserve_s
+            # A sweep keeps every batch size it finishes, so a few seconds are worth starting it for.
+            needed = it["estimate_s"] * 1.3 + 10 if not it["resumable"] else 5
+            if left < needed:
+                self.log(f"({i}) {it['id']}: {left:.0f} s of the budget left, {needed:.0f} s needed to start it: "
+                         "stopping here; run the campaign again to go on")
+                stopped = True
+                break
+            self.log(f"({i}) {it['id']}: estimated {it['estimate_s']:.0f} s: batchscope {' '.join(it['argv'])}")
+            with open(os.path.join(self.results, "commands.txt"), "a") as f:
+                f.write(f"{self.bin} {' '.join(it['argv'])}\n")
+            if not it["resumable"]:
+                set_aside(it["out"])
+            os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
+            t0 = time.monotonic()
+            rc = self.bounded(it)
+            seconds = time.monotonic() - t0
+            if rc == 0:
+                self.state[it["id"]] = "done"
+                self.log(f"({i}) {it['id']}: done in {seconds:.0f} s (estimated {it['estimate_s']:.0f} s)")
+            elif rc == 130 or rc == -signal.SIGKILL:
+                self.log(f"({i}) {it['id']}: stopped at the budget after {seconds:.0f} s"
+                         + ("; the next run resumes it" if it["resumable"] else "; the next run starts it again"))
+                stopped = True
+            else:
+                self.state[it["id"]] = f"failed (exit {rc})"
+                failed.append(it["id"])
+                self.log(f"({i}) {it['id']}: FAILED with exit {rc} after {seconds:.0f} s; going on")
+            self.save_state()
+            if it["kind"] == "sweep" and os.path.exists(os.path.join(it["out"], "steps.jsonl")):
+                self.analyze(it)
+            self.copy_back()
+            if stopped:
+                break
+        left = [it["id"] for it in plan["items"] if self.state.get(it["id"]) != "done"]
+        self.log(f"finished {len(plan['items']) - len(left)} of {len(plan['items'])} items"
+                 + (f"; left: {', '.join(left)}" if left else ""))
+        self.copy_back()
+        if failed:
+            return 1
+        return 3 if left else 0
+
+    def data_present(self):
+        if self.a.data:
+            return os.path.isdir(self.a.data)
+        root = os.environ.get("BATCHSCOPE_DATA", "data")
+        return os.path.exists(os.path.join(root, "mnist", "train-images-idx3-ubyte")) or os.path.exists(
+            os.path.join(root, "mnist", "train-images-idx3-ubyte.gz"))
+
+    def bounded(self, it):
+        """Runs one item; stops it with SIGINT before the budget, again at once if it does not stop."""
+        log_path = os.path.join(self.state_dir, it["id"] + ".log")
+        with open(log_path, "a") as log:
+            p = subprocess.Popen([self.bin] + it["argv"], stdout=log, stderr=subprocess.STDOUT)
+            soft = self.deadline - self.a.reserve_s
+            interrupted = 0
+            while True:
+                try:
+                    return p.wait(timeout=1)
+                except subprocess.TimeoutExpired:
+                    pass
+                now = time.monotonic()
+                if interrupted == 0 and now >= soft:
+                    self.log(f"{it['id']}: the budget is nearly spent: asking it to stop after this batch size")
+                    p.send_signal(signal.SIGINT)
+                    interrupted = 1
+                elif interrupted == 1 and now >= soft + self.a.reserve_s / 2:
+                    self.log(f"{it['id']}: still running: stopping it now")
+                    p.send_signal(signal.SIGINT)
+                    interrupted = 2
+                elif interrupted == 2 and now >= soft + self.a.reserve_s / 2 + 5:
+                    p.kill()
+                    interrupted = 3
+
+    def analyze(self, it):
+        rc = subprocess.run([self.bin, "analyze", it["out"], "--quiet"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+        if rc.returncode != 0:
+            self.log(f"{it['id']}: analyze exit {rc.returncode}: {rc.stderr.strip().splitlines()[-1:]}")
+
+    def copy_back(self):
+        """Logs, records and reports (not pictures: plots are redrawn from their data) to --copy-to."""
+        if not self.a.copy_to:
+            return
+        dest_root = os.path.join(self.a.copy_to, os.path.basename(os.path.normpath(self.results)))
+        for base, _, files in os.walk(self.results):
+            for name in files:
+                if name.endswith((".png", ".svg")):
+                    continue
+                src = os.path.join(base, name)
+                dst = os.path.join(dest_root, os.path.relpath(src, self.results))
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
+
+
+def with_option(argv, name, value):
+    """argv with `name value` replacing the option's value where it is given, else appended."""
+    out = list(argv)
+    if name in out:
+        out[out.index(name) + 1] = value
+    else:
+        out += [name, value]
+    return out
+
+
+def timed_steps(it):
+    return max([e["steps"] for e in it["plan"]["experiments"]] or [0])
+
+
+def warmup_steps(it):
+    return max([e["warmup"] for e in it["plan"]["experiments"]] or [0])
+
+
+def estimate(it, rate, steps):
+    """Seconds one item is expected to take, from its FLOPs per step at the assumed rate."""
+    fp32, half = rate
+    gpu = fp32 > 1e12
+    floor = 0.002
+    if it["kind"] == "sweep":
+        # The shortest energy window (20 counter updates) where energy is measured; a GPU's counter
+        # updates every 10 to 100 ms.
+        window = 1.0 if gpu and "--no-energy" not in it["argv"] else 0.0
+        total = 4.0  # model build and idle baseline
+        for e in it["plan"]["experiments"]:
+            r = half if e["precision"] in ("fp16", "bf16") else fp32
+            n_timed = min(e["steps"], steps) if steps else e["steps"]
+            n_warm = min(e["warmup"], 3) if steps and e["steps"] > steps else e["warmup"]
+            sizes = list(e["flops_per_step"])
+            if e.get("batch_to_max"):
+                # Sizes found at run time: assume the dataset's size (or 4096), after a search of ~25 tries.
+                cap = 60000 if e["data"] != "synthetic" else 4096
+                m = e["batch_to_max"]
+                b, per_sample = m["from"], e["forward_flops_per_sample"] * (3 if e["phase"] == "train" else 1)
+                while b < cap:
+                    sizes.append(per_sample * b)
+                    b = int(b * m["factor"]) if (m.get("factor") or 0) > 1 else b + max(1, m.get("step") or 1)
+                sizes.append(per_sample * cap)
+                total += 25 * max(per_sample * cap / r, floor)
+            for flops in sizes:
+                t = max(flops / r, floor)
+                total += n_warm * t + max(n_timed * t, window) + 0.1 + (1.0 if e["cudnn_benchmark"] else 0)
+        return total
+    # Not planned by FLOPs: about 25 tries of the search, the layer costs at every split, two epochs.
+    if it["kind"] == "maxbatch":
+        return 40.0 if gpu else 20.0
+    if it["kind"] == "microbatch":
+        return 90.0 if gpu else 30.0
+    return 90.0 if gpu else 20.0
+
+
+def set_aside(path):
+    """A half-written result of a command that cannot resume is kept beside, never overwritten."""
+    if os.path.exists(path):
+        aside = f"{path}.interrupted-{time.strftime('%Y%m%d-%H%M%S')}"
+        os.rename(path, aside)
+
+
+def run_capture(argv):
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"campaign: {' '.join(argv)} failed (exit {p.returncode}): {p.stderr.strip()}")
+    return p.stdout
+
+
+def load_json(path, default):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+
+
+def save_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", required=True)
+    p.add_argument("--results", required=True, help="where the results go (results/<gpu-name>)")
+    p.add_argument("--copy-to", help="a directory that receives logs, records and reports after every item")
+    p.add_argument("--budget-s", type=float, default=540, help="stop cleanly before this many seconds")
+    p.add_argument("--reserve-s", type=float, default=30, help="kept back for stopping, analysing and copying")
+    p.add_argument("--target-s", type=float, default=1500, help="lower step counts so the whole fits in this")
+    p.add_argument("--data", help="a directory of MNIST's IDX files (default data/mnist)")
+    p.add_argument("--smoke", action="store_true", help="the same items on the CPU with tiny shapes")
+    p.add_argument("--replan", action="store_true", help="make the plan again instead of following it")
+    p.add_argument("--plan-only", action="store_true", help="make (or read) the plan, print it and run nothing")
+    p.add_argument("--assume-gpu", help="plan for this GPU name (e.g. 'NVIDIA H100 80GB HBM3') instead of the one here")
+    a = p.parse_args()
+    if re.search(r"\s", a.results):
+        print("campaign: the results directory must not contain spaces", file=sys.stderr)
+        return 2
+    return Campaign(a).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The GPU campaign's smoke mode on the CPU, end to end: the plan, a budget that stops the first sweep
+# half-way (SIGINT, exit 3), a second run that resumes it (the finished batch sizes kept byte for byte)
+# and runs every other item, a third run that finds nothing left, and the copies made after each item.
+set -uo pipefail
+bin="$1"
+source_dir="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+cd "$source_dir"
+campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --copy-to "$work/copy")
+
+"${campaign[@]}" --plan-only > "$work/plan.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "vgg16_jumps" "$work/plan.out" && [ -f "$work/r/campaign/plan.json" ] &&
+   [ ! -e "$work/r/vgg16_jumps" ]; then
+  ok "the plan is made and printed, nothing is run: $(tail -1 "$work/plan.out")"
+else
+  fail "plan only: exit $rc, $(tail -3 "$work/plan.out")"
+fi
+
+# 10 s of budget, 4 kept back: the first sweep (six batch sizes of VGG16) is asked to stop after 6 s.
+"${campaign[@]}" --budget-s 10 --reserve-s 4 > "$work/first.out" 2>&1
+rc=$?
+jsonl="$work/r/vgg16_jumps/steps.jsonl"
+if [ "$rc" -eq 3 ] && grep -q "stopped at the budget" "$work/first.out" && [ -f "$jsonl" ] &&
+   ! grep -q '"type":"end"' "$jsonl"; then
+  ok "a short budget stops the running sweep cleanly: exit 3"
+else
+  fail "short budget: exit $rc, $(tail -5 "$work/first.out")"
+fi
+points_before=$(grep -c '"type":"point"' "$jsonl" 2>/dev/null)
+cp "$jsonl" "$work/first.jsonl" 2>/dev/null
+[ -f "$work/copy/r/vgg16_jumps/steps.jsonl" ] && ok "the stopped sweep's log was copied back" ||
+  fail "nothing copied to --copy-to after the first run"
+
+"${campaign[@]}" > "$work/second.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/second.out"; then
+  ok "the second run completes the campaign"
+else
+  fail "second run: exit $rc, $(grep -E 'FAILED|Error|error' "$work/second.out" | head -5) $(tail -3 "$work/second.out")"
+fi
+python3 - "$work/first.jsonl" "$jsonl" "$points_before" <<'PY' || fail "the resumed sweep"
+import json, sys
+first, final, points_before = open(sys.argv[1]).read(), open(sys.argv[2]).read(), int(sys.argv[3])
+records = [json.loads(l) for l in final.splitlines()]
+points = [r["batch_size"] for r in records if r["type"] == "point"]
+assert points == [1, 2, 3, 4, 5, 6], points
+assert records[-1]["type"] == "end", records[-1]["type"]
+# What the first run finished is kept as it was: the points written before the stop, byte for byte.
+kept = [l for l in first.splitlines() if json.loads(l)["type"] == "point"]
+assert len(kept) == points_before, (len(kept), points_before)
+for line in kept:
+    assert line in final.splitlines(), "a finished batch size was measured again"
+print(f"resumed after {points_before} of 6 batch sizes; all six measured, the first ones kept")
+PY
+for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_bf16_channels_last jumps/vgg16_copy_included \
+            mnist_train_vs_infer energy_zoo; do
+  grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
+    fail "$item: no complete, analysed sweep"
+done
+[ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
+[ -f "$work/r/microbatch/alexnet/report.md" ] || fail "microbatch: no report"
+[ -f "$work/r/train_compare/compare.jsonl" ] || fail "train --compare: no comparison"
+[ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
+  ! find "$work/copy" -name '*.png' | grep -q . && ok "reports and logs copied back, pictures not" ||
+  fail "copies: $(find "$work/copy" -maxdepth 2 | head)"
+[ "$(wc -l < "$work/r/commands.txt")" -ge 17 ] && ok "commands.txt lists every command run" ||
+  fail "commands.txt: $(wc -l < "$work/r/commands.txt") lines"
+
+"${campaign[@]}" > "$work/third.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && ! grep -q "): estimated" "$work/third.out"; then
+  ok "a third run finds nothing left to do"
+else
+  fail "third run: exit $rc, $(tail -3 "$work/third.out")"
+fi
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The paths that only a GPU takes, on cuda:0 with small shapes: the device in `env`, the CUDA-event timer
+# and its own cost, peak GPU memory, NVML energy with an idle baseline, the timed pinned-memory copy,
+# cuDNN's benchmark mode, bf16/fp16 autocast with channels-last, the Transformer's causal mask under
+# autocast, CTC on CUDA, maxbatch, micro-batching and training compared between the CPU and the GPU.
+# Registered only where LibTorch has CUDA; without a visible GPU it fails, saying so.
+set -uo pipefail
+bin="$1"
+source_dir="$2"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+
+"$bin" env --json > "$work/env.json" || { echo "FAIL batchscope env"; exit 1; }
+python3 - "$work/env.json" <<'PY' || { echo "FAIL no usable GPU: the GPU tests need one"; exit 1; }
+import json, sys
+env = json.load(open(sys.argv[1]))
+assert env["cuda_in_libtorch"] and env["gpus"], "no GPU visible"
+g = env["gpus"][0]
+assert g["total_memory_bytes"] > 0 and g["sm_count"] > 0 and g["pci_bus_id"], g
+assert env["cuda_runtime_version"] and env["cudnn_version"], (env["cuda_runtime_version"], env["cudnn_version"])
+print(f"ok   {g['name']}: CUDA {env['cuda_runtime_version']}, cuDNN {env['cudnn_version']}, "
+      f"LibTorch {env['libtorch_version']}, {g['sm_count']} SMs")
+PY
+python3 "$source_dir/tests/data/make_idx.py" "$work/idx" --train 512 --test 128 > /dev/null
+
+# Checks a run directory's records: CUDA-event timing, positive times, peak memory, energy where NVML is.
+check_gpu_run() {  # NAME DIR [min peak growth]
+  python3 - "$2/steps.jsonl" <<'PY' && ok "$1" || fail "$1"
+import json, math, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+run, points = records[0], [r for r in records if r["type"] == "point"]
+assert records[-1]["type"] == "end", records[-1]
+timer = run["timers"].get("cuda:0")
+assert timer and timer["method"] == "cuda_event", run["timers"]
+assert 0 <= timer["overhead_ms"] < 0.5, timer
+assert points, "no points"
+for p in points:
+    assert p["device"] == "cuda:0", p["device"]
+    assert p["median_ms"] > 0 and p["min_ms"] > 0 and p["min_ms"] <= p["median_ms"] <= p["max_ms"], p
+    assert p["peak_memory_bytes"] and p["peak_memory_bytes"] > 0, p
+losses = [r["loss"] for r in records if r["type"] == "step" and r.get("loss") is not None]
+assert all(math.isfinite(l) for l in losses), "a loss is not finite"
+power = run["power"].get("cuda:0", {})
+if power.get("available"):
+    for p in points:
+        if p.get("energy_j") is not None:
+            assert p["energy_j"] > 0 and 5 < p["avg_power_w"] < 2000, (p["energy_j"], p["avg_power_w"])
+    print(f"     energy by {power.get('method')}, counter updates every {power.get('update_period_ms')} ms, "
+          f"idle {power.get('idle', {}).get('power_w')} W")
+print(f"     {len(points)} sizes: " + ", ".join(f"b{p['batch_size']} {p['median_ms']:.3f} ms" for p in points))
+PY
+}
+
+sweep=(sweep --device cuda:0 --quiet --steps 5 --warmup 2)
+expect 0 "vgg16 training sweep on cuda:0" "written" "${sweep[@]}" --model vgg16 --input 3,32,32 --classes 10 \
+  --batch 1:4 --idle-seconds 1 --out "$work/vgg"
+check_gpu_run "CUDA events, peak memory and energy per batch size" "$work/vgg"
+python3 - "$work/vgg/steps.jsonl" <<'PY' && ok "peak memory grows with the batch size" || fail "peak memory"
+import json, sys
+points = [json.loads(l) for l in open(sys.argv[1])]
+peaks = [p["peak_memory_bytes"] for p in points if p["type"] == "point"]
+assert peaks[-1] > peaks[0], peaks
+PY
+
+expect 0 "the copy of each batch timed (pinned memory)" "written" "${sweep[@]}" --model mnist_cnn \
+  --data "$work/idx" --batch 1,64,256 --transfer included --idle-seconds 0 --out "$work/copy"
+check_gpu_run "timed copies" "$work/copy"
+grep -q '"transfer":"included"' "$work/copy/steps.jsonl" && ok "points say the copy was timed" ||
+  fail "no point says transfer included"
+
+expect 0 "bf16 with channels-last and cuDNN benchmark" "written" "${sweep[@]}" --model resnet18 --input 3,64,64 \
+  --batch 2,3 --precision bf16 --channels-last --cudnn-benchmark --idle-seconds 0 --out "$work/bf16"
+check_gpu_run "bf16 channels-last" "$work/bf16"
+expect 0 "fp16 autocast" "written" "${sweep[@]}" --model vgg16 --input 3,32,32 --classes 10 --batch 2 \
+  --precision fp16 --idle-seconds 0 --out "$work/fp16"
+check_gpu_run "fp16" "$work/fp16"
+expect 0 "inference, chunked" "written" "${sweep[@]}" --model mobilenet_v2 --input 3,64,64 --batch 8 --phase infer \
+  --chunk 3 --idle-seconds 0 --out "$work/infer"
+check_gpu_run "inference" "$work/infer"
+
+expect 0 "the Transformer under bf16 autocast (causal mask)" "written" "${sweep[@]}" --model transformer \
+  --seq-len 16 --classes 1000 --batch 2 --precision bf16 --idle-seconds 0 --out "$work/transformer"
+check_gpu_run "transformer bf16" "$work/transformer"
+expect 0 "Deep Speech 2 with CTC on CUDA" "written" "${sweep[@]}" --model deepspeech2 --input 1,32,100 --batch 2 \
+  --idle-seconds 0 --out "$work/ds2"
+check_gpu_run "deepspeech2 CTC" "$work/ds2"
+expect 0 "the LSTM language model" "written" "${sweep[@]}" --model lstm_lm --seq-len 8 --classes 500 --batch 2 \
+  --idle-seconds 0 --out "$work/lm"
+check_gpu_run "lstm_lm" "$work/lm"
+
+expect 0 "maxbatch on the GPU" "at least 512" maxbatch --model mnist_cnn --device cuda:0 --upper 512 --confirm 1
+expect 0 "micro-batching on the GPU" "." microbatch --model alexnet --batch 8 --input 3,64,64 \
+  --classes 10 --device cuda:0 --steps 2 --warmup 1 --repeats 2 --policy powerOfTwo --quiet --out "$work/micro"
+python3 - "$work/micro/microbatch.jsonl" <<'PY' && ok "per-layer splits leave the gradients as they were" || fail "micro-batch result"
+import json, sys
+results = [json.loads(l) for l in open(sys.argv[1]) if '"microbatch_result"' in l]
+assert results, "no result"
+for r in results:
+    assert r["measured"]["timer"] == "cuda_event", r["measured"]["timer"]
+    assert r["gradient_difference"] < 1e-3, r["gradient_difference"]
+PY
+expect 0 "training compared between the CPU and the GPU" "written" train --data "$work/idx" --epochs 1 --batch 32 \
+  --compare cpu,cuda:0 --quiet --out "$work/train"
+python3 - "$work/train/compare.jsonl" <<'PY' && ok "CPU and GPU agree to 3 significant digits" || fail "CPU/GPU agreement"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"comparison"' in l]
+assert rows and all(r["min_digits"] >= 3 for r in rows), [r["min_digits"] for r in rows]
+print(f"     agreement: {min(r['min_digits'] for r in rows)} significant digits")
+PY
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]
