@@ -1,20 +1,28 @@
 # batchscope on a CUDA image with PyTorch's LibTorch.
 #   docker build -t batchscope .
 #   docker run --gpus all -v "$PWD/runs:/opt/batchscope/runs" batchscope sweep configs/vgg16_jumps.yaml
-FROM pytorch/pytorch:2.5.1-cuda12.4-cudnn9-devel
+# Runs are written under /opt/batchscope/runs and datasets read from /opt/batchscope/data (mount them:
+# -v "$PWD/data:/opt/batchscope/data"); the image's configs are in /opt/batchscope/configs.
 
+# The C++ libraries that PyTorch's image lacks: Debian packages unpacked, not installed, the same ones a
+# host with only PyTorch gets from scripts/stage-deps.sh.
+FROM debian:bookworm AS deps
+COPY scripts/stage-deps.sh /usr/local/bin/stage-deps.sh
+RUN bash /usr/local/bin/stage-deps.sh --into /deps
+
+# PyTorch 2.7 or later: its LibTorch uses the C++11 ABI, as Debian's libraries do.
+FROM pytorch/pytorch:2.7.1-cuda12.8-cudnn9-devel
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      g++ cmake make libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev libgtest-dev gnuplot-nox zlib1g-dev curl \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends g++ cmake make gnuplot-nox \
  && rm -rf /var/lib/apt/lists/*
 
-WORKDIR /opt/batchscope
-COPY . .
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBATCHSCOPE_BUILD_TESTS=OFF \
-      -DCMAKE_PREFIX_PATH="$(python -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
- && cmake --build build -j "$(nproc)" \
- && cmake --install build \
- && rm -rf build
+COPY --from=deps /deps /opt/batchscope/deps
+COPY . /usr/src/batchscope
+# The installed program finds LibTorch and the staged libraries through its RUNPATH, with no LD_LIBRARY_PATH.
+RUN bash /usr/src/batchscope/scripts/build-torch.sh --build-dir /tmp/batchscope-build \
+      --deps /opt/batchscope/deps/usr --prefix /opt/batchscope --no-tests --remove-build
+COPY configs /opt/batchscope/configs
 
-ENTRYPOINT ["batchscope"]
+WORKDIR /opt/batchscope
+ENTRYPOINT ["/opt/batchscope/bin/batchscope"]
 CMD ["sweep", "configs/quick.yaml"]

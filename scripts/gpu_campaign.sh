@@ -14,10 +14,12 @@
 # runs/campaign-smoke), so that it is tested where there is no GPU.
 # Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
 #                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests]
-#        [--plan-only [--assume-gpu NAME]]
+#        [--plan-only [--assume-gpu NAME]] [--analyze-only]
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
 #   --assume-gpu 'NVIDIA H100 80GB HBM3' it plans a GPU campaign on any machine.
+#   --analyze-only --bin build/batchscope --results results/<gpu-name>: analyses every sweep brought
+#   back from a GPU host again, plots included (they are not copied back).
 # Exit codes: 0 the campaign is complete, 3 stopped at the budget (run again), 1 something failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --replan) replan=(--replan); shift ;;
     --skip-tests) skip_tests=1; shift ;;
     --plan-only) plan_only=(--plan-only); shift ;;
+    --analyze-only) plan_only=(--analyze-only); shift ;;
     --assume-gpu) assume=(--assume-gpu "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu_campaign.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;

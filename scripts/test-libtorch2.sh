@@ -78,6 +78,8 @@ t1=$SECONDS
 unshare --mount --fork bash -c '
   set -e
   root="$1"
+  # The root filesystem as a mount point of its own, so that the tests can make mount namespaces in it.
+  mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
   mount -t tmpfs tmpfs "$root/dev/shm"

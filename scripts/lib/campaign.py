@@ -187,6 +187,13 @@ class Campaign:
             if plan["estimate_s"] > plan["target_s"]:
                 self.log(f"the estimate ({plan['estimate_s']:.0f} s) is still above {plan['target_s']:.0f} s: "
                          "the last items may be left for a later session")
+        if self.a.analyze_only:
+            # Results brought back from a GPU host: analyses and plots redrawn here, where gnuplot is.
+            for it in plan["items"]:
+                if it["kind"] == "sweep" and os.path.exists(os.path.join(it["out"], "steps.jsonl")):
+                    self.analyze(it)
+                    print(f"analysed {it['out']}")
+            return 0
         if self.a.plan_only:
             for i, it in enumerate(plan["items"], 1):
                 print(f"({i:2}) {it['id']:28} {it['estimate_s']:7.0f} s  {self.state.get(it['id'], 'to do'):10}"
@@ -394,6 +401,7 @@ def main():
     p.add_argument("--data", help="a directory of MNIST's IDX files (default data/mnist)")
     p.add_argument("--smoke", action="store_true", help="the same items on the CPU with tiny shapes")
     p.add_argument("--replan", action="store_true", help="make the plan again instead of following it")
+    p.add_argument("--analyze-only", action="store_true", help="analyse every sweep of the plan again (plots)")
     p.add_argument("--plan-only", action="store_true", help="make (or read) the plan, print it and run nothing")
     p.add_argument("--assume-gpu", help="plan for this GPU name (e.g. 'NVIDIA H100 80GB HBM3') instead of the one here")
     a = p.parse_args()
