@@ -11,6 +11,10 @@ if [ "${1:-}" != "--skip-check" ]; then
 fi
 scripts/stage-deps.sh
 scripts/get_datasets.sh --mnist-only
+# Compressed, MNIST travels in 11 MB instead of 55 (batchscope reads IDX files plain or gzipped).
+for f in data/mnist/*-ubyte; do
+  [ -f "$f" ] && gzip -9 -f "$f"
+done
 echo "staged: .devdeps ($(du -sh .devdeps | cut -f1)), data/mnist ($(du -sh data/mnist | cut -f1))"
 echo "on the GPU host, with .devdeps and data/mnist brought along, from the project root:"
 echo "  scripts/gpu_campaign.sh --copy-to DIR --budget-s 540    # again and again until it exits 0"
