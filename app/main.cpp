@@ -1,3 +1,4 @@
+#include <c10/util/Exception.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -46,14 +47,18 @@ int main(int argc, char** argv) {
                             "use one of sweep, analyze, maxbatch, train, eval, microbatch, models, env "
                             "(batchscope --help lists them)"));
   } catch (const UserError& error) {
-    std::cerr << "batchscope: " << error.what() << "\n";
+    std::cerr << "batchscope: " << printable(error.what()) << "\n";
     return 2;
   } catch (const CommandLineError& error) {
-    std::cerr << "batchscope: command line: " << error.what() << "; see batchscope " << command
-              << " --help.\n";
+    std::cerr << "batchscope: command line: " << printable(error.what()) << "; see batchscope "
+              << printable(command) << " --help.\n";
     return 2;
+  } catch (const c10::Error& error) {
+    // LibTorch's own message, without the C++ backtrace that follows it in what().
+    std::cerr << "batchscope: internal error: " << printable(error.what_without_backtrace()) << "\n";
+    return 1;
   } catch (const std::exception& error) {
-    std::cerr << "batchscope: internal error: " << error.what() << "\n";
+    std::cerr << "batchscope: internal error: " << printable(error.what()) << "\n";
     return 1;
   }
 }

@@ -1,6 +1,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cxxopts.hpp>
@@ -109,7 +110,8 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
   }
   SweepOverrides o;
   o.model = model;
-  o.batch = "1";  // the search picks its own sizes
+  // The search picks its own sizes from --start: the experiment's checks see that one.
+  o.batch = std::to_string(std::max<int64_t>(1, result["start"].as<int64_t>()));
   if (result.count("device")) o.device = result["device"].as<std::string>();
   if (result.count("phase")) o.phase = result["phase"].as<std::string>();
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
@@ -118,7 +120,9 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
   if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
   if (result.count("seq-len")) o.seq_len = result["seq-len"].as<int64_t>();
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
-  return resolve_for_machine(sweep_from_overrides(o)).experiments.front();
+  SweepConfig config = sweep_from_overrides(o);
+  config.experiments.front().origins["batch"] = {"command line", 0, "--start"};
+  return resolve_for_machine(config).experiments.front();
 }
 
 // On the CPU without --memory-limit, the search runs within 90% of the memory available now.

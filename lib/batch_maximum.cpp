@@ -66,12 +66,11 @@ SweepConfig resolve_batch_maximum(const SweepConfig& config, const std::string& 
         run_max_batch(e, torch::Device(e.device), options, [&](const MaxBatchTry& t) {
           spdlog::info("{}: try batch {}: {}", e.name, t.batch_size, t.fits ? "fits" : "out of memory");
         });
-    const std::string where = config.source + " (experiment " + e.name + ")";
     if (!result.max_batch) {
-      throw UserError(located(where, 0,
-                              "not even batch size " + std::to_string(options.start) +
-                                  " runs a full step on " + e.device + " (" + result.error + ")",
-                              "start the batch range lower, or use a smaller input or a lower precision"));
+      throw UserError(located_value(e, "batch",
+                                    "not even batch size " + std::to_string(options.start) +
+                                        " runs a full step on " + e.device + " (" + result.error + ")",
+                                    "start the batch range lower, or use a smaller input or a lower precision"));
     }
     e.batch_sizes = expand_to_max(*e.batch_to_max, *result.max_batch);
     spdlog::info("{}: the largest batch size that fits is {}{}", e.name, *result.max_batch,

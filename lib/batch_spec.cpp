@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "lib/limits.h"
+
 namespace batchscope {
 namespace {
 
@@ -46,6 +48,10 @@ int64_t parse_number(const std::string& token, const std::string& whole) {
   const char* begin = token.data();
   const char* end = begin + token.size();
   const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    throw std::invalid_argument(shown(whole) + " holds a number too large for a batch size; the largest accepted is " +
+                                std::to_string(limits::kMaxBatchSize));
+  }
   if (token.empty() || ec != std::errc() || ptr != end) {
     throw std::invalid_argument(shown(whole) + " is not a batch spec; " + kAccepted);
   }
@@ -53,6 +59,10 @@ int64_t parse_number(const std::string& token, const std::string& whole) {
 }
 
 void check_size(int64_t size, const std::string& whole) {
+  if (size > limits::kMaxBatchSize) {
+    throw std::invalid_argument(shown(whole) + " asks for batch size " + std::to_string(size) +
+                                "; the largest accepted is " + std::to_string(limits::kMaxBatchSize));
+  }
   if (size >= 1) return;
   const std::string number = std::to_string(size);
   const std::string what = trim(whole) == number ? " is not" : " contains " + number + ", which is not";

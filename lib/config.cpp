@@ -105,6 +105,22 @@ std::string check_device_string(const std::string& device) {
          " is not recognised; use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
 }
 
+std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
+                          const std::string& fix) {
+  auto found = e.origins.find(key);
+  if (found == e.origins.end() || found->second.source.empty()) {
+    found = e.origins.find("experiment");
+    if (found == e.origins.end()) return located("experiment " + e.name, 0, problem, fix);
+    // A default the experiment did not set: its own line, and its name where several share a file.
+    const bool named = found->second.line > 0;
+    return located(found->second.source, found->second.line, (named ? found->second.label + ": " : "") + problem,
+                   fix);
+  }
+  const ValueOrigin& o = found->second;
+  const bool option = o.line == 0 && o.label.rfind("--", 0) == 0;
+  return located(o.source, o.line, (option ? o.label + ": " : "") + problem, fix);
+}
+
 SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
                                const SweepOverrides& overrides) {
   YAML::Node root;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,6 +32,14 @@ struct OptimizerConfig {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // used by adam
 };
 
+// Where a value came from: a file and line with its key ("exp.yaml", 12, "batch"), or the command line
+// with its option ("command line", 0, "--batch").
+struct ValueOrigin {
+  std::string source;
+  int line = 0;
+  std::string label;
+};
+
 // One experiment after defaults and overrides are applied: everything a sweep needs.
 struct ExperimentConfig {
   std::string name;
@@ -53,7 +62,14 @@ struct ExperimentConfig {
   int64_t chunk = 0;  // infer: forward passes of at most this many samples per step; 0 = the whole batch
   uint64_t seed = 0;
   std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
+  // Where each key's value came from, and under "experiment" where the experiment itself is, so that
+  // checks made once the experiment is resolved can name the file and line. Not in the run record.
+  std::map<std::string, ValueOrigin> origins;
 };
+
+// "FILE:LINE: PROBLEM; FIX." about the value of `key` (or, where it was not given, the experiment).
+std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
+                          const std::string& fix);
 
 nlohmann::json to_json(const ExperimentConfig& e);
 ExperimentConfig experiment_from_json(const nlohmann::json& j);  // inverse of to_json

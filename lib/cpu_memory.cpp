@@ -182,6 +182,7 @@ int64_t parse_memory_size(const std::string& text) {
   }
   const double multiplier = unit_bytes(unit);
   if (multiplier == 0) throw bad("has an unknown unit '" + text.substr(unit_start) + "'");
+  if (number.size() > 30) throw bad("is too large");  // std::stod would throw out_of_range past 1e308
   const double bytes = std::stod(number) * multiplier;
   if (multiplier == 1 && number.find('.') != std::string::npos) throw bad("is not a whole number of bytes");
   if (bytes >= 9.2e18) throw bad("is too large");

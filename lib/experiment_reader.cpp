@@ -17,6 +17,8 @@
 
 #include "lib/batch_spec.h"
 #include "lib/config_names.h"
+#include "lib/limits.h"
+#include "models/flop_tally.h"
 #include "models/registry.h"
 
 namespace batchscope {
@@ -71,7 +73,7 @@ BatchPlan get_batch(const Entry& e) {
     std::vector<int64_t> sizes;
     for (const YAML::Node& element : e.node) {
       const Entry size{element, inside(e.where, element, "batch size")};
-      sizes.push_back(get_int(size, 1, INT64_MAX, "give batch sizes of 1 or more"));
+      sizes.push_back(get_int(size, 1, limits::kMaxBatchSize, "give batch sizes of 1 to " + std::to_string(limits::kMaxBatchSize)));
       if (std::count(sizes.begin(), sizes.end(), sizes.back()) > 1) {
         fail(size.where, "batch size " + std::to_string(sizes.back()) + " is listed twice",
              "give each size once");
@@ -87,10 +89,11 @@ BatchPlan get_batch(const Entry& e) {
   for (const char* key : {"from", "to"}) {
     if (!range.count(key)) fail(e.where, "batch has no " + std::string(key), fix);
   }
-  const std::string sizes = "give sizes of 1 or more";
-  const int64_t from = get_int(range.at("from"), 1, INT64_MAX, sizes);
-  const int64_t step =
-      range.count("step") ? get_int(range.at("step"), 1, INT64_MAX, "give a step of 1 or more") : 1;
+  const std::string sizes = "give sizes of 1 to " + std::to_string(limits::kMaxBatchSize);
+  const int64_t from = get_int(range.at("from"), 1, limits::kMaxBatchSize, sizes);
+  const int64_t step = range.count("step") ? get_int(range.at("step"), 1, limits::kMaxBatchSize,
+                                                     "give a step of 1 to " + std::to_string(limits::kMaxBatchSize))
+                                           : 1;
   double factor = 0;
   if (range.count("factor")) {
     if (range.count("step"))
@@ -101,7 +104,7 @@ BatchPlan get_batch(const Entry& e) {
   if (to_entry.node.IsScalar() && to_entry.node.Scalar() == "max") {
     return {{}, BatchToMax{from, step, factor}};
   }
-  const int64_t to = get_int(to_entry, 1, INT64_MAX, sizes + ", or max for the largest size that fits");
+  const int64_t to = get_int(to_entry, 1, limits::kMaxBatchSize, sizes + ", or max for the largest size that fits");
   if (from > to)
     fail(e.where, "batch from " + std::to_string(from) + " to " + std::to_string(to) + " is inverted",
          "give from <= to");
@@ -124,14 +127,15 @@ std::string sequence_model_names() {
 std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
   std::vector<std::string> dims;
   for (int64_t d : spec.default_input) dims.push_back(std::to_string(d));
-  const std::string fix = "give " + std::to_string(dims.size()) + " sizes of 1 or more without the batch " +
-                          "dimension, like " + spec.name + "'s default [" + join(dims) + "]";
+  const std::string fix = "give " + std::to_string(dims.size()) + " sizes of 1 to " +
+                          std::to_string(limits::kMaxDimension) + " without the batch dimension, like " +
+                          spec.name + "'s default [" + join(dims) + "]";
   if (!e.node.IsSequence())
     fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a list", fix);
   std::vector<int64_t> shape;
   for (const YAML::Node& element : e.node) {
-    shape.push_back(
-        get_int(Entry{element, inside(e.where, element, e.where.label + " size")}, 1, INT64_MAX, fix));
+    shape.push_back(get_int(Entry{element, inside(e.where, element, e.where.label + " size")}, 1,
+                            limits::kMaxDimension, fix));
   }
   if (shape.size() != spec.default_input.size()) {
     fail(e.where, e.where.label + " has " + std::to_string(shape.size()) + " sizes for " + spec.name, fix);
@@ -189,6 +193,34 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
   return opt;
 }
 
+// One sample's elements and the largest batch's, multiplied without overflow, within the limits.
+void check_products(const ExperimentConfig& c, const Entries& entries, const Where& at) {
+  const auto where_of = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (entries.count(key)) return entries.at(key).where;
+    }
+    return at;
+  };
+  int64_t elements = 1;
+  for (const int64_t d : c.input_shape) {
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > limits::kMaxSampleElements) {
+      fail(where_of({"input", "seq_len"}),
+           "one sample of " + models::shape_text(c.input_shape) + " has more than " +
+               std::to_string(limits::kMaxSampleElements) + " elements, the most accepted",
+           "give a smaller input");
+    }
+  }
+  int64_t largest = c.batch_to_max ? c.batch_to_max->from : 1;
+  for (const int64_t b : c.batch_sizes) largest = std::max(largest, b);
+  int64_t batch_elements = 0;
+  if (__builtin_mul_overflow(largest, elements, &batch_elements) || batch_elements > limits::kMaxBatchElements) {
+    fail(where_of({"batch"}),
+         "batch size " + std::to_string(largest) + " of " + models::shape_text(c.input_shape) + " samples holds " +
+             "more than " + std::to_string(limits::kMaxBatchElements) + " elements, the most accepted",
+         "give batch sizes up to " + std::to_string(limits::kMaxBatchElements / elements));
+  }
+}
+
 }  // namespace
 
 void apply_overrides(const SweepOverrides& o, Entries& into) {
@@ -241,11 +273,12 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
            "remove it, or use a sequence model: " + sequence_model_names());
     }
     c.input_shape[static_cast<std::size_t>(spec->sequence_axis)] =
-        get_int(e, 1, INT64_MAX,
-                "give a sequence length of 1 or more, e.g. " +
+        get_int(e, 1, limits::kMaxDimension,
+                "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) + ", e.g. " +
                     std::to_string(spec->default_input[static_cast<std::size_t>(spec->sequence_axis)]));
   }
-  c.classes = has("classes") ? get_int(entry("classes"), 1, INT64_MAX, "give 1 or more classes")
+  c.classes = has("classes") ? get_int(entry("classes"), 1, limits::kMaxClasses,
+                                       "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")
                              : spec->default_classes;
 
   if (!has("batch")) {
@@ -255,6 +288,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   BatchPlan batch = get_batch(entry("batch"));
   c.batch_sizes = std::move(batch.sizes);
   c.batch_to_max = batch.to_max;
+  check_products(c, entries, at);
 
   if (has("phase")) c.phase = get_enum(entry("phase"), kPhases);
   if (has("precision")) c.precision = get_enum(entry("precision"), kPrecisions);
@@ -263,11 +297,13 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (has("channels_last")) c.channels_last = get_bool(entry("channels_last"));
   if (has("cudnn_benchmark")) c.cudnn_benchmark = get_bool(entry("cudnn_benchmark"));
   if (has("warmup")) {
-    c.warmup_steps = static_cast<int>(get_int(entry("warmup"), 0, INT_MAX, "give 0 or more warm-up steps"));
+    c.warmup_steps = static_cast<int>(get_int(entry("warmup"), 0, limits::kMaxSteps,
+                                              "give 0 to " + std::to_string(limits::kMaxSteps) + " warm-up steps"));
   }
   if (has("steps")) {
     c.timed_steps =
-        static_cast<int>(get_int(entry("steps"), 1, INT_MAX, "give 1 or more timed steps per batch size"));
+        static_cast<int>(get_int(entry("steps"), 1, limits::kMaxSteps,
+                                 "give 1 to " + std::to_string(limits::kMaxSteps) + " timed steps per batch size"));
   }
   if (has("data")) {
     c.data = get_string(entry("data"), "use synthetic, mnist, fashion-mnist or a directory of IDX files");
@@ -307,7 +343,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   }
   if (has("transfer")) c.transfer = get_enum(entry("transfer"), kTransfers);
   if (has("chunk")) {
-    c.chunk = get_int(entry("chunk"), 1, INT64_MAX, "give a chunk of 1 or more samples");
+    c.chunk = get_int(entry("chunk"), 1, limits::kMaxBatchSize,
+                      "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
     if (c.phase != Phase::Infer) {
       fail(entry("chunk").where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
     }
@@ -344,6 +381,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   } else {
     c.name = c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
   }
+  for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};
+  c.origins["experiment"] = {at.source, at.line, "experiment " + c.name};
   return c;
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <random>
@@ -17,52 +18,69 @@
 #include "lib/run_store.h"
 #include "lib/step_runner.h"
 #include "lib/step_timer.h"
+#include "models/flop_tally.h"
 #include "models/registry.h"
 
 namespace batchscope {
 namespace {
 
-std::string where(const SweepConfig& config, const ExperimentConfig& e) {
-  return config.source + " (experiment " + e.name + ")";
+// The key whose value decides the input shape: the input given, else the sequence length, else the model.
+std::string input_key(const ExperimentConfig& e) {
+  for (const char* key : {"input", "seq_len", "data"}) {
+    if (e.origins.count(key)) return key;
+  }
+  return "model";
 }
 
-void check_experiment(const SweepConfig& config, const ExperimentConfig& e) {
+void check_experiment(const ExperimentConfig& e) {
   const models::ModelSpec* spec = models::find_model(e.model);
   if (spec == nullptr) {
-    throw UserError(located(where(config, e), 0, "unknown model " + e.model,
-                            "use one of " + models::known_model_names()));
+    throw UserError(located_value(e, "model", "unknown model " + e.model, "use one of " + models::known_model_names()));
   }
+  int64_t smallest = 1;
   try {
     spec->forward_flops(e.input_shape, e.classes);
+    if (e.phase == Phase::Train) smallest = models::smallest_train_batch(*spec, e.input_shape, e.classes);
   } catch (const std::invalid_argument& bad) {
     std::string reason = bad.what();  // a sentence of the model's own that already says what it needs
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
-    throw UserError(located(where(config, e), 0, reason, ""));
+    throw UserError(located_value(e, input_key(e), reason, ""));
+  }
+  const int64_t first = e.batch_to_max ? e.batch_to_max->from
+                        : e.batch_sizes.empty() ? smallest
+                                                : *std::min_element(e.batch_sizes.begin(), e.batch_sizes.end());
+  if (first < smallest) {
+    throw UserError(located_value(
+        e, "batch",
+        e.model + " cannot train at batch size " + std::to_string(first) + " on a " +
+            models::shape_text(e.input_shape) + " input: a batch norm layer sees a 1x1 activation there, "
+            "and normalising one value per channel is undefined",
+        "start the batch sizes at " + std::to_string(smallest) + ", or give a larger input"));
   }
   const torch::Device device(e.device);
   if (device.is_cuda()) {
     const int count = gpu::device_count();
     if (count == 0) {
       throw UserError(
-          located(where(config, e), 0,
-                  "device " + e.device + " is asked for but no CUDA device is usable here" +
-                      (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
-                  "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
+          located_value(e, "device",
+                        "device " + e.device + " is asked for but no CUDA device is usable here" +
+                            (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
+                        "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
     }
     if (device.index() >= count) {
-      throw UserError(located(where(config, e), 0,
-                              "device " + e.device + " does not exist, this machine has " +
-                                  std::to_string(count) + " CUDA device(s)",
-                              "use cuda:0 to cuda:" + std::to_string(count - 1)));
+      throw UserError(located_value(e, "device",
+                                    "device " + e.device + " does not exist, this machine has " +
+                                        std::to_string(count) + " CUDA device(s)",
+                                    "use cuda:0 to cuda:" + std::to_string(count - 1)));
     }
   } else if (e.precision == Precision::FP16) {
-    throw UserError(located(where(config, e), 0, "fp16 autocast is only available on CUDA devices",
-                            "use precision: bf16 or fp32 on the CPU"));
+    throw UserError(located_value(e, "precision", "fp16 autocast is only available on CUDA devices",
+                                  "use precision: bf16 or fp32 on the CPU"));
   }
   if (data::is_real_data(e.data)) data::locate_dataset(e.data);  // a UserError naming what is missing
   if (e.channels_last && e.input_shape.size() != 3) {
-    throw UserError(located(where(config, e), 0, "channels_last needs image inputs of shape [C, H, W]",
-                            "set channels_last: false for this model"));
+    throw UserError(located_value(e, "channels_last", "channels_last needs image inputs of shape [C, H, W]",
+                                  "set channels_last: false for this model"));
   }
 }
 
@@ -223,7 +241,7 @@ SweepConfig resolve_for_machine(const SweepConfig& config) {
   for (ExperimentConfig& e : resolved.experiments) {
     if (e.device == "auto") e.device = gpu::device_count() > 0 ? "cuda:0" : "cpu";
     if (e.device == "cuda") e.device = "cuda:0";
-    check_experiment(resolved, e);
+    check_experiment(e);
   }
   return resolved;
 }
@@ -245,10 +263,10 @@ LoadedData load_data(const SweepConfig& config) {
     const int64_t images = splits->train.size();
     for (int64_t b : e.batch_sizes) {
       if (b > images) {
-        throw UserError(located(where(config, e), 0,
-                                "batch size " + std::to_string(b) + " is larger than the " +
-                                    std::to_string(images) + " training images of " + e.data,
-                                "use batch sizes up to " + std::to_string(images)));
+        throw UserError(located_value(e, "batch",
+                                      "batch size " + std::to_string(b) + " is larger than the " +
+                                          std::to_string(images) + " training images of " + e.data,
+                                      "use batch sizes up to " + std::to_string(images)));
       }
     }
   }

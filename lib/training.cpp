@@ -399,20 +399,43 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
         located(info_path.string(), 0, "is missing, so the model cannot be rebuilt",
                 "give a directory written by batchscope train, with checkpoint.json beside the weights"));
   }
+  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
+  const std::string info_name = info_path.string();
+  const auto refuse = [&](const std::string& problem) -> void {
+    throw UserError(located(info_name, 0, printable(problem),
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+  };
   Json info;
-  std::string model_name, data_dir;
-  int64_t limit_test = 0;
   try {
     info = Json::parse(info_file);
-    model_name = info.at("model").get<std::string>();
-    data_dir = info.at("data").at("directory").get<std::string>();
-    limit_test = info.value("limit_test", int64_t{0});
   } catch (const nlohmann::json::exception& bad) {
-    throw UserError(located(info_path.string(), 0,
-                            std::string("is not a checkpoint description (") + bad.what() + ")",
-                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+    refuse(std::string("is not JSON (") + bad.what() + ")");
   }
-  const fs::path weights = is_dir ? dir / info.value("weights", std::string(kLatestWeights)) : given;
+  if (!info.is_object()) refuse("is not a checkpoint description (not a JSON object)");
+  const auto text = [&](const Json& j, const std::string& key) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      refuse("has no text field \"" + key + "\"");
+    return j[key].get<std::string>();
+  };
+  const std::string model_name = text(info, "model");
+  if (models::find_model(model_name) == nullptr) refuse("names an unknown model \"" + model_name + "\"");
+  if (!info.contains("data") || !info["data"].is_object()) refuse("has no \"data\" object");
+  const std::string data_dir = text(info["data"], "directory");
+  int64_t limit_test = 0;
+  if (info.contains("limit_test") && !info["limit_test"].is_null()) {
+    const Json& l = info["limit_test"];
+    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
+      refuse("has a limit_test that is not a whole number from 0 to 100000000");
+    limit_test = l.get<int64_t>();
+  }
+  std::string weights_name = kLatestWeights;
+  if (info.contains("weights")) {
+    weights_name = text(info, "weights");
+    // A file beside checkpoint.json, never a path that leads elsewhere.
+    if (weights_name.find('/') != std::string::npos || weights_name == "." || weights_name == "..")
+      refuse("names weights \"" + weights_name + "\" outside its directory");
+  }
+  const fs::path weights = is_dir ? dir / weights_name : given;
   if (!fs::is_regular_file(weights, ec)) {
     throw UserError(
         located(weights.string(), 0, "no such weights file",

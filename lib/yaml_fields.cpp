@@ -97,6 +97,9 @@ int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix
   int64_t value = 0;
   const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) {
+    fail(e.where, e.where.label + " " + text + " is too large", fix);
+  }
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
     fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a whole number", fix);
   }

@@ -2,6 +2,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <climits>
 #include <functional>
 #include <numeric>
 #include <stdexcept>
@@ -62,6 +64,7 @@ void FlopTally::conv2d(int64_t out_channels, int64_t kernel, int64_t stride, int
 void FlopTally::batchnorm() {
   require_image("batch norm");
   total_ += 2 * elements();
+  smallest_norm_plane_ = std::min(smallest_norm_plane_, shape_[1] * shape_[2]);
 }
 
 void FlopTally::relu() { total_ += elements(); }
@@ -95,6 +98,9 @@ void FlopTally::dropout() {}
 
 void FlopTally::flatten() { shape_ = {elements()}; }
 
-void FlopTally::absorb(const FlopTally& branch) { total_ += branch.total_; }
+void FlopTally::absorb(const FlopTally& branch) {
+  total_ += branch.total_;
+  smallest_norm_plane_ = std::min(smallest_norm_plane_, branch.smallest_norm_plane_);
+}
 
 }  // namespace batchscope::models

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ class FlopTally {
   void absorb(const FlopTally& branch);
 
   const std::vector<int64_t>& shape() const { return shape_; }
+  // The fewest values per channel that a batch norm layer sees in one sample (height x width), or
+  // INT64_MAX where there is none: at 1, training needs a batch of 2 or more.
+  int64_t smallest_norm_plane() const { return smallest_norm_plane_; }
   int64_t elements() const;
   int64_t total() const { return total_; }
 
@@ -57,6 +61,7 @@ class FlopTally {
 
   std::vector<int64_t> shape_;
   int64_t total_ = 0;
+  int64_t smallest_norm_plane_ = INT64_MAX;
 };
 
 }  // namespace batchscope::models

@@ -56,4 +56,10 @@ int64_t count_flops(const Layer& plan, const std::vector<int64_t>& sample_shape)
   return tally.total();
 }
 
+int64_t smallest_norm_plane(const Layer& plan, const std::vector<int64_t>& sample_shape) {
+  FlopTally tally(sample_shape);
+  tally_layer(tally, plan);
+  return tally.smallest_norm_plane();
+}
+
 }  // namespace batchscope::models

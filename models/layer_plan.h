@@ -123,5 +123,7 @@ void tally_layer(FlopTally& tally, const Layer& layer);
 
 // The forward FLOPs of one sample of `sample_shape` through `plan`.
 int64_t count_flops(const Layer& plan, const std::vector<int64_t>& sample_shape);
+// The fewest values per channel any batch norm layer of `plan` sees in one sample; INT64_MAX if none.
+int64_t smallest_norm_plane(const Layer& plan, const std::vector<int64_t>& sample_shape);
 
 }  // namespace batchscope::models

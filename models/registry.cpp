@@ -79,11 +79,20 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
   spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
     return static_cast<double>(checked_flops(name, plan_for(classes), input, classes));
   };
+  spec.smallest_train_batch = [name, plan_for](const SampleShape& input, int64_t classes) -> int64_t {
+    const Layer plan = plan_for(classes);
+    checked_flops(name, plan, input, classes);
+    return smallest_norm_plane(plan, input) == 1 ? 2 : 1;
+  };
   spec.synthetic_batch = image_batch;
   return spec;
 }
 
 }  // namespace
+
+int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes) {
+  return spec.smallest_train_batch ? spec.smallest_train_batch(input, classes) : 1;
+}
 
 const std::vector<ModelSpec>& all_models() {
   static const std::vector<ModelSpec> models = [] {

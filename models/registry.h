@@ -39,6 +39,10 @@ struct ModelSpec {
   std::function<std::shared_ptr<Network>(const SampleShape& input, int64_t classes)> build;
   // Forward FLOPs for one sample (multiply and add counted as two), see models/flop_tally.h.
   std::function<double(const SampleShape& input, int64_t classes)> forward_flops;
+  // The smallest batch a training step can take at this input: 2 where a batch norm layer would see a
+  // single value per channel at batch 1 (a 1x1 activation), which it cannot normalise; else 1. Empty
+  // for models whose every input trains at batch 1. Throws as forward_flops does.
+  std::function<int64_t(const SampleShape& input, int64_t classes)> smallest_train_batch;
   // One synthetic batch on the host, from torch's global generator: inputs and the targets of the
   // model's loss. Images: standard normal pixels and uniform class indices.
   std::function<Batch(int64_t batch, const SampleShape& input, int64_t classes)> synthetic_batch;
@@ -46,6 +50,9 @@ struct ModelSpec {
 
 // The synthetic batch of image classifiers.
 Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes);
+
+// spec.smallest_train_batch where the model has one, else 1.
+int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes);
 
 const std::vector<ModelSpec>& all_models();
 // nullptr when no model has that name.

@@ -650,9 +650,9 @@ TEST(ConfigErrors, DataTransferAndChunk) {
 TEST(ConfigErrors, StepCounts) {
   const std::string head = "model: vgg16\nbatch: 1\n";
   EXPECT_EQ(error_of(head + "steps: 0\n"),
-            "exp.yaml:3: steps 0 is too small; give 1 or more timed steps per batch size.");
+            "exp.yaml:3: steps 0 is too small; give 1 to 1000000 timed steps per batch size.");
   EXPECT_EQ(error_of(head + "warmup: -1\n"),
-            "exp.yaml:3: warmup -1 is too small; give 0 or more warm-up steps.");
+            "exp.yaml:3: warmup -1 is too small; give 0 to 1000000 warm-up steps.");
   EXPECT_TRUE(
       mentions(error_of(head + "steps: 99999999999\n"), {"exp.yaml:3: steps 99999999999 is too large"}));
 }
@@ -699,7 +699,7 @@ TEST(ConfigErrors, BadInputShapeAndClasses) {
   EXPECT_TRUE(mentions(error_of(head + "input: [3, 224]\n"),
                        {"exp.yaml:3: input has 2 sizes for vgg16", "without the batch dimension"}));
   EXPECT_TRUE(mentions(error_of(head + "input: []\n"), {"exp.yaml:3: input has 0 sizes"}));
-  EXPECT_EQ(error_of(head + "classes: 0\n"), "exp.yaml:3: classes 0 is too small; give 1 or more classes.");
+  EXPECT_EQ(error_of(head + "classes: 0\n"), "exp.yaml:3: classes 0 is too small; give 1 to 16777216 classes.");
 }
 
 TEST(ConfigErrors, DuplicateNames) {

@@ -225,12 +225,13 @@ class Campaign:
                 set_aside(it["out"])
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
             t0 = time.monotonic()
-            rc = self.bounded(it)
+            rc, interrupted = self.bounded(it)
             seconds = time.monotonic() - t0
             if rc == 0:
                 self.state[it["id"]] = "done"
                 self.log(f"({i}) {it['id']}: done in {seconds:.0f} s (estimated {it['estimate_s']:.0f} s)")
-            elif rc == 130 or rc == -signal.SIGKILL:
+            elif interrupted:
+                # Exit 130 after the first request; a second one (or SIGKILL) ends it by the signal.
                 self.log(f"({i}) {it['id']}: stopped at the budget after {seconds:.0f} s"
                          + ("; the next run resumes it" if it["resumable"] else "; the next run starts it again"))
                 stopped = True
@@ -260,7 +261,8 @@ class Campaign:
             os.path.join(root, "mnist", "train-images-idx3-ubyte.gz"))
 
     def bounded(self, it):
-        """Runs one item; stops it with SIGINT before the budget, again at once if it does not stop."""
+        """Runs one item; stops it with SIGINT before the budget, again at once if it does not stop.
+        Returns the exit code and whether it was stopped."""
         log_path = os.path.join(self.state_dir, it["id"] + ".log")
         with open(log_path, "a") as log:
             p = subprocess.Popen([self.bin] + it["argv"], stdout=log, stderr=subprocess.STDOUT)
@@ -268,7 +270,7 @@ class Campaign:
             interrupted = 0
             while True:
                 try:
-                    return p.wait(timeout=1)
+                    return p.wait(timeout=1), interrupted > 0
                 except subprocess.TimeoutExpired:
                     pass
                 now = time.monotonic()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Every kind of bad input gets one sentence on stderr that names where the problem is, exit code 2,
-# and leaves an existing result untouched.
+# Every kind of bad input gets one sentence on stderr (one line: never a backtrace) that names where the
+# problem is, exit code 2, and leaves an existing result untouched.
 set -uo pipefail
 bin="$1"; src="$2"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
@@ -48,6 +48,64 @@ expect unknown_command "unknown command" swep
 expect unwritable_out "cannot be created" sweep --model mnist_cnn --batch 1 --steps 1 --out "$work/kept/steps.csv/sub"
 expect other_run_in_out "different experiments" sweep --model mnist_cnn --batch 1:3 --device cpu --steps 1 --warmup 0 --out "$work/kept"
 expect complete_run_in_out "complete" sweep --model mnist_cnn --batch 1:2 --device cpu --steps 1 --warmup 0 --out "$work/kept"
+
+# Sizes beyond what is accepted, refused before anything is allocated or written.
+printf 'experiments:\n  - model: mnist_cnn\n    batch: [1, 99999999999999999999]\n' > "$work/huge_batch.yaml"
+printf 'experiments:\n  - model: vgg16\n    input: [3, 2000000, 224]\n    batch: 1\n' > "$work/huge_dim.yaml"
+printf 'experiments:\n  - model: vgg16\n    input: [3, 60000, 60000]\n    batch: 1\n' > "$work/huge_sample.yaml"
+printf 'experiments:\n  - model: vgg16\n    input: [3, 4000, 4000]\n    batch: [1, 100000]\n' > "$work/huge_batch_bytes.yaml"
+printf 'experiments:\n  - model: mnist_cnn\n    batch: 1\n    steps: 9999999999\n' > "$work/huge_steps.yaml"
+expect huge_batch_in_list "huge_batch.yaml:3.*too large.*16777216" sweep "$work/huge_batch.yaml" --out "$work/new1"
+expect huge_batch_range "9223372036854775807.*16777216" sweep --model mnist_cnn --batch 1:9223372036854775807 --out "$work/new1"
+expect huge_batch_number "too large for a batch size" sweep --model mnist_cnn --batch 1:99999999999999999999 --out "$work/new1"
+expect huge_dimension "huge_dim.yaml:3.*too large.*1048576" sweep "$work/huge_dim.yaml" --out "$work/new1"
+expect huge_sample "huge_sample.yaml:3.*2147483648" sweep "$work/huge_sample.yaml" --out "$work/new1"
+expect huge_batch_elements "huge_batch_bytes.yaml:4.*batch sizes up to" sweep "$work/huge_batch_bytes.yaml" --out "$work/new1"
+expect huge_steps "huge_steps.yaml:4.*steps.*1000000" sweep "$work/huge_steps.yaml" --out "$work/new1"
+expect huge_cli_input "--input.*too large" sweep --model vgg16 --input 3,99999999,3 --batch 1 --out "$work/new1"
+expect huge_classes "classes.*16777216" sweep --model mnist_cnn --classes 999999999999 --batch 1 --out "$work/new1"
+expect huge_memory_limit "memory-limit.*too large" sweep --model mnist_cnn --batch 1 --memory-limit 9999999999999999999999999999999999999GiB --out "$work/new1"
+# Batch norm cannot train on one value per channel: refused up front, with the file and line.
+printf 'experiments:\n  - model: resnet18\n    input: [3, 32, 32]\n    batch: 1:4\n' > "$work/bn_batch.yaml"
+expect batchnorm_yaml "bn_batch.yaml:4.*resnet18 cannot train at batch size 1.*start the batch sizes at 2" sweep "$work/bn_batch.yaml" --device cpu --out "$work/new1"
+for model in resnet50 mobilenet mobilenet_v2; do
+  expect "batchnorm_$model" "command line: --batch: $model cannot train at batch size 1" sweep --model "$model" --input 3,32,32 --batch 1 --device cpu --out "$work/new1"
+done
+expect batchnorm_maxbatch "--start: resnet18 cannot train at batch size 1" maxbatch --model resnet18 --input 3,32,32 --device cpu --memory-limit 1GiB
+# Checks made once the experiment is resolved name the file and line of the value, or the option.
+printf 'experiments:\n  - model: mnist_cnn\n    batch: 1\n    precision: fp16\n    device: cpu\n' > "$work/fp16_cpu.yaml"
+printf 'experiments:\n  - model: mnist_cnn\n    batch: 1\n  - model: mnist_cnn\n    name: second\n    batch: 1\n    device: cuda:0\n' > "$work/cuda_line.yaml"
+printf 'experiments:\n  - model: vgg16\n    batch: 1\n    input: [3, 16, 16]\n' > "$work/small_input.yaml"
+expect fp16_on_cpu_line "fp16_cpu.yaml:4.*fp16" sweep "$work/fp16_cpu.yaml" --out "$work/new1"
+expect fp16_on_cpu_option "command line: --precision: fp16" sweep --model mnist_cnn --batch 1 --precision fp16 --device cpu --out "$work/new1"
+expect cuda_device_line "cuda_line.yaml:7.*cuda:0" sweep "$work/cuda_line.yaml" --out "$work/new1"
+expect small_input_line "small_input.yaml:4.*vgg16" sweep "$work/small_input.yaml" --device cpu --out "$work/new1"
+# Raw bytes in an error stay on one printable line.
+expect control_bytes_escaped 'unknown command .*\\x1b\[31m' "$(printf 'sw\033[31mep')"
+# A damaged checkpoint.json is refused as strictly as a configuration.
+python3 "$src/tests/data/make_idx.py" "$work/digits" --train 64 --test 32 > /dev/null
+"$bin" train --data "$work/digits" --epochs 1 --batch 32 --device cpu --quiet --out "$work/ckpt" > /dev/null 2>&1
+damaged() {  # NAME PATTERN PYTHON-EDIT: the edit applied to a copy of checkpoint.json, then eval
+  rm -rf "$work/ckpt2" && cp -r "$work/ckpt" "$work/ckpt2"
+  python3 - "$work/ckpt2/checkpoint.json" "$3" <<'PY'
+import json, sys
+path, edit = sys.argv[1], sys.argv[2]
+info = json.load(open(path))
+exec(edit)
+json.dump(info, open(path, "w"))
+PY
+  expect "$1" "$2" eval --checkpoint "$work/ckpt2" --device cpu
+}
+damaged checkpoint_unknown_model 'checkpoint.json.*unknown model "vgg99"' 'info["model"] = "vgg99"'
+damaged checkpoint_model_type 'checkpoint.json.*no text field "model"' 'info["model"] = 7'
+damaged checkpoint_limit_fraction 'checkpoint.json.*limit_test' 'info["limit_test"] = 2.5'
+damaged checkpoint_limit_negative 'checkpoint.json.*limit_test' 'info["limit_test"] = -3'
+damaged checkpoint_weights_outside 'checkpoint.json.*outside its directory' 'info["weights"] = "../../etc/passwd"'
+damaged checkpoint_no_data 'checkpoint.json.*"data"' 'del info["data"]'
+damaged checkpoint_not_object 'checkpoint.json.*not a JSON object' 'info = [1, 2]'
+damaged checkpoint_control_bytes 'checkpoint.json.*vgg\\x00' 'info["model"] = "vgg\x00"'
+[ ! -e "$work/new1" ] && echo "ok   nothing was written to --out by a refused command" ||
+  { echo "FAIL a refused command wrote $(ls "$work/new1")"; failures=$((failures + 1)); }
 
 if [ "$sum" != "$(md5sum "$work/kept/steps.jsonl" "$work/kept/steps.csv")" ]; then
   echo "FAIL a failing command changed an existing result"; failures=$((failures + 1))

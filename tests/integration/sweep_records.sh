@@ -29,10 +29,10 @@ grep -q -- "--force" "$work/again.err"
 "$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet --force > /dev/null
 check "$work/yaml" 2 1,2,3,4 2
 
-# Command-line only; 4e9 MNIST images cannot be allocated: oom, then the larger size is skipped.
-"$bin" sweep --model mnist_cnn --batch 1,2,4000000000,5000000000 --device cpu --steps 3 --warmup 1 \
-  --out "$work/cli" --quiet > /dev/null
-check "$work/cli" 1 1,2,4000000000,5000000000 3 --oom-at 4000000000
+# Command-line only; 16,000 MNIST images do not fit in 128 MiB: oom, then the larger size is skipped.
+"$bin" sweep --model mnist_cnn --batch 1,2,16000,20000 --device cpu --steps 3 --warmup 1 --memory-limit 128MiB \
+  --out "$work/cli" --quiet > /dev/null 2>&1
+check "$work/cli" 1 1,2,16000,20000 3 --oom-at 16000
 
 # Shuffled order: every size once, not in ascending order.
 "$bin" sweep --model mnist_cnn --batch 1:6 --device cpu --steps 2 --warmup 0 --order shuffled --seed 3 \

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstdint>
+
+// The largest values a configuration or the command line may give. Beyond them a size is a typo rather
+// than an experiment, and products of them (a batch of samples, a sample of dimensions) could overflow
+// 64-bit arithmetic before LibTorch allocates anything.
+namespace batchscope::limits {
+
+constexpr int64_t kMaxBatchSize = int64_t{1} << 24;       // 16,777,216 samples in one batch
+constexpr int64_t kMaxDimension = int64_t{1} << 20;       // one input dimension: pixels, tokens, frames
+constexpr int64_t kMaxSampleElements = int64_t{1} << 31;  // the elements of one sample
+constexpr int64_t kMaxBatchElements = int64_t{1} << 40;   // the elements of the largest batch
+constexpr int64_t kMaxClasses = int64_t{1} << 24;         // classes, or a vocabulary
+constexpr int64_t kMaxSteps = 1000000;                    // warm-up or timed steps per batch size
+
+}  // namespace batchscope::limits
