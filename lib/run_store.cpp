@@ -1,5 +1,7 @@
 #include "lib/run_store.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "lib/csv_writer.h"
@@ -8,6 +10,45 @@
 namespace fs = std::filesystem;
 
 namespace batchscope {
+namespace {
+
+bool whole_number(const Json& j, int64_t min) { return j.is_number_integer() && j.get<int64_t>() >= min; }
+bool duration(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()) && j.get<double>() >= 0; }
+
+// A record of the log being resumed that would decide what is already done is refused unless its values
+// are valid: a batch size is measured or out of memory only when its records say so, in range, for a
+// size of the plan. Returns the problem, or "" when the record is fine.
+std::string damage(const Json& r, const Json& experiments) {
+  if (!r["type"].is_string()) return "has a \"type\" that is not text";
+  const std::string type = r["type"].get<std::string>();
+  if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
+    return "";
+  if (!r.contains("experiment") || !r["experiment"].is_string()) return "has no experiment name";
+  const std::string name = r["experiment"].get<std::string>();
+  const Json* plan = nullptr;
+  for (const Json& e : experiments) {
+    if (e.is_object() && e.value("name", std::string()) == name) plan = &e;
+  }
+  if (plan == nullptr) return "names experiment \"" + name + "\", which the run record does not plan";
+  if (!r.contains("batch_size") || !whole_number(r["batch_size"], 1))
+    return "has a batch_size that is not a whole number of 1 or more";
+  const int64_t batch = r["batch_size"].get<int64_t>();
+  const Json& sizes = (*plan)["batch"];
+  if (!sizes.is_array() || std::find(sizes.begin(), sizes.end(), Json(batch)) == sizes.end())
+    return "is for batch size " + std::to_string(batch) + ", which experiment " + name + " does not plan";
+  if (type == record::kStep && !(r.contains("time_ms") && duration(r["time_ms"])))
+    return "has a time_ms that is not a duration";
+  if (type == record::kPoint) {
+    for (const char* key : {"median_ms", "p10_ms", "p90_ms", "min_ms", "max_ms"}) {
+      if (!r.contains(key) || !duration(r[key])) return std::string("has a ") + key + " that is not a duration";
+    }
+    if (!r.contains("samples") || !whole_number(r["samples"], 1))
+      return "has a samples count that is not a whole number of 1 or more";
+  }
+  return "";
+}
+
+}  // namespace
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     : jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
@@ -18,14 +59,18 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     throw UserError(located(dir, 0, "the output directory cannot be created (" + ec.message() + ")",
                             "choose an --out directory you can write to"));
   }
-  const bool has_log = fs::exists(jsonl_path_) && fs::file_size(jsonl_path_) > 0;
+  if (fs::exists(jsonl_path_, ec) && !fs::is_regular_file(jsonl_path_, ec)) {
+    throw UserError(located(jsonl_path_, 0, "is not a regular file, so no sweep can be written or resumed there",
+                            "move it away, or choose another --out directory"));
+  }
+  const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
   std::vector<Json> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
   } else if (has_log) {
     JsonlContents contents = read_jsonl(jsonl_path_);
     const auto& records = contents.records;
-    if (records.empty() || records.front().value("type", "") != record::kRun) {
+    if (records.empty() || records.front()["type"] != record::kRun) {
       throw UserError(located(jsonl_path_, 1, "does not start with a batchscope run record",
                               "choose another --out directory or pass --force to replace it"));
     }
@@ -37,6 +82,13 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
                               "holds a sweep of different experiments than this command asks for",
                               "run the same command to resume it, choose another --out directory, or pass "
                               "--force to replace it"));
+    }
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const std::string problem = damage(records[i], experiments);
+      if (!problem.empty()) {
+        throw UserError(located(jsonl_path_, contents.record_lines[i], "is damaged: the record " + problem,
+                                "repair or remove that line to resume, or pass --force to start again"));
+      }
     }
     for (const Json& r : records) {
       if (r.value("type", "") == record::kEnd) {

@@ -2,6 +2,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "lib/errors.h"
 #include "lib/run_store.h"
@@ -25,11 +29,13 @@ class RunStoreTest : public ::testing::Test {
     return Json{{"type", "run"}, {"config", {{"experiments", experiments}}}};
   }
   static Json point(const std::string& name, int64_t batch) {
-    return Json{{"type", "point"}, {"experiment", name}, {"batch_size", batch}, {"median_ms", 1.0}};
+    return Json{{"type", "point"}, {"experiment", name}, {"batch_size", batch}, {"samples", 3},
+                {"median_ms", 1.0},   {"p10_ms", 0.9},      {"p90_ms", 1.1},        {"min_ms", 0.8},
+                {"max_ms", 1.2}};
   }
 
   std::string dir_;
-  const Json experiments_ = Json::array({{{"name", "a"}, {"batch_sizes", {1, 2, 3}}}});
+  const Json experiments_ = Json::array({{{"name", "a"}, {"batch", {1, 2, 3}}}});
 };
 
 }  // namespace
@@ -91,7 +97,7 @@ TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
     RunStore store(dir_, experiments_, false);
     store.write({run_record(experiments_), point("a", 1)});
   }
-  const Json other = Json::array({{{"name", "a"}, {"batch_sizes", {1, 2, 4}}}});
+  const Json other = Json::array({{{"name", "a"}, {"batch", {1, 2, 4}}}});
   EXPECT_THROW(RunStore(dir_, other, false), UserError);
   EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
 }
@@ -100,4 +106,42 @@ TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {
   fs::create_directories(dir_);
   std::ofstream(dir_ + "/a_file") << "x";
   EXPECT_THROW(RunStore(dir_ + "/a_file/out", experiments_, false), UserError);
+}
+
+// A resumed log decides what is done: a record with the right keys and wrong values is refused with its
+// line, and the log is left as it was.
+TEST_F(RunStoreTest, DamagedRecordsAreRefusedOnResumeWithTheirLine) {
+  const std::vector<std::pair<std::string, Json>> cases = {
+      {"a batch size that is text", [&] { Json p = point("a", 1); p["batch_size"] = "2"; return p; }()},
+      {"a fractional batch size", [&] { Json p = point("a", 1); p["batch_size"] = 2.5; return p; }()},
+      {"a size outside the plan", point("a", 7)},
+      {"an unknown experiment", point("b", 1)},
+      {"an oom record outside the plan", Json{{"type", "oom"}, {"experiment", "a"}, {"batch_size", 99}}},
+      {"a negative median", [&] { Json p = point("a", 1); p["median_ms"] = -4; return p; }()},
+      {"a step time that is text", Json{{"type", "step"}, {"experiment", "a"}, {"batch_size", 1}, {"time_ms", "x"}}},
+      {"a type that is a number", Json{{"type", 5}}},
+  };
+  for (const auto& [what, bad] : cases) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ + "/steps.jsonl")
+        << run_record(experiments_).dump() << "\n" << point("a", 3).dump() << "\n" << bad.dump() << "\n";
+    const std::string before = [&] {
+      std::ifstream in(dir_ + "/steps.jsonl");
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    }();
+    try {
+      RunStore again(dir_, experiments_, false);
+      ADD_FAILURE() << what << " was resumed";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("steps.jsonl:3: is damaged"), std::string::npos) << what << ": " << e.what();
+    }
+    std::ifstream in(dir_ + "/steps.jsonl");
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), before) << what << ": the log was changed";
+  }
+}
+
+TEST_F(RunStoreTest, ALogThatIsNotARegularFileIsRefused) {
+  fs::create_directories(dir_ + "/steps.jsonl");
+  EXPECT_THROW(RunStore(dir_, experiments_, false), UserError);
 }

@@ -104,6 +104,36 @@ damaged checkpoint_weights_outside 'checkpoint.json.*outside its directory' 'inf
 damaged checkpoint_no_data 'checkpoint.json.*"data"' 'del info["data"]'
 damaged checkpoint_not_object 'checkpoint.json.*not a JSON object' 'info = [1, 2]'
 damaged checkpoint_control_bytes 'checkpoint.json.*vgg\\x00' 'info["model"] = "vgg\x00"'
+# A damaged log of an interrupted sweep is refused on resume with its line, and left as it was.
+"$bin" sweep --model mnist_cnn --batch 1:3 --device cpu --steps 1 --warmup 0 --idle-seconds 0 --out "$work/part" \
+  --quiet > /dev/null 2>&1
+python3 - "$work/part/steps.jsonl" <<'PY'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+open(sys.argv[1], "w").write("\n".join(l for l in lines if '"type":"end"' not in l) + "\n")
+PY
+resume_damaged() {  # NAME PATTERN PYTHON-EDIT of the first point record, as `p`
+  rm -rf "$work/part2" && cp -r "$work/part" "$work/part2"
+  python3 - "$work/part2/steps.jsonl" "$3" <<'PY'
+import json, sys
+path, edit = sys.argv[1], sys.argv[2]
+records = [json.loads(l) for l in open(path)]
+p = next(r for r in records if r["type"] == "point")
+exec(edit)
+open(path, "w").write("".join(json.dumps(r) + "\n" for r in records))
+PY
+  local before; before="$(md5sum < "$work/part2/steps.jsonl")"
+  expect "$1" "$2" sweep --model mnist_cnn --batch 1:3 --device cpu --steps 1 --warmup 0 --idle-seconds 0 --out "$work/part2"
+  [ "$before" = "$(md5sum < "$work/part2/steps.jsonl")" ] || { echo "FAIL $1: the log was changed"; failures=$((failures + 1)); }
+}
+resume_damaged resume_batch_text 'steps.jsonl:[0-9]+: is damaged.*batch_size' 'p["batch_size"] = "2"'
+resume_damaged resume_batch_fraction 'steps.jsonl:[0-9]+: is damaged.*batch_size' 'p["batch_size"] = 1.5'
+resume_damaged resume_batch_outside_plan 'steps.jsonl:[0-9]+: is damaged.*batch size 40' 'p["batch_size"] = 40'
+resume_damaged resume_median_text 'steps.jsonl:[0-9]+: is damaged.*median_ms' 'p["median_ms"] = "fast"'
+resume_damaged resume_type_number 'steps.jsonl:[0-9]+: is damaged.*type' 'p["type"] = 3'
+resume_damaged resume_unknown_experiment 'steps.jsonl:[0-9]+: is damaged.*other' 'p["experiment"] = "other"'
+mkdir -p "$work/dirlog/steps.jsonl"
+expect resume_log_is_a_directory "steps.jsonl: is not a regular file" sweep --model mnist_cnn --batch 1 --device cpu --out "$work/dirlog"
 [ ! -e "$work/new1" ] && echo "ok   nothing was written to --out by a refused command" ||
   { echo "FAIL a refused command wrote $(ls "$work/new1")"; failures=$((failures + 1)); }
 
