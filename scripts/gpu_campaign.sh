@@ -4,7 +4,7 @@
 # (scripts/stage-gpu.sh does that, and more, on a machine with Debian's registry):
 #   1. builds against the host's PyTorch with scripts/build-torch.sh (the Dockerfile's recipe) into
 #      build-gpu/, or reuses that build;
-#   2. runs the test suite there once (the GPU-path tests included), logged under the results;
+#   2. runs the GPU-path tests there once (--all-tests: the whole suite), logged under the results;
 #   3. runs the experiments in priority order (scripts/lib/campaign.py lists them), each into
 #      results/<gpu-name>/, printing an estimate of each before it starts, and copies logs, records and
 #      reports to --copy-to after every one.
@@ -13,7 +13,7 @@
 # --smoke runs the same campaign on the CPU with tiny shapes (build/batchscope, results in
 # runs/campaign-smoke), so that it is tested where there is no GPU.
 # Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
-#                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests]
+#                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests|--all-tests]
 #        [--plan-only [--assume-gpu NAME]] [--analyze-only]
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
-copy_to=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; plan_only=(); assume=()
+copy_to=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; all_tests=0; plan_only=(); assume=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --copy-to) copy_to="$2"; shift 2 ;;
@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
     --results) results="$2"; shift 2 ;;
     --replan) replan=(--replan); shift ;;
     --skip-tests) skip_tests=1; shift ;;
+    --all-tests) all_tests=1; shift ;;
     --plan-only) plan_only=(--plan-only); shift ;;
     --analyze-only) plan_only=(--analyze-only); shift ;;
     --assume-gpu) assume=(--assume-gpu "$2"); shift 2 ;;
@@ -90,8 +91,11 @@ print(re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") if gpus els
   "$bin" env --json > "$results/campaign/env.json"
   if [ "$skip_tests" -eq 0 ] && [ ! -f "$results/campaign/tests.passed" ] && [ -d build-gpu ]; then
     # Once per results directory; a failing test is reported but does not cost the campaign its GPU time.
-    note "running the test suite in build-gpu/ (at most 240 s)"
-    if timeout 240 ctest --test-dir build-gpu -j "$(nproc)" --output-on-failure --timeout 200 \
+    # The GPU-path tests and the installed program by default (CI runs the rest against LibTorch 2.6).
+    selection=(-R '^(gpu_paths|cli_install)$')
+    [ "$all_tests" -eq 0 ] || selection=()
+    note "running the $([ "$all_tests" -eq 1 ] && echo "whole test suite" || echo "GPU-path tests") in build-gpu/ (at most 240 s)"
+    if timeout 240 ctest --test-dir build-gpu -j "$(nproc)" --output-on-failure --timeout 200 ${selection[@]+"${selection[@]}"} \
          > "$results/campaign/tests.log" 2>&1; then
       touch "$results/campaign/tests.passed"
     fi
