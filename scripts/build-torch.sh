@@ -92,7 +92,7 @@ fi
 
 cmake_args=(-DCMAKE_BUILD_TYPE=Release "-DBATCHSCOPE_BUILD_TESTS=$tests")
 # The reference checks of the tests build models in PyTorch itself: with this Python's torch.
-[ "$system_torch" -eq 1 ] || cmake_args+=("-DBATCHSCOPE_PYTHON=$(command -v "$python")")
+[ "$system_torch" -eq 1 ] || [ "$tests" = OFF ] || cmake_args+=("-DBATCHSCOPE_PYTHON=$(command -v "$python")")
 if [ -n "$deps" ]; then
   multiarch="$(uname -m)-linux-gnu"
   prefix_path+=("$deps" "$deps/lib/$multiarch/cmake" "$deps/share/cmake")

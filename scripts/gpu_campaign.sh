@@ -76,7 +76,7 @@ else
       echo "gpu_campaign.sh: the build failed (log above$([ -n "$copy_to" ] && echo ", and in $copy_to/build-failed.log"))" >&2
       exit 1
     fi
-    grep -E '^(torch|cxx11|batchscope:)' "$build_log" || true
+    grep -E '^(torch|GPU:|batchscope:)' "$build_log" || true
     bin=build-gpu/batchscope
     note "built"
   fi
