@@ -31,7 +31,7 @@ if ! command -v mmdebstrap > /dev/null; then
 fi
 
 packages="libtorch-dev,python3-torch,libyaml-cpp-dev,libspdlog-dev,libcxxopts-dev,nlohmann-json3-dev,libgtest-dev"
-packages+=",gnuplot-nox,libopenblas0-openmp,zlib1g-dev,cmake,make,g++,python3,ccache"
+packages+=",gnuplot-nox,libopenblas0-openmp,zlib1g-dev,cmake,make,g++,python3,ccache,mount"
 root="$batchscope_cache/trixie-root"
 stamp="$packages $(trixie_mirror)"
 t0=$SECONDS

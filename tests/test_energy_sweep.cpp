@@ -136,15 +136,17 @@ TEST(EnergySweep, EveryPointCarriesTheEnergyOfItsWindow) {
 TEST(EnergySweep, ShortWindowsRunMoreStepsInsideTheWindow) {
   SweepOptions options;
   options.idle_seconds = 0;
-  options.min_energy_window_ms = 150;
+  options.min_energy_window_ms = 400;
   options.open_power = [](const torch::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
     return std::make_unique<SteppedPowerSource>(0, 50);
   };
   const SweepOutcome outcome = sweep_with(options, "long_window");
   for (const Json& p : of_type(outcome.records, "point")) {
-    EXPECT_GE(p.at("energy_window_ms").get<double>(), 150.0);
-    // A tiny mnist_cnn step takes far less than 50 ms, so the window needs more than the 3 timed steps.
-    EXPECT_GT(p.at("energy_steps").get<int>(), 3);
+    EXPECT_GE(p.at("energy_window_ms").get<double>(), 400.0);
+    // Where the 3 timed steps take less than the window (a tiny mnist_cnn step takes a few ms, unless
+    // the machine is very busy), the window runs more of the same steps.
+    EXPECT_GE(p.at("energy_steps").get<int>(), 3);
+    if (3 * p.at("max_ms").get<double>() < 400) EXPECT_GT(p.at("energy_steps").get<int>(), 3);
     EXPECT_EQ(p.at("samples"), 3);  // the timed steps are still the 3 asked for
     EXPECT_TRUE(p.at("idle_power_w").is_null());
     EXPECT_TRUE(p.at("samples_per_j_above_idle").is_null());
