@@ -215,10 +215,6 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
   return out;
 }
 
-double Workload::flops_per_step(int64_t batch_size) const {
-  const double forward = forward_flops_per_sample_ * static_cast<double>(batch_size);
-  return experiment_.phase == Phase::Train ? 3.0 * forward : forward;
-}
 
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;

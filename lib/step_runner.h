@@ -15,6 +15,12 @@
 
 namespace batchscope {
 
+// The FLOPs of one step: the forward pass, or forward and backward (counted as 3x the forward) in training.
+inline double step_flops(Phase phase, double forward_flops_per_sample, int64_t batch_size) {
+  const double forward = forward_flops_per_sample * static_cast<double>(batch_size);
+  return phase == Phase::Train ? 3.0 * forward : forward;
+}
+
 // One experiment's model, optimizer and batches on its device, ready to run steps. Everything a step
 // needs is made by prepare_batch() and stage(), so step() is the framework's work alone, plus the
 // host-to-device copy of the batch when the experiment times it (transfer: included).
@@ -50,7 +56,7 @@ class Workload {
   bool training() const { return experiment_.phase == Phase::Train; }
 
   // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
-  double flops_per_step(int64_t batch_size) const;
+  double flops_per_step(int64_t batch_size) const { return step_flops(experiment_.phase, forward_flops_per_sample_, batch_size); }
 
  private:
   void train_step(const torch::Tensor& inputs, const torch::Tensor& targets);

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "lib/errors.h"
+#include "lib/step_runner.h"
 #include "models/registry.h"
 
 namespace batchscope {
@@ -11,19 +12,18 @@ nlohmann::json sweep_plan(const SweepConfig& config) {
   nlohmann::json experiments = nlohmann::json::array();
   for (const ExperimentConfig& e : config.experiments) {
     const models::ModelSpec* spec = models::find_model(e.model);
-    if (spec == nullptr) throw UserError(config.source + ": unknown model " + e.model);
+    if (spec == nullptr) throw UserError(located_value(e, "model", "unknown model " + e.model, ""));
     double forward = 0;
     try {
       forward = spec->forward_flops(e.input_shape, e.classes);
     } catch (const std::invalid_argument& error) {
-      throw UserError(config.source + ": experiment " + e.name + ": " + error.what());
+      throw UserError(located_value(e, "input", error.what(), ""));
     }
-    const double per_sample_step = e.phase == Phase::Train ? 3.0 * forward : forward;
-    nlohmann::json step_flops = nlohmann::json::array();
-    for (const int64_t b : e.batch_sizes) step_flops.push_back(per_sample_step * static_cast<double>(b));
+    nlohmann::json flops = nlohmann::json::array();
+    for (const int64_t b : e.batch_sizes) flops.push_back(step_flops(e.phase, forward, b));
     nlohmann::json entry = to_json(e);
     entry["forward_flops_per_sample"] = forward;
-    entry["flops_per_step"] = step_flops;
+    entry["flops_per_step"] = flops;
     experiments.push_back(entry);
   }
   return {{"source", config.source}, {"experiments", experiments}};
