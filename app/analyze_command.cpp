@@ -58,10 +58,10 @@ int run_analyze_command(const std::vector<std::string>& args) {
       ("logs", "sweep logs", cxxopts::value<std::vector<std::string>>())
       ("o,out", "directory for report.md, analysis.json and plots/ (default: analysis/ beside the first log); "
                 "analyze replaces its own files there", cxxopts::value<std::string>())
-      ("min-samples", "timed steps a batch size needs to be used; fewer are flagged", cxxopts::value<int>()->default_value("5"))
-      ("threshold", "a jump must exceed the local trend by this many noise deviations", cxxopts::value<double>()->default_value("5"))
-      ("min-jump", "a jump must also be at least this percentage of the step time", cxxopts::value<double>()->default_value("2"))
-      ("window", "consecutive differences on each side that give the local slope", cxxopts::value<int>()->default_value("8"))
+      ("min-samples", "timed steps a batch size needs to be used; fewer are flagged", cxxopts::value<std::string>()->default_value("5"))
+      ("threshold", "a jump must exceed the local trend by this many noise deviations", cxxopts::value<std::string>()->default_value("5"))
+      ("min-jump", "a jump must also be at least this percentage of the step time", cxxopts::value<std::string>()->default_value("2"))
+      ("window", "consecutive differences on each side that give the local slope", cxxopts::value<std::string>()->default_value("8"))
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
@@ -80,15 +80,11 @@ int run_analyze_command(const std::vector<std::string>& args) {
           "pass a steps.jsonl or its sweep directory, e.g. batchscope analyze runs/quick");
 
   AnalyzeOptions analyze;
-  analyze.min_samples = result["min-samples"].as<int>();
-  analyze.detector.z_threshold = result["threshold"].as<double>();
-  analyze.detector.min_relative = result["min-jump"].as<double>() / 100.0;
-  analyze.detector.window = result["window"].as<int>();
+  analyze.min_samples = static_cast<int>(whole_option(result, "min-samples", 1, limits::kMaxSteps));
+  analyze.detector.z_threshold = real_option(result, "threshold", 0, 1e6, /*least_excluded=*/true);
+  analyze.detector.min_relative = real_option(result, "min-jump", 0, 1e6) / 100.0;
+  analyze.detector.window = static_cast<int>(whole_option(result, "window", 1, 100000));
   analyze.grouping.separate = result.count("separate") > 0;
-  require(analyze.min_samples >= 1, "--min-samples must be at least 1", "e.g. --min-samples 5");
-  require(analyze.detector.z_threshold > 0, "--threshold must be positive", "e.g. --threshold 5");
-  require(analyze.detector.min_relative >= 0, "--min-jump must not be negative", "e.g. --min-jump 2");
-  require(analyze.detector.window >= 1, "--window must be at least 1", "e.g. --window 8");
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
   const Analysis analysis = analyze_logs(logs, analyze);

@@ -5,10 +5,35 @@
 #include <string>
 #include <vector>
 
+#include "lib/limits.h"
+
 namespace batchscope::app {
 
-// Parses a command's arguments (those after its name) with either cxxopts 2 or 3.
+#if CXXOPTS__VERSION_MAJOR > 3 || (CXXOPTS__VERSION_MAJOR == 3 && CXXOPTS__VERSION_MINOR >= 1)
+using CommandLineError = cxxopts::exceptions::exception;
+#else
+using CommandLineError = cxxopts::OptionException;
+#endif
+
+// Parses a command's arguments (those after its name) with either cxxopts 2 or 3. A value that its
+// option's kind refuses is a UserError naming the option: "--channels-last: 'maybe' is not a value
+// that option takes".
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args);
+
+// Number options are declared as text (cxxopts::value<std::string>()) and read with these, so that a
+// wrong value is refused with its option's name and the values it takes:
+//   command line: --threads: 'abc' is not a whole number from 1 to 4096; give one, e.g. --threads 1.
+int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most);
+// A seed: any whole number from 0 to 2^64 - 1.
+uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name);
+// A finite number from least to most (excluding least itself where least_excluded).
+double real_option(const cxxopts::ParseResult& result, const std::string& name, double least, double most,
+                   bool least_excluded = false);
+
+// --threads, where given: LibTorch's intra-op threads for the rest of the run.
+void apply_threads_option(const cxxopts::ParseResult& result);
+// The most --threads accepts.
+inline constexpr int64_t kMaxThreads = 4096;
 
 // "3,224,224" as a shape; a UserError naming --input otherwise.
 std::vector<int64_t> parse_input_shape(const std::string& text);

@@ -98,27 +98,27 @@ int run_sweep_command(const std::vector<std::string>& args) {
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
       ("b,batch", "batch sizes: 1:70, 1:64:8 (a step), 1:60000:x2 (a factor), 1:max (up to the largest that fits) or 1,8,32", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
-      ("steps", "timed steps per batch size", cxxopts::value<int>())
-      ("warmup", "untimed warm-up steps per batch size", cxxopts::value<int>())
+      ("steps", "timed steps per batch size", cxxopts::value<std::string>())
+      ("warmup", "untimed warm-up steps per batch size", cxxopts::value<std::string>())
       ("phase", "train or infer", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum or adam", cxxopts::value<std::string>())
-      ("lr", "learning rate", cxxopts::value<double>())
+      ("lr", "learning rate", cxxopts::value<std::string>())
       ("input", "shape of one sample, e.g. 3,224,224 (an image), 35 (tokens)", cxxopts::value<std::string>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
-      ("classes", "number of classes (the vocabulary of a language model)", cxxopts::value<int64_t>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
+      ("classes", "number of classes (the vocabulary of a language model)", cxxopts::value<std::string>())
       ("data", "synthetic, mnist, fashion-mnist or a directory of IDX files", cxxopts::value<std::string>())
       ("transfer", "excluded or included: time the host-to-device copy of each batch", cxxopts::value<std::string>())
-      ("chunk", "infer: forward at most this many samples at a time", cxxopts::value<int64_t>())
+      ("chunk", "infer: forward at most this many samples at a time", cxxopts::value<std::string>())
       ("order", "ascending or shuffled batch order", cxxopts::value<std::string>())
-      ("seed", "random seed", cxxopts::value<uint64_t>())
+      ("seed", "random seed", cxxopts::value<std::string>())
       ("channels-last", "channels-last memory format", cxxopts::value<bool>())
       ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
       ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
-      ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<double>()->default_value("2"))
-      ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<double>())
+      ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<std::string>()->default_value("2"))
+      ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
@@ -138,32 +138,25 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("model")) o.model = result["model"].as<std::string>();
   if (result.count("batch")) o.batch = result["batch"].as<std::string>();
   if (result.count("device")) o.device = result["device"].as<std::string>();
-  if (result.count("steps")) o.timed_steps = result["steps"].as<int>();
-  if (result.count("warmup")) o.warmup_steps = result["warmup"].as<int>();
+  // Ranges are the experiment's own checks (they name the option); here only the kind of number.
+  if (result.count("steps")) o.timed_steps = static_cast<int>(whole_option(result, "steps", INT32_MIN, INT32_MAX));
+  if (result.count("warmup")) o.warmup_steps = static_cast<int>(whole_option(result, "warmup", INT32_MIN, INT32_MAX));
   if (result.count("phase")) o.phase = result["phase"].as<std::string>();
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
-  if (result.count("lr")) o.lr = result["lr"].as<double>();
+  if (result.count("lr")) o.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
-  if (result.count("seq-len")) o.seq_len = result["seq-len"].as<int64_t>();
+  if (result.count("classes")) o.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
+  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
   if (result.count("data")) o.data = result["data"].as<std::string>();
   if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
-  if (result.count("chunk")) o.chunk = result["chunk"].as<int64_t>();
+  if (result.count("chunk")) o.chunk = whole_option(result, "chunk", INT64_MIN, INT64_MAX);
   if (result.count("order")) o.order = result["order"].as<std::string>();
-  if (result.count("seed")) o.seed = result["seed"].as<uint64_t>();
+  if (result.count("seed")) o.seed = seed_option(result, "seed");
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   if (result.count("cudnn-benchmark")) o.cudnn_benchmark = result["cudnn-benchmark"].as<bool>();
 
-  if (result.count("threads")) {
-    const int threads = result["threads"].as<int>();
-    if (threads < 1) {
-      throw UserError(located("command line", 0,
-                              "--threads " + std::to_string(threads) + " is not a thread count",
-                              "give a positive number, e.g. --threads 4"));
-    }
-    torch::set_num_threads(threads);
-  }
+  apply_threads_option(result);
 
   const bool from_file = result.count("config") > 0;
   const SweepConfig parsed =
@@ -190,18 +183,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   sweep.command_line = joined(args);
   sweep.measure_energy = result.count("no-energy") == 0;
-  sweep.idle_seconds = result["idle-seconds"].as<double>();
-  if (!(sweep.idle_seconds >= 0 && sweep.idle_seconds <= 600)) {
-    throw UserError(located("command line", 0, "--idle-seconds must be from 0 to 600 seconds",
-                            "give e.g. --idle-seconds 2, or 0 for no idle baseline"));
-  }
-  if (result.count("energy-window")) {
-    sweep.min_energy_window_ms = result["energy-window"].as<double>();
-    if (!(sweep.min_energy_window_ms > 0)) {
-      throw UserError(located("command line", 0, "--energy-window must be a positive number of milliseconds",
-                              "give e.g. --energy-window 500"));
-    }
-  }
+  sweep.idle_seconds = real_option(result, "idle-seconds", 0, 600);
+  if (result.count("energy-window"))
+    sweep.min_energy_window_ms = real_option(result, "energy-window", 0, 3.6e6, /*least_excluded=*/true);
 
   sweep.stop_requested = &stop_requested;
   std::signal(SIGINT, request_stop);

@@ -1,4 +1,5 @@
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -7,14 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/errors.h"
+#include "lib/step_runner.h"
 
-#if CXXOPTS__VERSION_MAJOR > 3 || (CXXOPTS__VERSION_MAJOR == 3 && CXXOPTS__VERSION_MINOR >= 1)
-using CommandLineError = cxxopts::exceptions::exception;
-#else
-using CommandLineError = cxxopts::OptionException;
-#endif
 
 int main(int argc, char** argv) {
   using namespace batchscope;
@@ -49,11 +47,17 @@ int main(int argc, char** argv) {
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << printable(error.what()) << "\n";
     return 2;
-  } catch (const CommandLineError& error) {
+  } catch (const app::CommandLineError& error) {
     std::cerr << "batchscope: command line: " << printable(error.what()) << "; see batchscope "
               << printable(command) << " --help.\n";
     return 2;
   } catch (const c10::Error& error) {
+    if (const auto missing = unsupported_operation(error)) {
+      // An operation LibTorch has no kernel for in this precision on this device: the user's choice.
+      std::cerr << "batchscope: LibTorch " << TORCH_VERSION << " cannot run this: " << printable(*missing)
+                << "; use another precision (fp32 runs everywhere) or another device.\n";
+      return 2;
+    }
     // LibTorch's own message, without the C++ backtrace that follows it in what().
     std::cerr << "batchscope: internal error: " << printable(error.what_without_backtrace()) << "\n";
     return 1;

@@ -111,14 +111,14 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
   SweepOverrides o;
   o.model = model;
   // The search picks its own sizes from --start: the experiment's checks see that one.
-  o.batch = std::to_string(std::max<int64_t>(1, result["start"].as<int64_t>()));
+  o.batch = std::to_string(whole_option(result, "start", 1, limits::kMaxBatchSize));
   if (result.count("device")) o.device = result["device"].as<std::string>();
   if (result.count("phase")) o.phase = result["phase"].as<std::string>();
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = result["classes"].as<int64_t>();
-  if (result.count("seq-len")) o.seq_len = result["seq-len"].as<int64_t>();
+  if (result.count("classes")) o.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
+  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   SweepConfig config = sweep_from_overrides(o);
   config.experiments.front().origins["batch"] = {"command line", 0, "--start"};
@@ -129,20 +129,13 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
 MaxBatchOptions search_options(const cxxopts::ParseResult& result, const ExperimentConfig& e) {
   const torch::Device device(e.device);
   MaxBatchOptions search;
-  search.upper_bound = result["upper"].as<int64_t>();
-  search.start = result["start"].as<int64_t>();
-  search.confirm_steps = result["confirm"].as<int>();
-  if (search.start < 1) {
-    refuse("--start " + std::to_string(search.start) + " is not a batch size", "give 1 or more");
-  }
+  search.upper_bound = whole_option(result, "upper", 1, limits::kMaxBatchSize);
+  search.start = whole_option(result, "start", 1, limits::kMaxBatchSize);
+  search.confirm_steps = static_cast<int>(whole_option(result, "confirm", 1, limits::kMaxSteps));
   if (search.upper_bound < search.start) {
     refuse(
         "--upper " + std::to_string(search.upper_bound) + " is below --start " + std::to_string(search.start),
         "give an upper bound at least as large as the start");
-  }
-  if (search.confirm_steps < 1) {
-    refuse("--confirm " + std::to_string(search.confirm_steps) + " is not a number of steps",
-           "give 1 or more");
   }
   if (result.count("memory-limit")) {
     const std::string text = result["memory-limit"].as<std::string>();
@@ -178,17 +171,17 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   options.add_options()
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
       ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
-      ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
+      ("classes", "number of classes (default: the model's)", cxxopts::value<std::string>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
       ("phase", "train or infer", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum or adam (their state takes memory too)", cxxopts::value<std::string>())
       ("channels-last", "channels-last memory format", cxxopts::value<bool>())
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
       ("memory-limit", "CPU only: the limit on LibTorch's memory, e.g. 2GiB, 512MiB, 4GB", cxxopts::value<std::string>())
-      ("upper", "the largest batch size tried", cxxopts::value<int64_t>()->default_value("65536"))
-      ("start", "the first batch size tried", cxxopts::value<int64_t>()->default_value("1"))
-      ("confirm", "steps in a row the answer must run", cxxopts::value<int>()->default_value("3"))
+      ("upper", "the largest batch size tried", cxxopts::value<std::string>()->default_value("65536"))
+      ("start", "the first batch size tried", cxxopts::value<std::string>()->default_value("1"))
+      ("confirm", "steps in a row the answer must run", cxxopts::value<std::string>()->default_value("3"))
       ("json", "print the result as JSON")
       ("o,out", "append a record per try and the result to this JSON-lines file", cxxopts::value<std::string>())
       ("q,quiet", "no line per try")

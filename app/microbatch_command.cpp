@@ -33,11 +33,7 @@ std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
 }
 
 int positive(const cxxopts::ParseResult& result, const std::string& name, int least) {
-  const int value = result[name].as<int>();
-  if (value < least)
-    refuse("--" + name + " " + std::to_string(value) + " is too small",
-           "give " + std::to_string(least) + " or more");
-  return value;
+  return static_cast<int>(whole_option(result, name, least, limits::kMaxSteps));
 }
 
 // The experiment the options describe, resolved for this machine through the sweep's own checks.
@@ -57,8 +53,8 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result, const Micro
   if (result.count("device")) s.device = result["device"].as<std::string>();
   if (result.count("precision")) s.precision = result["precision"].as<std::string>();
   if (result.count("input")) s.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) s.classes = result["classes"].as<int64_t>();
-  if (result.count("seq-len")) s.seq_len = result["seq-len"].as<int64_t>();
+  if (result.count("classes")) s.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
+  if (result.count("seq-len")) s.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
   return resolve_for_machine(sweep_from_overrides(s)).experiments.front();
 }
 
@@ -101,19 +97,19 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   // clang-format off
   options.add_options()
       ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
-      ("b,batch", "the mini-batch to split", cxxopts::value<int64_t>())
+      ("b,batch", "the mini-batch to split", cxxopts::value<std::string>())
       ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
-      ("classes", "number of classes (default: the model's)", cxxopts::value<int64_t>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<int64_t>())
+      ("classes", "number of classes (default: the model's)", cxxopts::value<std::string>())
+      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("policy", "undivided, powerOfTwo, all, or every (all three)", cxxopts::value<std::string>()->default_value("every"))
       ("mode", "layer (per-convolution splits) or model (gradient accumulation)", cxxopts::value<std::string>()->default_value("layer"))
-      ("steps", "timed train steps per configuration", cxxopts::value<int>()->default_value("10"))
-      ("warmup", "untimed runs before each measurement", cxxopts::value<int>()->default_value("3"))
-      ("repeats", "timed runs per cost (layer or size)", cxxopts::value<int>()->default_value("5"))
+      ("steps", "timed train steps per configuration", cxxopts::value<std::string>()->default_value("10"))
+      ("warmup", "untimed runs before each measurement", cxxopts::value<std::string>()->default_value("3"))
+      ("repeats", "timed runs per cost (layer or size)", cxxopts::value<std::string>()->default_value("5"))
       ("cudnn-benchmark", "let cuDNN search for the fastest algorithm per shape")
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/microbatch-MODEL)", cxxopts::value<std::string>())
       ("force", "replace a complete result in the output directory")
       ("q,quiet", "no progress lines")
@@ -131,8 +127,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   if (!result.count("batch")) refuse("no mini-batch given", "pass --batch B, e.g. --batch 64");
   MicroBatchOptions o;
-  o.batch = result["batch"].as<int64_t>();
-  if (o.batch < 1) refuse("--batch " + std::to_string(o.batch) + " is not a batch size", "give 1 or more");
+  o.batch = whole_option(result, "batch", 1, limits::kMaxBatchSize);
   o.policies = policies_from(result["policy"].as<std::string>());
   const std::string mode = result["mode"].as<std::string>();
   if (mode != "layer" && mode != "model") refuse("unknown --mode " + mode, "use layer or model");
@@ -140,7 +135,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   o.steps = positive(result, "steps", 1);
   o.warmup = positive(result, "warmup", 0);
   o.repeats = positive(result, "repeats", 1);
-  if (result.count("threads")) torch::set_num_threads(positive(result, "threads", 1));
+  apply_threads_option(result);
 
   const ExperimentConfig e = experiment_from(result, o);
   at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);

@@ -18,13 +18,6 @@ namespace {
   throw UserError(located("command line", 0, problem, fix));
 }
 
-void set_threads(const cxxopts::ParseResult& result) {
-  if (!result.count("threads")) return;
-  const int threads = result["threads"].as<int>();
-  if (threads < 1)
-    fail("--threads " + std::to_string(threads) + " is not a thread count", "give e.g. --threads 4");
-  torch::set_num_threads(threads);
-}
 
 OptimizerKind optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::SGD;
@@ -35,10 +28,7 @@ OptimizerKind optimizer_kind(const std::string& name) {
 
 int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& name) {
   if (!result.count(name)) return 0;
-  const int64_t limit = result[name].as<int64_t>();
-  if (limit < 1)
-    fail("--" + name + " " + std::to_string(limit) + " leaves no images", "give a positive count");
-  return limit;
+  return whole_option(result, name, 1, 100000000);
 }
 
 std::pair<std::string, std::string> device_pair(const std::string& text) {
@@ -83,16 +73,16 @@ int run_train_command(const std::vector<std::string>& args) {
   options.add_options()
       ("m,model", "model name (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
       ("data", "mnist, fashion-mnist, or a directory of their four IDX files", cxxopts::value<std::string>()->default_value("mnist"))
-      ("epochs", "epochs to train", cxxopts::value<int>()->default_value("3"))
-      ("b,batch", "training batch size", cxxopts::value<int64_t>()->default_value("64"))
+      ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
+      ("b,batch", "training batch size", cxxopts::value<std::string>()->default_value("64"))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
-      ("lr", "learning rate", cxxopts::value<double>()->default_value("0.01"))
+      ("lr", "learning rate", cxxopts::value<std::string>()->default_value("0.01"))
       ("optimizer", "sgd, momentum (0.9) or adam", cxxopts::value<std::string>()->default_value("momentum"))
-      ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<uint64_t>()->default_value("0"))
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<int>())
+      ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
-      ("limit-train", "train on the first N training images only", cxxopts::value<int64_t>())
-      ("limit-test", "evaluate on the first N test images only", cxxopts::value<int64_t>())
+      ("limit-train", "train on the first N training images only", cxxopts::value<std::string>())
+      ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
       ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch", cxxopts::value<std::string>())
       ("force", "replace a complete training run in the output directory")
       ("q,quiet", "no per-epoch log lines")
@@ -105,18 +95,18 @@ int run_train_command(const std::vector<std::string>& args) {
                  "runs/train-mnist\n";
     return 0;
   }
-  set_threads(result);
+  apply_threads_option(result);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
 
   TrainingOptions o;
   o.model = result["model"].as<std::string>();
   o.data = result["data"].as<std::string>();
-  o.epochs = result["epochs"].as<int>();
-  o.batch_size = result["batch"].as<int64_t>();
+  o.epochs = static_cast<int>(whole_option(result, "epochs", 1, 100000));
+  o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
-  o.optimizer.lr = result["lr"].as<double>();
-  o.seed = result["seed"].as<uint64_t>();
+  o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
+  o.seed = seed_option(result, "seed");
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
@@ -145,9 +135,9 @@ int run_eval_command(const std::vector<std::string>& args) {
       ("checkpoint", "a directory written by batchscope train, or one of its .pt files", cxxopts::value<std::string>())
       ("data", "mnist, fashion-mnist or a directory (default: what it was trained on)", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
-      ("b,batch", "evaluation batch size", cxxopts::value<int64_t>()->default_value("1000"))
-      ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<int64_t>())
-      ("threads", "CPU threads for LibTorch; training's count reproduces its numbers exactly", cxxopts::value<int>())
+      ("b,batch", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"))
+      ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<std::string>())
+      ("threads", "CPU threads for LibTorch; training's count reproduces its numbers exactly", cxxopts::value<std::string>())
       ("json", "print JSON")
       ("h,help", "this help");
   // clang-format on
@@ -160,12 +150,12 @@ int run_eval_command(const std::vector<std::string>& args) {
   if (!result.count("checkpoint")) {
     fail("no checkpoint is given", "name one, e.g. batchscope eval --checkpoint runs/train-mnist_cnn");
   }
-  set_threads(result);
+  apply_threads_option(result);
   EvalOptions o;
   o.checkpoint = result["checkpoint"].as<std::string>();
   if (result.count("data")) o.data = result["data"].as<std::string>();
   o.device = result["device"].as<std::string>();
-  o.batch_size = result["batch"].as<int64_t>();
+  o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
   if (result.count("limit-test")) o.limit_test = positive_limit(result, "limit-test");
 
   const CheckpointEvaluation e = evaluate_checkpoint(o);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "lib/limits.h"
@@ -109,12 +110,22 @@ double parse_factor(const std::string& token, const std::string& whole) {
 }  // namespace
 
 std::vector<int64_t> batch_geometric(int64_t from, int64_t to, double factor) {
-  const std::string whole = std::to_string(from) + ":" + std::to_string(to) + ":x" + std::to_string(factor);
+  std::ostringstream factor_text;
+  factor_text.precision(12);
+  factor_text << factor;
+  const std::string whole = std::to_string(from) + ":" + std::to_string(to) + ":x" + factor_text.str();
   check_size(from, whole);
   check_size(to, whole);
   if (from > to)
     throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
   if (!(factor > 1.0)) throw std::invalid_argument(shown(whole) + " needs a FACTOR above 1");
+  // A factor just above 1 would take billions of multiplications to get from FROM to TO.
+  const double growths = std::log(static_cast<double>(to) / static_cast<double>(from)) / std::log(factor);
+  if (!(growths <= static_cast<double>(kMaxBatchSizes))) {
+    throw std::invalid_argument(shown(whole) + " grows from FROM to TO in more than " +
+                                std::to_string(kMaxBatchSizes) +
+                                " steps; give a FACTOR further above 1, or a range FROM:TO:STEP");
+  }
   std::vector<int64_t> sizes;
   for (double x = static_cast<double>(from); x < static_cast<double>(to); x *= factor) {
     const auto size = static_cast<int64_t>(std::llround(x));

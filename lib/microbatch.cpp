@@ -132,7 +132,9 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
                                     int warmup, int repeats) {
   const auto shapes = record_convolution_inputs(network, sample_shape, device);
   CostMeasurement out;
-  for (auto& [name, conv] : models::convolutions(network)) {
+  for (auto& named : models::convolutions(network)) {
+    const std::string& name = named.first;
+    auto& conv = named.second;  // a plain reference, so the timed lambdas can capture it
     const std::vector<int64_t>& shape = conv->input_shape();
     const std::vector<int64_t> saved = conv->micro_batches();
     conv->set_micro_batches({});
@@ -168,7 +170,14 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
                                     int warmup, int repeats) {
   CostMeasurement out;
   CostTable table{"model", {}};
+  // Batch norm cannot train on one value per channel: micro-batches below that size are never run.
+  const int64_t smallest = models::smallest_train_batch(spec, sample_shape, classes);
   for (int64_t m : sizes) {
+    if (m < smallest) {
+      out.skipped.push_back("micro-batch " + std::to_string(m) + ": below " + std::to_string(smallest) +
+                            ", the smallest batch " + spec.name + " can train at on this input (batch norm)");
+      continue;
+    }
     const models::Batch batch = device_batch(spec, m, sample_shape, classes, device);
     const torch::Tensor& x = batch.inputs;
     const torch::Tensor& y = batch.targets;
@@ -195,8 +204,9 @@ std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, 
 
 void apply_plans(models::Network& network, const std::vector<SplitPlan>& plans) {
   for (auto& [name, conv] : models::convolutions(network)) {
+    const std::string& wanted = name;
     const auto plan =
-        std::find_if(plans.begin(), plans.end(), [&](const SplitPlan& p) { return p.name == name; });
+        std::find_if(plans.begin(), plans.end(), [&](const SplitPlan& p) { return p.name == wanted; });
     TORCH_CHECK(plan != plans.end(), "no micro-batch plan for convolution ", name);
     conv->set_micro_batches(plan->split);
   }

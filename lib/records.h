@@ -113,4 +113,11 @@ enum class BadLines { Throw, Collect };
 // except an unterminated last line (a killed write), which is reported as truncated_tail.
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
 
+// What is wrong with a record that a reader would otherwise trust, in words that follow "the record"
+// ("has a batch_size that is not a whole number from 1 to 16777216"), or "" when it is sound. Every field
+// the readers use is checked for its type and range where it is present; step, point, oom and skipped
+// records must have their experiment, model and batch size, steps a positive time and points their
+// statistics in order. Records of types batchscope does not write give "".
+std::string record_problem(const Json& record);
+
 }  // namespace batchscope

@@ -1,7 +1,6 @@
 #include "lib/run_store.h"
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 
 #include "lib/csv_writer.h"
@@ -12,39 +11,32 @@ namespace fs = std::filesystem;
 namespace batchscope {
 namespace {
 
-bool whole_number(const Json& j, int64_t min) { return j.is_number_integer() && j.get<int64_t>() >= min; }
-bool duration(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()) && j.get<double>() >= 0; }
-
 // A record of the log being resumed that would decide what is already done is refused unless its values
 // are valid: a batch size is measured or out of memory only when its records say so, in range, for a
 // size of the plan. Returns the problem, or "" when the record is fine.
 std::string damage(const Json& r, const Json& experiments) {
-  if (!r["type"].is_string()) return "has a \"type\" that is not text";
+  const std::string problem = record_problem(r);
+  if (!problem.empty()) return problem;
   const std::string type = r["type"].get<std::string>();
   if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
     return "";
-  if (!r.contains("experiment") || !r["experiment"].is_string()) return "has no experiment name";
+  if (type == record::kPoint) {
+    // A point marks its batch size as measured: it must carry the statistics of its steps.
+    for (const char* key : {"median_ms", "p10_ms", "p90_ms", "min_ms", "max_ms", "samples"}) {
+      if (!r.contains(key)) return std::string("has no ") + key;
+    }
+  }
   const std::string name = r["experiment"].get<std::string>();
   const Json* plan = nullptr;
   for (const Json& e : experiments) {
-    if (e.is_object() && e.value("name", std::string()) == name) plan = &e;
+    if (e.is_object() && e.contains("name") && e["name"] == name) plan = &e;
   }
   if (plan == nullptr) return "names experiment \"" + name + "\", which the run record does not plan";
-  if (!r.contains("batch_size") || !whole_number(r["batch_size"], 1))
-    return "has a batch_size that is not a whole number of 1 or more";
   const int64_t batch = r["batch_size"].get<int64_t>();
-  const Json& sizes = (*plan)["batch"];
-  if (!sizes.is_array() || std::find(sizes.begin(), sizes.end(), Json(batch)) == sizes.end())
+  const bool planned = plan->contains("batch") && (*plan)["batch"].is_array() &&
+                       std::find((*plan)["batch"].begin(), (*plan)["batch"].end(), Json(batch)) != (*plan)["batch"].end();
+  if (!planned)
     return "is for batch size " + std::to_string(batch) + ", which experiment " + name + " does not plan";
-  if (type == record::kStep && !(r.contains("time_ms") && duration(r["time_ms"])))
-    return "has a time_ms that is not a duration";
-  if (type == record::kPoint) {
-    for (const char* key : {"median_ms", "p10_ms", "p90_ms", "min_ms", "max_ms"}) {
-      if (!r.contains(key) || !duration(r[key])) return std::string("has a ") + key + " that is not a duration";
-    }
-    if (!r.contains("samples") || !whole_number(r["samples"], 1))
-      return "has a samples count that is not a whole number of 1 or more";
-  }
   return "";
 }
 

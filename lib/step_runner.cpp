@@ -216,6 +216,16 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
 }
 
 
+std::optional<std::string> unsupported_operation(const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  if (torch_error == nullptr) return std::nullopt;
+  const std::string what = torch_error->what_without_backtrace();
+  const bool not_implemented = dynamic_cast<const c10::NotImplementedError*>(&error) != nullptr ||
+                               what.find("not implemented for") != std::string::npos;
+  if (!not_implemented) return std::nullopt;
+  return what.substr(0, what.find('\n'));
+}
+
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
   const char* what = error.what();

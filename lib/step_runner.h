@@ -91,4 +91,9 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps);
 // True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
 bool is_out_of_memory(const std::exception& error);
 
+// LibTorch's own sentence when it has no kernel for an operation in this precision on this device
+// ("\"hardshrink_backward_cpu\" not implemented for 'BFloat16'"), without its backtrace; nullopt for
+// any other error. Such a gap is the same at every batch size.
+std::optional<std::string> unsupported_operation(const std::exception& error);
+
 }  // namespace batchscope

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <torch/version.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -304,6 +306,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
     const torch::Device device(e.device);
     at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
     std::optional<int64_t> oom_at = store.out_of_memory_at(e.name);
+    std::optional<std::string> unsupported;  // LibTorch's reason, once a step met an operation it lacks
     std::unique_ptr<Workload> workload;
     std::unique_ptr<StepTimer> timer = make_step_timer(device);
 
@@ -317,6 +320,13 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
       if (oom_at && batch_size > *oom_at) {
         Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
         skipped["reason"] = "batch size " + std::to_string(*oom_at) + " ran out of memory";
+        store.write({skipped});
+        progress.work_done(work);
+        continue;
+      }
+      if (unsupported) {
+        Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
+        skipped["reason"] = *unsupported;
         store.write({skipped});
         progress.work_done(work);
         continue;
@@ -343,6 +353,22 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
         if (result.energy) add_energy_fields(point, batch_size, *result.energy);
         records.push_back(std::move(point));
       } catch (const std::exception& error) {
+        if (const auto missing = unsupported_operation(error)) {
+          // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
+          // recorded as skipped with the reason, and the sweep goes on with the next experiment.
+          workload.reset();
+          unsupported = "LibTorch " + std::string(TORCH_VERSION) + " cannot run " + e.model + " " +
+                        to_string(e.phase) + " in " + to_string(e.precision) + " on " + e.device + ": " + *missing;
+          progress.finish();
+          spdlog::warn("{}", located_value(e, "precision", "experiment " + e.name + ": " + *unsupported + 
+                                               "; its batch sizes are skipped",
+                                           "use another precision or device for it"));
+          Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
+          skipped["reason"] = *unsupported;
+          store.write({skipped});
+          progress.work_done(work);
+          continue;
+        }
         if (!is_out_of_memory(error)) throw;
         // Drop everything the failed step held, model and optimizer state included; a later smaller
         // size (shuffled order) builds them afresh.

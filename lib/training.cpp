@@ -382,6 +382,51 @@ TrainingOutcome train_model(const TrainingOptions& options) {
   return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
 }
 
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  std::ifstream info_file(path);
+  if (!info_file) {
+    throw UserError(
+        located(path, 0, "is missing, so the model cannot be rebuilt",
+                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
+  }
+  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
+  const auto refuse = [&](const std::string& problem) -> void {
+    throw UserError(located(path, 0, printable(problem),
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+  };
+  Json json;
+  try {
+    json = Json::parse(info_file);
+  } catch (const nlohmann::json::exception& bad) {
+    refuse(std::string("is not JSON (") + bad.what() + ")");
+  }
+  if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
+  const auto text = [&](const Json& j, const std::string& key) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      refuse("has no text field \"" + key + "\"");
+    return j[key].get<std::string>();
+  };
+  CheckpointInfo info;
+  info.model = text(json, "model");
+  if (models::find_model(info.model) == nullptr) refuse("names an unknown model \"" + info.model + "\"");
+  if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
+  info.data_dir = text(json["data"], "directory");
+  if (json.contains("limit_test") && !json["limit_test"].is_null()) {
+    const Json& l = json["limit_test"];
+    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
+      refuse("has a limit_test that is not a whole number from 0 to 100000000");
+    info.limit_test = l.get<int64_t>();
+  }
+  info.weights = kLatestWeights;
+  if (json.contains("weights")) {
+    info.weights = text(json, "weights");
+    // A file beside checkpoint.json, never a path that leads elsewhere.
+    if (info.weights.find('/') != std::string::npos || info.weights == "." || info.weights == "..")
+      refuse("names weights \"" + info.weights + "\" outside its directory");
+  }
+  return info;
+}
+
 CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   const fs::path given(options.checkpoint);
   std::error_code ec;
@@ -393,49 +438,8 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   const bool is_dir = fs::is_directory(given, ec);
   const fs::path dir = is_dir ? given : given.parent_path();
   const fs::path info_path = dir / kCheckpointInfo;
-  std::ifstream info_file(info_path);
-  if (!info_file) {
-    throw UserError(
-        located(info_path.string(), 0, "is missing, so the model cannot be rebuilt",
-                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
-  }
-  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
-  const std::string info_name = info_path.string();
-  const auto refuse = [&](const std::string& problem) -> void {
-    throw UserError(located(info_name, 0, printable(problem),
-                            "train again, or restore the checkpoint.json that batchscope train wrote"));
-  };
-  Json info;
-  try {
-    info = Json::parse(info_file);
-  } catch (const nlohmann::json::exception& bad) {
-    refuse(std::string("is not JSON (") + bad.what() + ")");
-  }
-  if (!info.is_object()) refuse("is not a checkpoint description (not a JSON object)");
-  const auto text = [&](const Json& j, const std::string& key) {
-    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
-      refuse("has no text field \"" + key + "\"");
-    return j[key].get<std::string>();
-  };
-  const std::string model_name = text(info, "model");
-  if (models::find_model(model_name) == nullptr) refuse("names an unknown model \"" + model_name + "\"");
-  if (!info.contains("data") || !info["data"].is_object()) refuse("has no \"data\" object");
-  const std::string data_dir = text(info["data"], "directory");
-  int64_t limit_test = 0;
-  if (info.contains("limit_test") && !info["limit_test"].is_null()) {
-    const Json& l = info["limit_test"];
-    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
-      refuse("has a limit_test that is not a whole number from 0 to 100000000");
-    limit_test = l.get<int64_t>();
-  }
-  std::string weights_name = kLatestWeights;
-  if (info.contains("weights")) {
-    weights_name = text(info, "weights");
-    // A file beside checkpoint.json, never a path that leads elsewhere.
-    if (weights_name.find('/') != std::string::npos || weights_name == "." || weights_name == "..")
-      refuse("names weights \"" + weights_name + "\" outside its directory");
-  }
-  const fs::path weights = is_dir ? dir / weights_name : given;
+  const CheckpointInfo info = read_checkpoint_info(info_path.string());
+  const fs::path weights = is_dir ? dir / info.weights : given;
   if (!fs::is_regular_file(weights, ec)) {
     throw UserError(
         located(weights.string(), 0, "no such weights file",
@@ -447,7 +451,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   const std::string device_name = resolve_training_device(options.device);
   const torch::Device device(device_name);
   const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
-  std::shared_ptr<models::Network> model = build_network(model_name);
+  std::shared_ptr<models::Network> model = build_network(info.model);
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(weights.string(), device);
@@ -457,15 +461,15 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
     std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
     reason = reason.substr(0, reason.find('\n'));
     throw UserError(located(weights.string(), 0,
-                            "is not a readable " + model_name + " checkpoint (" + reason + ")",
+                            "is not a readable " + info.model + " checkpoint (" + reason + ")",
                             "train again or give another checkpoint"));
   }
   model->to(device);
   const LoadedData data =
-      load_data(options.data.value_or(data_dir), 0, options.limit_test.value_or(limit_test));
+      load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));
   CheckpointEvaluation result;
   result.weights_path = weights.string();
-  result.model = model_name;
+  result.model = info.model;
   result.data = data.location.name;
   result.device = device_name;
   result.test = evaluate(*model, data.splits.test, options.batch_size, device);

@@ -74,6 +74,19 @@ struct CheckpointEvaluation {
   Evaluation test;
 };
 
+// What checkpoint.json says: the model to rebuild, the data it was trained on, the test limit and the
+// weights file beside it.
+struct CheckpointInfo {
+  std::string model;
+  std::string data_dir;
+  int64_t limit_test = 0;
+  std::string weights;  // a file name in the checkpoint's directory
+};
+
+// Reads and checks checkpoint.json as strictly as a configuration: every field's type and range, a
+// known model, weights that stay in the directory. Anything else is a UserError naming the file.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
 // Rebuilds the model from checkpoint.json, loads the weights and evaluates the test split.
 // A missing or unreadable checkpoint is a UserError naming the file.
 CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options);

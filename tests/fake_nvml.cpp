@@ -7,6 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 
+// NVML's C types at global scope, as nvml.h declares them.
+struct nvmlDevice_st {
+  int index;
+};
+struct nvmlUtilization_st {
+  unsigned int gpu, memory;
+};
+
 namespace {
 
 constexpr int kSuccess = 0;
@@ -14,9 +22,6 @@ constexpr int kNotSupported = 3;
 constexpr int kNotFound = 6;
 constexpr double kPowerW = 250;
 
-struct nvmlDevice_st {
-  int index;
-};
 nvmlDevice_st the_gpu{0};
 
 const auto loaded = std::chrono::steady_clock::now();
@@ -62,10 +67,7 @@ int nvmlDeviceGetTemperature(nvmlDevice_st*, int, unsigned int* celsius) {
   return kSuccess;
 }
 
-struct Utilization {
-  unsigned int gpu, memory;
-};
-int nvmlDeviceGetUtilizationRates(nvmlDevice_st*, Utilization* rates) {
+int nvmlDeviceGetUtilizationRates(nvmlDevice_st*, nvmlUtilization_st* rates) {
   *rates = {97, 40};
   return kSuccess;
 }

@@ -98,6 +98,15 @@ TEST(BatchSpec, GrowsByAFactorAndEndsAtTo) {
   EXPECT_EQ(parse_batch_spec("1:60000:x2").size(), 17u);
   EXPECT_EQ(parse_batch_spec("1:60000:x2").back(), 60000);
   EXPECT_EQ(parse_batch_spec("1:10:x1.5"), (Sizes{1, 2, 3, 5, 8, 10}));
+  // A factor so close to 1 that the sizes would take billions of multiplications (found by fuzzing).
+  try {
+    parse_batch_spec("1:2:x1.0000000001");
+    ADD_FAILURE() << "a factor of 1.0000000001 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("x1.0000000001"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("FACTOR further above 1"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_batch_spec("1:3:x1.0001").size(), 3u);  // close to 1, still quick: every size
   EXPECT_EQ(batch_geometric(3, 3, 2.0), Sizes{3});
   EXPECT_NE(rejection("1:10:x1").find("give a FACTOR above 1"), std::string::npos);
   EXPECT_NE(rejection("1:10:xx").find("is not a batch spec"), std::string::npos);

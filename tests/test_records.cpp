@@ -62,6 +62,70 @@ TEST(Records, PointRecordSummarisesTheSteps) {
   EXPECT_EQ(j["peak_memory_bytes"], 1024);
 }
 
+// Every record the writers make passes the readers' checks, and each kind of damage is named.
+TEST(RecordProblem, WrittenRecordsAreSound) {
+  EXPECT_EQ(record_problem(step_record(experiment(), "cpu", 17, 3, {41.27, 2.3}, std::nullopt)), "");
+  Json point = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, int64_t{1024});
+  EXPECT_EQ(record_problem(point), "");
+  PointEnergy energy;
+  energy.method = "rapl";
+  energy.scope = "package";
+  energy.window_ms = 150;
+  energy.steps = 5;
+  energy.joules = 3;
+  energy.idle_power_w = 40;  // more than the window drew: the above-idle fields are null
+  add_energy_fields(point, 4, energy);
+  EXPECT_EQ(record_problem(point), "");
+  EXPECT_EQ(record_problem(context_record(record::kRun, "batchscope sweep", Json::object())), "");
+  EXPECT_EQ(record_problem(Json{{"type", "layer_cost"}, {"anything", "goes"}}), "");
+}
+
+TEST(RecordProblem, NamesTheFieldThatIsWrong) {
+  const Json point = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, std::nullopt);
+  const auto with = [&](const char* key, const Json& value) {
+    Json r = point;
+    r[key] = value;
+    return record_problem(r);
+  };
+  EXPECT_NE(with("batch_size", "4").find("batch_size"), std::string::npos);
+  EXPECT_NE(with("batch_size", 2.5).find("batch_size"), std::string::npos);
+  EXPECT_NE(with("batch_size", 0).find("batch_size"), std::string::npos);
+  EXPECT_NE(with("batch_size", int64_t{1} << 40).find("16777216"), std::string::npos);
+  EXPECT_NE(with("batch_size", UINT64_MAX).find("batch_size"), std::string::npos);
+  EXPECT_NE(with("median_ms", "fast").find("median_ms"), std::string::npos);
+  EXPECT_NE(with("median_ms", -1).find("median_ms"), std::string::npos);
+  EXPECT_NE(with("p10_ms", 45).find("out of order"), std::string::npos);
+  EXPECT_NE(with("samples", 0).find("samples"), std::string::npos);
+  EXPECT_NE(with("experiment", 3).find("experiment"), std::string::npos);
+  EXPECT_NE(with("model", nullptr).find("model"), std::string::npos);
+  EXPECT_NE(with("device", 0).find("device"), std::string::npos);
+  EXPECT_NE(with("energy_j", "lots").find("energy_j"), std::string::npos);
+  EXPECT_NE(with("start_power_w", Json::array()).find("start_power_w"), std::string::npos);
+  EXPECT_EQ(with("energy_j", nullptr), "");
+
+  Json step = step_record(experiment(), "cpu", 2, 0, {5.0, std::nullopt}, std::nullopt);
+  step["time_ms"] = 0;
+  EXPECT_NE(record_problem(step).find("time_ms"), std::string::npos);
+  step["time_ms"] = Json::array({1});
+  EXPECT_NE(record_problem(step).find("time_ms"), std::string::npos);
+  EXPECT_NE(record_problem(Json{{"type", 7}}).find("type"), std::string::npos);
+
+  Json run = context_record(record::kRun, "batchscope sweep", Json{{"experiments", Json::array({to_json(experiment())})}});
+  EXPECT_EQ(record_problem(run), "");
+  Json bad = run;
+  bad["gpus"] = Json::array({Json{{"index", "zero"}}});
+  EXPECT_NE(record_problem(bad).find("gpus"), std::string::npos);
+  bad = run;
+  bad["cpu"]["torch_threads"] = "two";
+  EXPECT_NE(record_problem(bad).find("cpu.torch_threads"), std::string::npos);
+  bad = run;
+  bad["config"]["experiments"][0]["batch"] = Json::array({1, "2"});
+  EXPECT_NE(record_problem(bad).find("batch size"), std::string::npos);
+  bad = run;
+  bad["config"]["experiments"][0].erase("name");
+  EXPECT_NE(record_problem(bad).find("without a name"), std::string::npos);
+}
+
 TEST(Jsonl, WriterAndReaderRoundTrip) {
   const std::string path = temp_path("round_trip.jsonl");
   fs::remove(path);

@@ -29,7 +29,7 @@ class RunStoreTest : public ::testing::Test {
     return Json{{"type", "run"}, {"config", {{"experiments", experiments}}}};
   }
   static Json point(const std::string& name, int64_t batch) {
-    return Json{{"type", "point"}, {"experiment", name}, {"batch_size", batch}, {"samples", 3},
+    return Json{{"type", "point"}, {"experiment", name}, {"model", "mnist_cnn"}, {"batch_size", batch}, {"samples", 3},
                 {"median_ms", 1.0},   {"p10_ms", 0.9},      {"p90_ms", 1.1},        {"min_ms", 0.8},
                 {"max_ms", 1.2}};
   }
@@ -53,7 +53,7 @@ TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
     RunStore store(dir_, experiments_, false);
     store.write({run_record(experiments_)});
     store.write({point("a", 1)});
-    store.write({Json{{"type", "oom"}, {"experiment", "a"}, {"batch_size", 3}}});
+    store.write({Json{{"type", "oom"}, {"experiment", "a"}, {"model", "mnist_cnn"}, {"batch_size", 3}}});
   }
   // A killed writer leaves half a line behind.
   std::ofstream(dir_ + "/steps.jsonl", std::ios::app) << "{\"type\":\"step\",\"experi";
@@ -116,9 +116,11 @@ TEST_F(RunStoreTest, DamagedRecordsAreRefusedOnResumeWithTheirLine) {
       {"a fractional batch size", [&] { Json p = point("a", 1); p["batch_size"] = 2.5; return p; }()},
       {"a size outside the plan", point("a", 7)},
       {"an unknown experiment", point("b", 1)},
-      {"an oom record outside the plan", Json{{"type", "oom"}, {"experiment", "a"}, {"batch_size", 99}}},
+      {"an oom record outside the plan", Json{{"type", "oom"}, {"experiment", "a"}, {"model", "mnist_cnn"}, {"batch_size", 99}}},
       {"a negative median", [&] { Json p = point("a", 1); p["median_ms"] = -4; return p; }()},
-      {"a step time that is text", Json{{"type", "step"}, {"experiment", "a"}, {"batch_size", 1}, {"time_ms", "x"}}},
+      {"a point without its statistics", [&] { Json p = point("a", 1); p.erase("p90_ms"); return p; }()},
+      {"a model that is not text", [&] { Json p = point("a", 1); p["model"] = 3; return p; }()},
+      {"a step time that is text", Json{{"type", "step"}, {"experiment", "a"}, {"model", "mnist_cnn"}, {"batch_size", 1}, {"time_ms", "x"}}},
       {"a type that is a number", Json{{"type", 5}}},
   };
   for (const auto& [what, bad] : cases) {

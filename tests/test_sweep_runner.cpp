@@ -106,6 +106,17 @@ TEST(OutOfMemory, RecognisesAllocatorErrors) {
   EXPECT_FALSE(is_out_of_memory(std::runtime_error("shape mismatch")));
 }
 
+TEST(UnsupportedOperation, RecognisesAMissingKernelOnly) {
+  const c10::SourceLocation here{__func__, __FILE__, static_cast<uint32_t>(__LINE__)};
+  const c10::Error missing(here, "\"hardshrink_backward_cpu\" not implemented for 'BFloat16'");
+  const auto reason = unsupported_operation(missing);
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_EQ(*reason, "\"hardshrink_backward_cpu\" not implemented for 'BFloat16'");  // no backtrace
+  EXPECT_TRUE(unsupported_operation(c10::NotImplementedError(here, "no kernel")).has_value());
+  EXPECT_FALSE(unsupported_operation(c10::Error(here, "shape mismatch")).has_value());
+  EXPECT_FALSE(unsupported_operation(std::runtime_error("not implemented for 'BFloat16'")).has_value());
+}
+
 TEST(Workload, Bf16AutocastAndChannelsLastTrainOnTheCpu) {
   ExperimentConfig e = tiny_sweep({2}).experiments[0];
   e.precision = Precision::BF16;

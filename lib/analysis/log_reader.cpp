@@ -1,5 +1,6 @@
 #include "lib/analysis/log_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -69,11 +70,33 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   }
 
   std::map<std::string, std::vector<int>> unknown;
+  std::map<std::string, std::vector<int>> damaged;         // what is wrong -> the lines
+  std::map<std::string, std::vector<int64_t>> planned;     // experiment -> its sizes, from the run record
   for (size_t i = 0; i < contents.records.size(); ++i) {
     Json& r = contents.records[i];
     const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
     if (!known_type(type)) {
       unknown[type.empty() ? r["type"].dump() : type].push_back(contents.record_lines[i]);
+      continue;
+    }
+    // A record is used only when its values are valid, and a batch size only when the plan has it.
+    std::string problem = record_problem(r);
+    if (problem.empty() && (type == record::kRun || type == record::kResume)) {
+      if (r.contains("config") && r["config"].contains("experiments")) {
+        planned.clear();
+        for (const Json& e : r["config"]["experiments"]) {
+          if (e.contains("batch")) planned[e["name"].get<std::string>()] = e["batch"].get<std::vector<int64_t>>();
+        }
+      }
+    } else if (problem.empty() && (type == record::kStep || type == record::kPoint || type == record::kOom ||
+                                   type == record::kSkipped)) {
+      const auto plan = planned.find(r["experiment"].get<std::string>());
+      const int64_t batch = r["batch_size"].get<int64_t>();
+      if (plan != planned.end() && std::find(plan->second.begin(), plan->second.end(), batch) == plan->second.end())
+        problem = "is for a batch size that its experiment's plan in the run record does not have";
+    }
+    if (!problem.empty()) {
+      damaged[problem].push_back(contents.record_lines[i]);
       continue;
     }
     if (type == record::kRun) {
@@ -94,6 +117,12 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
                                            "record type \"" + type + "\" (line(s) " + list_lines(lines) +
                                                ") is not one batchscope writes and was ignored",
                                            "check that the file is a batchscope sweep log"));
+  }
+  for (const auto& [problem, lines] : damaged) {
+    log.summary.warnings.push_back(located(path, lines.front(),
+                                           "the record on line(s) " + list_lines(lines) + " " + printable(problem) +
+                                               ", so it was skipped",
+                                           "repair or remove it if it should count"));
   }
   log.summary.records = static_cast<int>(log.records.size());
   if (log.records.empty()) {

@@ -5,17 +5,22 @@
 #include <map>
 #include <mutex>
 
+// NVML's C types at global scope, as nvml.h declares them, so that the entry points are called through
+// pointers of their own types.
+struct nvmlDevice_st;
+struct nvmlUtilization_st {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 namespace batchscope::power {
 namespace {
 
 // The few declarations of nvml.h used here (values as in NVIDIA's header), so that batchscope
 // builds without it. Enum arguments are passed as int, which is how C passes them.
 using nvmlReturn_t = int;
-using nvmlDevice_t = struct nvmlDevice_st*;
-struct nvmlUtilization_t {
-  unsigned int gpu;
-  unsigned int memory;
-};
+using nvmlDevice_t = ::nvmlDevice_st*;
+using nvmlUtilization_t = ::nvmlUtilization_st;
 constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr int NVML_CLOCK_SM = 1;
 constexpr int NVML_CLOCK_MEM = 2;

@@ -107,7 +107,7 @@ cp "$work/part2.jsonl" "$work/copy.jsonl"
 expect2 measured_twice "copy.jsonl:[0-9]+: batch size 36 .* already measured in .*part2.jsonl.*--separate" "$work/part2.jsonl" "$work/copy.jsonl"
 expect2 split_across_gpus "elsewhere.jsonl: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
 expect2 no_logs "at least one log" --out "$work/x"
-expect2 bad_option "--threshold must be positive" "$work/part1.jsonl" --threshold 0
+expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all analyze checks passed"

@@ -1,0 +1,87 @@
+// steps.jsonl, read the two ways the program reads it:
+// - resume: `batchscope sweep` finding an interrupted log in --out either continues it or refuses it
+//   with a UserError naming the file and line; the batch sizes it counts as done are ones the plan has.
+// - analyze: `batchscope analyze` keeps what it can use (skipping the rest with warnings) and writes its
+//   report, or says with a UserError that nothing can be analysed.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/report_markdown.h"
+#include "lib/config.h"
+#include "lib/errors.h"
+#include "lib/run_store.h"
+#include "tests/fuzz/fuzz_support.h"
+
+using namespace batchscope;
+
+namespace {
+
+// The plan a resuming sweep would bring: the experiments of the log's own run record where they are
+// ones the program could have written (each reads back as an experiment), else a fixed one, so the
+// fuzzer reaches the record checks past the comparison of plans.
+Json plan_for(const std::string& text) {
+  const std::string first = text.substr(0, text.find('\n'));
+  const Json record = Json::parse(first, nullptr, /*allow_exceptions=*/false);
+  if (record.is_object() && record.contains("config") && record["config"].is_object() &&
+      record["config"].contains("experiments") && record["config"]["experiments"].is_array()) {
+    Json experiments = Json::array();
+    try {
+      for (const Json& e : record["config"]["experiments"]) experiments.push_back(Json(to_json(experiment_from_json(e))));
+      return experiments;
+    } catch (const std::exception&) {
+      // not a plan this program writes; fall through
+    }
+  }
+  return Json::array({Json(to_json(parse_sweep_config("experiments:\n  - {model: mnist_cnn, batch: 1:4}\n",
+                                                 "plan.yaml").experiments.front()))});
+}
+
+void resume(const std::string& dir, const std::string& text) {
+  const Json plan = plan_for(text);
+  try {
+    const RunStore store(dir, plan, /*force=*/false);
+    for (const Json& e : plan) {
+      const std::string name = e["name"].get<std::string>();
+      for (int64_t b = 1; b <= 4096; ++b) {
+        const bool planned = std::find(e["batch"].begin(), e["batch"].end(), Json(b)) != e["batch"].end();
+        if (store.done(name, b) && !planned) std::abort();  // a size outside the plan counted as done
+      }
+    }
+  } catch (const UserError&) {
+    // refused with a located sentence, the log left as it was
+  }
+}
+
+void analyze(const std::string& dir) {
+  AnalyzeOptions options;
+  try {
+    const Analysis analysis = analyze_logs({dir}, options);
+    (void)analysis_to_json(analysis, options).dump();
+    std::ostringstream report, terminal;
+    write_report(report, analysis, PlotOutcome{}, "plots");
+    write_terminal_summary(terminal, analysis);
+  } catch (const UserError&) {
+    // nothing to analyse, said in a sentence
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const std::filesystem::path dir = fuzz::scratch_dir() / "run";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  fuzz::write_input("run/steps.jsonl", data, size);
+  analyze(dir.string());
+  resume(dir.string(), text);
+  return 0;
+}
