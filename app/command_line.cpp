@@ -89,6 +89,17 @@ int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name
   return value;
 }
 
+int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name) {
+  const std::string text = result[name].as<std::string>();
+  const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range)
+    refuse_value(name, text, "a whole number this size (the largest is " + std::to_string(INT64_MAX) + ")", "1");
+  if (error != std::errc() || end != text.data() + text.size()) refuse_value(name, text, "a whole number", "1");
+  return value;
+}
+
 uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name) {
   const std::string text = result[name].as<std::string>();
   uint64_t value = 0;

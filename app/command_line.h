@@ -24,6 +24,8 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::ve
 // wrong value is refused with its option's name and the values it takes:
 //   command line: --threads: 'abc' is not a whole number from 1 to 4096; give one, e.g. --threads 1.
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most);
+// Any whole number, for options whose range the experiment's own checks give (they name the option too).
+int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name);
 // A seed: any whole number from 0 to 2^64 - 1.
 uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name);
 // A finite number from least to most (excluding least itself where least_excluded).

@@ -139,18 +139,18 @@ int run_sweep_command(const std::vector<std::string>& args) {
   if (result.count("batch")) o.batch = result["batch"].as<std::string>();
   if (result.count("device")) o.device = result["device"].as<std::string>();
   // Ranges are the experiment's own checks (they name the option); here only the kind of number.
-  if (result.count("steps")) o.timed_steps = static_cast<int>(whole_option(result, "steps", INT32_MIN, INT32_MAX));
-  if (result.count("warmup")) o.warmup_steps = static_cast<int>(whole_option(result, "warmup", INT32_MIN, INT32_MAX));
+  if (result.count("steps")) o.timed_steps = whole_option(result, "steps");
+  if (result.count("warmup")) o.warmup_steps = whole_option(result, "warmup");
   if (result.count("phase")) o.phase = result["phase"].as<std::string>();
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
   if (result.count("lr")) o.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
-  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
+  if (result.count("classes")) o.classes = whole_option(result, "classes");
+  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len");
   if (result.count("data")) o.data = result["data"].as<std::string>();
   if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
-  if (result.count("chunk")) o.chunk = whole_option(result, "chunk", INT64_MIN, INT64_MAX);
+  if (result.count("chunk")) o.chunk = whole_option(result, "chunk");
   if (result.count("order")) o.order = result["order"].as<std::string>();
   if (result.count("seed")) o.seed = seed_option(result, "seed");
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();

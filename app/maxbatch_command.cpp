@@ -117,8 +117,8 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
   if (result.count("precision")) o.precision = result["precision"].as<std::string>();
   if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
   if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
-  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
+  if (result.count("classes")) o.classes = whole_option(result, "classes");
+  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len");
   if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   SweepConfig config = sweep_from_overrides(o);
   config.experiments.front().origins["batch"] = {"command line", 0, "--start"};

@@ -53,8 +53,8 @@ ExperimentConfig experiment_from(const cxxopts::ParseResult& result, const Micro
   if (result.count("device")) s.device = result["device"].as<std::string>();
   if (result.count("precision")) s.precision = result["precision"].as<std::string>();
   if (result.count("input")) s.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) s.classes = whole_option(result, "classes", INT64_MIN, INT64_MAX);
-  if (result.count("seq-len")) s.seq_len = whole_option(result, "seq-len", INT64_MIN, INT64_MAX);
+  if (result.count("classes")) s.classes = whole_option(result, "classes");
+  if (result.count("seq-len")) s.seq_len = whole_option(result, "seq-len");
   return resolve_for_machine(sweep_from_overrides(s)).experiments.front();
 }
 

@@ -84,7 +84,7 @@ struct SweepOverrides {
   std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
-  std::optional<int> warmup_steps, timed_steps;
+  std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
   std::optional<uint64_t> seed;
   std::optional<double> lr;
   std::optional<bool> channels_last, cudnn_benchmark;

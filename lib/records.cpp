@@ -198,6 +198,11 @@ bool whole(const Json& j, int64_t min, int64_t max) {
 }
 bool finite(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()); }
 
+// "a batch_size", "an energy_j".
+std::string article(const std::string& key) {
+  return (std::string("aeiou").find(key.empty() ? 'x' : key[0]) != std::string::npos ? "an " : "a ") + key;
+}
+
 // Checks of the fields present in `j`: each key names what its value must be.
 struct FieldCheck {
   const char* key;
@@ -207,7 +212,7 @@ struct FieldCheck {
 
 std::string check_fields(const Json& j, std::initializer_list<FieldCheck> checks, const std::string& prefix = "") {
   for (const FieldCheck& c : checks) {
-    if (j.contains(c.key) && !c.valid(j[c.key])) return "has a " + prefix + c.key + " that is not " + c.should_be;
+    if (j.contains(c.key) && !c.valid(j[c.key])) return "has " + article(prefix + c.key) + " that is not " + c.should_be;
   }
   return "";
 }
@@ -297,7 +302,7 @@ std::string batch_problem(const std::string& type, const Json& r) {
     // may come without them, but where they are they must be sound.
     const char* const statistics[] = {"min_ms", "p10_ms", "median_ms", "p90_ms", "max_ms"};
     for (const char* key : statistics) {
-      if (r.contains(key) && !duration(r[key])) return std::string("has a ") + key + " that is not a duration";
+      if (r.contains(key) && !duration(r[key])) return "has " + article(key) + " that is not a duration";
     }
     if (r.contains("samples") && !whole(r["samples"], 1, limits::kMaxSteps))
       return "has a samples count that is not a whole number from 1 to " + std::to_string(limits::kMaxSteps);
@@ -327,7 +332,7 @@ std::string batch_problem(const std::string& type, const Json& r) {
                           key.find("power_w") != std::string::npos || key.rfind("j_per_", 0) == 0 ||
                           key.rfind("samples_per_j", 0) == 0;
       if (energy && key != "energy_method" && key != "energy_scope" && !number_or_null(value))
-        return "has a " + key + " that is not a number or null";
+        return "has " + article(key) + " that is not a number or null";
     }
   }
   return "";

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of a BATCHSCOPE_FUZZ build for a bounded time on its corpus in
-# tests/fuzz/corpus/<target>/ (the seeds and every crash found so far, as regressions), then prints
+# tests/fuzz/corpus/<target>/ (the seeds and every crash found so far, as regressions; the experiment
+# file target also starts from configs/), then prints
 # the executions per target. A crash, a sanitizer finding, a leak or an uncaught exception fails it;
 # the input that did it is left in BUILD/fuzz-artifacts/: fix the bug, then add the input to the
 # target's corpus directory so that it stays fixed.
@@ -17,13 +18,15 @@ failed=0; summary=()
 for t in "${targets[@]}"; do
   bin="$build/tests/fuzz/fuzz_$t"
   [ -x "$bin" ] || { echo "fuzz: $bin is missing (configure with -DBATCHSCOPE_FUZZ=ON)"; exit 2; }
-  seeds="$src/tests/fuzz/corpus/$t"
+  seeds=("$src/tests/fuzz/corpus/$t")
+  # The experiment files the project ships are seeds too, read where they are.
+  [ "$t" = experiment_file ] && seeds+=("$src/configs")
   found="$build/fuzz-work/$t"; artifacts="$build/fuzz-artifacts"
   mkdir -p "$found" "$artifacts"
   log="$build/fuzz-work/$t.log"
   # New inputs go to the work directory; the seed corpus in the tree is only read.
   "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
-    -artifact_prefix="$artifacts/$t-" "$found" "$seeds" > "$log" 2>&1
+    -artifact_prefix="$artifacts/$t-" "$found" "${seeds[@]}" > "$log" 2>&1
   rc=$?
   runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)"
   cov="$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')"

@@ -112,16 +112,19 @@ import sys
 lines = open(sys.argv[1]).read().splitlines()
 open(sys.argv[1], "w").write("\n".join(l for l in lines if '"type":"end"' not in l) + "\n")
 PY
-resume_damaged() {  # NAME PATTERN PYTHON-EDIT of the first point record, as `p`
-  rm -rf "$work/part2" && cp -r "$work/part" "$work/part2"
-  python3 - "$work/part2/steps.jsonl" "$3" <<'PY'
+damaged_copy() {  # DIR PYTHON-EDIT: $work/part copied to $work/DIR, the edit applied to its records
+  rm -rf "$work/$1" && cp -r "$work/part" "$work/$1"
+  python3 - "$work/$1/steps.jsonl" "$2" <<'PY'
 import json, sys
 path, edit = sys.argv[1], sys.argv[2]
 records = [json.loads(l) for l in open(path)]
-p = next(r for r in records if r["type"] == "point")
+p = next(r for r in records if r["type"] == "point")  # the first point record
 exec(edit)
 open(path, "w").write("".join(json.dumps(r) + "\n" for r in records))
 PY
+}
+resume_damaged() {  # NAME PATTERN PYTHON-EDIT of the records (`records`, `p` the first point)
+  damaged_copy part2 "$3"
   local before; before="$(md5sum < "$work/part2/steps.jsonl")"
   expect "$1" "$2" sweep --model mnist_cnn --batch 1:3 --device cpu --steps 1 --warmup 0 --idle-seconds 0 --out "$work/part2"
   [ "$before" = "$(md5sum < "$work/part2/steps.jsonl")" ] || { echo "FAIL $1: the log was changed"; failures=$((failures + 1)); }
@@ -135,15 +138,7 @@ resume_damaged resume_unknown_experiment 'steps.jsonl:[0-9]+: is damaged.*other'
 # analyze keeps what it can use of a damaged log: each bad record is skipped with a warning naming its
 # line, exit code 0, and the report is still written.
 analyze_damaged() {  # NAME PATTERN PYTHON-EDIT of the records, as `records` (p: the first point)
-  rm -rf "$work/part3" && cp -r "$work/part" "$work/part3"
-  python3 - "$work/part3/steps.jsonl" "$3" <<'PY'
-import json, sys
-path, edit = sys.argv[1], sys.argv[2]
-records = [json.loads(l) for l in open(path)]
-p = next(r for r in records if r["type"] == "point")
-exec(edit)
-open(path, "w").write("".join(json.dumps(r) + "\n" for r in records))
-PY
+  damaged_copy part3 "$3"
   "$bin" analyze "$work/part3" --out "$work/part3/analysis" > "$work/out" 2> "$work/err"
   local rc=$?
   if [ "$rc" -ne 0 ] || ! grep -Eq -- "$2" "$work/err" || grep -q "internal error" "$work/err" ||
