@@ -40,9 +40,6 @@ void write_file(const fs::path& path, const std::string& content) {
   }
 }
 
-void require(bool ok, const std::string& what, const std::string& fix) {
-  if (!ok) throw UserError(located("command line", 0, what, fix));
-}
 
 }  // namespace
 
@@ -76,8 +73,8 @@ int run_analyze_command(const std::vector<std::string>& args) {
                  "  batchscope analyze runs/h100/steps.jsonl runs/a100/steps.jsonl --out runs/compare\n";
     return 0;
   }
-  require(result.count("logs") > 0, "analyze needs at least one log",
-          "pass a steps.jsonl or its sweep directory, e.g. batchscope analyze runs/quick");
+  if (result.count("logs") == 0)
+    refuse("analyze needs at least one log", "pass a steps.jsonl or its sweep directory, e.g. batchscope analyze runs/quick");
 
   AnalyzeOptions analyze;
   analyze.min_samples = static_cast<int>(whole_option(result, "min-samples", 1, limits::kMaxSteps));

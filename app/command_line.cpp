@@ -1,5 +1,6 @@
 #include "app/command_line.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -7,6 +8,7 @@
 
 #include "lib/cpu_memory.h"
 #include "lib/errors.h"
+#include "models/registry.h"
 
 #include <torch/torch.h>
 
@@ -46,11 +48,24 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::ve
   try {
     return parse_with_cxxopts(options, args);
   } catch (const CommandLineError& error) {
-    // cxxopts says "Argument 'VALUE' failed to parse" without naming the option: find it.
-    const std::string what = error.what();
-    const size_t open = what.find("\u2018"), close = what.rfind("\u2019");
-    if (what.find("failed to parse") == std::string::npos || open == std::string::npos || close <= open) throw;
-    const std::string value = what.substr(open + 3, close - open - 3);
+    // cxxopts says "Argument 'VALUE' failed to parse" without naming the option: find it. The quotes
+    // are typographic in cxxopts 3.1 and plain from 3.2.
+    const std::string what = error.what(), head = "Argument ", tail = " failed to parse";
+    const size_t start = what.find(head), end = what.rfind(tail);
+    if (start == std::string::npos || end == std::string::npos || end < start + head.size()) throw;
+    std::string value = what.substr(start + head.size(), end - start - head.size());
+    for (const std::string& quote : std::vector<std::string>{"\u2018", "'"}) {
+      if (value.rfind(quote, 0) == 0) {
+        value.erase(0, quote.size());
+        break;
+      }
+    }
+    for (const std::string& quote : std::vector<std::string>{"\u2019", "'"}) {
+      if (value.size() >= quote.size() && value.compare(value.size() - quote.size(), quote.size(), quote) == 0) {
+        value.erase(value.size() - quote.size());
+        break;
+      }
+    }
     const std::string option = option_given(args, value);
     if (option.empty()) throw;
     throw UserError(located("command line", 0,
@@ -124,6 +139,114 @@ double real_option(const cxxopts::ParseResult& result, const std::string& name, 
                  least_excluded ? number_text(least + 1) : number_text(least));
   }
   return value;
+}
+
+void refuse(const std::string& problem, const std::string& fix) {
+  throw UserError(located("command line", 0, problem, fix));
+}
+
+std::string command_text(const std::string& command, const std::vector<std::string>& args) {
+  std::string line = "batchscope " + command;
+  for (const std::string& a : args) line += " " + a;
+  return line;
+}
+
+namespace {
+
+using Reader = void (*)(const cxxopts::ParseResult&, const std::string& name, SweepOverrides&);
+
+struct ExperimentOptionSpec {
+  ExperimentOption id;
+  const char* flags;  // "m,model": the short and the long name
+  const char* help;
+  bool flag;          // a switch (true when given) rather than a value
+  Reader read;
+};
+
+std::string text(const cxxopts::ParseResult& r, const std::string& name) { return r[name].as<std::string>(); }
+
+// clang-format off
+const ExperimentOptionSpec kExperimentOptions[] = {
+  {ExperimentOption::Model, "m,model", "model name (batchscope models lists them)", false,
+   [](const auto& r, const auto& n, auto& o) { o.model = text(r, n); }},
+  {ExperimentOption::Batch, "b,batch", "batch sizes: 1:70, 1:64:8 (a step), 1:60000:x2 (a factor), 1:max (up to the largest that fits) or 1,8,32", false,
+   [](const auto& r, const auto& n, auto& o) { o.batch = text(r, n); }},
+  {ExperimentOption::Device, "d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", false,
+   [](const auto& r, const auto& n, auto& o) { o.device = text(r, n); }},
+  {ExperimentOption::Steps, "steps", "timed steps per batch size", false,
+   [](const auto& r, const auto& n, auto& o) { o.timed_steps = whole_option(r, n); }},
+  {ExperimentOption::Warmup, "warmup", "untimed warm-up steps per batch size", false,
+   [](const auto& r, const auto& n, auto& o) { o.warmup_steps = whole_option(r, n); }},
+  {ExperimentOption::Phase, "phase", "train or infer", false,
+   [](const auto& r, const auto& n, auto& o) { o.phase = text(r, n); }},
+  {ExperimentOption::Precision, "precision", "fp32, fp16 or bf16 (autocast)", false,
+   [](const auto& r, const auto& n, auto& o) { o.precision = text(r, n); }},
+  {ExperimentOption::Optimizer, "optimizer", "sgd, momentum or adam (their state takes memory too)", false,
+   [](const auto& r, const auto& n, auto& o) { o.optimizer = text(r, n); }},
+  {ExperimentOption::Lr, "lr", "learning rate", false,
+   [](const auto& r, const auto& n, auto& o) { o.lr = real_option(r, n, 0, 1e6, /*least_excluded=*/true); }},
+  {ExperimentOption::Input, "input", "shape of one sample, e.g. 3,224,224 (an image), 35 (tokens); default: the model's", false,
+   [](const auto& r, const auto& n, auto& o) { o.input_shape = parse_input_shape(text(r, n)); }},
+  {ExperimentOption::SeqLen, "seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", false,
+   [](const auto& r, const auto& n, auto& o) { o.seq_len = whole_option(r, n); }},
+  {ExperimentOption::Classes, "classes", "number of classes (the vocabulary of a language model); default: the model's", false,
+   [](const auto& r, const auto& n, auto& o) { o.classes = whole_option(r, n); }},
+  {ExperimentOption::Data, "data", "synthetic, mnist, fashion-mnist or a directory of IDX files", false,
+   [](const auto& r, const auto& n, auto& o) { o.data = text(r, n); }},
+  {ExperimentOption::Transfer, "transfer", "excluded or included: time the host-to-device copy of each batch", false,
+   [](const auto& r, const auto& n, auto& o) { o.transfer = text(r, n); }},
+  {ExperimentOption::Chunk, "chunk", "infer: forward at most this many samples at a time", false,
+   [](const auto& r, const auto& n, auto& o) { o.chunk = whole_option(r, n); }},
+  {ExperimentOption::Order, "order", "ascending or shuffled batch order", false,
+   [](const auto& r, const auto& n, auto& o) { o.order = text(r, n); }},
+  {ExperimentOption::Seed, "seed", "random seed", false,
+   [](const auto& r, const auto& n, auto& o) { o.seed = seed_option(r, n); }},
+  {ExperimentOption::ChannelsLast, "channels-last", "channels-last memory format", true,
+   [](const auto& r, const auto& n, auto& o) { o.channels_last = r[n].template as<bool>(); }},
+  {ExperimentOption::CudnnBenchmark, "cudnn-benchmark", "let cuDNN benchmark its algorithms per shape", true,
+   [](const auto& r, const auto& n, auto& o) { o.cudnn_benchmark = r[n].template as<bool>(); }},
+};
+// clang-format on
+
+std::string long_name(const char* flags) {
+  const std::string f = flags;
+  const size_t comma = f.find(',');
+  return comma == std::string::npos ? f : f.substr(comma + 1);
+}
+
+}  // namespace
+
+void add_experiment_options(cxxopts::Options& options, const std::vector<ExperimentOption>& which) {
+  auto adder = options.add_options();
+  for (ExperimentOption id : which) {
+    for (const ExperimentOptionSpec& spec : kExperimentOptions) {
+      if (spec.id != id) continue;
+      // A switch is a bool with cxxopts' implicit "true"; every other value is read as text and
+      // checked by the reader, so that a wrong one is named with its option.
+      if (spec.flag) {
+        adder(spec.flags, spec.help, cxxopts::value<bool>());
+      } else {
+        adder(spec.flags, spec.help, cxxopts::value<std::string>());
+      }
+    }
+  }
+}
+
+void read_experiment_options(const cxxopts::ParseResult& result, const std::vector<ExperimentOption>& which,
+                             SweepOverrides& into) {
+  for (const ExperimentOptionSpec& spec : kExperimentOptions) {
+    if (std::find(which.begin(), which.end(), spec.id) == which.end()) continue;
+    const std::string name = long_name(spec.flags);
+    if (result.count(name)) spec.read(result, name, into);
+  }
+}
+
+std::string model_option(const cxxopts::ParseResult& result) {
+  if (!result.count("model")) refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
+  const std::string model = result["model"].as<std::string>();
+  if (models::find_model(model) == nullptr)
+    refuse("unknown model " + printable(model), "use one of " + models::known_model_names());
+  return model;
 }
 
 void apply_threads_option(const cxxopts::ParseResult& result) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/config.h"
 #include "lib/limits.h"
 
 namespace batchscope::app {
@@ -19,6 +20,27 @@ using CommandLineError = cxxopts::OptionException;
 // option's kind refuses is a UserError naming the option: "--channels-last: 'maybe' is not a value
 // that option takes".
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args);
+
+// A mistake on the command line: one sentence ("command line: PROBLEM; FIX."), exit code 2.
+[[noreturn]] void refuse(const std::string& problem, const std::string& fix);
+// The command as the run record keeps it: "batchscope sweep --model vgg16 --batch 1:70".
+std::string command_text(const std::string& command, const std::vector<std::string>& args);
+
+// The options that describe an experiment, shared by sweep, maxbatch and microbatch. Each is declared
+// here once (flags, help, kind of value) and read back once into SweepOverrides, whose values the
+// experiment's own checks then take, naming the option in their messages. A command declares the ones
+// it takes; adding a sweep option is one entry in the table plus its use.
+enum class ExperimentOption {
+  Model, Batch, Device, Steps, Warmup, Phase, Precision, Optimizer, Lr, Input, SeqLen, Classes, Data,
+  Transfer, Chunk, Order, Seed, ChannelsLast, CudnnBenchmark
+};
+void add_experiment_options(cxxopts::Options& options, const std::vector<ExperimentOption>& which);
+// --model, which a command that takes one experiment needs: refused when missing or unknown, with the
+// known names.
+std::string model_option(const cxxopts::ParseResult& result);
+// Those of `which` that were given, into `into` (the rest left as they are).
+void read_experiment_options(const cxxopts::ParseResult& result, const std::vector<ExperimentOption>& which,
+                             SweepOverrides& into);
 
 // Number options are declared as text (cxxopts::value<std::string>()) and read with these, so that a
 // wrong value is refused with its option's name and the values it takes:

@@ -55,11 +55,15 @@ ListingFormat parse_listing_options(const std::string& name, const std::string& 
   return result.count("json") ? ListingFormat::kJson : ListingFormat::kText;
 }
 
-std::string joined(const std::vector<std::string>& args) {
-  std::string line = "batchscope sweep";
-  for (const std::string& a : args) line += " " + a;
-  return line;
-}
+// Every experiment option: a sweep's command line can describe a whole experiment.
+const std::vector<ExperimentOption> kSweepOptions = {
+    ExperimentOption::Model,     ExperimentOption::Batch,        ExperimentOption::Device,
+    ExperimentOption::Steps,     ExperimentOption::Warmup,       ExperimentOption::Phase,
+    ExperimentOption::Precision, ExperimentOption::Optimizer,    ExperimentOption::Lr,
+    ExperimentOption::Input,     ExperimentOption::SeqLen,       ExperimentOption::Classes,
+    ExperimentOption::Data,      ExperimentOption::Transfer,     ExperimentOption::Chunk,
+    ExperimentOption::Order,     ExperimentOption::Seed,         ExperimentOption::ChannelsLast,
+    ExperimentOption::CudnnBenchmark};
 
 }  // namespace
 
@@ -94,26 +98,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
   options.positional_help("[CONFIG.yaml]");
   // clang-format off
   options.add_options()
-      ("config", "YAML experiment file", cxxopts::value<std::string>())
-      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
-      ("b,batch", "batch sizes: 1:70, 1:64:8 (a step), 1:60000:x2 (a factor), 1:max (up to the largest that fits) or 1,8,32", cxxopts::value<std::string>())
-      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
-      ("steps", "timed steps per batch size", cxxopts::value<std::string>())
-      ("warmup", "untimed warm-up steps per batch size", cxxopts::value<std::string>())
-      ("phase", "train or infer", cxxopts::value<std::string>())
-      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
-      ("optimizer", "sgd, momentum or adam", cxxopts::value<std::string>())
-      ("lr", "learning rate", cxxopts::value<std::string>())
-      ("input", "shape of one sample, e.g. 3,224,224 (an image), 35 (tokens)", cxxopts::value<std::string>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
-      ("classes", "number of classes (the vocabulary of a language model)", cxxopts::value<std::string>())
-      ("data", "synthetic, mnist, fashion-mnist or a directory of IDX files", cxxopts::value<std::string>())
-      ("transfer", "excluded or included: time the host-to-device copy of each batch", cxxopts::value<std::string>())
-      ("chunk", "infer: forward at most this many samples at a time", cxxopts::value<std::string>())
-      ("order", "ascending or shuffled batch order", cxxopts::value<std::string>())
-      ("seed", "random seed", cxxopts::value<std::string>())
-      ("channels-last", "channels-last memory format", cxxopts::value<bool>())
-      ("cudnn-benchmark", "let cuDNN benchmark its algorithms", cxxopts::value<bool>())
+      ("config", "YAML experiment file", cxxopts::value<std::string>());
+  add_experiment_options(options, kSweepOptions);
+  options.add_options()
       ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
       ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
@@ -135,26 +122,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   }
 
   SweepOverrides o;
-  if (result.count("model")) o.model = result["model"].as<std::string>();
-  if (result.count("batch")) o.batch = result["batch"].as<std::string>();
-  if (result.count("device")) o.device = result["device"].as<std::string>();
-  // Ranges are the experiment's own checks (they name the option); here only the kind of number.
-  if (result.count("steps")) o.timed_steps = whole_option(result, "steps");
-  if (result.count("warmup")) o.warmup_steps = whole_option(result, "warmup");
-  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
-  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
-  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
-  if (result.count("lr")) o.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
-  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = whole_option(result, "classes");
-  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len");
-  if (result.count("data")) o.data = result["data"].as<std::string>();
-  if (result.count("transfer")) o.transfer = result["transfer"].as<std::string>();
-  if (result.count("chunk")) o.chunk = whole_option(result, "chunk");
-  if (result.count("order")) o.order = result["order"].as<std::string>();
-  if (result.count("seed")) o.seed = seed_option(result, "seed");
-  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
-  if (result.count("cudnn-benchmark")) o.cudnn_benchmark = result["cudnn-benchmark"].as<bool>();
+  read_experiment_options(result, kSweepOptions, o);
 
   apply_threads_option(result);
 
@@ -181,7 +149,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   sweep.force = result.count("force") > 0;
   sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
-  sweep.command_line = joined(args);
+  sweep.command_line = command_text("sweep", args);
   sweep.measure_energy = result.count("no-energy") == 0;
   sweep.idle_seconds = real_option(result, "idle-seconds", 0, 600);
   if (result.count("energy-window"))

@@ -26,9 +26,11 @@ namespace {
 
 constexpr int kNothingFits = 3;
 
-[[noreturn]] void refuse(const std::string& problem, const std::string& fix) {
-  throw UserError(located("command line", 0, problem, fix));
-}
+// What describes the experiment whose largest batch size is searched (the search picks the sizes).
+const std::vector<ExperimentOption> kMaxbatchOptions = {
+    ExperimentOption::Model,     ExperimentOption::Input,     ExperimentOption::Classes,
+    ExperimentOption::SeqLen,    ExperimentOption::Phase,     ExperimentOption::Precision,
+    ExperimentOption::Optimizer, ExperimentOption::ChannelsLast, ExperimentOption::Device};
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
@@ -101,25 +103,11 @@ Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, cons
 // The experiment the options describe, with its device resolved for this machine, through the
 // sweep's own checks (so that the same options mean the same here as there).
 ExperimentConfig experiment_from(const cxxopts::ParseResult& result) {
-  if (!result.count("model")) {
-    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
-  }
-  const std::string model = result["model"].as<std::string>();
-  if (models::find_model(model) == nullptr) {
-    refuse("unknown model " + model, "use one of " + models::known_model_names());
-  }
+  model_option(result);
   SweepOverrides o;
-  o.model = model;
+  read_experiment_options(result, kMaxbatchOptions, o);
   // The search picks its own sizes from --start: the experiment's checks see that one.
   o.batch = std::to_string(whole_option(result, "start", 1, limits::kMaxBatchSize));
-  if (result.count("device")) o.device = result["device"].as<std::string>();
-  if (result.count("phase")) o.phase = result["phase"].as<std::string>();
-  if (result.count("precision")) o.precision = result["precision"].as<std::string>();
-  if (result.count("optimizer")) o.optimizer = result["optimizer"].as<std::string>();
-  if (result.count("input")) o.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) o.classes = whole_option(result, "classes");
-  if (result.count("seq-len")) o.seq_len = whole_option(result, "seq-len");
-  if (result.count("channels-last")) o.channels_last = result["channels-last"].as<bool>();
   SweepConfig config = sweep_from_overrides(o);
   config.experiments.front().origins["batch"] = {"command line", 0, "--start"};
   return resolve_for_machine(config).experiments.front();
@@ -167,17 +155,9 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
       "On the CPU, LibTorch's tensor memory is counted and limited by --memory-limit (default: 90% of\n"
       "the memory available); memory that BLAS or oneDNN allocate themselves is not counted. On CUDA the\n"
       "GPU's own memory is the limit, and --memory-limit is refused.");
+  add_experiment_options(options, kMaxbatchOptions);
   // clang-format off
   options.add_options()
-      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
-      ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
-      ("classes", "number of classes (default: the model's)", cxxopts::value<std::string>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
-      ("phase", "train or infer", cxxopts::value<std::string>())
-      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
-      ("optimizer", "sgd, momentum or adam (their state takes memory too)", cxxopts::value<std::string>())
-      ("channels-last", "channels-last memory format", cxxopts::value<bool>())
-      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
       ("memory-limit", "CPU only: the limit on LibTorch's memory, e.g. 2GiB, 512MiB, 4GB", cxxopts::value<std::string>())
       ("upper", "the largest batch size tried", cxxopts::value<std::string>()->default_value("65536"))
       ("start", "the first batch size tried", cxxopts::value<std::string>()->default_value("1"))
@@ -199,8 +179,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   const torch::Device device(e.device);
   const MaxBatchOptions search = search_options(result, e);
 
-  std::string command = "batchscope maxbatch";
-  for (const std::string& a : args) command += " " + a;
+  const std::string command = command_text("maxbatch", args);
   std::optional<JsonlWriter> out;
   if (result.count("out")) out.emplace(result["out"].as<std::string>());
 

@@ -20,9 +20,11 @@
 namespace batchscope::app {
 namespace {
 
-[[noreturn]] void refuse(const std::string& problem, const std::string& fix) {
-  throw UserError(located("command line", 0, problem, fix));
-}
+// What describes the model and shape being micro-batched; the batch, steps and warm-up are its own.
+const std::vector<ExperimentOption> kMicrobatchOptions = {
+    ExperimentOption::Model,  ExperimentOption::Input,     ExperimentOption::Classes,
+    ExperimentOption::SeqLen, ExperimentOption::Device,    ExperimentOption::Precision,
+    ExperimentOption::CudnnBenchmark};
 
 std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
   if (text == "every")
@@ -38,23 +40,14 @@ int positive(const cxxopts::ParseResult& result, const std::string& name, int le
 
 // The experiment the options describe, resolved for this machine through the sweep's own checks.
 ExperimentConfig experiment_from(const cxxopts::ParseResult& result, const MicroBatchOptions& o) {
-  if (!result.count("model"))
-    refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
-  const std::string model = result["model"].as<std::string>();
-  if (models::find_model(model) == nullptr)
-    refuse("unknown model " + model, "use one of " + models::known_model_names());
+  model_option(result);
   SweepOverrides s;
-  s.model = model;
+  read_experiment_options(result, kMicrobatchOptions, s);
   s.batch = std::to_string(o.batch);
   s.phase = "train";
   s.warmup_steps = o.warmup;
   s.timed_steps = o.steps;
-  s.cudnn_benchmark = result.count("cudnn-benchmark") > 0;
-  if (result.count("device")) s.device = result["device"].as<std::string>();
-  if (result.count("precision")) s.precision = result["precision"].as<std::string>();
-  if (result.count("input")) s.input_shape = parse_input_shape(result["input"].as<std::string>());
-  if (result.count("classes")) s.classes = whole_option(result, "classes");
-  if (result.count("seq-len")) s.seq_len = whole_option(result, "seq-len");
+  s.cudnn_benchmark = s.cudnn_benchmark.value_or(false);
   return resolve_for_machine(sweep_from_overrides(s)).experiments.front();
 }
 
@@ -94,21 +87,15 @@ int run_microbatch_command(const std::vector<std::string>& args) {
       "both reported, including where splitting does not help.\n"
       "LibTorch's C++ API has no cuDNN workspace limit, mu-cuDNN's central parameter; where PyTorch's\n"
       "cuDNN v8 path reads CUDNN_CONV_WSCAP_DBG, its value is recorded when set.");
+  add_experiment_options(options, kMicrobatchOptions);
   // clang-format off
   options.add_options()
-      ("m,model", "model name (batchscope models lists them)", cxxopts::value<std::string>())
       ("b,batch", "the mini-batch to split", cxxopts::value<std::string>())
-      ("input", "shape of one sample, e.g. 3,224,224 (default: the model's)", cxxopts::value<std::string>())
-      ("classes", "number of classes (default: the model's)", cxxopts::value<std::string>())
-      ("seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", cxxopts::value<std::string>())
-      ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>())
-      ("precision", "fp32, fp16 or bf16 (autocast)", cxxopts::value<std::string>())
       ("policy", "undivided, powerOfTwo, all, or every (all three)", cxxopts::value<std::string>()->default_value("every"))
       ("mode", "layer (per-convolution splits) or model (gradient accumulation)", cxxopts::value<std::string>()->default_value("layer"))
       ("steps", "timed train steps per configuration", cxxopts::value<std::string>()->default_value("10"))
       ("warmup", "untimed runs before each measurement", cxxopts::value<std::string>()->default_value("3"))
       ("repeats", "timed runs per cost (layer or size)", cxxopts::value<std::string>()->default_value("5"))
-      ("cudnn-benchmark", "let cuDNN search for the fastest algorithm per shape")
       ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/microbatch-MODEL)", cxxopts::value<std::string>())
       ("force", "replace a complete result in the output directory")
@@ -147,8 +134,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   }
   if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
 
-  std::string command = "batchscope microbatch";
-  for (const std::string& a : args) command += " " + a;
+  const std::string command = command_text("microbatch", args);
   spdlog::info("micro-batching {} at batch {} on {} ({} mode)", e.model, o.batch, e.device, mode);
   MicroBatchStudy study;
   try {

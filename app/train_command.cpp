@@ -14,16 +14,12 @@
 namespace batchscope::app {
 namespace {
 
-[[noreturn]] void fail(const std::string& problem, const std::string& fix) {
-  throw UserError(located("command line", 0, problem, fix));
-}
-
 
 OptimizerKind optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::SGD;
   if (name == "momentum") return OptimizerKind::Momentum;
   if (name == "adam") return OptimizerKind::Adam;
-  fail("--optimizer " + name + " is not known", "use sgd, momentum (0.9) or adam");
+  refuse("--optimizer " + name + " is not known", "use sgd, momentum (0.9) or adam");
 }
 
 int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& name) {
@@ -36,7 +32,7 @@ std::pair<std::string, std::string> device_pair(const std::string& text) {
   const std::string first = text.substr(0, comma);
   const std::string second = comma == std::string::npos ? "" : text.substr(comma + 1);
   if (first.empty() || second.empty() || second.find(',') != std::string::npos) {
-    fail("--compare " + text + " does not name two devices", "give two, e.g. --compare cpu,cuda:0");
+    refuse("--compare " + text + " does not name two devices", "give two, e.g. --compare cpu,cuda:0");
   }
   return {first, second};
 }
@@ -54,12 +50,6 @@ std::string epoch_table(const TrainingOutcome& outcome) {
     out += line;
   }
   return out;
-}
-
-std::string joined(const std::string& command, const std::vector<std::string>& args) {
-  std::string line = "batchscope " + command;
-  for (const std::string& a : args) line += " " + a;
-  return line;
 }
 
 }  // namespace
@@ -111,7 +101,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.limit_test = positive_limit(result, "limit-test");
   o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
   o.force = result.count("force") > 0;
-  o.command_line = joined("train", args);
+  o.command_line = command_text("train", args);
 
   if (result.count("compare")) {
     const auto [first, second] = device_pair(result["compare"].as<std::string>());
@@ -148,7 +138,7 @@ int run_eval_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (!result.count("checkpoint")) {
-    fail("no checkpoint is given", "name one, e.g. batchscope eval --checkpoint runs/train-mnist_cnn");
+    refuse("no checkpoint is given", "name one, e.g. batchscope eval --checkpoint runs/train-mnist_cnn");
   }
   apply_threads_option(result);
   EvalOptions o;
