@@ -10,6 +10,7 @@
 #include "lib/power/energy_meter.h"
 #include "lib/summary_table.h"
 #include "lib/sweep_runner.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace batchscope;
@@ -60,11 +61,6 @@ SweepConfig tiny_sweep() {
   return SweepConfig{"test", {e}};
 }
 
-std::string out_dir(const std::string& name) {
-  return (fs::temp_directory_path() / ("batchscope_energy_" + std::to_string(::getpid()) + "_" + name))
-      .string();
-}
-
 std::vector<Json> of_type(const std::vector<Json>& records, const std::string& type) {
   std::vector<Json> out;
   for (const Json& r : records) {
@@ -75,12 +71,10 @@ std::vector<Json> of_type(const std::vector<Json>& records, const std::string& t
 
 SweepOutcome sweep_with(const SweepOptions& base, const std::string& name) {
   SweepOptions options = base;
-  options.out_dir = out_dir(name);
-  fs::remove_all(options.out_dir);
+  const testing_support::TempDir dir;
+  options.out_dir = dir / name;
   std::ostringstream progress;
-  SweepOutcome outcome = run_sweep(resolve_for_machine(tiny_sweep()), options, progress);
-  fs::remove_all(options.out_dir);
-  return outcome;
+  return run_sweep(resolve_for_machine(tiny_sweep()), options, progress);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/periodicity.h"
 #include "lib/statistics.h"
+#include "tests/jump_rate_study.h"
 #include "tests/synthetic_steps.h"
 
 namespace batchscope {
@@ -184,170 +185,30 @@ TEST(JumpDetector, ConfidenceFollowsZ) {
   EXPECT_GE(big.jumps[0].z, 10);
 }
 
-struct Shape {
-  std::string name;
-  Truth truth;
-  std::vector<int64_t> batches;
-};
-
-// Trends without steps: any jump, drop or spike reported on them is a false positive.
-std::vector<Shape> smooth_shapes() {
-  return {
-      {"flat", [](double) { return 20.0; }, sizes(1, 70)},
-      {"line", [](double b) { return 5 + 0.4 * b; }, sizes(1, 70)},
-      {"steep", [](double b) { return 1 + 1.0 * b; }, sizes(1, 70)},
-      {"sqrt", [](double b) { return 20 + 0.5 * b + 3 * std::sqrt(b); }, sizes(1, 70)},
-      // Flat while the GPU is not full, linear after a knee: a soft one at 20, a sharp one at 5.
-      {"soft knee", [](double b) { return std::hypot(10.0, 0.5 * b); }, sizes(1, 70)},
-      {"sharp knee", [](double b) { return std::max(3.0, 0.6 * b); }, sizes(1, 70)},
-      {"line 1:128:4", [](double b) { return 5 + 0.4 * b; }, sizes(1, 128, 4)},
-  };
-}
-
-constexpr int kFalsePositiveRuns = 200;
-
+// The rates of tests/jump_rate_study.h, asserted; bench/jump_detector_rates prints them.
 TEST(JumpDetectorRates, FalsePositivesOnSmoothTrends) {
-  std::cout << "False positives: runs (of " << kFalsePositiveRuns
-            << " per cell) reporting any jump, drop or spike\n";
-  std::cout << "noise        ";
-  for (const Shape& s : smooth_shapes()) std::printf("%13s", s.name.c_str());
-  std::cout << "          all\n";
-  uint64_t seed = 1000;
-  for (const Noise& noise : noise_levels()) {
-    std::printf("%-13s", noise.name.c_str());
+  const auto counts = false_positive_counts();
+  for (size_t n = 0; n < noise_levels().size(); ++n) {
     int total = 0, runs = 0;
-    for (const Shape& shape : smooth_shapes()) {
-      int any = 0;
-      for (int r = 0; r < kFalsePositiveRuns; ++r) {
-        const JumpAnalysis a = detect_jumps(measure(shape.truth, shape.batches, noise, ++seed));
-        if (!a.jumps.empty() || !a.drops.empty() || !a.spikes.empty()) ++any;
-      }
-      std::printf("%13s", percent(static_cast<double>(any) / kFalsePositiveRuns).c_str());
-      EXPECT_LE(any, kFalsePositiveRuns / 50) << shape.name << ", " << noise.name;
-      total += any;
+    for (size_t s = 0; s < smooth_shapes().size(); ++s) {
+      EXPECT_LE(counts[n][s], kFalsePositiveRuns / 50) << smooth_shapes()[s].name << ", " << noise_levels()[n].name;
+      total += counts[n][s];
       runs += kFalsePositiveRuns;
     }
-    const double rate = static_cast<double>(total) / runs;
-    std::printf("%13s\n", percent(rate).c_str());
-    RecordProperty("false_positive_" + noise.name, std::to_string(rate));
-    EXPECT_LE(rate, 0.01) << noise.name;
+    EXPECT_LE(static_cast<double>(total) / runs, 0.01) << noise_levels()[n].name;
   }
 }
-
-struct Scenario {
-  std::string name;
-  double base, slope;
-  std::vector<int64_t> positions;
-  std::vector<int64_t> batches;
-};
-
-std::vector<Scenario> step_scenarios() {
-  return {
-      {"every 16", 10, 0.5, {16, 32, 48, 64}, sizes(1, 70)},
-      {"irregular", 10, 0.5, {11, 29, 53}, sizes(1, 70)},
-      {"near the ends", 10, 0.5, {2, 67}, sizes(1, 70)},
-      {"every 16, 1:128:4", 10, 0.5, {16, 32, 48, 64, 80, 96, 112}, sizes(1, 128, 4)},
-  };
-}
-
-constexpr int kDetectionRuns = 100;
-constexpr double kHeights[] = {0.05, 0.10, 0.20, 0.30};
-
-// The smallest of a scenario's steps over the standard error of the difference it shows in: the
-// step beyond the slope over sqrt(se_from^2 + se_to^2).
-double clearance(const Scenario& sc, double height, double median_se) {
-  const Truth truth = staircase(sc.base, sc.slope, sc.positions, height);
-  double lowest = std::numeric_limits<double>::infinity();
-  for (const auto& [from, to] : expected_pairs(sc.batches, sc.positions)) {
-    const double a = truth(static_cast<double>(from)), b = truth(static_cast<double>(to));
-    const double step = b - a - sc.slope * static_cast<double>(to - from);
-    lowest = std::min(lowest, step / (median_se * std::hypot(a, b)));
-  }
-  return lowest;
-}
-
-struct Tally {
-  int steps = 0, found = 0;  // true steps, and of them reported at the right from/to
-  int runs = 0, wrong = 0;   // runs, and of them with any jump, drop or spike elsewhere
-  int period16 = 0;          // runs judged periodic with k = 16
-  double found_rate() const { return steps ? static_cast<double>(found) / steps : 0; }
-  double wrong_rate() const { return runs ? static_cast<double>(wrong) / runs : 0; }
-  void add(const Tally& o) {
-    steps += o.steps, found += o.found, runs += o.runs, wrong += o.wrong, period16 += o.period16;
-  }
-};
-
-Tally run_scenario(const Scenario& sc, const Noise& noise, double height, uint64_t seed) {
-  const auto truth_pairs = expected_pairs(sc.batches, sc.positions);
-  const Truth truth = staircase(sc.base, sc.slope, sc.positions, height);
-  Tally t;
-  for (int r = 0; r < kDetectionRuns; ++r) {
-    const JumpAnalysis a = detect_jumps(measure(truth, sc.batches, noise, seed + r));
-    ++t.runs;
-    t.steps += static_cast<int>(truth_pairs.size());
-    for (const auto& [from, to] : truth_pairs) t.found += has_jump(a, from, to) ? 1 : 0;
-    const bool elsewhere = std::any_of(a.jumps.begin(), a.jumps.end(), [&](const Jump& j) {
-      return std::find(truth_pairs.begin(), truth_pairs.end(), std::make_pair(j.from_batch, j.to_batch)) ==
-             truth_pairs.end();
-    });
-    t.wrong += elsewhere || !a.drops.empty() || !a.spikes.empty() ? 1 : 0;
-    const Periodicity p = analyze_periodicity(a.jumps, sc.batches);
-    t.period16 += p.periodic && p.best->k == 16 ? 1 : 0;
-  }
-  return t;
-}
-
-// Steps at least this many standard errors of their difference must be found; below it the rates
-// are measured and printed, not asserted.
-constexpr double kClearRatio = 10;
 
 TEST(JumpDetectorRates, StepsFoundAtTheirPositions) {
-  std::vector<double> median_se;
-  for (const Noise& noise : noise_levels()) median_se.push_back(median_relative_se(noise));
-  // pooled[noise][height]: all scenarios; clear: only cells at kClearRatio or more.
-  std::vector<std::vector<Tally>> pooled(noise_levels().size(), std::vector<Tally>(std::size(kHeights)));
-  std::vector<Tally> clear(noise_levels().size());
-  uint64_t seed = 50000;
-  for (const Scenario& sc : step_scenarios()) {
-    const bool every16 = sc.positions[0] == 16;
-    std::cout << "Steps " << sc.name << ": found at the right from/to, runs with a wrong finding"
-              << (every16 ? ", runs periodic with k = 16" : "") << "; (step / SE of its difference)\n";
-    for (size_t n = 0; n < noise_levels().size(); ++n) {
-      const Noise& noise = noise_levels()[n];
-      std::printf("  %-12s", noise.name.c_str());
-      for (size_t h = 0; h < std::size(kHeights); ++h) {
-        const double ratio = clearance(sc, kHeights[h], median_se[n]);
-        const Tally t = run_scenario(sc, noise, kHeights[h], seed += kDetectionRuns);
-        std::printf(" %2.0f%%:%s%s", 100 * kHeights[h], percent(t.found_rate()).c_str(),
-                    percent(t.wrong_rate()).c_str());
-        if (every16) std::printf("%s", percent(static_cast<double>(t.period16) / t.runs).c_str());
-        std::printf(" (%3.0f)", ratio);
-        pooled[n][h].add(t);
-        const std::string where = sc.name + ", " + noise.name + ", h = " + std::to_string(kHeights[h]);
-        if (ratio >= kClearRatio) {
-          clear[n].add(t);
-          EXPECT_GE(t.found_rate(), 0.95) << where;
-          if (every16) {
-            EXPECT_GE(t.period16, t.runs * 9 / 10) << where;
-          }
-        }
-        // Steps too small to find may be missed, but must not turn up somewhere else.
-        EXPECT_LE(t.wrong_rate(), 0.03) << where;
-      }
-      std::cout << "\n";
+  for (const DetectionCell& c : detection_study()) {
+    const std::string where = c.scenario->name + ", " + noise_levels()[c.noise].name +
+                              ", h = " + std::to_string(kHeights[c.height]);
+    if (c.ratio >= kClearRatio) {
+      EXPECT_GE(c.tally.found_rate(), 0.95) << where;
+      if (c.scenario->positions[0] == 16) EXPECT_GE(c.tally.period16, c.tally.runs * 9 / 10) << where;
     }
-  }
-  std::cout << "All step scenarios pooled: steps found (runs with a wrong finding) per height\n";
-  for (size_t n = 0; n < noise_levels().size(); ++n) {
-    std::printf("  %-12s median SE %5.2f%%", noise_levels()[n].name.c_str(), 100 * median_se[n]);
-    for (size_t h = 0; h < std::size(kHeights); ++h) {
-      std::printf("  %2.0f%%:%s (%s)", 100 * kHeights[h], percent(pooled[n][h].found_rate()).c_str(),
-                  percent(pooled[n][h].wrong_rate()).c_str());
-      RecordProperty(
-          "found_" + noise_levels()[n].name + "_h" + std::to_string(static_cast<int>(100 * kHeights[h])),
-          std::to_string(pooled[n][h].found_rate()));
-    }
-    std::printf("  clear (>= %.0f SE):%s\n", kClearRatio, percent(clear[n].found_rate()).c_str());
+    // Steps too small to find may be missed, but must not turn up somewhere else.
+    EXPECT_LE(c.tally.wrong_rate(), 0.03) << where;
   }
 }
 

@@ -15,6 +15,7 @@
 #include "lib/records.h"
 #include "lib/max_batch.h"
 #include "lib/step_runner.h"
+#include "tests/test_support.h"
 
 using namespace batchscope;
 
@@ -312,8 +313,6 @@ TEST_F(CpuMemory, RunMaxBatchFindsAConfirmedSizeForMnistUnderALimit) {
   }
   EXPECT_TRUE(next_failed);
   EXPECT_FALSE(cpu_memory::limit().has_value());
-  std::printf("mnist_cnn train under 48 MiB: %lld in %zu tries\n", static_cast<long long>(found),
-              result.tries.size());
 }
 
 TEST_F(CpuMemory, RunMaxBatchSaysWhenTheModelAloneDoesNotFit) {
@@ -352,9 +351,8 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   e.batch_to_max = BatchToMax{1, 1, 2.0};
   const SweepConfig config{"test", {e}};
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "batchscope_tomax_resume";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const testing_support::TempDir temp;
+  const std::filesystem::path& dir = temp.path();
   ExperimentConfig earlier = e;
   earlier.batch_sizes = {1, 2, 4, 8};
   const Json run = {{"type", "run"}, {"config", {{"experiments", {Json(to_json(earlier))}}}}};
@@ -364,8 +362,9 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   EXPECT_EQ(resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes,
             (std::vector<int64_t>{1, 2, 4, 8}));
 
-  std::filesystem::remove_all(dir);
-  EXPECT_THROW(resolve_batch_maximum(config, dir.string()), UserError);
+  std::filesystem::remove(dir / "steps.jsonl");
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, dir.string()); },
+                                            {"not even batch size 1 runs a full step on cpu"}));
   cpu_memory::set_limit(int64_t{48} << 20);
   const std::vector<int64_t> fresh = resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes;
   ASSERT_GE(fresh.size(), 3u);

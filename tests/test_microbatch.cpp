@@ -8,6 +8,7 @@
 #include "lib/records.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -144,9 +145,8 @@ void check_written_study(MicroBatchMode mode) {
   o.steps = 2;
   o.repeats = 2;
   const MicroBatchStudy study = run_microbatch_study(tiny_experiment("mnist_cnn", {1, 28, 28}, 10), o);
-  const fs::path dir =
-      fs::temp_directory_path() / ("bs-microbatch-" + std::to_string(::getpid()) + "-" + to_string(mode));
-  fs::remove_all(dir);
+  const testing_support::TempDir temp;
+  const fs::path dir = temp.path() / to_string(mode);
   EXPECT_FALSE(has_complete_microbatch_result(dir.string()));
   write_microbatch_files(dir.string(), Json{{"type", "run"}, {"run_id", "test"}}, study);
   EXPECT_TRUE(has_complete_microbatch_result(dir.string()));
@@ -178,7 +178,6 @@ void check_written_study(MicroBatchMode mode) {
   EXPECT_EQ(plans, layers * 3);
   EXPECT_EQ(results, 3);
   EXPECT_FALSE(study_summary(study).empty());
-  fs::remove_all(dir);
 }
 
 TEST(MicroBatchStudy, LayerModeWritesTheExpectedRecords) { check_written_study(MicroBatchMode::Layer); }

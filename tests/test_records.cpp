@@ -6,17 +6,14 @@
 #include "lib/csv_writer.h"
 #include "lib/errors.h"
 #include "lib/records.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace batchscope;
+using batchscope::testing_support::refuses_with;
+using batchscope::testing_support::TempDir;
 
 namespace {
-
-std::string temp_path(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("batchscope_records_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
 
 ExperimentConfig experiment() {
   ExperimentConfig e;
@@ -127,8 +124,8 @@ TEST(RecordProblem, NamesTheFieldThatIsWrong) {
 }
 
 TEST(Jsonl, WriterAndReaderRoundTrip) {
-  const std::string path = temp_path("round_trip.jsonl");
-  fs::remove(path);
+  const TempDir dir;
+  const std::string path = dir / "round_trip.jsonl";
   std::vector<Json> written = {Json{{"type", "run"}, {"nested", {{"a", 1}, {"b", {1, 2, 3}}}}},
                                step_record(experiment(), "cpu", 1, 0, {1.5, std::nullopt}, std::nullopt),
                                Json{{"type", "end"}, {"text", "quote \" and\nnewline"}}};
@@ -146,7 +143,8 @@ TEST(Jsonl, WriterAndReaderRoundTrip) {
 }
 
 TEST(Jsonl, UnterminatedLastLineIsATruncatedTailNotAnError) {
-  const std::string path = temp_path("truncated.jsonl");
+  const TempDir dir;
+  const std::string path = dir / "truncated.jsonl";
   std::ofstream(path) << "{\"type\":\"run\"}\n{\"type\":\"step\",\"ti";
   const JsonlContents back = read_jsonl(path);
   EXPECT_TRUE(back.truncated_tail);
@@ -155,7 +153,8 @@ TEST(Jsonl, UnterminatedLastLineIsATruncatedTailNotAnError) {
 }
 
 TEST(Jsonl, BrokenLineInTheMiddleNamesFileAndLine) {
-  const std::string path = temp_path("broken.jsonl");
+  const TempDir dir;
+  const std::string path = dir / "broken.jsonl";
   std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n{\"type\":\"end\"}\n";
   try {
     read_jsonl(path);
@@ -166,7 +165,8 @@ TEST(Jsonl, BrokenLineInTheMiddleNamesFileAndLine) {
 }
 
 TEST(Jsonl, CollectsBrokenLinesWhenAskedAndKeepsTheRest) {
-  const std::string path = temp_path("broken_lenient.jsonl");
+  const TempDir dir;
+  const std::string path = dir / "broken_lenient.jsonl";
   std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n[1,2]\n{\"type\":\"end\"}\n";
   const JsonlContents back = read_jsonl(path, BadLines::Collect);
   ASSERT_EQ(back.records.size(), 2u);
@@ -175,7 +175,10 @@ TEST(Jsonl, CollectsBrokenLinesWhenAskedAndKeepsTheRest) {
   EXPECT_FALSE(back.truncated_tail);
 }
 
-TEST(Jsonl, MissingFileIsAUserError) { EXPECT_THROW(read_jsonl(temp_path("absent.jsonl")), UserError); }
+TEST(Jsonl, MissingFileIsAUserErrorNamingIt) {
+  const TempDir dir;
+  EXPECT_TRUE(refuses_with([&] { read_jsonl(dir / "absent.jsonl"); }, {dir / "absent.jsonl", "cannot be read"}));
+}
 
 TEST(Csv, OneLinePerBatchRecordWithEscaping) {
   Json oom = batch_record(record::kOom, experiment(), "cpu", 8);
@@ -185,7 +188,8 @@ TEST(Csv, OneLinePerBatchRecordWithEscaping) {
   EXPECT_NE(line.find("\"out of memory, \"\"really\"\"\""), std::string::npos) << line;
   EXPECT_EQ(csv_line(Json{{"type", "run"}}), "");
 
-  const std::string path = temp_path("steps.csv");
+  const TempDir dir;
+  const std::string path = dir / "steps.csv";
   rewrite_csv(path,
               {Json{{"type", "run"}}, step_record(experiment(), "cpu", 2, 1, {3.25, 1.0}, std::nullopt)});
   append_csv(path, {oom});

@@ -9,6 +9,7 @@
 
 #include "lib/errors.h"
 #include "lib/run_store.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace batchscope;
@@ -98,14 +99,14 @@ TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
     store.write({run_record(experiments_), point("a", 1)});
   }
   const Json other = Json::array({{{"name", "a"}, {"batch", {1, 2, 4}}}});
-  EXPECT_THROW(RunStore(dir_, other, false), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, other, false); }, {"steps.jsonl:1", "different experiments"}));
   EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
 }
 
 TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {
   fs::create_directories(dir_);
   std::ofstream(dir_ + "/a_file") << "x";
-  EXPECT_THROW(RunStore(dir_ + "/a_file/out", experiments_, false), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_ + "/a_file/out", experiments_, false); }, {"a_file/out", "cannot be created"}));
 }
 
 // A resumed log decides what is done: a record with the right keys and wrong values is refused with its
@@ -145,5 +146,5 @@ TEST_F(RunStoreTest, DamagedRecordsAreRefusedOnResumeWithTheirLine) {
 
 TEST_F(RunStoreTest, ALogThatIsNotARegularFileIsRefused) {
   fs::create_directories(dir_ + "/steps.jsonl");
-  EXPECT_THROW(RunStore(dir_, experiments_, false), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false); }, {"steps.jsonl", "is not a regular file"}));
 }

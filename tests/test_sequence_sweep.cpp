@@ -9,6 +9,7 @@
 #include "lib/step_runner.h"
 #include "lib/sweep_runner.h"
 #include "models/registry.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace batchscope;
@@ -46,13 +47,10 @@ TEST(SequenceSweep, TrainAndInferEverySequenceModel) {
   for (Phase phase : {Phase::Train, Phase::Infer}) {
     SweepConfig config{"test", every_sequence_model(phase)};
     SweepOptions options;
-    options.out_dir = (fs::temp_directory_path() /
-                       ("batchscope_sequences_" + std::to_string(::getpid()) + "_" + to_string(phase)))
-                          .string();
-    fs::remove_all(options.out_dir);
+    const testing_support::TempDir dir;
+    options.out_dir = dir / to_string(phase);
     std::ostringstream progress;
     const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
-    fs::remove_all(options.out_dir);
     int points = 0;
     for (const Json& r : outcome.records) {
       const std::string type = r.value("type", "");

@@ -24,7 +24,9 @@ TEST(HostStepTimer, TimesEachStepOnItsOwn) {
 TEST(HostStepTimer, OverheadOfAnEmptyStepIsTiny) {
   HostStepTimer timer;
   const double overhead = measure_timer_overhead_ms(timer, 100);
-  EXPECT_GE(overhead, 0.0);
+  // The clock's own calls take some nanoseconds: a timer that reads nothing (or the same instant
+  // twice) gives 0 and fails here.
+  EXPECT_GT(overhead, 0.0);
   EXPECT_LT(overhead, 0.1);
 }
 

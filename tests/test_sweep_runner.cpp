@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 
 #include "lib/errors.h"
 #include "lib/step_runner.h"
 #include "lib/sweep_runner.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 using namespace batchscope;
@@ -24,11 +26,6 @@ SweepConfig tiny_sweep(std::vector<int64_t> batches) {
   e.timed_steps = 3;
   e.device = "cpu";
   return SweepConfig{"test", {e}};
-}
-
-std::string out_dir(const std::string& name) {
-  return (fs::temp_directory_path() / ("batchscope_sweep_" + std::to_string(::getpid()) + "_" + name))
-      .string();
 }
 
 int count_type(const std::vector<Json>& records, const std::string& type) {
@@ -67,10 +64,9 @@ TEST(Workload, TrainStepLowersTheLossOnAFixedBatch) {
 }
 
 TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
-  const std::string dir = out_dir("records");
-  fs::remove_all(dir);
+  const testing_support::TempDir dir;
   SweepOptions options;
-  options.out_dir = dir;
+  options.out_dir = dir / "records";
   std::ostringstream progress;
   const SweepOutcome outcome = run_sweep(resolve_for_machine(tiny_sweep({1, 2, 3})), options, progress);
   EXPECT_FALSE(outcome.resumed);
@@ -78,25 +74,30 @@ TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
   EXPECT_EQ(count_type(outcome.records, "step"), 9);
   EXPECT_EQ(count_type(outcome.records, "point"), 3);
   EXPECT_EQ(count_type(outcome.records, "end"), 1);
+  std::map<int64_t, int> steps, points;
   for (const Json& r : outcome.records) {
+    if (r["type"] == "point") ++points[r["batch_size"].get<int64_t>()];
     if (r["type"] != "step") continue;
+    ++steps[r["batch_size"].get<int64_t>()];
     EXPECT_GT(r["time_ms"].get<double>(), 0.0);
     EXPECT_TRUE(r["loss"].is_number());
   }
+  // Each batch size: its three timed steps and one point, no more, no other size.
+  EXPECT_EQ(steps, (std::map<int64_t, int>{{1, 3}, {2, 3}, {3, 3}}));
+  EXPECT_EQ(points, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
   EXPECT_TRUE(progress.str().empty()) << "no progress line unless asked for";
-  fs::remove_all(dir);
 }
 
-TEST(SweepRunner, UnknownCudaDeviceIsRefusedBeforeAnythingIsWritten) {
+TEST(SweepRunner, UnknownCudaDeviceIsRefusedWithItsName) {
   SweepConfig config = tiny_sweep({1});
   config.experiments[0].device = "cuda:7";
-  EXPECT_THROW(resolve_for_machine(config), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_for_machine(config); }, {"cuda:7"}));
 }
 
-TEST(SweepRunner, Fp16OnTheCpuIsRefused) {
+TEST(SweepRunner, Fp16OnTheCpuIsRefusedWithTheFix) {
   SweepConfig config = tiny_sweep({1});
   config.experiments[0].precision = Precision::FP16;
-  EXPECT_THROW(resolve_for_machine(config), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_for_machine(config); }, {"fp16", "bf16"}));
 }
 
 TEST(OutOfMemory, RecognisesAllocatorErrors) {

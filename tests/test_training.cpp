@@ -12,6 +12,7 @@
 #include "lib/records.h"
 #include "lib/device_comparison.h"
 #include "lib/training.h"
+#include "tests/test_support.h"
 
 namespace fs = std::filesystem;
 
@@ -251,7 +252,7 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   EXPECT_EQ(records[1]["train_loss"]["digits"], 17);
   EXPECT_EQ(records[1]["identical"], true);
   EXPECT_EQ(records[2]["type"], "end");
-  EXPECT_THROW(compare_devices(o, "cpu", "cpu"), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(o, "cpu", "cpu"); }, {"compare.jsonl", "already holds a complete comparison"}));
 }
 
 TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
@@ -259,12 +260,12 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
   EvalOptions eval;
   eval.device = "cpu";
   eval.checkpoint = (*root_ / "nowhere").string();
-  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"nowhere", "no such checkpoint"}));
 
   const fs::path bad = *root_ / "corrupt";
   fs::create_directories(bad);
   eval.checkpoint = bad.string();
-  EXPECT_THROW(evaluate_checkpoint(eval), UserError);  // no checkpoint.json
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is missing"}));
 
   fs::copy_file(good / "checkpoint.json", bad / "checkpoint.json");
   std::ofstream(bad / "checkpoint.pt") << "not a checkpoint";
@@ -277,10 +278,10 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
 
   fs::copy_file(good / "checkpoint.pt", bad / "checkpoint.pt", fs::copy_options::overwrite_existing);
   fs::resize_file(bad / "checkpoint.pt", fs::file_size(bad / "checkpoint.pt") / 2);
-  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.pt", "is not a readable mnist_cnn checkpoint"}));
 
   std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
-  EXPECT_THROW(evaluate_checkpoint(eval), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
 }
 
 TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
@@ -293,16 +294,16 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
     EXPECT_NE(std::string(error.what()).find("at least 32x32"), std::string::npos) << error.what();
   }
   o.model = "no_such_model";
-  EXPECT_THROW(train_model(o), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"unknown model no_such_model", "mnist_cnn"}));
   o.model = "mnist_cnn";
   o.device = "cuda:99";
-  EXPECT_THROW(train_model(o), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"device cuda:99 is not available here"}));
   o.device = "tpu";
-  EXPECT_THROW(train_model(o), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"tpu"}));
   o.device = "cpu";
   o.epochs = 0;
-  EXPECT_THROW(train_model(o), UserError);
-  EXPECT_THROW(compare_devices(options("refused"), "cpu", "cuda:99"), UserError);
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"--epochs 0 trains nothing"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(options("refused"), "cpu", "cuda:99"); }, {"cuda:99"}));
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
 }
 

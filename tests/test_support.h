@@ -1,0 +1,64 @@
+#pragma once
+// What every unit test may use: a temporary directory that goes away with its owner, whatever the test's
+// outcome, and a check of the sentence a UserError gives the user, not only of its type.
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <initializer_list>
+#include <string>
+
+#include "lib/errors.h"
+
+namespace batchscope::testing_support {
+
+// A fresh directory under the system's temporary directory, named after the running test and unique in
+// this process, removed (with everything in it) when the object goes, so a failing test leaks nothing.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::string test = info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
+    path_ = std::filesystem::temp_directory_path() /
+            ("batchscope-" + test + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // A path inside it, as text.
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Passes when `f` throws a UserError whose sentence contains every fragment; says what it said otherwise.
+inline ::testing::AssertionResult refuses_with(const std::function<void()>& f,
+                                                std::initializer_list<std::string> fragments) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    const std::string said = e.what();
+    for (const std::string& part : fragments) {
+      if (said.find(part) == std::string::npos)
+        return ::testing::AssertionFailure() << "the sentence lacks \"" << part << "\": " << said;
+    }
+    return ::testing::AssertionSuccess();
+  } catch (const std::exception& other) {
+    return ::testing::AssertionFailure() << "threw something else than a UserError: " << other.what();
+  }
+  return ::testing::AssertionFailure() << "nothing was refused";
+}
+
+}  // namespace batchscope::testing_support
