@@ -246,141 +246,158 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
 }
 
-ExperimentConfig read_experiment(const Entries& entries, const Where& at, const SweepOverrides& overrides) {
-  const bool cli = at.source == kCommandLine;
-  const auto has = [&](const char* key) { return entries.count(key) > 0; };
-  const auto entry = [&](const char* key) -> const Entry& { return entries.at(key); };
-  ExperimentConfig c;
+namespace {
 
-  if (!has("model")) {
+// The entries of one experiment, looked up by key.
+struct Keys {
+  const Entries& entries;
+  bool has(const char* key) const { return entries.count(key) > 0; }
+  const Entry& operator[](const char* key) const { return entries.at(key); }
+};
+
+// model: required, and one of the zoo's.
+const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, ExperimentConfig& c) {
+  if (!k.has("model")) {
     fail(at, cli ? "no model given" : "the experiment has no model",
          std::string(cli ? "pass --model NAME" : "add model: NAME") + " with one of " +
              models::known_model_names());
   }
-  c.model = get_string(entry("model"), "give a model name");
+  c.model = get_string(k["model"], "give a model name");
   const models::ModelSpec* spec = models::find_model(c.model);
   if (!spec) {
     std::vector<std::string> known;
     for (const auto& m : models::all_models()) known.push_back(m.name);
-    fail(entry("model").where, entry("model").where.label + " " + shown(c.model) + " is not a known model",
+    fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
          choose_from(c.model, known, "known models"));
   }
-  c.input_shape = has("input") ? get_input(entry("input"), *spec) : spec->default_input;
-  if (has("seq_len")) {
-    const Entry& e = entry("seq_len");
-    if (spec->sequence_axis < 0) {
-      fail(e.where, spec->name + " takes no sequences, so " + e.where.label + " does not apply",
+  return *spec;
+}
+
+// input, seq_len and classes, each defaulting to the model's own.
+void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
+  c.input_shape = k.has("input") ? get_input(k["input"], spec) : spec.default_input;
+  if (k.has("seq_len")) {
+    const Entry& e = k["seq_len"];
+    if (spec.sequence_axis < 0) {
+      fail(e.where, spec.name + " takes no sequences, so " + e.where.label + " does not apply",
            "remove it, or use a sequence model: " + sequence_model_names());
     }
-    c.input_shape[static_cast<std::size_t>(spec->sequence_axis)] =
-        get_int(e, 1, limits::kMaxDimension,
-                "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) + ", e.g. " +
-                    std::to_string(spec->default_input[static_cast<std::size_t>(spec->sequence_axis)]));
+    const auto axis = static_cast<std::size_t>(spec.sequence_axis);
+    c.input_shape[axis] = get_int(e, 1, limits::kMaxDimension,
+                                  "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) +
+                                      ", e.g. " + std::to_string(spec.default_input[axis]));
   }
-  c.classes = has("classes") ? get_int(entry("classes"), 1, limits::kMaxClasses,
-                                       "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")
-                             : spec->default_classes;
+  c.classes = k.has("classes") ? get_int(k["classes"], 1, limits::kMaxClasses,
+                                         "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")
+                               : spec.default_classes;
+}
 
-  if (!has("batch")) {
+// data: synthetic, or a dataset of 28x28 grey images of 10 classes, which then fixes input and classes.
+void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
+  const Entry& e = k["data"];
+  const std::string kinds = "use synthetic, mnist, fashion-mnist or a directory of IDX files";
+  c.data = get_string(e, kinds);
+  if (c.data.empty()) fail(e.where, e.where.label + " is empty", kinds);
+  std::error_code ec;
+  if (c.data != "synthetic" && c.data != "mnist" && c.data != "fashion-mnist" &&
+      !std::filesystem::is_directory(c.data, ec)) {
+    fail(e.where,
+         e.where.label + " " + shown(c.data) +
+             " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
+         "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
+  }
+  if (c.data == "synthetic") return;
+  if (spec.input_kind != models::InputKind::Image) {
+    fail(e.where,
+         spec.name + " takes " + models::input_kind_name(spec.input_kind) + ", not the images of " + shown(c.data),
+         "use data: synthetic for " + spec.name);
+  }
+  const std::vector<int64_t> image{1, 28, 28};
+  if (k.has("input") && c.input_shape != image) {
+    fail(k["input"].where, k["input"].where.label + " is not 1x28x28, the shape of " + c.data + " images",
+         "leave input out (or give [1, 28, 28]) for data: " + c.data);
+  }
+  if (k.has("classes") && c.classes != 10) {
+    fail(k["classes"].where, k["classes"].where.label + " is not 10, the classes of " + c.data,
+         "leave classes out (or give 10) for data: " + c.data);
+  }
+  c.input_shape = image;
+  c.classes = 10;
+}
+
+uint64_t get_seed(const Entry& e) {
+  uint64_t seed = 0;
+  const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a whole number of 0 or more",
+         "give a seed such as 0");
+  }
+  return seed;
+}
+
+std::string get_device(const Entry& e) {
+  const std::string fix = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+  const std::string device = get_string(e, fix);
+  if (!check_device_string(device).empty())
+    fail(e.where, e.where.label + " " + shown(device) + " is not recognised", fix);
+  return device;
+}
+
+std::string get_name(const Entry& e) {
+  const std::string name = get_string(e, "give a name such as vgg16_train");
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+  if (!ok) fail(e.where, "name " + shown(name) + " is not usable as a name", "use only letters, digits, _, - and .");
+  return name;
+}
+
+}  // namespace
+
+ExperimentConfig read_experiment(const Entries& entries, const Where& at, const SweepOverrides& overrides) {
+  const bool cli = at.source == kCommandLine;
+  const Keys k{entries};
+  ExperimentConfig c;
+  const models::ModelSpec& spec = read_model(k, at, cli, c);
+  read_shape(k, spec, c);
+
+  if (!k.has("batch")) {
     fail(at, cli ? "no batch sizes given" : "the experiment has no batch sizes",
          cli ? "pass --batch such as --batch 1:64" : "add batch: such as batch: 1:64");
   }
-  BatchPlan batch = get_batch(entry("batch"));
+  BatchPlan batch = get_batch(k["batch"]);
   c.batch_sizes = std::move(batch.sizes);
   c.batch_to_max = batch.to_max;
   check_products(c, entries, at);
 
-  if (has("phase")) c.phase = get_enum(entry("phase"), kPhases);
-  if (has("precision")) c.precision = get_enum(entry("precision"), kPrecisions);
-  if (has("order")) c.order = get_enum(entry("order"), kOrders);
+  if (k.has("phase")) c.phase = get_enum(k["phase"], kPhases);
+  if (k.has("precision")) c.precision = get_enum(k["precision"], kPrecisions);
+  if (k.has("order")) c.order = get_enum(k["order"], kOrders);
   c.optimizer = get_optimizer(entries, overrides);
-  if (has("channels_last")) c.channels_last = get_bool(entry("channels_last"));
-  if (has("cudnn_benchmark")) c.cudnn_benchmark = get_bool(entry("cudnn_benchmark"));
-  if (has("warmup")) {
-    c.warmup_steps = static_cast<int>(get_int(entry("warmup"), 0, limits::kMaxSteps,
+  if (k.has("channels_last")) c.channels_last = get_bool(k["channels_last"]);
+  if (k.has("cudnn_benchmark")) c.cudnn_benchmark = get_bool(k["cudnn_benchmark"]);
+  if (k.has("warmup")) {
+    c.warmup_steps = static_cast<int>(get_int(k["warmup"], 0, limits::kMaxSteps,
                                               "give 0 to " + std::to_string(limits::kMaxSteps) + " warm-up steps"));
   }
-  if (has("steps")) {
+  if (k.has("steps")) {
     c.timed_steps =
-        static_cast<int>(get_int(entry("steps"), 1, limits::kMaxSteps,
+        static_cast<int>(get_int(k["steps"], 1, limits::kMaxSteps,
                                  "give 1 to " + std::to_string(limits::kMaxSteps) + " timed steps per batch size"));
   }
-  if (has("data")) {
-    c.data = get_string(entry("data"), "use synthetic, mnist, fashion-mnist or a directory of IDX files");
-    if (c.data.empty()) {
-      fail(entry("data").where, entry("data").where.label + " is empty",
-           "use synthetic, mnist, fashion-mnist or a directory of IDX files");
-    }
-    std::error_code ec;
-    if (c.data != "synthetic" && c.data != "mnist" && c.data != "fashion-mnist" &&
-        !std::filesystem::is_directory(c.data, ec)) {
-      fail(entry("data").where,
-           entry("data").where.label + " " + shown(c.data) +
-               " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
-           "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
-    }
-    if (c.data != "synthetic" && spec->input_kind != models::InputKind::Image) {
-      fail(entry("data").where,
-           spec->name + " takes " + models::input_kind_name(spec->input_kind) + ", not the images of " +
-               shown(c.data),
-           "use data: synthetic for " + spec->name);
-    }
-    if (c.data != "synthetic") {
-      // The datasets are 28x28 grey images of 10 classes: the input follows from the data.
-      const std::vector<int64_t> image{1, 28, 28};
-      if (has("input") && c.input_shape != image) {
-        fail(entry("input").where,
-             entry("input").where.label + " is not 1x28x28, the shape of " + c.data + " images",
-             "leave input out (or give [1, 28, 28]) for data: " + c.data);
-      }
-      if (has("classes") && c.classes != 10) {
-        fail(entry("classes").where, entry("classes").where.label + " is not 10, the classes of " + c.data,
-             "leave classes out (or give 10) for data: " + c.data);
-      }
-      c.input_shape = image;
-      c.classes = 10;
-    }
-  }
-  if (has("transfer")) c.transfer = get_enum(entry("transfer"), kTransfers);
-  if (has("chunk")) {
-    c.chunk = get_int(entry("chunk"), 1, limits::kMaxBatchSize,
+  if (k.has("data")) read_data(k, spec, c);
+  if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
+  if (k.has("chunk")) {
+    c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
-    if (c.phase != Phase::Infer) {
-      fail(entry("chunk").where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
-    }
+    if (c.phase != Phase::Infer)
+      fail(k["chunk"].where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
   }
-  if (has("seed")) {
-    const Entry& e = entry("seed");
-    uint64_t seed = 0;
-    const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
-    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
-    if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
-      fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a whole number of 0 or more",
-           "give a seed such as 0");
-    }
-    c.seed = seed;
-  }
-  if (has("device")) {
-    const std::string fix = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
-    c.device = get_string(entry("device"), fix);
-    if (!check_device_string(c.device).empty()) {
-      fail(entry("device").where, entry("device").where.label + " " + shown(c.device) + " is not recognised",
-           fix);
-    }
-  }
+  if (k.has("seed")) c.seed = get_seed(k["seed"]);
+  if (k.has("device")) c.device = get_device(k["device"]);
+  c.name = k.has("name") ? get_name(k["name"]) : c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
 
-  if (has("name")) {
-    c.name = get_string(entry("name"), "give a name such as vgg16_train");
-    const bool ok = !c.name.empty() && std::all_of(c.name.begin(), c.name.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
-    });
-    if (!ok) {
-      fail(entry("name").where, "name " + shown(c.name) + " is not usable as a name",
-           "use only letters, digits, _, - and .");
-    }
-  } else {
-    c.name = c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
-  }
   for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};
   c.origins["experiment"] = {at.source, at.line, "experiment " + c.name};
   return c;
