@@ -40,7 +40,6 @@ void write_file(const fs::path& path, const std::string& content) {
   }
 }
 
-
 }  // namespace
 
 int run_analyze_command(const std::vector<std::string>& args) {

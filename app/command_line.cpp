@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 
 #include "lib/cpu_memory.h"
@@ -89,30 +90,33 @@ std::string number_text(double v) {
   return out.str();
 }
 
+// The whole number the whole text is (an optional '+' allowed), or nullopt.
+std::optional<int64_t> whole_number(const std::string& text) {
+  const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 }  // namespace
 
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most) {
   const std::string text = result[name].as<std::string>();
-  const std::string should_be =
-      most == INT64_MAX ? "a whole number of " + std::to_string(least) + " or more"
-                        : "a whole number from " + std::to_string(least) + " to " + std::to_string(most);
-  const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < least || value > most)
-    refuse_value(name, text, should_be, std::to_string(least));
-  return value;
+  const std::optional<int64_t> value = whole_number(text);
+  if (!value || *value < least || *value > most) {
+    const bool any = least == INT64_MIN && most == INT64_MAX;
+    refuse_value(name, text,
+                 any                ? "a whole number (at most " + std::to_string(INT64_MAX) + ")"
+                 : most == INT64_MAX ? "a whole number of " + std::to_string(least) + " or more"
+                                     : "a whole number from " + std::to_string(least) + " to " + std::to_string(most),
+                 any ? "1" : std::to_string(least));
+  }
+  return *value;
 }
 
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name) {
-  const std::string text = result[name].as<std::string>();
-  const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
-  int64_t value = 0;
-  const auto [end, error] = std::from_chars(begin, text.data() + text.size(), value);
-  if (error == std::errc::result_out_of_range)
-    refuse_value(name, text, "a whole number this size (the largest is " + std::to_string(INT64_MAX) + ")", "1");
-  if (error != std::errc() || end != text.data() + text.size()) refuse_value(name, text, "a whole number", "1");
-  return value;
+  return whole_option(result, name, INT64_MIN, INT64_MAX);
 }
 
 uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name) {

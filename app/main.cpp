@@ -13,7 +13,6 @@
 #include "lib/errors.h"
 #include "lib/step_runner.h"
 
-
 int main(int argc, char** argv) {
   using namespace batchscope;
   const std::vector<std::string> all(argv + 1, argv + argc);

@@ -14,7 +14,6 @@
 namespace batchscope::app {
 namespace {
 
-
 OptimizerKind optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::SGD;
   if (name == "momentum") return OptimizerKind::Momentum;

@@ -317,18 +317,19 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
         break;
       }
       const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
-      if (oom_at && batch_size > *oom_at) {
+      // A size that is not run is recorded as skipped, with why.
+      const auto skip = [&](const std::string& reason) {
         Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
-        skipped["reason"] = "batch size " + std::to_string(*oom_at) + " ran out of memory";
+        skipped["reason"] = reason;
         store.write({skipped});
         progress.work_done(work);
+      };
+      if (oom_at && batch_size > *oom_at) {
+        skip("batch size " + std::to_string(*oom_at) + " ran out of memory");
         continue;
       }
       if (unsupported) {
-        Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
-        skipped["reason"] = *unsupported;
-        store.write({skipped});
-        progress.work_done(work);
+        skip(*unsupported);
         continue;
       }
       std::vector<Json> records;
@@ -360,13 +361,10 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options,
           unsupported = "LibTorch " + std::string(TORCH_VERSION) + " cannot run " + e.model + " " +
                         to_string(e.phase) + " in " + to_string(e.precision) + " on " + e.device + ": " + *missing;
           progress.finish();
-          spdlog::warn("{}", located_value(e, "precision", "experiment " + e.name + ": " + *unsupported + 
-                                               "; its batch sizes are skipped",
+          spdlog::warn("{}", located_value(e, "precision",
+                                           "experiment " + e.name + ": " + *unsupported + "; its batch sizes are skipped",
                                            "use another precision or device for it"));
-          Json skipped = batch_record(record::kSkipped, e, e.device, batch_size);
-          skipped["reason"] = *unsupported;
-          store.write({skipped});
-          progress.work_done(work);
+          skip(*unsupported);
           continue;
         }
         if (!is_out_of_memory(error)) throw;
