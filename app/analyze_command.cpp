@@ -8,12 +8,12 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/log_reader.h"
-#include "lib/analysis/plots.h"
-#include "lib/analysis/report_markdown.h"
-#include "lib/errors.h"
+#include "lib/analysis/report/plots.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::app {
 namespace fs = std::filesystem;

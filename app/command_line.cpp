@@ -7,8 +7,8 @@
 #include <optional>
 #include <sstream>
 
-#include "lib/cpu_memory.h"
-#include "lib/errors.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/common/errors.h"
 #include "models/registry.h"
 
 #include <torch/torch.h>

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/config.h"
-#include "lib/limits.h"
+#include "lib/config/config.h"
+#include "lib/common/limits.h"
 
 namespace batchscope::app {
 

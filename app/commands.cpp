@@ -13,16 +13,16 @@
 #include <sstream>
 
 #include "app/command_line.h"
-#include "lib/batch_maximum.h"
-#include "lib/config.h"
-#include "lib/cpu_memory.h"
-#include "lib/environment.h"
-#include "lib/errors.h"
-#include "lib/gpu.h"
+#include "lib/sweep/batch_maximum.h"
+#include "lib/config/config.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/device/gpu.h"
 #include "lib/power/device_power.h"
-#include "lib/summary_table.h"
-#include "lib/sweep_plan.h"
-#include "lib/sweep_runner.h"
+#include "lib/records/summary_table.h"
+#include "lib/sweep/sweep_plan.h"
+#include "lib/sweep/sweep_runner.h"
 #include "models/registry.h"
 
 namespace batchscope::app {

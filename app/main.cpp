@@ -10,8 +10,8 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/errors.h"
-#include "lib/step_runner.h"
+#include "lib/common/errors.h"
+#include "lib/timing/step_runner.h"
 
 int main(int argc, char** argv) {
   using namespace batchscope;

@@ -8,13 +8,13 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/config.h"
-#include "lib/cpu_memory.h"
-#include "lib/environment.h"
-#include "lib/errors.h"
-#include "lib/microbatch.h"
-#include "lib/records.h"
-#include "lib/sweep_runner.h"
+#include "lib/config/config.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/microbatch/microbatch.h"
+#include "lib/records/records.h"
+#include "lib/sweep/sweep_runner.h"
 #include "models/registry.h"
 
 namespace batchscope::app {

@@ -7,9 +7,9 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/device_comparison.h"
-#include "lib/errors.h"
-#include "lib/training.h"
+#include "lib/training/device_comparison.h"
+#include "lib/common/errors.h"
+#include "lib/training/training.h"
 
 namespace batchscope::app {
 namespace {

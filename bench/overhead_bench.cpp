@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "lib/batch_spec.h"
-#include "lib/statistics.h"
-#include "lib/step_runner.h"
-#include "lib/step_timer.h"
+#include "lib/config/batch_spec.h"
+#include "lib/common/statistics.h"
+#include "lib/timing/step_runner.h"
+#include "lib/timing/step_timer.h"
 
 namespace {
 

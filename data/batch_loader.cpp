@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::data {
 

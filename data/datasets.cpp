@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "data/idx.h"
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::data {
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <limits>
 
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::data {
 namespace {

@@ -18,8 +18,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/records.h"
+#include "lib/common/errors.h"
+#include "lib/records/records.h"
 
 namespace batchscope::analysis_test {
 namespace fs = std::filesystem;

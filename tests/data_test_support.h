@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "data/idx.h"
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::data::testing_support {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "lib/analysis/jump_detector.h"
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope::synthetic {
 

@@ -6,10 +6,10 @@
 #include <optional>
 #include <sstream>
 
-#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
-#include "lib/analysis/report_markdown.h"
-#include "lib/errors.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "lib/common/errors.h"
 #include "tests/analysis_test_support.h"
 
 namespace batchscope {

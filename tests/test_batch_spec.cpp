@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/batch_spec.h"
+#include "lib/config/batch_spec.h"
 
 namespace batchscope {
 namespace {

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/config.h"
-#include "lib/errors.h"
+#include "lib/config/config.h"
+#include "lib/common/errors.h"
 #include "models/registry.h"
 
 namespace batchscope {

@@ -15,7 +15,7 @@
 #include "data/batch_loader.h"
 #include "data/datasets.h"
 #include "data/idx.h"
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 #include "tests/data_test_support.h"
 
 namespace batchscope::data {

@@ -7,10 +7,10 @@
 #include <sstream>
 #include <string>
 
-#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
-#include "lib/analysis/plots.h"
-#include "lib/analysis/report_markdown.h"
+#include "lib/analysis/report/plots.h"
+#include "lib/analysis/report/report_markdown.h"
 #include "tests/analysis_test_support.h"
 
 namespace batchscope {

@@ -5,11 +5,16 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
+#include "lib/common/statistics.h"
 #include "lib/power/energy_meter.h"
-#include "lib/summary_table.h"
-#include "lib/sweep_runner.h"
+#include "lib/records/csv_writer.h"
+#include "lib/records/summary_table.h"
+#include "lib/sweep/sweep_runner.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -61,10 +66,11 @@ SweepConfig tiny_sweep() {
   return SweepConfig{"test", {e}};
 }
 
-std::vector<Json> of_type(const std::vector<Json>& records, const std::string& type) {
+// The records of one type as the log holds them.
+std::vector<Json> of_type(const std::vector<SweepRecord>& records, const std::string& type) {
   std::vector<Json> out;
-  for (const Json& r : records) {
-    if (r.value("type", "") == type) out.push_back(r);
+  for (const SweepRecord& r : records) {
+    if (type_of(r) == type) out.push_back(to_json(r));
   }
   return out;
 }
@@ -199,4 +205,118 @@ TEST(EnergySweep, ALostCounterCostsThatPointItsEnergyNotTheSweep) {
   EXPECT_FALSE(points[1].contains("energy_j"));
   EXPECT_EQ(points[1].at("samples"), 3);
   EXPECT_EQ(of_type(outcome.records, "end").size(), 1u);
+}
+
+namespace {
+
+// The cells of a CSV line, with quoted fields unquoted.
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      cells.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+// A CSV cell holds what the JSON line holds: the same text, the same double (read back exactly), or
+// nothing for null.
+void expect_same(const Json& value, const std::string& cell, const std::string& where) {
+  if (value.is_null()) {
+    EXPECT_EQ(cell, "") << where;
+  } else if (value.is_string()) {
+    EXPECT_EQ(cell, value.get<std::string>()) << where;
+  } else if (value.is_boolean()) {
+    EXPECT_EQ(cell, value.dump()) << where;
+  } else {
+    ASSERT_FALSE(cell.empty()) << where;
+    EXPECT_EQ(std::strtod(cell.c_str(), nullptr), value.get<double>()) << where << ": " << cell;
+  }
+}
+
+}  // namespace
+
+// One sweep, every output: steps.jsonl, steps.csv and the terminal table carry the same records, field
+// by field, and the medians of steps.csv reproduce from its own step times.
+TEST(SweepOutputs, JsonlCsvAndTableCarryTheSameRecords) {
+  SweepOptions options;
+  options.idle_seconds = 0.02;
+  options.min_energy_window_ms = 20;
+  options.open_power = [](const torch::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
+    return std::make_unique<SteppedPowerSource>(30, 100);
+  };
+  SweepOptions base = options;
+  const testing_support::TempDir dir;
+  base.out_dir = dir / "outputs";
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(resolve_for_machine(tiny_sweep()), base, progress);
+
+  const JsonlContents jsonl = read_jsonl(outcome.jsonl_path);
+  std::string run_id;
+  std::vector<std::pair<Json, std::string>> rows;  // each per-batch line with its session's run id
+  for (const Json& r : jsonl.records) {
+    if (r["type"] == "run" || r["type"] == "resume") run_id = r["run_id"].get<std::string>();
+    if (r.contains("batch_size")) rows.emplace_back(r, run_id);
+  }
+  ASSERT_EQ(rows.size(), 2u * (3 + 1)) << "3 steps and a point per batch size";
+
+  std::ifstream csv(outcome.csv_path);
+  std::string line;
+  ASSERT_TRUE(std::getline(csv, line));
+  const std::vector<std::string> header = csv_cells(line);
+  EXPECT_EQ(line, csv_header_line());
+  std::map<int64_t, std::vector<double>> csv_times;
+  std::map<int64_t, double> csv_medians;
+  std::size_t row = 0;
+  for (; std::getline(csv, line); ++row) {
+    ASSERT_LT(row, rows.size()) << "more CSV rows than per-batch records";
+    const auto& [record, session] = rows[row];
+    const std::vector<std::string> cells = csv_cells(line);
+    ASSERT_EQ(cells.size(), header.size()) << line;
+    std::set<std::string> shown;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      const std::string where = "row " + std::to_string(row + 1) + " column " + header[c];
+      if (header[c] == "run_id") {
+        EXPECT_EQ(cells[c], session) << where;
+      } else if (record.contains(header[c])) {
+        expect_same(record[header[c]], cells[c], where);
+        shown.insert(header[c]);
+      } else {
+        EXPECT_EQ(cells[c], "") << where;
+      }
+    }
+    for (const auto& [key, value] : record.items()) EXPECT_TRUE(shown.count(key)) << key << " is not in steps.csv";
+    const int64_t batch = record["batch_size"].get<int64_t>();
+    const auto column = [&](const char* name) {
+      return cells[static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin())];
+    };
+    if (record["type"] == "step") csv_times[batch].push_back(std::strtod(column("time_ms").c_str(), nullptr));
+    if (record["type"] == "point") csv_medians[batch] = std::strtod(column("median_ms").c_str(), nullptr);
+  }
+  EXPECT_EQ(row, rows.size());
+  for (const auto& [batch, times] : csv_times) EXPECT_EQ(summarize(times).median, csv_medians.at(batch)) << batch;
+
+  // The terminal table shows each point's numbers as its JSON line has them.
+  const std::string table = format_summary_table(outcome.records);
+  for (const auto& [record, session] : rows) {
+    if (record["type"] != "point") continue;
+    char text[200];
+    std::snprintf(text, sizeof text, "%8lld %12.3f %12.3f %12.3f %14.1f %10.4f %8.1f %10.4g %10.4g",
+                  static_cast<long long>(record["batch_size"].get<int64_t>()), record["median_ms"].get<double>(),
+                  record["p10_ms"].get<double>(), record["p90_ms"].get<double>(),
+                  record["samples_per_s"].get<double>(), record["tflops"].get<double>(),
+                  record["avg_power_w"].get<double>(), record["j_per_sample"].get<double>(),
+                  record["samples_per_j"].get<double>());
+    EXPECT_NE(table.find(text), std::string::npos) << text << "\nnot in\n" << table;
+  }
 }

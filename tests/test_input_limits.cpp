@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "lib/batch_spec.h"
-#include "lib/config.h"
-#include "lib/errors.h"
-#include "lib/limits.h"
+#include "lib/config/batch_spec.h"
+#include "lib/config/config.h"
+#include "lib/common/errors.h"
+#include "lib/common/limits.h"
 #include "models/flop_tally.h"
 #include "models/registry.h"
 

@@ -16,7 +16,7 @@
 
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/periodicity.h"
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 #include "tests/jump_rate_study.h"
 #include "tests/synthetic_steps.h"
 

@@ -9,12 +9,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "lib/batch_maximum.h"
-#include "lib/cpu_memory.h"
-#include "lib/errors.h"
-#include "lib/records.h"
-#include "lib/max_batch.h"
-#include "lib/step_runner.h"
+#include "lib/sweep/batch_maximum.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/common/errors.h"
+#include "lib/records/records.h"
+#include "lib/sweep/max_batch.h"
+#include "lib/timing/step_runner.h"
 #include "tests/test_support.h"
 
 using namespace batchscope;

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "lib/microbatch.h"
-#include "lib/records.h"
+#include "lib/microbatch/microbatch.h"
+#include "lib/records/records.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
 #include "tests/test_support.h"

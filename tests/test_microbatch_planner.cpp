@@ -8,7 +8,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "lib/microbatch_planner.h"
+#include "lib/microbatch/microbatch_planner.h"
 
 using namespace batchscope;
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/analysis/plots.h"
-#include "lib/errors.h"
+#include "lib/analysis/report/plots.h"
+#include "lib/common/errors.h"
 
 namespace batchscope {
 namespace {

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "lib/gpu.h"
+#include "lib/device/gpu.h"
 #include "lib/power/energy_meter.h"
 #include "lib/power/nvml_source.h"
 #include "lib/power/rapl_source.h"

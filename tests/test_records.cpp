@@ -1,11 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
-#include "lib/csv_writer.h"
-#include "lib/errors.h"
-#include "lib/records.h"
+#include "lib/records/csv_writer.h"
+#include "lib/common/errors.h"
+#include "lib/records/records.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -25,6 +26,12 @@ ExperimentConfig experiment() {
   return e;
 }
 
+BatchKey key(int64_t batch_size) { return batch_key(experiment(), "cpu", batch_size); }
+
+Json step_json(int64_t batch_size, int64_t step, double time_ms, std::optional<double> loss) {
+  return to_json(StepRecord{key(batch_size), step, time_ms, loss, std::nullopt});
+}
+
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -33,7 +40,7 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST(Records, StepRecordCarriesIdentityAndTime) {
-  const Json j = step_record(experiment(), "cpu", 17, 3, {41.27, 2.3}, std::nullopt);
+  const Json j = step_json(17, 3, 41.27, 2.3);
   EXPECT_EQ(j["type"], "step");
   EXPECT_EQ(j["model"], "mnist_cnn");
   EXPECT_EQ(j["phase"], "train");
@@ -47,7 +54,7 @@ TEST(Records, StepRecordCarriesIdentityAndTime) {
 }
 
 TEST(Records, PointRecordSummarisesTheSteps) {
-  const Json j = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, int64_t{1024});
+  const Json j = to_json(point_record(key(4), {10, 20, 30, 40, 50}, 2e9, int64_t{1024}));
   EXPECT_EQ(j["type"], "point");
   EXPECT_EQ(j["samples"], 5);
   EXPECT_DOUBLE_EQ(j["median_ms"].get<double>(), 30);
@@ -61,9 +68,9 @@ TEST(Records, PointRecordSummarisesTheSteps) {
 
 // Every record the writers make passes the readers' checks, and each kind of damage is named.
 TEST(RecordProblem, WrittenRecordsAreSound) {
-  EXPECT_EQ(record_problem(step_record(experiment(), "cpu", 17, 3, {41.27, 2.3}, std::nullopt)), "");
-  Json point = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, int64_t{1024});
-  EXPECT_EQ(record_problem(point), "");
+  EXPECT_EQ(record_problem(step_json(17, 3, 41.27, 2.3)), "");
+  PointRecord point = point_record(key(4), {10, 20, 30, 40, 50}, 2e9, int64_t{1024});
+  EXPECT_EQ(record_problem(to_json(point)), "");
   PointEnergy energy;
   energy.method = "rapl";
   energy.scope = "package";
@@ -71,14 +78,16 @@ TEST(RecordProblem, WrittenRecordsAreSound) {
   energy.steps = 5;
   energy.joules = 3;
   energy.idle_power_w = 40;  // more than the window drew: the above-idle fields are null
-  add_energy_fields(point, 4, energy);
-  EXPECT_EQ(record_problem(point), "");
+  derive_energy_figures(energy, 4);
+  EXPECT_FALSE(energy.j_per_sample_above_idle.has_value());
+  point.energy = energy;
+  EXPECT_EQ(record_problem(to_json(point)), "");
   EXPECT_EQ(record_problem(context_record(record::kRun, "batchscope sweep", Json::object())), "");
   EXPECT_EQ(record_problem(Json{{"type", "layer_cost"}, {"anything", "goes"}}), "");
 }
 
 TEST(RecordProblem, NamesTheFieldThatIsWrong) {
-  const Json point = point_record(experiment(), "cpu", 4, {10, 20, 30, 40, 50}, 2e9, std::nullopt);
+  const Json point = to_json(point_record(key(4), {10, 20, 30, 40, 50}, 2e9, std::nullopt));
   const auto with = [&](const char* key, const Json& value) {
     Json r = point;
     r[key] = value;
@@ -100,7 +109,7 @@ TEST(RecordProblem, NamesTheFieldThatIsWrong) {
   EXPECT_NE(with("start_power_w", Json::array()).find("start_power_w"), std::string::npos);
   EXPECT_EQ(with("energy_j", nullptr), "");
 
-  Json step = step_record(experiment(), "cpu", 2, 0, {5.0, std::nullopt}, std::nullopt);
+  Json step = step_json(2, 0, 5.0, std::nullopt);
   step["time_ms"] = 0;
   EXPECT_NE(record_problem(step).find("time_ms"), std::string::npos);
   step["time_ms"] = Json::array({1});
@@ -127,7 +136,7 @@ TEST(Jsonl, WriterAndReaderRoundTrip) {
   const TempDir dir;
   const std::string path = dir / "round_trip.jsonl";
   std::vector<Json> written = {Json{{"type", "run"}, {"nested", {{"a", 1}, {"b", {1, 2, 3}}}}},
-                               step_record(experiment(), "cpu", 1, 0, {1.5, std::nullopt}, std::nullopt),
+                               step_json(1, 0, 1.5, std::nullopt),
                                Json{{"type", "end"}, {"text", "quote \" and\nnewline"}}};
   {
     JsonlWriter writer(path);
@@ -181,20 +190,137 @@ TEST(Jsonl, MissingFileIsAUserErrorNamingIt) {
 }
 
 TEST(Csv, OneLinePerBatchRecordWithEscaping) {
-  Json oom = batch_record(record::kOom, experiment(), "cpu", 8);
-  oom["message"] = "out of memory, \"really\"";
-  const std::string line = csv_line(oom);
-  EXPECT_EQ(line.rfind("oom,tiny,mnist_cnn,train,fp32,cpu,8,", 0), 0u) << line;
+  const SweepRecord oom = OomRecord{key(8), "out of memory, \"really\""};
+  const std::string line = csv_line(oom, "run-1");
+  EXPECT_EQ(line.rfind("oom,run-1,tiny,mnist_cnn,train,fp32,cpu,excluded,8,", 0), 0u) << line;
   EXPECT_NE(line.find("\"out of memory, \"\"really\"\"\""), std::string::npos) << line;
-  EXPECT_EQ(csv_line(Json{{"type", "run"}}), "");
+  EXPECT_EQ(csv_line(end_record(), "run-1"), "");
 
   const TempDir dir;
   const std::string path = dir / "steps.csv";
-  rewrite_csv(path,
-              {Json{{"type", "run"}}, step_record(experiment(), "cpu", 2, 1, {3.25, 1.0}, std::nullopt)});
-  append_csv(path, {oom});
+  RunRecord run;
+  run.run_id = "first";
+  rewrite_csv(path, {run, StepRecord{key(2), 1, 3.25, 1.0, std::nullopt}});
+  std::string session = "second";
+  append_csv(path, {oom}, session);
   const std::string text = slurp(path);
   EXPECT_EQ(text.rfind(csv_header_line() + "\n", 0), 0u);
-  EXPECT_NE(text.find("step,tiny,mnist_cnn,train,fp32,cpu,2,1,3.25,1,"), std::string::npos) << text;
+  EXPECT_NE(text.find("step,first,tiny,mnist_cnn,train,fp32,cpu,excluded,2,1,3.25,1.0,"), std::string::npos) << text;
+  EXPECT_NE(text.find("oom,second,"), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
+}
+
+// The records as the writers wrote them before they became structs (tests/data/records/, made with the
+// same values as below): the structs write the same lines, byte for byte, and read them back unchanged.
+TEST(GoldenRecords, TheStructsWriteTheLinesTheOldWritersWrote) {
+  ExperimentConfig e = experiment();
+  e.name = "tiny, \"quoted\"";
+  ExperimentConfig infer = experiment();
+  infer.name = "tiny_infer";
+  infer.phase = Phase::Infer;
+  infer.precision = Precision::BF16;
+  const auto energy = [](const char* method, const char* scope, double resolution, double window, int64_t steps,
+                         double joules, std::optional<double> idle) {
+    PointEnergy en;
+    en.method = method;
+    en.scope = scope;
+    en.resolution_ms = resolution;
+    en.window_ms = window;
+    en.steps = steps;
+    en.joules = joules;
+    en.idle_power_w = idle;
+    return en;
+  };
+  std::vector<SweepRecord> records = {
+      StepRecord{batch_key(e, "cpu", 3), 0, 0.1 + 0.2, 2.302585092994046, int64_t{123456789}},
+      StepRecord{batch_key(e, "cpu", 3), 1, 1.0 / 3.0, 2.25, int64_t{123456789}},
+      StepRecord{batch_key(infer, "cuda:0", 3), 0, 7.000000000000001, std::nullopt, std::nullopt},
+      point_record(batch_key(e, "cpu", 3), {0.1 + 0.2, 1.0 / 3.0, 0.7, 12.5}, 1.2345678901234567e9, int64_t{123456789}),
+      point_record(batch_key(infer, "cuda:0", 3), {7.000000000000001}, 3e9, std::nullopt)};
+  PointRecord p = point_record(batch_key(e, "cpu", 4), {2.0 / 3.0, 1.1, 1.7}, 2e9, std::nullopt);
+  p.energy = energy("rapl_energy_counter", "package-0", 1.0009765625, 123.45678901234567, 7, 9.87654321, 12.3);
+  p.energy->start.power_w = 40.5;
+  p.energy->start.sm_clock_mhz = 1980;
+  p.energy->start.temperature_c = 51;
+  p.energy->end.power_w = 41.25;
+  p.energy->end.utilization_pct = 97;
+  p.energy->end.memory_clock_mhz = 2619;
+  derive_energy_figures(*p.energy, 4);
+  records.push_back(p);
+  p = point_record(batch_key(e, "cpu", 2), {0.5, 0.6}, 1e9, std::nullopt);
+  p.energy = energy("nvml_energy_counter", "gpu board", 20, 100, 3, 1.0, 50.0);
+  derive_energy_figures(*p.energy, 2);
+  records.push_back(p);
+  p = point_record(batch_key(infer, "cuda:0", 1), {0.25}, 1e6, int64_t{42});
+  p.energy = energy("nvml_power_samples", "gpu board", 100, 250.5, 11, 0.0, std::nullopt);
+  derive_energy_figures(*p.energy, 1);
+  records.push_back(p);
+  records.push_back(OomRecord{batch_key(e, "cuda:0", 4096), "CUDA out of memory. Tried to allocate 2.00 GiB"});
+  records.push_back(SkippedRecord{batch_key(e, "cuda:0", 8192), "batch size 4096 ran out of memory"});
+  records.push_back(EndRecord{"2026-11-23T10:00:00Z", true});
+
+  const TempDir dir;
+  {
+    JsonlWriter writer(dir / "steps.jsonl");
+    for (const SweepRecord& r : records) writer.add(to_json(r));
+  }
+  const std::string golden = slurp(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/records/golden_records.jsonl");
+  ASSERT_FALSE(golden.empty());
+  EXPECT_EQ(slurp(dir / "steps.jsonl"), golden);
+
+  // Read back: the same struct writes the same line.
+  const JsonlContents back = read_jsonl(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/records/golden_records.jsonl");
+  ASSERT_EQ(back.records.size(), records.size());
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(to_json(sweep_record_from_json(back.records[i])).dump(), back.records[i].dump()) << "line " << i + 1;
+  }
+}
+
+// A log written before a field existed (no transfer, a point with only some statistics) is still read.
+TEST(GoldenRecords, OlderLogsAreRead) {
+  const JsonlContents old = read_jsonl(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/analysis/golden_steps.jsonl");
+  int points = 0;
+  for (const Json& line : old.records) {
+    if (!is_sweep_record_type(line["type"].get<std::string>())) continue;
+    const SweepRecord r = sweep_record_from_json(line);
+    if (const auto* point = std::get_if<PointRecord>(&r)) {
+      ++points;
+      EXPECT_TRUE(point->key.transfer.empty());
+      EXPECT_TRUE(point->median_ms.has_value());
+      EXPECT_FALSE(point->p10_ms.has_value());
+      ASSERT_TRUE(point->energy.has_value());
+      EXPECT_EQ(point->energy->start.utilization_pct, std::nullopt);
+      EXPECT_TRUE(point->energy->end.utilization_pct.has_value());
+    }
+  }
+  EXPECT_EQ(points, 24);
+}
+
+// A record with a field of the wrong type is refused with record_problem's words.
+TEST(GoldenRecords, FromJsonRefusesWhatRecordProblemRefuses) {
+  Json step = step_json(2, 0, 5.0, std::nullopt);
+  step["loss"] = "low";
+  try {
+    sweep_record_from_json(step);
+    FAIL() << "a text loss was read";
+  } catch (const BadRecord& bad) {
+    EXPECT_EQ(std::string(bad.what()), record_problem(step));
+  }
+  EXPECT_THROW(sweep_record_from_json(Json{{"type", "epoch"}}), BadRecord);
+}
+
+// steps.csv has a column for every field of every per-batch record.
+TEST(Csv, EveryFieldOfEveryRecordHasItsColumn) {
+  PointRecord p = point_record(key(4), {1, 2, 3}, 1e9, int64_t{7});
+  p.energy = PointEnergy{};
+  p.energy->idle_power_w = 1;
+  const std::vector<SweepRecord> records = {StepRecord{key(4), 0, 1, 2, 3}, p, OomRecord{key(8), "m"},
+                                            SkippedRecord{key(16), "r"}};
+  const auto& columns = csv_columns();
+  for (const SweepRecord& r : records) {
+    const Json fields = to_json(r);
+    for (const auto& [field, value] : fields.items()) {
+      EXPECT_NE(std::find(columns.begin(), columns.end(), field), columns.end()) << field << " has no column";
+    }
+  }
 }

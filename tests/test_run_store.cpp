@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "lib/errors.h"
-#include "lib/run_store.h"
+#include "lib/common/errors.h"
+#include "lib/records/run_store.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -35,6 +35,13 @@ class RunStoreTest : public ::testing::Test {
                 {"max_ms", 1.2}};
   }
 
+  // Records as the store takes them, from their lines.
+  static std::vector<SweepRecord> typed(std::initializer_list<Json> lines) {
+    std::vector<SweepRecord> out;
+    for (const Json& line : lines) out.push_back(sweep_record_from_json(line));
+    return out;
+  }
+
   std::string dir_;
   const Json experiments_ = Json::array({{{"name", "a"}, {"batch", {1, 2, 3}}}});
 };
@@ -52,9 +59,9 @@ TEST_F(RunStoreTest, FreshDirectoryIsCreated) {
 TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
   {
     RunStore store(dir_, experiments_, false);
-    store.write({run_record(experiments_)});
-    store.write({point("a", 1)});
-    store.write({Json{{"type", "oom"}, {"experiment", "a"}, {"model", "mnist_cnn"}, {"batch_size", 3}}});
+    store.write(typed({run_record(experiments_)}));
+    store.write(typed({point("a", 1)}));
+    store.write(typed({Json{{"type", "oom"}, {"experiment", "a"}, {"model", "mnist_cnn"}, {"batch_size", 3}}}));
   }
   // A killed writer leaves half a line behind.
   std::ofstream(dir_ + "/steps.jsonl", std::ios::app) << "{\"type\":\"step\",\"experi";
@@ -68,16 +75,16 @@ TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
   EXPECT_EQ(store.out_of_memory_at("a"), 3);
   EXPECT_FALSE(store.out_of_memory_at("b").has_value());
   EXPECT_LT(fs::file_size(dir_ + "/steps.jsonl"), size_before) << "the half line is cut";
-  store.write({point("a", 2)});
+  store.write(typed({point("a", 2)}));
   const auto all = store.read_all();
   ASSERT_EQ(all.size(), 4u);
-  EXPECT_EQ(all[3]["batch_size"], 2);
+  EXPECT_EQ(batch_key_of(all[3])->batch_size, 2);
 }
 
 TEST_F(RunStoreTest, CompleteRunIsNotOverwrittenWithoutForce) {
   {
     RunStore store(dir_, experiments_, false);
-    store.write({run_record(experiments_), point("a", 1), Json{{"type", "end"}}});
+    store.write(typed({run_record(experiments_), point("a", 1), Json{{"type", "end"}}}));
   }
   const auto size = fs::file_size(dir_ + "/steps.jsonl");
   try {
@@ -96,7 +103,7 @@ TEST_F(RunStoreTest, CompleteRunIsNotOverwrittenWithoutForce) {
 TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
   {
     RunStore store(dir_, experiments_, false);
-    store.write({run_record(experiments_), point("a", 1)});
+    store.write(typed({run_record(experiments_), point("a", 1)}));
   }
   const Json other = Json::array({{{"name", "a"}, {"batch", {1, 2, 4}}}});
   EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, other, false); }, {"steps.jsonl:1", "different experiments"}));

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <sstream>
 
-#include "lib/microbatch.h"
-#include "lib/step_runner.h"
-#include "lib/sweep_runner.h"
+#include "lib/microbatch/microbatch.h"
+#include "lib/timing/step_runner.h"
+#include "lib/sweep/sweep_runner.h"
 #include "models/registry.h"
 #include "tests/test_support.h"
 
@@ -52,7 +52,8 @@ TEST(SequenceSweep, TrainAndInferEverySequenceModel) {
     std::ostringstream progress;
     const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
     int points = 0;
-    for (const Json& r : outcome.records) {
+    for (const SweepRecord& record : outcome.records) {
+      const Json r = to_json(record);
       const std::string type = r.value("type", "");
       EXPECT_NE(type, "oom");
       if (type == "step" && phase == Phase::Train) {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "lib/step_timer.h"
+#include "lib/timing/step_timer.h"
 
 using namespace batchscope;
 

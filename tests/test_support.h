@@ -11,7 +11,7 @@
 #include <initializer_list>
 #include <string>
 
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope::testing_support {
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "lib/config.h"
-#include "lib/sweep_plan.h"
+#include "lib/config/config.h"
+#include "lib/sweep/sweep_plan.h"
 #include "models/registry.h"
 
 using namespace batchscope;

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <map>
 
-#include "lib/errors.h"
-#include "lib/step_runner.h"
-#include "lib/sweep_runner.h"
+#include "lib/common/errors.h"
+#include "lib/timing/step_runner.h"
+#include "lib/sweep/sweep_runner.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -28,9 +28,9 @@ SweepConfig tiny_sweep(std::vector<int64_t> batches) {
   return SweepConfig{"test", {e}};
 }
 
-int count_type(const std::vector<Json>& records, const std::string& type) {
+int count_type(const std::vector<SweepRecord>& records, const std::string& type) {
   return static_cast<int>(std::count_if(records.begin(), records.end(),
-                                        [&](const Json& r) { return r.value("type", "") == type; }));
+                                        [&](const SweepRecord& r) { return type_of(r) == type; }));
 }
 
 }  // namespace
@@ -75,7 +75,8 @@ TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
   EXPECT_EQ(count_type(outcome.records, "point"), 3);
   EXPECT_EQ(count_type(outcome.records, "end"), 1);
   std::map<int64_t, int> steps, points;
-  for (const Json& r : outcome.records) {
+  for (const SweepRecord& record : outcome.records) {
+    const Json r = to_json(record);
     if (r["type"] == "point") ++points[r["batch_size"].get<int64_t>()];
     if (r["type"] != "step") continue;
     ++steps[r["batch_size"].get<int64_t>()];

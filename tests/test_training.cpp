@@ -8,10 +8,10 @@
 #include <random>
 
 #include "data/idx.h"
-#include "lib/errors.h"
-#include "lib/records.h"
-#include "lib/device_comparison.h"
-#include "lib/training.h"
+#include "lib/common/errors.h"
+#include "lib/records/records.h"
+#include "lib/training/device_comparison.h"
+#include "lib/training/training.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;

@@ -9,25 +9,13 @@
 
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/periodicity.h"
+#include "lib/records/records.h"
 
 namespace batchscope {
 
-// What the device was doing at one edge of an energy window; empty where the source cannot tell.
-struct DeviceReading {
-  std::optional<double> sm_clock_mhz, memory_clock_mhz, temperature_c, utilization_pct, power_w;
-};
-
-// The energy side of one batch size, as its point record gives it (the flat fields described above
-// PointEnergy in lib/records.h); a number the record leaves null or out stays empty.
-struct PointEnergyStats {
-  std::string method, scope;
-  std::optional<double> resolution_ms, window_ms, joules;
-  std::optional<int64_t> steps;
-  std::optional<double> avg_power_w, j_per_step, j_per_sample, samples_per_j;
-  std::optional<double> idle_power_w;
-  std::optional<double> avg_power_above_idle_w, j_per_step_above_idle, j_per_sample_above_idle,
-      samples_per_j_above_idle;
-  DeviceReading start, end;
+// The energy side of one batch size as analyze uses it: the point record's energy fields and two
+// verdicts of the analysis.
+struct PointEnergyStats : PointEnergy {
   // A window of fewer than 10 counter updates: shown, but kept out of the most efficient choice.
   bool low_confidence = false;
   // The SM clock fell during the window or stayed well below the group's best: a slower device then.

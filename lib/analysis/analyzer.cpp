@@ -8,19 +8,14 @@
 
 #include "lib/analysis/energy.h"
 #include "lib/analysis/robust_fit.h"
-#include "lib/errors.h"
-#include "lib/statistics.h"
+#include "lib/common/errors.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {
 
 // The share of the best throughput that counts as having reached it.
 constexpr double kSaturation = 0.9;
-
-std::optional<double> number(const Json& j, const char* key) {
-  if (j.is_object() && j.contains(key) && j[key].is_number()) return j[key].get<double>();
-  return std::nullopt;
-}
 
 PointStats stats_of(const RawPoint& raw, int min_samples) {
   PointStats p;
@@ -36,24 +31,26 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
     p.max_ms = s.max;
     p.cv = s.cv;
     p.median_se_ms = median_standard_error(raw.times_ms);
-  } else {
+  } else if (raw.point) {
     // Only the summary survived (step records removed): use it, the standard error is unknown.
-    p.samples = static_cast<int>(number(raw.point, "samples").value_or(0));
-    p.median_ms = number(raw.point, "median_ms").value_or(0);
-    p.p10_ms = number(raw.point, "p10_ms").value_or(p.median_ms);
-    p.p90_ms = number(raw.point, "p90_ms").value_or(p.median_ms);
-    p.mean_ms = number(raw.point, "mean_ms").value_or(p.median_ms);
-    p.min_ms = number(raw.point, "min_ms").value_or(p.median_ms);
-    p.max_ms = number(raw.point, "max_ms").value_or(p.median_ms);
-    p.cv = number(raw.point, "cv");
+    const PointRecord& r = *raw.point;
+    p.samples = static_cast<int>(r.samples.value_or(0));
+    p.median_ms = r.median_ms.value_or(0);
+    p.p10_ms = r.p10_ms.value_or(p.median_ms);
+    p.p90_ms = r.p90_ms.value_or(p.median_ms);
+    p.mean_ms = r.mean_ms.value_or(p.median_ms);
+    p.min_ms = r.min_ms.value_or(p.median_ms);
+    p.max_ms = r.max_ms.value_or(p.median_ms);
+    p.cv = r.cv;
   }
   p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
-  if (const auto flops = number(raw.point, "flops_per_step"); flops && p.median_ms > 0)
-    p.tflops = *flops / (p.median_ms / 1e3) / 1e12;
-  if (const auto peak = number(raw.point, "peak_memory_bytes"))
-    p.peak_memory_bytes = static_cast<int64_t>(*peak);
+  if (raw.point) {
+    if (raw.point->flops_per_step && p.median_ms > 0)
+      p.tflops = *raw.point->flops_per_step / (p.median_ms / 1e3) / 1e12;
+    p.peak_memory_bytes = raw.point->peak_memory_bytes;
+    if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
+  }
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
-  p.energy = point_energy(raw.point);
   return p;
 }
 
@@ -306,9 +303,12 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
   for (const LoadedLog& log : logs) {
     MicroBatchLog study;
     study.log = log.summary.path;
-    for (const Json& r : log.records) {
+    for (const SweepRecord& r : log.records) {
+      const auto* run = std::get_if<RunRecord>(&r);
+      if (run != nullptr && run->type == record::kRun) study.config = run->config;
+    }
+    for (const Json& r : log.microbatch) {
       const std::string type = r["type"].get<std::string>();
-      if (type == record::kRun && r.contains("config")) study.config = r["config"];
       if (type == "microbatch_result") study.results.push_back(r);
       if (type == "layer_plan") study.plans.push_back(r);
     }

@@ -3,29 +3,10 @@
 #include <algorithm>
 #include <map>
 
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {
-
-std::optional<double> number(const Json& j, const char* key) {
-  if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
-  return std::nullopt;
-}
-
-std::string text(const Json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
-
-DeviceReading reading(const Json& point, const std::string& edge) {
-  DeviceReading r;
-  r.sm_clock_mhz = number(point, (edge + "sm_clock_mhz").c_str());
-  r.memory_clock_mhz = number(point, (edge + "memory_clock_mhz").c_str());
-  r.temperature_c = number(point, (edge + "temperature_c").c_str());
-  r.utilization_pct = number(point, (edge + "utilization_pct").c_str());
-  r.power_w = number(point, (edge + "power_w").c_str());
-  return r;
-}
 
 void add_distinct(std::vector<std::string>& values, const std::string& value) {
   if (!value.empty() && std::find(values.begin(), values.end(), value) == values.end())
@@ -94,31 +75,6 @@ std::string describe_sizes(const std::vector<int64_t>& sizes, const GroupAnalysi
     i = j + 1;
   }
   return out;
-}
-
-std::optional<PointEnergyStats> point_energy(const Json& point) {
-  // The writer puts energy_method into every point it measured energy for; the numbers may be null.
-  if (!point.is_object() || !point.contains("energy_method") || point["energy_method"].is_null())
-    return std::nullopt;
-  PointEnergyStats e;
-  e.method = text(point, "energy_method");
-  e.scope = text(point, "energy_scope");
-  e.resolution_ms = number(point, "energy_resolution_ms");
-  e.window_ms = number(point, "energy_window_ms");
-  if (const auto steps = number(point, "energy_steps")) e.steps = static_cast<int64_t>(*steps);
-  e.joules = number(point, "energy_j");
-  e.avg_power_w = number(point, "avg_power_w");
-  e.j_per_step = number(point, "j_per_step");
-  e.j_per_sample = number(point, "j_per_sample");
-  e.samples_per_j = number(point, "samples_per_j");
-  e.idle_power_w = number(point, "idle_power_w");
-  e.avg_power_above_idle_w = number(point, "avg_power_above_idle_w");
-  e.j_per_step_above_idle = number(point, "j_per_step_above_idle");
-  e.j_per_sample_above_idle = number(point, "j_per_sample_above_idle");
-  e.samples_per_j_above_idle = number(point, "samples_per_j_above_idle");
-  e.start = reading(point, "start_");
-  e.end = reading(point, "end_");
-  return e;
 }
 
 void analyze_energy(GroupAnalysis& g) {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
-#include "lib/records.h"
+#include "lib/records/records.h"
 
 namespace batchscope {
 
@@ -14,10 +14,6 @@ inline constexpr double kMinUpdatesPerWindow = 10;
 // An SM clock below this share of its reference (the window's start, or the group's highest start)
 // counts as throttling.
 inline constexpr double kThrottleShare = 0.9;
-
-// The energy fields of a point record, or nullopt where it has none (older logs, devices without a
-// power source).
-std::optional<PointEnergyStats> point_energy(const Json& point);
 
 // Marks the group's low-confidence windows and throttled batch sizes, and picks the most
 // energy-efficient batch size with and without the idle draw. Leaves g.energy empty where no point

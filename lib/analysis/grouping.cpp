@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope {
 namespace {
@@ -18,11 +18,10 @@ bool is_machine_key(const std::string& key) {
 // The experiment settings of each experiment name, from the log's latest run record.
 using ConfigByName = std::map<std::string, Json>;
 
-ConfigByName configs_of(const Json& run) {
+ConfigByName configs_of(const RunRecord& run) {
   ConfigByName out;
   const Json* experiments = nullptr;
-  if (run.contains("config") && run["config"].is_object() && run["config"].contains("experiments"))
-    experiments = &run["config"]["experiments"];
+  if (run.config.is_object() && run.config.contains("experiments")) experiments = &run.config["experiments"];
   if (experiments == nullptr || !experiments->is_array()) return out;
   for (const Json& e : *experiments) {
     if (e.is_object() && e.contains("name") && e["name"].is_string()) out[e["name"].get<std::string>()] = e;
@@ -34,12 +33,12 @@ std::string text_of(const Json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
-Json identity_of(const Json& r, const Json* config, const Json& environment, const std::string& log,
+Json identity_of(const BatchKey& r, const Json* config, const Json& environment, const std::string& log,
                  bool separate) {
   Json id;
-  id["model"] = text_of(r, "model");
-  id["phase"] = text_of(r, "phase");
-  id["precision"] = text_of(r, "precision");
+  id["model"] = r.model;
+  id["phase"] = r.phase;
+  id["precision"] = r.precision;
   if (config != nullptr) {
     for (const char* key :
          {"input", "classes", "data", "transfer", "chunk", "channels_last", "cudnn_benchmark"}) {
@@ -47,7 +46,7 @@ Json identity_of(const Json& r, const Json* config, const Json& environment, con
     }
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
   }
-  const std::string device = text_of(r, "device");
+  const std::string& device = r.device;
   const Json env = environment.is_object() ? environment : Json::object();
   if (device.rfind("cuda", 0) == 0) {
     std::string name = device;
@@ -102,11 +101,6 @@ std::string machine_difference(const Json& a, const Json& b) {
   return "machine";
 }
 
-bool valid_batch_record(const Json& r) {
-  return r.contains("batch_size") && r["batch_size"].is_number_integer() &&
-         r["batch_size"].get<int64_t>() > 0 && r.contains("model") && r["model"].is_string();
-}
-
 }  // namespace
 
 std::string describe_identity(const Json& id) {
@@ -132,24 +126,16 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
     ConfigByName configs;
     Json environment;
     std::set<std::string> warned_experiments;
-    int malformed = 0, malformed_line = 0;
     for (size_t i = 0; i < log.records.size(); ++i) {
-      const Json& r = log.records[i];
-      const std::string type = r["type"].get<std::string>();
-      if (type == record::kRun) {
-        configs = configs_of(r);
-        environment = r;
+      const SweepRecord& r = log.records[i];
+      if (const auto* run = std::get_if<RunRecord>(&r); run != nullptr && run->type == record::kRun) {
+        configs = configs_of(*run);
+        environment = run->environment;
         continue;
       }
-      if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
-        continue;
-      if (!valid_batch_record(r) ||
-          (type == record::kStep &&
-           !(r.contains("time_ms") && r["time_ms"].is_number() && r["time_ms"].get<double>() > 0))) {
-        if (malformed++ == 0) malformed_line = log.lines[i];
-        continue;
-      }
-      const std::string experiment = text_of(r, "experiment");
+      const BatchKey* key = batch_key_of(r);
+      if (key == nullptr) continue;
+      const std::string& experiment = key->experiment;
       const auto config = configs.find(experiment);
       if (config == configs.end() && warned_experiments.insert(experiment).second) {
         warnings.push_back(located(path, log.lines[i],
@@ -158,10 +144,9 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
                                        "phase, precision and device only",
                                    "keep the log's first line (the run record) when copying logs"));
       }
-      const Json id = identity_of(r, config == configs.end() ? nullptr : &config->second, environment, path,
+      const Json id = identity_of(*key, config == configs.end() ? nullptr : &config->second, environment, path,
                                   options.separate);
-      const std::string key = id.dump();
-      auto [slot, fresh] = by_key.emplace(key, groups.size());
+      auto [slot, fresh] = by_key.emplace(id.dump(), groups.size());
       if (fresh) {
         RawGroup g;
         g.experiment = experiment;
@@ -175,12 +160,12 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         for (const std::string& run : log.summary.run_ids) g.run_ids.push_back(run);
       }
 
-      const int64_t batch = r["batch_size"].get<int64_t>();
-      if (type == record::kOom) {
+      const int64_t batch = key->batch_size;
+      if (std::holds_alternative<OomRecord>(r)) {
         g.oom.insert(batch);
         continue;
       }
-      if (type == record::kSkipped) {
+      if (std::holds_alternative<SkippedRecord>(r)) {
         g.skipped.insert(batch);
         continue;
       }
@@ -195,18 +180,11 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
                                 "a sweep split across logs covers each batch size once: pass only one of the "
                                 "two, or add --separate to compare them instead of merging"));
       }
-      if (type == record::kStep) {
-        point->second.times_ms.push_back(r["time_ms"].get<double>());
+      if (const auto* step = std::get_if<StepRecord>(&r)) {
+        point->second.times_ms.push_back(step->time_ms);
       } else {
-        point->second.point = r;
+        point->second.point = std::get<PointRecord>(r);
       }
-    }
-    if (malformed > 0) {
-      warnings.push_back(
-          located(path, malformed_line,
-                  std::to_string(malformed) +
-                      " record(s) lack a batch size, model or positive time_ms and were skipped",
-                  "repair or remove them"));
     }
   }
 

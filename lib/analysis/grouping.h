@@ -15,7 +15,7 @@ namespace batchscope {
 struct RawPoint {
   int64_t batch_size = 0;
   std::vector<double> times_ms;  // from the step records
-  Json point;                    // the point record, null where there is none
+  std::optional<PointRecord> point;
   std::string log;
 };
 

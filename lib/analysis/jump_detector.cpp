@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "lib/analysis/robust_fit.h"
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {

@@ -4,16 +4,14 @@
 #include <filesystem>
 #include <map>
 
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 
 namespace batchscope {
 namespace fs = std::filesystem;
 namespace {
 
-bool known_type(const std::string& type) {
-  for (const char* known :
-       {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom, record::kSkipped,
-        record::kEnd, "layer_cost", "layer_cost_skipped", "layer_plan", "microbatch_result"}) {
+bool microbatch_type(const std::string& type) {
+  for (const char* known : {"layer_cost", "layer_cost_skipped", "layer_plan", "microbatch_result"}) {
     if (type == known) return true;
   }
   return false;
@@ -75,7 +73,7 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   for (size_t i = 0; i < contents.records.size(); ++i) {
     Json& r = contents.records[i];
     const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
-    if (!known_type(type)) {
+    if (!is_sweep_record_type(type) && !microbatch_type(type)) {
       unknown[type.empty() ? r["type"].dump() : type].push_back(contents.record_lines[i]);
       continue;
     }
@@ -99,6 +97,10 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
       damaged[problem].push_back(contents.record_lines[i]);
       continue;
     }
+    if (microbatch_type(type)) {
+      log.microbatch.push_back(std::move(r));
+      continue;
+    }
     if (type == record::kRun) {
       if (r.contains("run_id") && r["run_id"].is_string()) log.summary.run_ids.push_back(r["run_id"]);
       if (log.summary.environment.is_null()) {
@@ -109,7 +111,7 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
       }
     }
     if (type == record::kEnd) log.summary.complete = true;
-    log.records.push_back(std::move(r));
+    log.records.push_back(sweep_record_from_json(r));
     log.lines.push_back(contents.record_lines[i]);
   }
   for (const auto& [type, lines] : unknown) {
@@ -124,8 +126,8 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
                                                ", so it was skipped",
                                            "repair or remove it if it should count"));
   }
-  log.summary.records = static_cast<int>(log.records.size());
-  if (log.records.empty()) {
+  log.summary.records = static_cast<int>(log.records.size() + log.microbatch.size());
+  if (log.summary.records == 0) {
     log.summary.warnings.insert(log.summary.warnings.begin(),
                                 located(path, 0, "holds no batchscope records",
                                         "pass a steps.jsonl written by batchscope sweep, or its directory"));

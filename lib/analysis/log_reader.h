@@ -5,16 +5,17 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
-#include "lib/records.h"
+#include "lib/records/records.h"
 
 namespace batchscope {
 
-// A log as analyze uses it: its records of known types with their line numbers, and what was wrong
-// with the rest (in summary.warnings).
+// A log as analyze uses it: its sweep records, read and checked, with their line numbers; the records
+// of a micro-batch study as they are; and what was wrong with the rest (in summary.warnings).
 struct LoadedLog {
   LogSummary summary;
-  std::vector<Json> records;
+  std::vector<SweepRecord> records;
   std::vector<int> lines;
+  std::vector<Json> microbatch;  // layer_cost, layer_plan, microbatch_result
 };
 
 // The file a log argument names: a directory stands for its steps.jsonl.

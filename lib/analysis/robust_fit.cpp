@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "lib/statistics.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "lib/gpu.h"
+#include "lib/device/gpu.h"
 #include "lib/power/nvml_source.h"
 #include "lib/power/rapl_source.h"
 

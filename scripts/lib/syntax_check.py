@@ -53,7 +53,7 @@ def commands(entries, variant, headers, cuda_include):
         if variant == "cuda":
             # A LibTorch with CUDA links cuda_device.cpp in place of gpu_absent.cpp, with the generated
             # c10/cuda configuration header that the CUDA package has.
-            if source.endswith("lib/gpu_absent.cpp"):
+            if source.endswith("lib/device/gpu_absent.cpp"):
                 continue
             args = [a for a in args if a != "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"]
             extra += ["-isystem", cuda_include]

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/batch_spec.h"
-#include "lib/limits.h"
+#include "lib/config/batch_spec.h"
+#include "lib/common/limits.h"
 
 using namespace batchscope;
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "lib/errors.h"
-#include "lib/training.h"
+#include "lib/common/errors.h"
+#include "lib/training/training.h"
 #include "models/registry.h"
 #include "tests/fuzz/fuzz_support.h"
 

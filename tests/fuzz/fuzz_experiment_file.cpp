@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "lib/config.h"
-#include "lib/errors.h"
-#include "lib/sweep_plan.h"
+#include "lib/config/config.h"
+#include "lib/common/errors.h"
+#include "lib/sweep/sweep_plan.h"
 
 using namespace batchscope;
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "data/idx.h"
-#include "lib/errors.h"
+#include "lib/common/errors.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace batchscope;

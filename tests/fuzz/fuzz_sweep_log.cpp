@@ -12,12 +12,12 @@
 #include <sstream>
 #include <string>
 
-#include "lib/analysis/analysis_json.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
-#include "lib/analysis/report_markdown.h"
-#include "lib/config.h"
-#include "lib/errors.h"
-#include "lib/run_store.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "lib/config/config.h"
+#include "lib/common/errors.h"
+#include "lib/records/run_store.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace batchscope;

@@ -93,9 +93,17 @@ def main():
     per_batch = [r for r in records if "batch_size" in r]
     if len(rows) != len(per_batch):
         fail("steps.csv has %d rows, steps.jsonl %d per-batch records" % (len(rows), len(per_batch)))
-    for row, r in zip(rows, per_batch):
-        if row["type"] != r["type"] or int(row["batch_size"]) != r["batch_size"]:
-            fail("steps.csv and steps.jsonl disagree")
+    for n, (row, r) in enumerate(zip(rows, per_batch), start=2):
+        for key, value in r.items():
+            if key not in row:
+                fail("steps.csv has no column %s" % key)
+            cell = row[key]
+            same = (cell == "" if value is None else
+                    cell == value if isinstance(value, str) else
+                    cell == str(value).lower() if isinstance(value, bool) else
+                    float(cell) == value)
+            if not same:
+                fail("steps.csv line %d: %s is %r, steps.jsonl has %r" % (n, key, cell, value))
     print("check_run: %d records, %d csv rows: ok" % (len(records), len(rows)))
 
 

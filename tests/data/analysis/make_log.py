@@ -4,7 +4,7 @@
 Step time = base + slope * b + sum of the jump heights whose position c has b > c, times
 (1 + noise * e) per step with e from a seeded generator, so tests know exactly where the jumps are.
 
-With --energy the point records also carry the energy fields of lib/records.h, from a fixed power
+With --energy the point records also carry the energy fields of lib/records/records.h, from a fixed power
 curve: power = idle + dynamic * b / (b + half), read over all timed steps of a batch size. It draws
 nothing from the generator, so the step times are the same with or without it.
 """

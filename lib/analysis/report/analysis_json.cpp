@@ -1,0 +1,240 @@
+#include "lib/analysis/report/analysis_json.h"
+
+namespace batchscope {
+namespace {
+
+template <typename T>
+Json optional_json(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json jump_json(const Jump& j) {
+  return Json{{"from", j.from_batch},
+              {"to", j.to_batch},
+              {"from_ms", j.from_ms},
+              {"to_ms", j.to_ms},
+              {"delta_ms", j.delta_ms},
+              {"delta_pct", j.delta_pct},
+              {"z", j.z},
+              {"confidence", j.confidence}};
+}
+
+Json choice_json(const BatchChoice& c) {
+  return Json{{"batch_size", c.batch_size}, {"median_ms", c.median_ms}, {"samples_per_s", c.samples_per_s}};
+}
+
+Json period_json(const PeriodCheck& p) {
+  return Json{{"k", p.k},
+              {"jumps", p.jumps},
+              {"jumps_on_multiples", p.jumps_on_multiples},
+              {"multiples_in_range", p.multiples_in_range},
+              {"multiples_with_jump", p.multiples_with_jump},
+              {"p_value", p.p_value},
+              {"score", p.score}};
+}
+
+// The point record's energy fields under their names there, then what the analysis made of them.
+Json with_energy(Json point, const PointStats& p) {
+  if (!p.energy) return point;
+  const PointEnergyStats& e = *p.energy;
+  add_energy_fields(point, e);
+  point["energy_low_confidence"] = e.low_confidence;
+  point["throttled"] = e.throttled;
+  return point;
+}
+
+Json point_json(const PointStats& p) {
+  return Json{{"batch_size", p.batch_size},
+              {"samples", p.samples},
+              {"median_ms", p.median_ms},
+              {"p10_ms", p.p10_ms},
+              {"p90_ms", p.p90_ms},
+              {"mean_ms", p.mean_ms},
+              {"min_ms", p.min_ms},
+              {"max_ms", p.max_ms},
+              {"cv", optional_json(p.cv)},
+              {"median_se_ms", p.median_se_ms},
+              {"samples_per_s", p.samples_per_s},
+              {"tflops", optional_json(p.tflops)},
+              {"peak_memory_bytes", optional_json(p.peak_memory_bytes)},
+              {"too_few_samples", p.too_few_samples}};
+}
+
+Json efficient_json(const EnergyChoice& c, bool above_idle) {
+  const std::string suffix = above_idle ? "_above_idle" : "";
+  return Json{{"batch_size", c.batch_size},
+              {"samples_per_j" + suffix, c.samples_per_j},
+              {"j_per_sample" + suffix, optional_json(c.j_per_sample)},
+              {above_idle ? "avg_power_above_idle_w" : "avg_power_w", optional_json(c.avg_power_w)},
+              {"samples_per_s", c.samples_per_s},
+              {"median_ms", c.median_ms}};
+}
+
+Json group_energy_json(const GroupEnergy& e) {
+  Json throttled = Json::array();
+  for (const Throttling& t : e.throttled) {
+    throttled.push_back(Json{{"batch_size", t.batch_size},
+                             {"start_sm_clock_mhz", optional_json(t.start_sm_clock_mhz)},
+                             {"end_sm_clock_mhz", optional_json(t.end_sm_clock_mhz)},
+                             {"start_temperature_c", optional_json(t.start_temperature_c)},
+                             {"end_temperature_c", optional_json(t.end_temperature_c)},
+                             {"fell_in_window", t.fell_in_window},
+                             {"below_group", t.below_group}});
+  }
+  return Json{{"methods", e.methods},
+              {"scopes", e.scopes},
+              {"resolution_ms", optional_json(e.resolution_ms)},
+              {"points", e.points},
+              {"idle_baseline", e.idle_baseline},
+              {"highest_start_sm_clock_mhz", optional_json(e.highest_start_sm_clock_mhz)},
+              {"low_confidence", e.low_confidence},
+              {"throttled", throttled}};
+}
+
+Json jumps_json(const JumpAnalysis& j) {
+  Json rises = Json::array(), drops = Json::array(), segments = Json::array();
+  for (const Jump& x : j.jumps) rises.push_back(jump_json(x));
+  for (const Jump& x : j.drops) drops.push_back(jump_json(x));
+  for (const Segment& s : j.segments) {
+    segments.push_back(Json{{"first", s.first_batch},
+                            {"last", s.last_batch},
+                            {"points", s.points},
+                            {"slope_ms_per_sample", s.slope_ms_per_sample},
+                            {"rise_ms", s.rise_ms},
+                            {"plateau", s.plateau}});
+  }
+  return Json{{"slope_ms_per_sample", j.slope_ms_per_sample},
+              {"noise_ms", j.noise_ms},
+              {"tested_pairs", j.tested_pairs},
+              {"rises", rises},
+              {"drops", drops},
+              {"spikes", j.spikes},
+              {"segments", segments},
+              {"staircase", j.staircase}};
+}
+
+Json group_json(const GroupAnalysis& g) {
+  Json points = Json::array();
+  for (const PointStats& p : g.points) points.push_back(with_energy(point_json(p), p));
+  Json trend = nullptr;
+  if (g.trend) {
+    trend = Json{{"intercept_ms", g.trend->intercept_ms},
+                 {"slope_ms_per_sample", g.trend->slope_ms_per_sample},
+                 {"points", g.trend->points}};
+  }
+  Json tested = Json::array();
+  for (const PeriodCheck& p : g.periodicity.tested) tested.push_back(period_json(p));
+  Json before = Json::array();
+  for (const BatchChoice& c : g.before_jumps) before.push_back(choice_json(c));
+  return Json{{"id", g.id},
+              {"label", g.label},
+              {"identity", g.identity},
+              {"logs", g.logs},
+              {"run_ids", g.run_ids},
+              {"points", points},
+              {"trend", trend},
+              {"jumps", jumps_json(g.jumps)},
+              {"periodicity",
+               {{"tested", tested},
+                {"best", g.periodicity.best ? period_json(*g.periodicity.best) : Json(nullptr)},
+                {"periodic", g.periodicity.periodic},
+                {"verdict", g.periodicity.verdict}}},
+              {"best",
+               {{"fastest", g.fastest ? choice_json(*g.fastest) : Json(nullptr)},
+                {"saturation", g.saturation ? choice_json(*g.saturation) : Json(nullptr)},
+                {"before_jumps", before},
+                {"largest_fitting", optional_json(g.largest_fitting)},
+                {"first_oom", optional_json(g.first_oom)},
+                {"skipped", g.skipped},
+                {"flagged", g.flagged}}}};
+}
+
+// Only where the logs measured energy, so that analyses of older logs keep their keys.
+Json with_energy(Json group, const GroupAnalysis& g) {
+  if (!g.energy) return group;
+  Json& best = group["best"];
+  best["most_efficient"] =
+      g.energy->most_efficient ? efficient_json(*g.energy->most_efficient, false) : Json();
+  if (g.energy->idle_baseline) {
+    best["most_efficient_above_idle"] = g.energy->most_efficient_above_idle
+                                            ? efficient_json(*g.energy->most_efficient_above_idle, true)
+                                            : Json();
+  }
+  group["energy"] = group_energy_json(*g.energy);
+  return group;
+}
+
+Json energy_ratio_json(const EnergyRatioCurve& e) {
+  Json points = Json::array();
+  for (const EnergyRatioPoint& p : e.points) {
+    Json point{{"batch_size", p.batch_size}, {"ratio", p.ratio}};
+    if (p.ratio_above_idle) point["ratio_above_idle"] = *p.ratio_above_idle;
+    points.push_back(point);
+  }
+  auto best = [](const std::optional<EnergyChoice>& c) {
+    return c ? Json{{"batch_size", c->batch_size}, {"samples_per_j", c->samples_per_j}} : Json();
+  };
+  return Json{{"median_ratio", e.median_ratio},
+              {"min", {{"ratio", e.min_ratio}, {"batch_size", e.min_at}}},
+              {"max", {{"ratio", e.max_ratio}, {"batch_size", e.max_at}}},
+              {"points", points},
+              {"best", best(e.best)},
+              {"baseline_best", best(e.baseline_best)}};
+}
+
+Json comparison_json(const Comparison& c) {
+  Json curves = Json::array();
+  for (const SpeedupCurve& s : c.curves) {
+    Json points = Json::array();
+    for (const auto& [batch, speedup] : s.speedup)
+      points.push_back(Json{{"batch_size", batch}, {"speedup", speedup}});
+    curves.push_back(Json{{"group_id", s.group_id},
+                          {"label", s.label},
+                          {"median_speedup", s.median_speedup},
+                          {"min", {{"speedup", s.min_speedup}, {"batch_size", s.min_at}}},
+                          {"max", {{"speedup", s.max_speedup}, {"batch_size", s.max_at}}},
+                          {"points", points}});
+    // Only where both sides have energy, so that comparisons of older logs keep their keys.
+    if (s.energy) curves.back()["energy"] = energy_ratio_json(*s.energy);
+  }
+  return Json{{"id", c.id},
+              {"workload", c.workload},
+              {"baseline", {{"id", c.baseline_id}, {"label", c.baseline_label}}},
+              {"curves", curves}};
+}
+
+}  // namespace
+
+Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
+  Json logs = Json::array();
+  for (const LogSummary& l : analysis.logs) {
+    logs.push_back(Json{{"path", l.path},
+                        {"run_ids", l.run_ids},
+                        {"records", l.records},
+                        {"complete", l.complete},
+                        {"truncated_tail", l.truncated_tail},
+                        {"warnings", l.warnings}});
+  }
+  Json groups = Json::array(), comparisons = Json::array();
+  for (const GroupAnalysis& g : analysis.groups) groups.push_back(with_energy(group_json(g), g));
+  for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
+  Json microbatch = Json::array();
+  for (const MicroBatchLog& s : analysis.microbatch) {
+    microbatch.push_back(
+        Json{{"log", s.log}, {"config", s.config}, {"results", s.results}, {"plans", s.plans}});
+  }
+  return Json{{"format_version", 1},
+              {"options",
+               {{"min_samples", options.min_samples},
+                {"z_threshold", options.detector.z_threshold},
+                {"min_jump_relative", options.detector.min_relative},
+                {"window", options.detector.window},
+                {"separate", options.grouping.separate}}},
+              {"logs", logs},
+              {"groups", groups},
+              {"comparisons", comparisons},
+              {"microbatch", microbatch},
+              {"warnings", analysis.warnings}};
+}
+
+}  // namespace batchscope

@@ -1,0 +1,260 @@
+#include "lib/analysis/report/plots.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <locale>
+#include <optional>
+#include <sstream>
+
+#include "lib/analysis/report/energy_plots.h"
+#include "lib/analysis/report/gnuplot_script.h"
+#include "lib/common/errors.h"
+#include "lib/analysis/report/program_runner.h"
+
+namespace batchscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kHowToGetGnuplot[] = "install gnuplot-nox (scripts/setup.sh does) to get plots";
+
+// One script draws the PNG, then replots the same figure as SVG.
+std::string full_script(const PlotScript& plot) {
+  std::string out = "set encoding utf8\n";
+  out += "set terminal pngcairo size 1000,600 noenhanced font 'sans,10'\n";
+  out += "set output " + gp_string(plot.name + ".png") + "\n";
+  out += "set grid\n";
+  out += "set xlabel 'batch size (samples)'\n";
+  out += "set offsets 0, 0, graph 0.05, graph 0.05\n";  // no line drawn along a frame edge
+  out += plot.body;
+  out += "set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'\n";
+  out += "set output " + gp_string(plot.name + ".svg") + "\n";
+  out += "replot\n";
+  out += "unset output\n";
+  return out;
+}
+
+bool any_too_few(const std::vector<PointStats>& points) {
+  return std::any_of(points.begin(), points.end(), [](const PointStats& p) { return p.too_few_samples; });
+}
+
+std::string percent_change(double pct) {
+  std::ostringstream out;
+  out.imbue(std::locale::classic());
+  out << std::fixed << std::showpos << std::setprecision(1) << pct << "%";
+  return out.str();
+}
+
+PlotScript time_plot(const GroupAnalysis& group) {
+  PlotScript plot{group.id + "_time", "# batch_size median_ms p10_ms p90_ms too_few_samples samples\n", ""};
+  for (const auto& p : group.points) {
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(p.median_ms) + " " + gp_number(p.p10_ms) +
+                 " " + gp_number(p.p90_ms) + " " + (p.too_few_samples ? "1" : "0") + " " +
+                 std::to_string(p.samples) + "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(group.label) + "\n";
+  body += "set ylabel 'step time (ms)'\n";
+  body += "set yrange [0:*]\n";
+  // Step time rises to the right and the jump labels sit at the top: the lower right is free.
+  body += "set key right bottom opaque\n";
+  body += x_range(group.points.front().batch_size, group.points.back().batch_size);
+  const auto& jumps = group.jumps.jumps;
+  for (size_t i = 0; i < jumps.size(); ++i) {
+    const Jump& jump = jumps[i];
+    std::string x = gp_number(static_cast<double>(jump.from_batch) + 0.5);
+    std::string text = std::to_string(jump.from_batch) + "→" + std::to_string(jump.to_batch) + " " +
+                       percent_change(jump.delta_pct);
+    // Staggered heights keep the labels of close jumps apart.
+    std::string y = gp_number(0.95 - 0.05 * static_cast<double>(i % 3));
+    body += "set arrow from first " + x + ", graph 0 to first " + x + ", graph 1 nohead dt 3 lw 1.5 " +
+            "lc rgb '#d62728'\n";
+    body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
+            " left offset character 0.5,0 front tc rgb '#d62728'\n";
+  }
+  std::string file = gp_string(plot.name + ".dat");
+  std::vector<std::string> items = {
+      file + " using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90'",
+      "'' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median'",
+      "'' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle"};
+  if (any_too_few(group.points)) {
+    items.push_back("'' using 1:($5 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
+                    std::string("title 'too few samples'"));
+  }
+  if (group.trend && std::isfinite(group.trend->intercept_ms) &&
+      std::isfinite(group.trend->slope_ms_per_sample)) {
+    items.push_back("(" + gp_number(group.trend->intercept_ms) + ") + (" +
+                    gp_number(group.trend->slope_ms_per_sample) +
+                    ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'");
+  }
+  body += join_plot(items);
+  return plot;
+}
+
+PlotScript throughput_plot(const GroupAnalysis& group) {
+  PlotScript plot{group.id + "_throughput", "# batch_size samples_per_s too_few_samples\n", ""};
+  for (const auto& p : group.points) {
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(p.samples_per_s) + " " +
+                 (p.too_few_samples ? "1" : "0") + "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(group.label) + "\n";
+  body += "set ylabel 'throughput (samples/s)'\n";
+  body += "set yrange [0:*]\n";
+  body += "set key left top opaque\n";
+  body += x_range(group.points.front().batch_size, group.points.back().batch_size);
+  if (group.fastest) {
+    const BatchChoice& best = *group.fastest;
+    double middle =
+        0.5 * static_cast<double>(group.points.front().batch_size + group.points.back().batch_size);
+    bool right_half = static_cast<double>(best.batch_size) > middle;
+    std::string text = "fastest: " + std::to_string(best.batch_size) + " (" +
+                       gp_number(best.samples_per_s, 1, true) + " samples/s)";
+    body += "set label " + gp_string(text) + " at first " + std::to_string(best.batch_size) + ", first " +
+            gp_number(best.samples_per_s) +
+            (right_half ? " right offset character -1,1" : " left offset character 1,1") +
+            " front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'\n";
+  }
+  std::string file = gp_string(plot.name + ".dat");
+  std::vector<std::string> items = {
+      file + " using 1:2 with lines lw 2 lc rgb '#2ca02c' title 'samples/s'",
+      "'' using 1:($3 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#2ca02c' notitle"};
+  if (any_too_few(group.points)) {
+    items.push_back("'' using 1:($3 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
+                    std::string("title 'too few samples'"));
+  }
+  body += join_plot(items);
+  return plot;
+}
+
+std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
+  PlotScript plot{comparison.id + "_speedup", "", ""};
+  std::vector<std::string> items;
+  int64_t first = 0, last = 0;
+  for (const auto& curve : comparison.curves) {
+    if (curve.speedup.empty()) continue;
+    first = items.empty() ? curve.speedup.front().first : std::min(first, curve.speedup.front().first);
+    last = items.empty() ? curve.speedup.back().first : std::max(last, curve.speedup.back().first);
+    if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
+    plot.data += "# " + one_line(curve.label) + "\n# batch_size speedup\n";
+    for (const auto& [batch, speedup] : curve.speedup)
+      plot.data += std::to_string(batch) + " " + gp_number(speedup) + "\n";
+    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
+                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 title " +
+                    gp_string(curve.label));
+  }
+  if (items.empty()) return std::nullopt;
+  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
+  plot.body += "set title " +
+               gp_string("Speedup over " + comparison.baseline_label + " — " + comparison.workload) + "\n";
+  plot.body += "set ylabel 'speedup over the baseline (×)'\n";
+  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += x_range(first, last);
+  plot.body += join_plot(items);
+  return plot;
+}
+
+PlotScript throughput_all_plot(const std::vector<const GroupAnalysis*>& groups) {
+  std::vector<PlotSeries> series;
+  for (const GroupAnalysis* group : groups) {
+    PlotSeries& line = series.emplace_back(PlotSeries{group->label, {}});
+    for (const auto& p : group->points) line.points.emplace_back(p.batch_size, p.samples_per_s);
+  }
+  return all_groups_plot("throughput_all", "Throughput of every group", "throughput (samples/s)",
+                         "samples_per_s", series);
+}
+
+bool write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+std::string first_lines(const std::string& text, size_t limit = 400) {
+  std::string out = one_line(text.substr(0, limit));
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  if (text.size() > limit) out += " …";
+  return out;
+}
+
+}  // namespace
+
+PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(located(
+        dir, 0, "the plot directory cannot be created" + (ec ? " (" + ec.message() + ")" : std::string()),
+        "choose a plot directory you can write to"));
+  }
+  PlotOutcome outcome;
+  std::optional<std::string> program = find_program(options.gnuplot);
+  if (!program) {
+    outcome.skipped_reason = options.gnuplot.find('/') == std::string::npos
+                                 ? options.gnuplot + " was not found on PATH; " + kHowToGetGnuplot
+                                 : options.gnuplot + " is not an executable program; " + kHowToGetGnuplot;
+    return outcome;
+  }
+
+  std::vector<PlotScript> plots;
+  std::vector<const GroupAnalysis*> drawn;
+  for (const auto& group : analysis.groups) {
+    if (group.points.empty()) continue;
+    drawn.push_back(&group);
+    plots.push_back(time_plot(group));
+    plots.push_back(throughput_plot(group));
+  }
+  for (const auto& comparison : analysis.comparisons) {
+    if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
+  }
+  if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
+  for (PlotScript& plot : energy_plots(analysis)) plots.push_back(std::move(plot));
+  if (plots.empty()) {
+    outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
+    return outcome;
+  }
+
+  const fs::path base(dir);
+  for (const auto& plot : plots) {
+    std::string script = plot.name + ".gp";
+    if (!write_file(base / (plot.name + ".dat"), plot.data) ||
+        !write_file(base / script, full_script(plot))) {
+      outcome.warnings.push_back((base / plot.name).string() + ": the plot files could not be written");
+      continue;
+    }
+    std::vector<std::string> images = {plot.name + ".png", plot.name + ".svg"};
+    for (const auto& image : images) fs::remove(base / image, ec);  // no stale image passes for a new one
+    // Run inside the plot directory, so that the kept script reads its data by relative name and can be
+    // rerun by hand; -d ignores the user's own gnuplot settings.
+    const ProgramRun run = run_program(*program, {"-d", script}, dir);
+    if (!run.started) {
+      outcome.files.clear();
+      outcome.warnings.clear();
+      outcome.skipped_reason = *program + " could not be run: " + run.failure + "; " + kHowToGetGnuplot;
+      return outcome;
+    }
+    outcome.made = true;
+    if (run.exit_status != 0) {
+      outcome.warnings.push_back((base / script).string() + ": gnuplot failed (exit status " +
+                                 std::to_string(run.exit_status) + "): " + first_lines(run.errors));
+      continue;
+    }
+    for (const auto& image : images) {
+      if (fs::is_regular_file(base / image, ec) && fs::file_size(base / image, ec) > 0) {
+        outcome.files.push_back(image);
+      } else {
+        outcome.warnings.push_back((base / script).string() + ": gnuplot did not write " + image);
+      }
+    }
+  }
+  return outcome;
+}
+
+}  // namespace batchscope

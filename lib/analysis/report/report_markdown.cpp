@@ -1,0 +1,398 @@
+#include "lib/analysis/report/report_markdown.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "lib/analysis/report/energy_report.h"
+
+namespace batchscope {
+namespace {
+
+std::string text(const Json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+
+std::string batch_list(const std::vector<int64_t>& sizes) {
+  std::string out;
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
+  return out;
+}
+
+std::string jump_name(const Jump& j) {
+  return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch);
+}
+
+void write_environment(std::ostream& out, const Analysis& a) {
+  out << "## Environment\n\n";
+  std::set<std::string> shown;
+  for (const LogSummary& log : a.logs) {
+    const Json& env = log.environment;
+    if (!env.is_object()) {
+      out << "- `" << log.path << "`: no run record, so the environment is unknown.\n";
+      continue;
+    }
+    const std::string run = text(env, "run_id");
+    if (!shown.insert(run).second) continue;
+    out << "- **Run " << run << "** (`" << log.path << "`), started " << text(env, "start_time")
+        << " on host `" << text(env, "host") << "`, batchscope " << text(env, "batchscope_version")
+        << ", LibTorch " << text(env, "libtorch_version");
+    if (!text(env, "cuda_runtime_version").empty()) out << ", CUDA " << text(env, "cuda_runtime_version");
+    if (!text(env, "cudnn_version").empty()) out << ", cuDNN " << text(env, "cudnn_version");
+    out << ", " << text(env, "os") << ".\n";
+    if (env.contains("cpu") && env["cpu"].is_object()) {
+      out << "  - CPU: " << text(env["cpu"], "model") << ", " << text(env["cpu"], "logical_cores")
+          << " logical cores, " << text(env["cpu"], "torch_threads") << " LibTorch thread(s)\n";
+    }
+    if (env.contains("gpus") && env["gpus"].is_array()) {
+      for (const Json& g : env["gpus"]) {
+        out << "  - GPU " << text(g, "index") << ": " << text(g, "name") << ", "
+            << significant(g.value("total_memory_bytes", 0.0) / (1024.0 * 1024 * 1024), 3) << " GiB, "
+            << text(g, "sm_count") << " SMs, compute capability " << text(g, "compute_capability") << "\n";
+      }
+    }
+    if (env.contains("command")) out << "  - command: `" << text(env, "command") << "`\n";
+  }
+  out << "\n";
+}
+
+void write_jumps(std::ostream& out, const GroupAnalysis& g) {
+  const JumpAnalysis& j = g.jumps;
+  if (j.jumps.empty()) {
+    out << "**Jumps:** none. Across " << j.tested_pairs
+        << " consecutive pairs the step time follows its trend within the noise (noise "
+        << significant(j.noise_ms, 3) << " ms).\n\n";
+  } else {
+    out << "**Jumps:** " << j.jumps.size() << " where the step time rises beyond the local trend (slope "
+        << significant(j.slope_ms_per_sample, 3) << " ms per sample) and the noise ("
+        << significant(j.noise_ms, 3) << " ms):\n\n";
+    out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise (%) | z | confidence |\n"
+        << "|---|---:|---:|---:|---:|---:|---|\n";
+    for (const Jump& x : j.jumps) {
+      out << "| " << jump_name(x) << " | " << significant(x.from_ms) << " | " << significant(x.to_ms) << " | "
+          << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | "
+          << significant(x.z, 3) << " | " << x.confidence << " |\n";
+    }
+    out << "\n";
+  }
+  if (!j.drops.empty()) {
+    out << "**Drops** (step time falls beyond the noise, e.g. a faster algorithm from this size on): ";
+    for (size_t i = 0; i < j.drops.size(); ++i) {
+      out << (i ? ", " : "") << jump_name(j.drops[i]) << " (" << significant(j.drops[i].delta_pct, 3) << "%)";
+    }
+    out << ".\n\n";
+  }
+  if (!j.spikes.empty()) {
+    out << "**Spikes** (one batch size slower than both neighbours, not a step): " << batch_list(j.spikes)
+        << ".\n\n";
+  }
+  if (j.jumps.size() >= 1 && !j.segments.empty()) {
+    out << "**Segments between jumps**"
+        << (j.staircase ? " (a staircase: flat steps separated by jumps)" : "")
+        << ":\n\n| batch sizes | points | slope (ms/sample) | rise inside (ms) | plateau "
+           "|\n|---|---:|---:|---:|---|\n";
+    for (const Segment& s : j.segments) {
+      out << "| " << s.first_batch << "–" << s.last_batch << " | " << s.points << " | "
+          << significant(s.slope_ms_per_sample, 3) << " | " << significant(s.rise_ms, 3) << " | "
+          << (s.plateau ? "yes" : "no") << " |\n";
+    }
+    out << "\n";
+  }
+}
+
+// The pattern the batch-size literature reports for VGG-like nets, answered for every group.
+std::string multiples_of_16(const Periodicity& p) {
+  for (const PeriodCheck& c : p.tested) {
+    if (c.k != 16) continue;
+    if (c.jumps == 0) return "no jumps, so no multiples-of-16 pattern";
+    const bool holds = c.jumps_on_multiples >= 2 && c.score >= 0.75;
+    return std::string(holds                      ? "the pattern holds"
+                       : c.jumps_on_multiples > 0 ? "the pattern holds in part"
+                                                  : "the pattern does not hold") +
+           ": " + std::to_string(c.jumps_on_multiples) + " of " + std::to_string(c.jumps) +
+           " jumps fall on a multiple of 16, and " + std::to_string(c.multiples_with_jump) + " of " +
+           std::to_string(c.multiples_in_range) + " multiples of 16 in the range have a jump";
+  }
+  return "";
+}
+
+void write_periodicity(std::ostream& out, const Periodicity& p) {
+  out << "**Periodicity:** " << p.verdict << "\n\n";
+  if (const std::string sixteen = multiples_of_16(p); !sixteen.empty()) {
+    out << "**Multiples of 16:** " << sixteen << ".\n\n";
+  }
+  if (p.tested.empty() || p.tested.front().jumps == 0) return;
+  out << "| k | jumps on multiples of k | multiples of k with a jump | p (chance) | score |\n"
+      << "|---:|---:|---:|---:|---:|\n";
+  auto row = [&](const PeriodCheck& c, const char* note) {
+    out << "| " << c.k << note << " | " << c.jumps_on_multiples << " of " << c.jumps << " | "
+        << c.multiples_with_jump << " of " << c.multiples_in_range << " | " << significant(c.p_value, 2)
+        << " | " << significant(c.score, 2) << " |\n";
+  };
+  for (const PeriodCheck& c : p.tested) row(c, "");
+  if (p.best) row(*p.best, " (best fit)");
+  out << "\n";
+}
+
+void write_points_table(std::ostream& out, const GroupAnalysis& g) {
+  out << "<details><summary>Every batch size (" << g.points.size() << ")</summary>\n\n"
+      << "| batch | steps | median ms | p10 ms | p90 ms | CV | samples/s | TFLOP/s | peak memory MiB | note "
+         "|\n"
+      << "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const PointStats& p : g.points) {
+    out << "| " << p.batch_size << " | " << p.samples << " | " << significant(p.median_ms) << " | "
+        << significant(p.p10_ms) << " | " << significant(p.p90_ms) << " | "
+        << (p.cv ? significant(*p.cv * 100, 2) + "%" : "–") << " | " << significant(p.samples_per_s) << " | "
+        << (p.tflops ? significant(*p.tflops, 3) : "–") << " | "
+        << (p.peak_memory_bytes ? significant(*p.peak_memory_bytes / (1024.0 * 1024.0), 4) : "–") << " | "
+        << (p.too_few_samples ? "too few steps: not used" : "") << " |\n";
+  }
+  out << "\n</details>\n\n";
+}
+
+void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
+                 const std::string& dir) {
+  out << "## " << g.label << "\n\n";
+  if (g.points.empty()) {
+    out << "No batch size was measured";
+    if (g.first_oom) out << ": even batch size " << *g.first_oom << " ran out of memory";
+    out << ".\n\n";
+    return;
+  }
+  embed_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
+  embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
+  out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
+      << g.points.size() << " measured) from " << g.logs.size() << " log(s).\n\n";
+  if (g.trend) {
+    out << "**Trend** (Theil–Sen over " << g.trend->points << " points): step time ≈ "
+        << significant(g.trend->intercept_ms) << " ms + " << significant(g.trend->slope_ms_per_sample)
+        << " ms × batch size, i.e. " << significant(g.trend->slope_ms_per_sample)
+        << " ms per extra sample.\n\n";
+  }
+  write_jumps(out, g);
+  write_periodicity(out, g.periodicity);
+  out << "**Best batch sizes:**\n\n";
+  if (g.fastest) {
+    out << "- highest throughput: batch " << g.fastest->batch_size << ", "
+        << significant(g.fastest->samples_per_s) << " samples/s (" << significant(g.fastest->median_ms)
+        << " ms per step)\n";
+  }
+  write_energy_bests(out, g);
+  if (g.saturation) {
+    out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
+        << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
+  }
+  for (const BatchChoice& c : g.before_jumps) {
+    out << "- the largest size before a jump: batch " << c.batch_size << ", " << significant(c.samples_per_s)
+        << " samples/s\n";
+  }
+  if (g.largest_fitting) out << "- largest batch size measured: " << *g.largest_fitting << "\n";
+  if (g.first_oom) {
+    out << "- out of memory from batch " << *g.first_oom;
+    if (!g.skipped.empty()) out << " (" << g.skipped.size() << " larger size(s) not tried)";
+    out << "\n";
+  }
+  if (!g.flagged.empty()) {
+    out << "- flagged, too few timed steps to use: " << batch_list(g.flagged) << "\n";
+  }
+  out << "\n";
+  write_points_table(out, g);
+  write_energy_section(out, g, plots, dir);
+}
+
+void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome& plots,
+                      const std::string& dir) {
+  out << "### " << c.workload << ": speedup over " << c.baseline_label << "\n\n";
+  embed_plot(out, plots, dir, c.id + "_speedup", "speedup vs batch size");
+  embed_plot(out, plots, dir, c.id + "_energy", "samples/J ratio vs batch size");
+  out << "Speedup = baseline median step time / median step time at the same batch size (> 1 is faster).\n\n"
+      << "| compared | batch sizes in common | median speedup | lowest | highest "
+         "|\n|---|---:|---:|---:|---:|\n";
+  for (const SpeedupCurve& s : c.curves) {
+    out << "| " << s.label << " | " << s.speedup.size() << " | " << significant(s.median_speedup, 3) << "× | "
+        << significant(s.min_speedup, 3) << "× at " << s.min_at << " | " << significant(s.max_speedup, 3)
+        << "× at " << s.max_at << " |\n";
+  }
+  out << "\n<details><summary>Speedup per batch size</summary>\n\n| batch |";
+  for (const SpeedupCurve& s : c.curves) out << " " << s.label << " |";
+  out << "\n|---:|";
+  for (size_t i = 0; i < c.curves.size(); ++i) out << "---:|";
+  out << "\n";
+  std::set<int64_t> batches;
+  for (const SpeedupCurve& s : c.curves) {
+    for (const auto& p : s.speedup) batches.insert(p.first);
+  }
+  for (int64_t b : batches) {
+    out << "| " << b << " |";
+    for (const SpeedupCurve& s : c.curves) {
+      const auto it =
+          std::find_if(s.speedup.begin(), s.speedup.end(), [&](const auto& p) { return p.first == b; });
+      out << " " << (it == s.speedup.end() ? "–" : significant(it->second, 3)) << " |";
+    }
+    out << "\n";
+  }
+  out << "\n</details>\n\n";
+  write_energy_comparison(out, c);
+}
+
+double number_at(const Json& j, std::initializer_list<const char*> path) {
+  const Json* at = &j;
+  for (const char* key : path) {
+    if (!at->is_object() || !at->contains(key)) return std::nan("");
+    at = &(*at)[key];
+  }
+  return at->is_number() ? at->get<double>() : std::nan("");
+}
+
+std::string mib(double bytes) { return std::isnan(bytes) ? "–" : significant(bytes / (1024.0 * 1024.0), 4); }
+
+void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studies) {
+  out << "## Micro-batching\n\n";
+  for (const MicroBatchLog& s : studies) {
+    const Json& c = s.config;
+    out << "### " << text(c, "model") << ", mini-batch " << text(c, "batch") << ", " << text(c, "precision")
+        << " on " << text(c, "device") << " (mode " << text(c, "mode") << ", cuDNN benchmark "
+        << (c.is_object() && c.value("cudnn_benchmark", false) ? "on" : "off") << ")\n\n`" << s.log << "`\n\n"
+        << "| policy | predicted speedup | measured step speedup | undivided step ms | planned step ms | "
+           "peak MiB undivided | peak MiB planned | gradient difference |\n"
+        << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+    for (const Json& r : s.results) {
+      const double gradient = number_at(r, {"gradient_difference"});
+      out << "| " << text(r, "policy") << " | " << significant(number_at(r, {"predicted", "speedup"}), 3)
+          << "× | " << significant(number_at(r, {"measured", "speedup"}), 3) << "× | "
+          << significant(number_at(r, {"measured", "undivided", "median_ms"})) << " | "
+          << significant(number_at(r, {"measured", "planned", "median_ms"})) << " | "
+          << mib(number_at(r, {"measured", "undivided", "peak_memory_bytes"})) << " | "
+          << mib(number_at(r, {"measured", "planned", "peak_memory_bytes"})) << " | "
+          << (std::isnan(gradient) ? "–" : significant(gradient * 100, 2) + "%") << " |\n";
+    }
+    out << "\nPredicted: from the measured times of each convolution (or of the whole step, mode model) at "
+           "each micro-batch size; measured: whole training steps, undivided against planned.\n\n";
+    if (!s.plans.empty()) {
+      out << "<details><summary>Per-layer splits</summary>\n\n| policy | layer | split | predicted ms | "
+             "undivided ms |\n|---|---|---|---:|---:|\n";
+      for (const Json& p : s.plans) {
+        std::string split;
+        if (p.contains("split") && p["split"].is_array()) {
+          for (const Json& size : p["split"]) split += (split.empty() ? "" : "+") + size.dump();
+        }
+        out << "| " << text(p, "policy") << " | " << text(p, "layer") << " | " << split << " | "
+            << significant(number_at(p, {"predicted_ms"})) << " | "
+            << significant(number_at(p, {"undivided_ms"})) << " |\n";
+      }
+      out << "\n</details>\n\n";
+    }
+  }
+}
+
+}  // namespace
+
+void embed_plot(std::ostream& out, const PlotOutcome& plots, const std::string& dir, const std::string& stem,
+                const std::string& alt) {
+  if (std::find(plots.files.begin(), plots.files.end(), stem + ".png") == plots.files.end()) return;
+  out << "![" << alt << "](" << dir << "/" << stem << ".png) ([SVG](" << dir << "/" << stem << ".svg))\n\n";
+}
+
+std::string significant(double value, int digits) {
+  if (!std::isfinite(value)) return value > 0 ? "inf" : (value < 0 ? "-inf" : "nan");
+  if (value == 0) return "0";
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  const int decimals = std::max(0, digits - 1 - magnitude);
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots, const std::string& dir) {
+  out << "# batchscope analysis\n\n";
+  out << "| log | run | records | state |\n|---|---|---:|---|\n";
+  for (const LogSummary& log : a.logs) {
+    std::string runs;
+    for (const std::string& r : log.run_ids) runs += (runs.empty() ? "" : ", ") + r;
+    out << "| `" << log.path << "` | " << (runs.empty() ? "–" : runs) << " | " << log.records << " | "
+        << (log.complete ? "complete" : "incomplete (interrupted or still running)")
+        << (log.truncated_tail ? ", unfinished last line ignored" : "") << " |\n";
+  }
+  out << "\n";
+  if (!plots.made) out << "Plots were skipped: " << plots.skipped_reason << "\n\n";
+
+  const bool energy =
+      std::any_of(a.groups.begin(), a.groups.end(), [](const GroupAnalysis& g) { return g.energy; });
+  out << "| group | batch sizes | jumps | periodic | fastest batch | samples/s |"
+      << (energy ? " most efficient batch | samples/J |" : "") << "\n|---|---|---|---|---:|---:|"
+      << (energy ? "---:|---:|" : "") << "\n";
+  for (const GroupAnalysis& g : a.groups) {
+    std::string jumps;
+    for (const Jump& j : g.jumps.jumps) jumps += (jumps.empty() ? "" : ", ") + jump_name(j);
+    out << "| " << g.label << " | "
+        << (g.points.empty() ? "none"
+                             : std::to_string(g.points.front().batch_size) + "–" +
+                                   std::to_string(g.points.back().batch_size))
+        << " | " << (jumps.empty() ? "none" : jumps) << " | "
+        << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
+                                                         : "no")
+        << " | " << (g.fastest ? std::to_string(g.fastest->batch_size) : "–") << " | "
+        << (g.fastest ? significant(g.fastest->samples_per_s) : "–") << " |";
+    out << (energy ? energy_summary_cells(g) : "") << "\n";
+  }
+  out << "\n";
+  embed_plot(out, plots, dir, "energy_all", "energy per sample of every group with energy");
+  for (const GroupAnalysis& g : a.groups) write_group(out, g, plots, dir);
+  if (!a.comparisons.empty()) {
+    out << "## Comparisons\n\n";
+    for (const Comparison& c : a.comparisons) write_comparison(out, c, plots, dir);
+  }
+  if (!a.microbatch.empty()) write_microbatch(out, a.microbatch);
+  write_environment(out, a);
+  std::vector<std::string> warnings = a.warnings;
+  warnings.insert(warnings.end(), plots.warnings.begin(), plots.warnings.end());
+  if (!warnings.empty()) {
+    out << "## Warnings\n\n";
+    for (const std::string& w : warnings) out << "- " << w << "\n";
+    out << "\n";
+  }
+  out << "How the trend, jumps and periods are found: README, \"How analyze finds jumps\".\n";
+}
+
+void write_terminal_summary(std::ostream& out, const Analysis& a) {
+  for (const GroupAnalysis& g : a.groups) {
+    out << g.label << "\n";
+    if (g.points.empty()) {
+      out << "  nothing measured"
+          << (g.first_oom ? ": out of memory at batch " + std::to_string(*g.first_oom) : "") << "\n";
+      continue;
+    }
+    out << "  batch sizes " << g.points.front().batch_size << "-" << g.points.back().batch_size << ", "
+        << g.points.size() << " measured";
+    if (g.trend) out << "; trend " << significant(g.trend->slope_ms_per_sample) << " ms per extra sample";
+    out << "\n  jumps: ";
+    if (g.jumps.jumps.empty()) out << "none";
+    for (size_t i = 0; i < g.jumps.jumps.size(); ++i) {
+      const Jump& j = g.jumps.jumps[i];
+      out << (i ? ", " : "") << jump_name(j) << " +" << significant(j.delta_pct, 3) << "%";
+    }
+    out << "\n  " << g.periodicity.verdict << "\n";
+    if (const std::string sixteen = multiples_of_16(g.periodicity);
+        !sixteen.empty() && !g.jumps.jumps.empty())
+      out << "  multiples of 16: " << sixteen << "\n";
+    if (g.fastest) {
+      out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
+          << " samples/s";
+      if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
+      out << "\n";
+    }
+    write_energy_terminal(out, g);
+  }
+  for (const Comparison& c : a.comparisons) {
+    for (const SpeedupCurve& s : c.curves) {
+      out << c.workload << ": " << s.label << " vs " << c.baseline_label << ": median speedup "
+          << significant(s.median_speedup, 3) << "x (" << significant(s.min_speedup, 3) << "x at " << s.min_at
+          << " to " << significant(s.max_speedup, 3) << "x at " << s.max_at << ")\n";
+      write_energy_ratio_terminal(out, c, s);
+    }
+  }
+}
+
+}  // namespace batchscope

@@ -1,0 +1,241 @@
+// Experiment files. The top level holds `experiments:` (a list of experiments), optionally
+// `defaults:` (any experiment key except name, applied to every experiment unless the experiment
+// sets it; a key replaces the default's value whole, an optimizer map included) and `device:`
+// (the same as defaults: device). A file with a single experiment may put its keys at the top
+// level instead of under `experiments:`. Experiment keys, with their defaults:
+//   name             "<model>_<phase>_<precision>"; letters, digits, _ - .; unique in the file
+//   model            required; a name from the model registry
+//   input            one sample's shape without the batch dimension: [C, H, W] for images,
+//                    [sequence length] for lstm_lm and transformer, [1, frequency bins, frames]
+//                    for deepspeech2; the model's default input
+//   seq_len          sequence models: the sequence length (tokens, or spectrogram frames), set in
+//                    the input shape
+//   classes          the model's default class count
+//   batch            required; "70", "1:70", "1:64:8", "1:60000:x2" (growing by a factor), "1:max"
+//                    (up to the largest size that fits, found when the sweep starts; "1:max:8",
+//                    "1:max:x2"), "1,8,32", a list [1, 8, 32] or a map {from: 1, to: 70, step: 1}
+//                    (step defaults to 1; factor: 2 instead of step; to: max)
+//   phase            train | infer (train)
+//   optimizer        sgd | momentum | adam, or a map {type: sgd, lr: 0.01, momentum: 0.9,
+//                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8} (sgd); keys the type
+//                    does not use are ignored, except momentum with sgd, which is refused
+//   precision        fp32 | fp16 | bf16 (fp32)
+//   channels_last, cudnn_benchmark   true | false (false)
+//   warmup           untimed steps per batch size, >= 0 (5)
+//   steps            timed steps per batch size, >= 1 (20)
+//   order            ascending | shuffled (ascending)
+//   data             synthetic | mnist | fashion-mnist | a directory of IDX files (synthetic); real
+//                    data sets input to [1, 28, 28] and classes to 10 (image models only)
+//   transfer         excluded | included: whether each step's time includes copying its batch
+//                    from host memory to the device (excluded)
+//   chunk            infer only: forward passes of at most this many samples per step (whole batch)
+//   seed             a whole number >= 0 (0)
+//   device           cpu | cuda | cuda:N | auto (auto); auto is resolved when the sweep runs
+// Command-line overrides replace the key in every experiment, after defaults.
+#include "lib/config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lib/common/errors.h"
+#include "lib/config/experiment_reader.h"
+#include "lib/config/yaml_fields.h"
+#include "models/registry.h"
+
+namespace batchscope {
+
+using yaml_fields::collect;
+using yaml_fields::describe;
+using yaml_fields::Entries;
+using yaml_fields::Entry;
+using yaml_fields::fail;
+using yaml_fields::line_of;
+using yaml_fields::shown;
+using yaml_fields::Where;
+
+namespace {
+
+const std::vector<std::string> kTopKeys = {"experiments", "defaults", "device"};
+
+// yaml-cpp puts an error found at the end of the text on the line after it (an unclosed [ on the
+// last line, say); the last line with content is where the user has to look.
+int error_line(const std::string& text, int mark_line) {
+  int lines = 0, last_with_content = 0;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last_with_content = lines;
+  }
+  return mark_line + 1 > lines ? last_with_content : mark_line + 1;
+}
+
+void check_unique_names(const SweepConfig& sweep, const std::vector<int>& lines) {
+  for (size_t i = 0; i < sweep.experiments.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (sweep.experiments[i].name == sweep.experiments[j].name) {
+        fail({sweep.source, lines[i], ""},
+             "experiment name " + sweep.experiments[i].name + " is already used by the experiment at line " +
+                 std::to_string(lines[j]),
+             "give each experiment a distinct name (the name key)");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string check_device_string(const std::string& device) {
+  if (device == "cpu" || device == "cuda" || device == "auto") return "";
+  const std::string prefix = "cuda:";
+  if (device.size() > prefix.size() && device.compare(0, prefix.size(), prefix) == 0 &&
+      std::all_of(device.begin() + prefix.size(), device.end(),
+                  [](char c) { return c >= '0' && c <= '9'; }) &&
+      device.size() - prefix.size() <= 4) {
+    return "";
+  }
+  return "device " + shown(device) +
+         " is not recognised; use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+}
+
+std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
+                          const std::string& fix) {
+  auto found = e.origins.find(key);
+  if (found == e.origins.end() || found->second.source.empty()) {
+    found = e.origins.find("experiment");
+    if (found == e.origins.end()) return located("experiment " + e.name, 0, problem, fix);
+    // A default the experiment did not set: its own line, and its name where several share a file.
+    const bool named = found->second.line > 0;
+    return located(found->second.source, found->second.line, (named ? found->second.label + ": " : "") + problem,
+                   fix);
+  }
+  const ValueOrigin& o = found->second;
+  const bool option = o.line == 0 && o.label.rfind("--", 0) == 0;
+  return located(o.source, o.line, (option ? o.label + ": " : "") + problem, fix);
+}
+
+SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
+                               const SweepOverrides& overrides) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    fail({source, error_line(yaml_text, e.mark.line), ""}, "the YAML is malformed (" + e.msg + ")",
+         "fix the syntax on this line or the one before");
+  }
+  const std::string no_experiments_fix =
+      "add experiments: with a list of experiments, each with at least model: and batch:";
+  if (root.IsNull()) fail({source, 0, ""}, "the file has no experiments", no_experiments_fix);
+  if (!root.IsMap()) {
+    fail({source, line_of(root), ""}, "the top level is " + describe(root) + " but must be a map of keys",
+         "start with experiments: (or one experiment's keys such as model:)");
+  }
+  std::vector<std::string> top_keys = kTopKeys;
+  for (const std::string& key : kExperimentKeys)
+    if (!std::count(top_keys.begin(), top_keys.end(), key)) top_keys.push_back(key);
+  Entries top;
+  collect(root, source, top_keys, "the top level", top);
+
+  Entries defaults;
+  if (top.count("defaults") && !top.at("defaults").node.IsNull()) {
+    const Entry& d = top.at("defaults");
+    if (!d.node.IsMap())
+      fail(d.where, "defaults is " + describe(d.node) + " but must be a map", "indent keys under it");
+    collect(d.node, source, kExperimentKeys, "defaults", defaults);
+    if (defaults.count("name")) {
+      fail(defaults.at("name").where, "name cannot be a default, since every experiment needs its own",
+           "move name: into the experiments");
+    }
+  }
+  if (top.count("device")) {
+    if (defaults.count("device")) {
+      fail(top.at("device").where, "device is given both here and under defaults:", "keep one of them");
+    }
+    defaults.insert_or_assign("device", top.at("device"));
+  }
+
+  SweepConfig sweep;
+  sweep.source = source;
+  std::vector<int> lines;
+  const auto add = [&](Entries entries, const Where& at) {
+    apply_overrides(overrides, entries);
+    sweep.experiments.push_back(read_experiment(entries, at, overrides));
+    lines.push_back(entries.count("name") ? entries.at("name").where.line : at.line);
+  };
+
+  const auto experiment_key = std::find_if(top.begin(), top.end(), [](const auto& item) {
+    return std::count(kTopKeys.begin(), kTopKeys.end(), item.first) == 0;
+  });
+  if (top.count("experiments")) {
+    if (experiment_key != top.end()) {
+      fail(experiment_key->second.where,
+           experiment_key->first + " cannot sit at the top level beside experiments",
+           "move it under defaults: to apply it to every experiment");
+    }
+    const Entry& list = top.at("experiments");
+    if (list.node.IsNull() || (list.node.IsSequence() && list.node.size() == 0)) {
+      fail(list.where, "experiments is empty", no_experiments_fix);
+    }
+    if (!list.node.IsSequence()) {
+      fail(list.where, "experiments is " + describe(list.node) + " but must be a list",
+           "start each experiment with - on its own line");
+    }
+    for (const YAML::Node& item : list.node) {
+      const Where at{source, line_of(item), ""};
+      if (!item.IsMap()) {
+        fail(at, "an experiment is " + describe(item) + " but must be a map of keys",
+             "write keys like model: vgg16");
+      }
+      Entries entries = defaults;
+      collect(item, source, kExperimentKeys, "an experiment", entries);
+      add(entries, at);
+    }
+  } else {
+    Entries entries = defaults;
+    collect(root, source, kExperimentKeys, "the top level", entries, {"defaults", "device"});
+    if (experiment_key == top.end()) {
+      fail({source, line_of(root), ""}, "the file has no experiments", no_experiments_fix);
+    }
+    add(entries, {source, line_of(root), ""});
+  }
+  check_unique_names(sweep, lines);
+  return sweep;
+}
+
+SweepConfig load_sweep_config(const std::string& path, const SweepOverrides& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UserError(located(path, 0, "this is a directory", "give the path of a YAML experiment file"));
+  }
+  std::ifstream in(path);
+  if (!in) {
+    throw UserError(located(path, 0, std::string("cannot read the file (") + std::strerror(errno) + ")",
+                            "check the path and its permissions"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_sweep_config(text.str(), path, overrides);
+}
+
+SweepConfig sweep_from_overrides(const SweepOverrides& overrides) {
+  if (!overrides.model) {
+    throw UserError(
+        located(kCommandLine, 0, "no model given",
+                "pass --model NAME (one of " + models::known_model_names() + ") or a config file"));
+  }
+  Entries entries;
+  apply_overrides(overrides, entries);
+  SweepConfig sweep;
+  sweep.source = kCommandLine;
+  sweep.experiments.push_back(read_experiment(entries, {kCommandLine, 0, ""}, overrides));
+  return sweep;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,107 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/config/batch_spec.h"
+
+namespace batchscope {
+
+enum class Phase { Train, Infer };
+enum class Precision { FP32, FP16, BF16 };
+enum class OptimizerKind { SGD, Momentum, Adam };
+enum class BatchOrder { Ascending, Shuffled };
+// Whether a step's time includes copying its batch from host memory to the device.
+enum class Transfer { Excluded, Included };
+
+std::string to_string(Phase p);
+std::string to_string(Precision p);
+std::string to_string(OptimizerKind k);
+std::string to_string(BatchOrder o);
+std::string to_string(Transfer t);
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.01;
+  double momentum = 0.9;  // used by momentum
+  double weight_decay = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // used by adam
+};
+
+// Where a value came from: a file and line with its key ("exp.yaml", 12, "batch"), or the command line
+// with its option ("command line", 0, "--batch").
+struct ValueOrigin {
+  std::string source;
+  int line = 0;
+  std::string label;
+};
+
+// One experiment after defaults and overrides are applied: everything a sweep needs.
+struct ExperimentConfig {
+  std::string name;
+  std::string model;
+  std::vector<int64_t> input_shape;  // one sample, no batch dimension
+  int64_t classes = 0;
+  std::vector<int64_t> batch_sizes;  // in the order given (order: shuffled permutes at run time)
+  // batch: FROM:max: the sizes are filled in when the sweep starts, from the largest size that fits.
+  std::optional<BatchToMax> batch_to_max;
+  Phase phase = Phase::Train;
+  OptimizerConfig optimizer;
+  Precision precision = Precision::FP32;
+  bool channels_last = false;
+  bool cudnn_benchmark = false;
+  int warmup_steps = 5;
+  int timed_steps = 20;
+  BatchOrder order = BatchOrder::Ascending;
+  std::string data = "synthetic";  // or mnist, fashion-mnist, or a directory of IDX files
+  Transfer transfer = Transfer::Excluded;
+  int64_t chunk = 0;  // infer: forward passes of at most this many samples per step; 0 = the whole batch
+  uint64_t seed = 0;
+  std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
+  // Where each key's value came from, and under "experiment" where the experiment itself is, so that
+  // checks made once the experiment is resolved can name the file and line. Not in the run record.
+  std::map<std::string, ValueOrigin> origins;
+};
+
+// "FILE:LINE: PROBLEM; FIX." about the value of `key` (or, where it was not given, the experiment).
+std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
+                          const std::string& fix);
+
+nlohmann::json to_json(const ExperimentConfig& e);
+ExperimentConfig experiment_from_json(const nlohmann::json& j);  // inverse of to_json
+
+struct SweepConfig {
+  std::string source;  // the YAML file, or "command line"
+  std::vector<ExperimentConfig> experiments;
+};
+
+// Command-line values that replace the YAML's (or stand alone when no YAML is given).
+struct SweepOverrides {
+  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer;
+  std::optional<std::vector<int64_t>> input_shape;
+  std::optional<int64_t> classes, chunk, seq_len;
+  std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
+  std::optional<uint64_t> seed;
+  std::optional<double> lr;
+  std::optional<bool> channels_last, cudnn_benchmark;
+};
+
+// Reads and validates a YAML experiment file. Every problem throws UserError naming the file, the
+// line and the fix: malformed YAML, unknown keys, wrong types, unknown model (listing the known ones),
+// bad device string, empty or inverted batch ranges, non-positive steps.
+SweepConfig load_sweep_config(const std::string& path, const SweepOverrides& overrides = {});
+// The same from text already in memory; `source` names it in messages.
+SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
+                               const SweepOverrides& overrides = {});
+// A single experiment from the command line alone (--model is required).
+SweepConfig sweep_from_overrides(const SweepOverrides& overrides);
+
+// The accepted device strings: "cpu", "cuda", "cuda:N" and "auto" (the sweep picks one per machine).
+// Returns a sentence on error, empty if fine.
+std::string check_device_string(const std::string& device);
+
+}  // namespace batchscope

@@ -1,0 +1,102 @@
+// The config enums as words, and an experiment as a JSON record and back.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lib/config/config.h"
+#include "lib/config/config_names.h"
+
+namespace batchscope {
+
+std::string to_string(Phase p) { return name_of(kPhases, p); }
+std::string to_string(Precision p) { return name_of(kPrecisions, p); }
+std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
+std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
+std::string to_string(Transfer t) { return name_of(kTransfers, t); }
+
+nlohmann::json to_json(const ExperimentConfig& e) {
+  const OptimizerConfig& o = e.optimizer;
+  nlohmann::json to_max = nullptr;
+  if (e.batch_to_max) {
+    to_max = {
+        {"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
+  }
+  return {{"name", e.name},
+          {"model", e.model},
+          {"input", e.input_shape},
+          {"classes", e.classes},
+          {"batch", e.batch_sizes},
+          {"batch_to_max", to_max},
+          {"phase", to_string(e.phase)},
+          {"optimizer",
+           {{"type", to_string(o.kind)},
+            {"lr", o.lr},
+            {"momentum", o.momentum},
+            {"weight_decay", o.weight_decay},
+            {"betas", {o.beta1, o.beta2}},
+            {"eps", o.eps}}},
+          {"precision", to_string(e.precision)},
+          {"channels_last", e.channels_last},
+          {"cudnn_benchmark", e.cudnn_benchmark},
+          {"warmup", e.warmup_steps},
+          {"steps", e.timed_steps},
+          {"order", to_string(e.order)},
+          {"data", e.data},
+          {"transfer", to_string(e.transfer)},
+          {"chunk", e.chunk},
+          {"seed", e.seed},
+          {"device", e.device}};
+}
+
+ExperimentConfig experiment_from_json(const nlohmann::json& j) {
+  const auto enum_at = [](const nlohmann::json& obj, const char* key, const auto& table) {
+    const std::string text = obj.at(key).template get<std::string>();
+    const auto value = value_of(table, text);
+    if (!value)
+      throw std::invalid_argument(std::string("the experiment record has an unknown ") + key + " " + text);
+    return *value;
+  };
+  try {
+    ExperimentConfig e;
+    e.name = j.at("name").get<std::string>();
+    e.model = j.at("model").get<std::string>();
+    e.input_shape = j.at("input").get<std::vector<int64_t>>();
+    e.classes = j.at("classes").get<int64_t>();
+    e.batch_sizes = j.at("batch").get<std::vector<int64_t>>();
+    if (j.contains("batch_to_max") && !j["batch_to_max"].is_null()) {
+      const nlohmann::json& m = j["batch_to_max"];
+      e.batch_to_max =
+          BatchToMax{m.at("from").get<int64_t>(), m.at("step").get<int64_t>(), m.at("factor").get<double>()};
+    }
+    e.phase = enum_at(j, "phase", kPhases);
+    const nlohmann::json& o = j.at("optimizer");
+    e.optimizer.kind = enum_at(o, "type", kOptimizers);
+    e.optimizer.lr = o.at("lr").get<double>();
+    e.optimizer.momentum = o.at("momentum").get<double>();
+    e.optimizer.weight_decay = o.at("weight_decay").get<double>();
+    const auto betas = o.at("betas").get<std::vector<double>>();
+    if (betas.size() != 2)
+      throw std::invalid_argument("the experiment record's optimizer betas are not two numbers");
+    e.optimizer.beta1 = betas[0];
+    e.optimizer.beta2 = betas[1];
+    e.optimizer.eps = o.at("eps").get<double>();
+    e.precision = enum_at(j, "precision", kPrecisions);
+    e.channels_last = j.at("channels_last").get<bool>();
+    e.cudnn_benchmark = j.at("cudnn_benchmark").get<bool>();
+    e.warmup_steps = j.at("warmup").get<int>();
+    e.timed_steps = j.at("steps").get<int>();
+    e.order = enum_at(j, "order", kOrders);
+    e.data = j.at("data").get<std::string>();
+    // Logs written before transfer and chunk existed ran with the defaults.
+    if (j.contains("transfer")) e.transfer = enum_at(j, "transfer", kTransfers);
+    if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
+    e.seed = j.at("seed").get<uint64_t>();
+    e.device = j.at("device").get<std::string>();
+    return e;
+  } catch (const nlohmann::json::exception& error) {
+    throw std::invalid_argument(std::string("the experiment record is incomplete or malformed (") +
+                                error.what() + ")");
+  }
+}
+
+}  // namespace batchscope

@@ -1,0 +1,406 @@
+// One experiment's entries to an ExperimentConfig; lib/config/config.cpp describes the keys and their defaults.
+#include "lib/config/experiment_reader.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "lib/config/batch_spec.h"
+#include "lib/config/config_names.h"
+#include "lib/common/limits.h"
+#include "models/flop_tally.h"
+#include "models/registry.h"
+
+namespace batchscope {
+
+using yaml_fields::choose_from;
+using yaml_fields::collect;
+using yaml_fields::describe;
+using yaml_fields::Entries;
+using yaml_fields::Entry;
+using yaml_fields::fail;
+using yaml_fields::get_bool;
+using yaml_fields::get_double;
+using yaml_fields::get_int;
+using yaml_fields::get_string;
+using yaml_fields::inside;
+using yaml_fields::join;
+using yaml_fields::shown;
+using yaml_fields::Where;
+
+namespace {
+
+const std::vector<std::string> kOptimizerKeys = {"type", "lr", "momentum", "weight_decay", "betas", "eps"};
+const std::vector<std::string> kBatchKeys = {"from", "to", "step", "factor"};
+
+// A batch entry: the sizes, or a range up to the largest size that fits.
+struct BatchPlan {
+  std::vector<int64_t> sizes;
+  std::optional<BatchToMax> to_max;
+};
+
+template <typename E>
+E get_enum(const Entry& e, const NameTable<E>& table) {
+  const std::string fix = "use " + join(names(table), " or ");
+  const std::optional<E> value = value_of(table, get_string(e, fix));
+  if (!value) fail(e.where, e.where.label + " " + shown(e.node.Scalar()) + " is not recognised", fix);
+  return *value;
+}
+
+BatchPlan get_batch(const Entry& e) {
+  const std::string fix =
+      "write batch as 1:70, 1:64:8, 1:60000:x2, 1:max, 1,8,32, [1, 8, 32] or {from: 1, to: 70, step: 1} "
+      "(to: max, factor: 2 also work)";
+  if (e.node.IsScalar()) {
+    try {
+      if (auto to_max = parse_batch_to_max(e.node.Scalar())) return {{}, to_max};
+      return {parse_batch_spec(e.node.Scalar()), std::nullopt};
+    } catch (const std::invalid_argument& error) {
+      fail(e.where, e.where.label + " " + error.what(), "");
+    }
+  }
+  if (e.node.IsSequence() && e.node.size() > 0) {
+    std::vector<int64_t> sizes;
+    for (const YAML::Node& element : e.node) {
+      const Entry size{element, inside(e.where, element, "batch size")};
+      sizes.push_back(get_int(size, 1, limits::kMaxBatchSize, "give batch sizes of 1 to " + std::to_string(limits::kMaxBatchSize)));
+      if (std::count(sizes.begin(), sizes.end(), sizes.back()) > 1) {
+        fail(size.where, "batch size " + std::to_string(sizes.back()) + " is listed twice",
+             "give each size once");
+      }
+    }
+    return {sizes, std::nullopt};
+  }
+  if (!e.node.IsMap()) {
+    fail(e.where, e.where.label + " is " + (e.node.IsSequence() ? "an empty list" : describe(e.node)), fix);
+  }
+  Entries range;
+  collect(e.node, e.where.source, kBatchKeys, "batch", range);
+  for (const char* key : {"from", "to"}) {
+    if (!range.count(key)) fail(e.where, "batch has no " + std::string(key), fix);
+  }
+  const std::string sizes = "give sizes of 1 to " + std::to_string(limits::kMaxBatchSize);
+  const int64_t from = get_int(range.at("from"), 1, limits::kMaxBatchSize, sizes);
+  const int64_t step = range.count("step") ? get_int(range.at("step"), 1, limits::kMaxBatchSize,
+                                                     "give a step of 1 to " + std::to_string(limits::kMaxBatchSize))
+                                           : 1;
+  double factor = 0;
+  if (range.count("factor")) {
+    if (range.count("step"))
+      fail(range.at("factor").where, "batch has both step and factor", "give one of them");
+    factor = get_double(range.at("factor"), 1, false, INFINITY, "give a factor above 1, e.g. factor: 2");
+  }
+  const Entry& to_entry = range.at("to");
+  if (to_entry.node.IsScalar() && to_entry.node.Scalar() == "max") {
+    return {{}, BatchToMax{from, step, factor}};
+  }
+  const int64_t to = get_int(to_entry, 1, limits::kMaxBatchSize, sizes + ", or max for the largest size that fits");
+  if (from > to)
+    fail(e.where, "batch from " + std::to_string(from) + " to " + std::to_string(to) + " is inverted",
+         "give from <= to");
+  try {
+    if (factor > 0) return {batch_geometric(from, to, factor), std::nullopt};
+    return {batch_range(from, to, step), std::nullopt};
+  } catch (const std::invalid_argument& error) {
+    fail(e.where, e.where.label + " " + error.what(), "");
+  }
+}
+
+std::string sequence_model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : models::all_models()) {
+    if (m.sequence_axis >= 0) names.push_back(m.name);
+  }
+  return join(names);
+}
+
+std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
+  std::vector<std::string> dims;
+  for (int64_t d : spec.default_input) dims.push_back(std::to_string(d));
+  const std::string fix = "give " + std::to_string(dims.size()) + " sizes of 1 to " +
+                          std::to_string(limits::kMaxDimension) + " without the batch dimension, like " +
+                          spec.name + "'s default [" + join(dims) + "]";
+  if (!e.node.IsSequence())
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a list", fix);
+  std::vector<int64_t> shape;
+  for (const YAML::Node& element : e.node) {
+    shape.push_back(get_int(Entry{element, inside(e.where, element, e.where.label + " size")}, 1,
+                            limits::kMaxDimension, fix));
+  }
+  if (shape.size() != spec.default_input.size()) {
+    fail(e.where, e.where.label + " has " + std::to_string(shape.size()) + " sizes for " + spec.name, fix);
+  }
+  return shape;
+}
+
+OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
+  OptimizerConfig opt;
+  const auto found = entries.find("optimizer");
+  if (found != entries.end() && found->second.node.IsMap()) {
+    const Entry& e = found->second;
+    Entries keys;
+    collect(e.node, e.where.source, kOptimizerKeys, "optimizer", keys);
+    if (keys.count("type")) opt.kind = get_enum(keys.at("type"), kOptimizers);
+    // Keys another type uses are kept and ignored, so one optimizer map can serve every type; only
+    // momentum under plain sgd is refused, since it reads as SGD with momentum and would not be.
+    if (keys.count("momentum") && opt.kind == OptimizerKind::SGD) {
+      fail(keys.at("momentum").where, "momentum does not apply to optimizer sgd",
+           "set type: momentum for SGD with momentum, or remove momentum");
+    }
+    if (keys.count("lr"))
+      opt.lr = get_double(keys.at("lr"), 0, false, INFINITY, "give a learning rate above 0");
+    if (keys.count("momentum")) {
+      opt.momentum =
+          get_double(keys.at("momentum"), 0, true, 1, "give a momentum from 0 up to (not including) 1");
+    }
+    if (keys.count("weight_decay")) {
+      opt.weight_decay =
+          get_double(keys.at("weight_decay"), 0, true, INFINITY, "give a weight_decay of 0 or more");
+    }
+    if (keys.count("eps")) opt.eps = get_double(keys.at("eps"), 0, false, INFINITY, "give an eps above 0");
+    if (keys.count("betas")) {
+      const Entry& betas = keys.at("betas");
+      const std::string fix = "give two numbers from 0 up to (not including) 1, like [0.9, 0.999]";
+      if (!betas.node.IsSequence())
+        fail(betas.where, "betas is " + describe(betas.node) + " but must be a list", fix);
+      if (betas.node.size() != 2) {
+        fail(betas.where, "betas must hold two numbers, not " + std::to_string(betas.node.size()), fix);
+      }
+      opt.beta1 =
+          get_double(Entry{betas.node[0], inside(betas.where, betas.node[0], "beta1")}, 0, true, 1, fix);
+      opt.beta2 =
+          get_double(Entry{betas.node[1], inside(betas.where, betas.node[1], "beta2")}, 0, true, 1, fix);
+    }
+  } else if (found != entries.end()) {
+    opt.kind = get_enum(found->second, kOptimizers);
+  }
+  if (o.optimizer)
+    opt.kind = get_enum(Entry{YAML::Node(*o.optimizer), {kCommandLine, 0, "--optimizer"}}, kOptimizers);
+  if (o.lr) {
+    opt.lr = get_double(Entry{YAML::Node(*o.lr), {kCommandLine, 0, "--lr"}}, 0, false, INFINITY,
+                        "give a learning rate above 0");
+  }
+  return opt;
+}
+
+// One sample's elements and the largest batch's, multiplied without overflow, within the limits.
+void check_products(const ExperimentConfig& c, const Entries& entries, const Where& at) {
+  const auto where_of = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      if (entries.count(key)) return entries.at(key).where;
+    }
+    return at;
+  };
+  int64_t elements = 1;
+  for (const int64_t d : c.input_shape) {
+    if (__builtin_mul_overflow(elements, d, &elements) || elements > limits::kMaxSampleElements) {
+      fail(where_of({"input", "seq_len"}),
+           "one sample of " + models::shape_text(c.input_shape) + " has more than " +
+               std::to_string(limits::kMaxSampleElements) + " elements, the most accepted",
+           "give a smaller input");
+    }
+  }
+  int64_t largest = c.batch_to_max ? c.batch_to_max->from : 1;
+  for (const int64_t b : c.batch_sizes) largest = std::max(largest, b);
+  int64_t batch_elements = 0;
+  if (__builtin_mul_overflow(largest, elements, &batch_elements) || batch_elements > limits::kMaxBatchElements) {
+    fail(where_of({"batch"}),
+         "batch size " + std::to_string(largest) + " of " + models::shape_text(c.input_shape) + " samples holds " +
+             "more than " + std::to_string(limits::kMaxBatchElements) + " elements, the most accepted",
+         "give batch sizes up to " + std::to_string(limits::kMaxBatchElements / elements));
+  }
+}
+
+}  // namespace
+
+void apply_overrides(const SweepOverrides& o, Entries& into) {
+  const auto put = [&](const char* key, const char* flag, const YAML::Node& value) {
+    into.insert_or_assign(key, Entry{value, Where{kCommandLine, 0, flag}});
+  };
+  if (o.model) put("model", "--model", YAML::Node(*o.model));
+  if (o.device) put("device", "--device", YAML::Node(*o.device));
+  if (o.batch) put("batch", "--batch", YAML::Node(*o.batch));
+  if (o.phase) put("phase", "--phase", YAML::Node(*o.phase));
+  if (o.precision) put("precision", "--precision", YAML::Node(*o.precision));
+  if (o.order) put("order", "--order", YAML::Node(*o.order));
+  if (o.data) put("data", "--data", YAML::Node(*o.data));
+  if (o.transfer) put("transfer", "--transfer", YAML::Node(*o.transfer));
+  if (o.chunk) put("chunk", "--chunk", YAML::Node(*o.chunk));
+  if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
+  if (o.seq_len) put("seq_len", "--seq-len", YAML::Node(*o.seq_len));
+  if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
+  if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
+  if (o.timed_steps) put("steps", "--steps", YAML::Node(*o.timed_steps));
+  if (o.seed) put("seed", "--seed", YAML::Node(*o.seed));
+  if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
+  if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
+}
+
+namespace {
+
+// The entries of one experiment, looked up by key.
+struct Keys {
+  const Entries& entries;
+  bool has(const char* key) const { return entries.count(key) > 0; }
+  const Entry& operator[](const char* key) const { return entries.at(key); }
+};
+
+// model: required, and one of the zoo's.
+const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, ExperimentConfig& c) {
+  if (!k.has("model")) {
+    fail(at, cli ? "no model given" : "the experiment has no model",
+         std::string(cli ? "pass --model NAME" : "add model: NAME") + " with one of " +
+             models::known_model_names());
+  }
+  c.model = get_string(k["model"], "give a model name");
+  const models::ModelSpec* spec = models::find_model(c.model);
+  if (!spec) {
+    std::vector<std::string> known;
+    for (const auto& m : models::all_models()) known.push_back(m.name);
+    fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
+         choose_from(c.model, known, "known models"));
+  }
+  return *spec;
+}
+
+// input, seq_len and classes, each defaulting to the model's own.
+void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
+  c.input_shape = k.has("input") ? get_input(k["input"], spec) : spec.default_input;
+  if (k.has("seq_len")) {
+    const Entry& e = k["seq_len"];
+    if (spec.sequence_axis < 0) {
+      fail(e.where, spec.name + " takes no sequences, so " + e.where.label + " does not apply",
+           "remove it, or use a sequence model: " + sequence_model_names());
+    }
+    const auto axis = static_cast<std::size_t>(spec.sequence_axis);
+    c.input_shape[axis] = get_int(e, 1, limits::kMaxDimension,
+                                  "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) +
+                                      ", e.g. " + std::to_string(spec.default_input[axis]));
+  }
+  c.classes = k.has("classes") ? get_int(k["classes"], 1, limits::kMaxClasses,
+                                         "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")
+                               : spec.default_classes;
+}
+
+// data: synthetic, or a dataset of 28x28 grey images of 10 classes, which then fixes input and classes.
+void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
+  const Entry& e = k["data"];
+  const std::string kinds = "use synthetic, mnist, fashion-mnist or a directory of IDX files";
+  c.data = get_string(e, kinds);
+  if (c.data.empty()) fail(e.where, e.where.label + " is empty", kinds);
+  std::error_code ec;
+  if (c.data != "synthetic" && c.data != "mnist" && c.data != "fashion-mnist" &&
+      !std::filesystem::is_directory(c.data, ec)) {
+    fail(e.where,
+         e.where.label + " " + shown(c.data) +
+             " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
+         "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
+  }
+  if (c.data == "synthetic") return;
+  if (spec.input_kind != models::InputKind::Image) {
+    fail(e.where,
+         spec.name + " takes " + models::input_kind_name(spec.input_kind) + ", not the images of " + shown(c.data),
+         "use data: synthetic for " + spec.name);
+  }
+  const std::vector<int64_t> image{1, 28, 28};
+  if (k.has("input") && c.input_shape != image) {
+    fail(k["input"].where, k["input"].where.label + " is not 1x28x28, the shape of " + c.data + " images",
+         "leave input out (or give [1, 28, 28]) for data: " + c.data);
+  }
+  if (k.has("classes") && c.classes != 10) {
+    fail(k["classes"].where, k["classes"].where.label + " is not 10, the classes of " + c.data,
+         "leave classes out (or give 10) for data: " + c.data);
+  }
+  c.input_shape = image;
+  c.classes = 10;
+}
+
+uint64_t get_seed(const Entry& e) {
+  uint64_t seed = 0;
+  const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a whole number of 0 or more",
+         "give a seed such as 0");
+  }
+  return seed;
+}
+
+std::string get_device(const Entry& e) {
+  const std::string fix = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+  const std::string device = get_string(e, fix);
+  if (!check_device_string(device).empty())
+    fail(e.where, e.where.label + " " + shown(device) + " is not recognised", fix);
+  return device;
+}
+
+std::string get_name(const Entry& e) {
+  const std::string name = get_string(e, "give a name such as vgg16_train");
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+  if (!ok) fail(e.where, "name " + shown(name) + " is not usable as a name", "use only letters, digits, _, - and .");
+  return name;
+}
+
+}  // namespace
+
+ExperimentConfig read_experiment(const Entries& entries, const Where& at, const SweepOverrides& overrides) {
+  const bool cli = at.source == kCommandLine;
+  const Keys k{entries};
+  ExperimentConfig c;
+  const models::ModelSpec& spec = read_model(k, at, cli, c);
+  read_shape(k, spec, c);
+
+  if (!k.has("batch")) {
+    fail(at, cli ? "no batch sizes given" : "the experiment has no batch sizes",
+         cli ? "pass --batch such as --batch 1:64" : "add batch: such as batch: 1:64");
+  }
+  BatchPlan batch = get_batch(k["batch"]);
+  c.batch_sizes = std::move(batch.sizes);
+  c.batch_to_max = batch.to_max;
+  check_products(c, entries, at);
+
+  if (k.has("phase")) c.phase = get_enum(k["phase"], kPhases);
+  if (k.has("precision")) c.precision = get_enum(k["precision"], kPrecisions);
+  if (k.has("order")) c.order = get_enum(k["order"], kOrders);
+  c.optimizer = get_optimizer(entries, overrides);
+  if (k.has("channels_last")) c.channels_last = get_bool(k["channels_last"]);
+  if (k.has("cudnn_benchmark")) c.cudnn_benchmark = get_bool(k["cudnn_benchmark"]);
+  if (k.has("warmup")) {
+    c.warmup_steps = static_cast<int>(get_int(k["warmup"], 0, limits::kMaxSteps,
+                                              "give 0 to " + std::to_string(limits::kMaxSteps) + " warm-up steps"));
+  }
+  if (k.has("steps")) {
+    c.timed_steps =
+        static_cast<int>(get_int(k["steps"], 1, limits::kMaxSteps,
+                                 "give 1 to " + std::to_string(limits::kMaxSteps) + " timed steps per batch size"));
+  }
+  if (k.has("data")) read_data(k, spec, c);
+  if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
+  if (k.has("chunk")) {
+    c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
+                      "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
+    if (c.phase != Phase::Infer)
+      fail(k["chunk"].where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
+  }
+  if (k.has("seed")) c.seed = get_seed(k["seed"]);
+  if (k.has("device")) c.device = get_device(k["device"]);
+  c.name = k.has("name") ? get_name(k["name"]) : c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
+
+  for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};
+  c.origins["experiment"] = {at.source, at.line, "experiment " + c.name};
+  return c;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,158 @@
+#include "lib/config/yaml_fields.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+#include "lib/common/errors.h"
+
+namespace batchscope::yaml_fields {
+namespace {
+
+// Names people reach for from other tools, too far from ours for the edit distance to catch.
+const std::map<std::string, std::string> kAliases = {
+    {"batch_size", "batch"},    {"batch_sizes", "batch"},
+    {"batches", "batch"},       {"input_shape", "input"},
+    {"shape", "input"},         {"num_classes", "classes"},
+    {"dtype", "precision"},     {"mode", "phase"},
+    {"iterations", "steps"},    {"timed_steps", "steps"},
+    {"warmup_steps", "warmup"}, {"learning_rate", "lr"},
+    {"optim", "optimizer"},     {"experiment", "experiments"},
+    {"default", "defaults"}};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+[[noreturn]] void fail(const Where& where, const std::string& problem, const std::string& fix) {
+  throw UserError(located(where.source, where.line, problem, fix));
+}
+
+int line_of(const YAML::Node& node) {
+  const YAML::Mark mark = node.Mark();
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+Where inside(const Where& parent, const YAML::Node& node, const std::string& label) {
+  return {parent.source, parent.line == 0 ? 0 : line_of(node), label};
+}
+
+std::string shown(const std::string& text) {
+  const bool plain = !text.empty() && text.find_first_of(" \t") == std::string::npos;
+  return plain ? text : "\"" + text + "\"";
+}
+
+std::string describe(const YAML::Node& node) {
+  if (node.IsNull()) return "empty";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a map";
+  return shown(node.Scalar());
+}
+
+std::string join(const std::vector<std::string>& words, const std::string& last) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += i + 1 == words.size() ? last : ", ";
+    out += words[i];
+  }
+  return out;
+}
+
+std::string choose_from(const std::string& word, const std::vector<std::string>& accepted,
+                        const std::string& what) {
+  std::string best;
+  const auto alias = kAliases.find(word);
+  if (alias != kAliases.end() && std::count(accepted.begin(), accepted.end(), alias->second))
+    best = alias->second;
+  size_t best_distance = 3;
+  for (const std::string& candidate : accepted) {
+    const size_t d = edit_distance(word, candidate);
+    if (best.empty() && d < best_distance) best = candidate, best_distance = d;
+  }
+  if (best.empty()) return "use one of the " + what + ": " + join(accepted);
+  return "did you mean " + best + " (" + what + ": " + join(accepted) + ")";
+}
+
+std::string get_string(const Entry& e, const std::string& fix) {
+  if (!e.node.IsScalar())
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a word", fix);
+  return e.node.Scalar();
+}
+
+int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix) {
+  int64_t value = 0;
+  const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range && ptr == text.data() + text.size()) {
+    fail(e.where, e.where.label + " " + text + " is too large", fix);
+  }
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size()) {
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a whole number", fix);
+  }
+  if (value < min || value > max) {
+    fail(e.where, e.where.label + " " + text + (value < min ? " is too small" : " is too large"), fix);
+  }
+  return value;
+}
+
+double get_double(const Entry& e, double min, bool min_allowed, double max, const std::string& fix) {
+  const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
+  char* end = nullptr;
+  const double value = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a number", fix);
+  }
+  if (value < min || (value == min && !min_allowed) || value >= max) {
+    fail(e.where, e.where.label + " " + text + (value >= max ? " is too large" : " is too small"), fix);
+  }
+  return value;
+}
+
+bool get_bool(const Entry& e) {
+  bool value = false;
+  if (!e.node.IsScalar() || !YAML::convert<bool>::decode(e.node, value)) {
+    fail(e.where, e.where.label + " is " + describe(e.node) + " but must be true or false",
+         "write true or false");
+  }
+  return value;
+}
+
+void collect(const YAML::Node& map, const std::string& source, const std::vector<std::string>& accepted,
+             const std::string& context, Entries& into, const std::set<std::string>& skip) {
+  std::map<std::string, int> seen;
+  for (const auto& item : map) {
+    const Where key_at{source, line_of(item.first), ""};
+    if (!item.first.IsScalar())
+      fail(key_at, "a key in " + context + " is not a plain word", "write key: value");
+    const std::string key = item.first.Scalar();
+    if (seen.count(key)) {
+      fail(key_at,
+           key + " appears twice in " + context + " (first at line " + std::to_string(seen[key]) + ")",
+           "keep one of them");
+    }
+    seen[key] = key_at.line;
+    if (skip.count(key)) continue;
+    if (!std::count(accepted.begin(), accepted.end(), key)) {
+      fail(key_at, "unknown key " + shown(key) + " in " + context,
+           choose_from(key, accepted, "accepted keys"));
+    }
+    const int value_line = item.second.IsNull() ? key_at.line : line_of(item.second);
+    into.insert_or_assign(key, Entry{item.second, Where{source, value_line, key}});
+  }
+}
+
+}  // namespace batchscope::yaml_fields

@@ -1,0 +1,138 @@
+#include "lib/device/environment.h"
+
+#include <sys/utsname.h>
+#include <torch/torch.h>
+#include <torch/version.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "lib/device/gpu.h"
+
+namespace batchscope {
+namespace {
+
+std::string read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(" \t", colon + 1));
+    }
+  }
+  return "unknown";
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
+}  // namespace
+
+int pcie_generation_from_speed(const std::string& speed) {
+  const double gts = std::atof(speed.c_str());
+  // Per-lane rates of PCIe generations 1 to 6.
+  const double rates[] = {2.5, 5.0, 8.0, 16.0, 32.0, 64.0};
+  for (int g = 0; g < 6; ++g) {
+    if (gts > rates[g] * 0.95 && gts < rates[g] * 1.05) return g + 1;
+  }
+  return 0;
+}
+
+nlohmann::json pcie_link_from_sysfs(const std::string& bus_id, const std::string& sysfs_root) {
+  const std::string dir = sysfs_root + "/" + bus_id + "/";
+  const std::string speed = read_first_line(dir + "current_link_speed");
+  const std::string width = read_first_line(dir + "current_link_width");
+  if (speed.empty() || width.empty()) return nlohmann::json::object();
+  return {{"speed", speed},
+          {"generation", pcie_generation_from_speed(speed)},
+          {"width", std::atoi(width.c_str())}};
+}
+
+std::string iso8601_utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+nlohmann::json collect_environment() {
+  utsname os{};
+  uname(&os);
+  nlohmann::json env = {
+      {"host", host_name()},
+      {"os", std::string(os.sysname) + " " + os.release + " " + os.machine},
+      {"batchscope_version", BATCHSCOPE_VERSION},
+      {"libtorch_version", TORCH_VERSION},
+      {"cuda_in_libtorch", gpu::built_with_cuda()},
+      {"cuda_runtime_version", gpu::cuda_runtime_version()},
+      {"cudnn_version", gpu::cudnn_version()},
+      {"cpu",
+       {{"model", cpu_model()},
+        {"logical_cores", std::thread::hardware_concurrency()},
+        {"torch_threads", torch::get_num_threads()},
+        {"torch_interop_threads", torch::get_num_interop_threads()}}},
+  };
+  nlohmann::json gpus = nlohmann::json::array();
+  for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
+  env["gpus"] = gpus;
+  return env;
+}
+
+std::string format_environment(const nlohmann::json& env) {
+  std::ostringstream out;
+  out << "host:          " << env.value("host", "") << "\n"
+      << "os:            " << env.value("os", "") << "\n"
+      << "batchscope:    " << env.value("batchscope_version", "") << "\n"
+      << "libtorch:      " << env.value("libtorch_version", "")
+      << (env.value("cuda_in_libtorch", false) ? " (with CUDA)" : " (CPU only)") << "\n";
+  if (!env.value("cuda_runtime_version", "").empty())
+    out << "cuda runtime:  " << env["cuda_runtime_version"].get<std::string>() << "\n";
+  if (!env.value("cudnn_version", "").empty())
+    out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
+  const auto& cpu = env.at("cpu");
+  out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0)
+      << " logical cores, " << cpu.value("torch_threads", 0) << " torch threads\n";
+  if (env.at("gpus").empty()) out << "gpus:          none\n";
+  for (const auto& g : env.at("gpus")) {
+    out << "gpu " << g.value("index", 0) << ":         " << g.value("name", "") << ", "
+        << g.value("total_memory_bytes", int64_t{0}) / (1024 * 1024) << " MiB, " << g.value("sm_count", 0)
+        << " SMs, compute " << g.value("compute_capability", "");
+    if (g.contains("pcie") && g["pcie"].contains("generation")) {
+      out << ", PCIe gen " << g["pcie"]["generation"].get<int>() << " x" << g["pcie"]["width"].get<int>();
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string make_run_id() {
+  std::random_device seed;
+  std::mt19937_64 rng(seed());
+  char suffix[9];
+  std::snprintf(suffix, sizeof suffix, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
+  std::string time = iso8601_utc_now();
+  for (char& c : time) {
+    if (c == ':' || c == '-') c = '_';
+  }
+  return time + "-" + suffix;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,358 @@
+#include "lib/microbatch/microbatch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/device/gpu.h"
+#include "lib/microbatch/gradient_accumulation.h"
+#include "lib/timing/step_runner.h"
+#include "lib/timing/step_timer.h"
+#include "models/splittable_conv.h"
+
+namespace batchscope {
+namespace {
+
+int device_index(const torch::Device& device) { return device.has_index() ? device.index() : 0; }
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) gpu::synchronize(device_index(device));
+}
+
+void reset_peak(const torch::Device& device) {
+  if (device.is_cuda()) {
+    gpu::reset_peak_memory(device_index(device));
+  } else if (cpu_memory::installed()) {
+    cpu_memory::reset_peak();
+  }
+}
+
+std::optional<int64_t> peak(const torch::Device& device) {
+  if (device.is_cuda()) return gpu::peak_memory_bytes(device_index(device));
+  if (cpu_memory::installed()) return cpu_memory::peak_bytes();
+  return std::nullopt;
+}
+
+// A synthetic batch of the model's kind (images, tokens, spectrograms), made on the host and copied.
+models::Batch device_batch(const models::ModelSpec& spec, int64_t batch,
+                           const std::vector<int64_t>& sample_shape, int64_t classes,
+                           const torch::Device& device) {
+  const models::Batch host = spec.synthetic_batch(batch, sample_shape, classes);
+  return {host.inputs.to(device), host.targets.to(device)};
+}
+
+std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& sample_shape) {
+  std::vector<int64_t> shape{batch};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  return shape;
+}
+
+// Runs `work` warmup times untimed, then `repeats` times each between its own timestamps, with
+// `before` (untimed) ahead of every run and the device synchronised after each.
+std::vector<double> time_runs(const torch::Device& device, int warmup, int repeats,
+                              const std::function<void()>& before, const std::function<void()>& work) {
+  for (int i = 0; i < warmup; ++i) {
+    before();
+    work();
+  }
+  synchronize(device);
+  auto timer = make_step_timer(device);
+  timer->reserve(repeats);
+  for (int i = 0; i < repeats; ++i) {
+    before();
+    timer->start(i);
+    work();
+    timer->stop(i);
+    synchronize(device);
+  }
+  std::vector<double> times(static_cast<size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) times[static_cast<size_t>(i)] = timer->elapsed_ms(i);
+  return times;
+}
+
+LayerCost cost_entry(const std::string& name, const std::vector<int64_t>& shape, int64_t size,
+                     const std::vector<double>& times) {
+  const Summary s = summarize(times);
+  return {name, shape, size, s.median, s.p10, s.p90};
+}
+
+// Dropout off for its lifetime, so that only batch statistics can tell a split from the whole.
+}  // namespace
+
+const char* const kWorkspaceLimitNote =
+    "LibTorch's C++ API exposes no cuDNN workspace limit, so micro-batching here cannot trade workspace "
+    "as mu-cuDNN does; cuDNN chooses within its default workspace (cudnn_benchmark decides whether it "
+    "searches). PyTorch documents CUDNN_CONV_WSCAP_DBG for the workspace of its cuDNN v8 API path; its "
+    "value is recorded when set.";
+
+std::optional<std::string> cudnn_workspace_cap_env() {
+  const char* value = std::getenv("CUDNN_CONV_WSCAP_DBG");
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+std::string to_string(MicroBatchMode mode) { return mode == MicroBatchMode::Layer ? "layer" : "model"; }
+
+std::vector<int64_t> candidate_sizes(const std::vector<MicroBatchPolicy>& policies, int64_t batch) {
+  std::set<int64_t> sizes;
+  for (MicroBatchPolicy p : policies) {
+    for (int64_t s : candidate_sizes(p, batch)) sizes.insert(s);
+  }
+  return {sizes.begin(), sizes.end()};
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inputs(
+    models::Network& network, const std::vector<int64_t>& sample_shape, const torch::Device& device,
+    int64_t sample_batch) {
+  auto convs = models::convolutions(network);
+  for (auto& [name, conv] : convs) conv->record_input_shape(true);
+  {
+    torch::NoGradGuard no_grad;
+    network.forward(torch::randn(with_batch(sample_batch, sample_shape), torch::TensorOptions(device)));
+  }
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  for (auto& [name, conv] : convs) {
+    conv->record_input_shape(false);
+    out.emplace_back(name, conv->input_shape());
+  }
+  return out;
+}
+
+CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
+                                    const torch::Device& device, const std::vector<int64_t>& sizes,
+                                    int warmup, int repeats) {
+  const auto shapes = record_convolution_inputs(network, sample_shape, device);
+  CostMeasurement out;
+  for (auto& named : models::convolutions(network)) {
+    const std::string& name = named.first;
+    auto& conv = named.second;  // a plain reference, so the timed lambdas can capture it
+    const std::vector<int64_t>& shape = conv->input_shape();
+    const std::vector<int64_t> saved = conv->micro_batches();
+    conv->set_micro_batches({});
+    CostTable table{name, {}};
+    for (int64_t m : sizes) {
+      const auto options = torch::TensorOptions(device).dtype(conv->weight.scalar_type());
+      torch::Tensor x = torch::randn(with_batch(m, shape), options).requires_grad_(true);
+      torch::Tensor grad;
+      {
+        torch::NoGradGuard no_grad;
+        grad = torch::randn_like(conv->forward(x));
+      }
+      const auto times = time_runs(
+          device, warmup, repeats,
+          [&] {
+            x.mutable_grad().reset();
+            clear_gradients(*conv);
+          },
+          [&] { conv->forward(x).backward(grad); });
+      out.entries.push_back(cost_entry(name, shape, m, times));
+      table.ms[m] = out.entries.back().median_ms;
+    }
+    clear_gradients(*conv);
+    conv->set_micro_batches(saved);
+    out.tables.push_back(table);
+  }
+  return out;
+}
+
+CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
+                                    const std::vector<int64_t>& sample_shape, int64_t classes,
+                                    const torch::Device& device, const std::vector<int64_t>& sizes,
+                                    int warmup, int repeats) {
+  CostMeasurement out;
+  CostTable table{"model", {}};
+  // Batch norm cannot train on one value per channel: micro-batches below that size are never run.
+  const int64_t smallest = models::smallest_train_batch(spec, sample_shape, classes);
+  for (int64_t m : sizes) {
+    if (m < smallest) {
+      out.skipped.push_back("micro-batch " + std::to_string(m) + ": below " + std::to_string(smallest) +
+                            ", the smallest batch " + spec.name + " can train at on this input (batch norm)");
+      continue;
+    }
+    const models::Batch batch = device_batch(spec, m, sample_shape, classes, device);
+    const torch::Tensor& x = batch.inputs;
+    const torch::Tensor& y = batch.targets;
+    try {
+      const auto times = time_runs(
+          device, warmup, repeats, [&] { clear_gradients(network); },
+          [&] { network.loss(network.forward(x), y).backward(); });
+      out.entries.push_back(cost_entry("model", sample_shape, m, times));
+      table.ms[m] = out.entries.back().median_ms;
+    } catch (const c10::Error& error) {
+      out.skipped.push_back("micro-batch " + std::to_string(m) + ": " + error.what_without_backtrace());
+    }
+  }
+  clear_gradients(network);
+  out.tables.push_back(table);
+  return out;
+}
+
+std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy) {
+  std::vector<SplitPlan> plans;
+  for (const CostTable& table : costs.tables) plans.push_back(plan_split(table, batch, policy));
+  return plans;
+}
+
+void apply_plans(models::Network& network, const std::vector<SplitPlan>& plans) {
+  for (auto& [name, conv] : models::convolutions(network)) {
+    const std::string& wanted = name;
+    const auto plan =
+        std::find_if(plans.begin(), plans.end(), [&](const SplitPlan& p) { return p.name == wanted; });
+    TORCH_CHECK(plan != plans.end(), "no micro-batch plan for convolution ", name);
+    conv->set_micro_batches(plan->split);
+  }
+}
+
+void clear_micro_batches(models::Network& network) {
+  for (auto& [name, conv] : models::convolutions(network)) conv->set_micro_batches({});
+}
+
+}  // namespace batchscope
+
+namespace batchscope {
+namespace {
+
+struct PairedSteps {
+  MeasuredSteps undivided, planned;
+};
+
+// Alternates single undivided and planned steps, so that drift (clocks, allocator, caches) falls on
+// both alike; `configure(planned)` switches between them outside the timed region, `step()` times one.
+PairedSteps paired_steps(const torch::Device& device, const MicroBatchOptions& o,
+                         const std::function<void(bool)>& configure, const std::function<double()>& step) {
+  for (bool planned : {false, true}) {
+    configure(planned);
+    for (int i = 0; i < o.warmup; ++i) step();
+  }
+  std::vector<double> times[2];
+  std::optional<int64_t> peaks[2];
+  for (int i = 0; i < o.steps; ++i) {
+    for (int planned = 0; planned < 2; ++planned) {
+      configure(planned == 1);
+      synchronize(device);
+      reset_peak(device);
+      times[planned].push_back(step());
+      const auto p = peak(device);
+      if (p) peaks[planned] = std::max(peaks[planned].value_or(0), *p);
+    }
+  }
+  return {{summarize(times[0]), peaks[0]}, {summarize(times[1]), peaks[1]}};
+}
+
+void check_options(const ExperimentConfig& e, const MicroBatchOptions& o) {
+  auto refuse = [](const std::string& text) { throw std::invalid_argument(text); };
+  if (o.batch < 1) refuse("the mini-batch to split must hold 1 sample or more");
+  if (o.policies.empty()) refuse("no micro-batch policy given");
+  if (o.steps < 1) refuse("at least one timed step is needed");
+  if (o.repeats < 1) refuse("at least one timed run per cost is needed");
+  if (o.warmup < 0) refuse("warm-up runs cannot be negative");
+  if (e.phase != Phase::Train) refuse("micro-batching is planned for training steps (phase train)");
+}
+
+}  // namespace
+
+MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const MicroBatchOptions& o) {
+  check_options(experiment, o);
+  MicroBatchStudy study;
+  study.experiment = experiment;
+  study.experiment.batch_sizes = {o.batch};
+  study.experiment.warmup_steps = o.warmup;
+  study.experiment.timed_steps = o.steps;
+  study.options = o;
+  const torch::Device device(experiment.device);
+  study.timer_method = make_step_timer(device)->method();
+  Workload workload(study.experiment, device);
+  models::Network& network = workload.network();
+  study.batch_norm = has_batch_norm(network);
+  const bool layer = o.mode == MicroBatchMode::Layer;
+
+  if (layer && models::convolutions(network).empty()) {
+    throw std::invalid_argument("layer mode splits convolution layers and " + experiment.model +
+                                " has none; use --mode model (gradient accumulation)");
+  }
+  const models::ModelSpec* spec = models::find_model(experiment.model);
+  TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");
+
+  const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
+  study.costs = layer
+                    ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
+                    : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device,
+                                          sizes, o.warmup, o.repeats);
+
+  // One fixed batch for model-mode steps and for every gradient comparison.
+  torch::manual_seed(experiment.seed);
+  const models::Batch fixed =
+      device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device);
+  const torch::Tensor& x = fixed.inputs;
+  const torch::Tensor& y = fixed.targets;
+
+  if (layer) workload.prepare_batch(o.batch);
+  if (!layer && study.batch_norm && o.batch >= 4) {
+    study.halves_gradient_difference =
+        gradient_relative_difference(network, x, y, {o.batch - o.batch / 2, o.batch / 2});
+  }
+  auto timer = make_step_timer(device);
+
+  for (MicroBatchPolicy policy : o.policies) {
+    PolicyOutcome outcome;
+    outcome.policy = policy;
+    outcome.plans = plan_layers(study.costs, o.batch, policy);
+    for (const SplitPlan& p : outcome.plans) {
+      outcome.predicted_undivided_ms += p.undivided_ms;
+      outcome.predicted_planned_ms += p.predicted_ms;
+    }
+    outcome.predicted_speedup =
+        outcome.predicted_planned_ms > 0 ? outcome.predicted_undivided_ms / outcome.predicted_planned_ms : 0;
+    PairedSteps measured;
+    if (layer) {
+      measured = paired_steps(
+          device, o,
+          [&](bool planned) {
+            if (planned) {
+              apply_plans(network, outcome.plans);
+            } else {
+              clear_micro_batches(network);
+            }
+          },
+          [&] { return run_timed_steps(workload, *timer, 1).times_ms.front(); });
+      clear_micro_batches(network);
+      DropoutOff dropout_off(network);
+      const auto whole = gradients_of(network, x, y, {o.batch});
+      apply_plans(network, outcome.plans);
+      const auto planned = gradients_of(network, x, y, {o.batch});
+      clear_micro_batches(network);
+      outcome.gradient_difference = relative_l2(planned, whole);
+    } else {
+      const std::vector<int64_t>& split = outcome.plans.front().split;
+      const std::vector<int64_t> whole{o.batch};
+      const std::vector<int64_t>* current = &whole;
+      measured = paired_steps(
+          device, o, [&](bool planned) { current = planned ? &split : &whole; },
+          [&] {
+            return time_runs(
+                       device, 0, 1, [] {},
+                       [&] { accumulated_step(network, workload.optimizer(), x, y, *current); })
+                .front();
+          });
+      outcome.gradient_difference = gradient_relative_difference(network, x, y, split);
+    }
+    outcome.undivided = measured.undivided;
+    outcome.planned = measured.planned;
+    outcome.measured_speedup = outcome.planned.time_ms.median > 0
+                                   ? outcome.undivided.time_ms.median / outcome.planned.time_ms.median
+                                   : 0;
+    study.outcomes.push_back(outcome);
+  }
+  return study;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,243 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/device/gpu.h"
+#include "lib/microbatch/microbatch.h"
+#include "lib/timing/step_runner.h"
+#include "lib/timing/step_timer.h"
+#include "models/splittable_conv.h"
+
+namespace batchscope {
+namespace {
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string join_sizes(const std::vector<int64_t>& sizes, const char* separator) {
+  std::string text;
+  for (int64_t s : sizes) text += (text.empty() ? "" : separator) + std::to_string(s);
+  return text;
+}
+
+std::string memory_text(const std::optional<int64_t>& bytes) {
+  return bytes ? format_memory_size(*bytes) : "n/a";
+}
+
+Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
+
+Json measured_json(const MeasuredSteps& m) {
+  return {{"median_ms", m.time_ms.median},
+          {"p10_ms", m.time_ms.p10},
+          {"p90_ms", m.time_ms.p90},
+          {"steps", m.time_ms.count},
+          {"peak_memory_bytes", optional_json(m.peak_memory_bytes)}};
+}
+
+}  // namespace
+
+std::string batch_norm_note(const MicroBatchStudy& study, const PolicyOutcome& outcome) {
+  const std::string difference = fixed(100.0 * outcome.gradient_difference, 4) + "% relative";
+  if (!study.batch_norm) return "";
+  if (study.options.mode == MicroBatchMode::Layer) {
+    return "BatchNorm models: per-layer micro-batches leave BatchNorm the whole mini-batch; gradient "
+           "difference " +
+           difference;
+  }
+  if (outcome.plans.front().split.size() > 1)
+    return "BatchNorm models: micro-batches change the batch statistics; gradient difference " + difference;
+  std::string note =
+      "BatchNorm models: this plan keeps the mini-batch whole, so the batch statistics are unchanged";
+  if (study.halves_gradient_difference) {
+    note += "; a split into two halves would change the gradients by " +
+            fixed(100.0 * *study.halves_gradient_difference, 4) + "% relative";
+  }
+  return note;
+}
+
+std::vector<Json> study_records(const MicroBatchStudy& study) {
+  std::vector<Json> records;
+  for (const LayerCost& c : study.costs.entries) {
+    records.push_back({{"type", "layer_cost"},
+                       {"layer", c.layer},
+                       {"input_shape", c.input_shape},
+                       {"micro_batch", c.micro_batch},
+                       {"median_ms", c.median_ms},
+                       {"p10_ms", c.p10_ms},
+                       {"p90_ms", c.p90_ms}});
+  }
+  for (const std::string& s : study.costs.skipped)
+    records.push_back({{"type", "layer_cost_skipped"}, {"reason", s}});
+  for (const PolicyOutcome& outcome : study.outcomes) {
+    for (const SplitPlan& p : outcome.plans) {
+      records.push_back({{"type", "layer_plan"},
+                         {"policy", to_string(outcome.policy)},
+                         {"layer", p.name},
+                         {"split", p.split},
+                         {"predicted_ms", p.predicted_ms},
+                         {"undivided_ms", p.undivided_ms}});
+    }
+  }
+  for (const PolicyOutcome& outcome : study.outcomes) {
+    const double undivided_median = outcome.undivided.time_ms.median;
+    const double planned_median = outcome.planned.time_ms.median;
+    Json record = {{"type", "microbatch_result"},
+                   {"policy", to_string(outcome.policy)},
+                   {"mode", to_string(study.options.mode)},
+                   {"batch", study.options.batch},
+                   {"predicted",
+                    {{"scope", study.options.mode == MicroBatchMode::Layer ? "convolutions (forward+backward)"
+                                                                           : "model forward+backward"},
+                     {"undivided_ms", outcome.predicted_undivided_ms},
+                     {"planned_ms", outcome.predicted_planned_ms},
+                     {"speedup", outcome.predicted_speedup},
+                     {"saving_ms", outcome.predicted_undivided_ms - outcome.predicted_planned_ms}}},
+                   {"measured",
+                    {{"scope", "whole train step"},
+                     {"timer", study.timer_method},
+                     {"undivided", measured_json(outcome.undivided)},
+                     {"planned", measured_json(outcome.planned)},
+                     {"speedup", outcome.measured_speedup},
+                     {"saving_ms", undivided_median - planned_median}}},
+                   {"gradient_difference", outcome.gradient_difference}};
+    if (study.options.mode == MicroBatchMode::Layer && undivided_median > 0)
+      record["conv_share_of_step"] = outcome.predicted_undivided_ms / undivided_median;
+    const std::string note = batch_norm_note(study, outcome);
+    if (!note.empty()) record["batch_norm_note"] = note;
+    if (study.halves_gradient_difference)
+      record["halves_gradient_difference"] = *study.halves_gradient_difference;
+    records.push_back(record);
+  }
+  return records;
+}
+
+std::string study_summary(const MicroBatchStudy& study) {
+  const ExperimentConfig& e = study.experiment;
+  std::string text = "micro-batching " + e.model + " (" + join_sizes(e.input_shape, "x") + "), batch " +
+                     std::to_string(study.options.batch) + ", mode " + to_string(study.options.mode) +
+                     ", on " + e.device + "\n";
+  for (const PolicyOutcome& o : study.outcomes) {
+    int split_layers = 0;
+    for (const SplitPlan& p : o.plans) split_layers += p.split.size() > 1 ? 1 : 0;
+    text +=
+        "  " + to_string(o.policy) + ": " + std::to_string(split_layers) + "/" +
+        std::to_string(o.plans.size()) +
+        (study.options.mode == MicroBatchMode::Layer ? " convolutions" : " model") + " split; predicted " +
+        fixed(o.predicted_undivided_ms, 2) + " -> " + fixed(o.predicted_planned_ms, 2) + " ms (" +
+        fixed(o.predicted_speedup, 3) + "x); measured step " + fixed(o.undivided.time_ms.median, 2) + " -> " +
+        fixed(o.planned.time_ms.median, 2) + " ms (" + fixed(o.measured_speedup, 3) + "x), peak " +
+        memory_text(o.undivided.peak_memory_bytes) + " -> " + memory_text(o.planned.peak_memory_bytes) + "\n";
+    const std::string note = batch_norm_note(study, o);
+    if (!note.empty()) text += "    " + note + "\n";
+  }
+  return text;
+}
+
+std::string study_report_markdown(const MicroBatchStudy& study) {
+  const ExperimentConfig& e = study.experiment;
+  const bool layer = study.options.mode == MicroBatchMode::Layer;
+  std::string md = "# Micro-batching " + e.model + " (" + join_sizes(e.input_shape, "x") + "), batch " +
+                   std::to_string(study.options.batch) + " on " + e.device + "\n\n";
+  md += "Mode: " + to_string(study.options.mode) +
+        (layer ? " (every convolution runs its own split; the rest of the step sees the whole batch)"
+               : " (gradient accumulation over micro-batches, one optimizer step)") +
+        ". Costs: median of " + std::to_string(study.options.repeats) + " timed runs after " +
+        std::to_string(study.options.warmup) + " warm-up runs; steps: median of " +
+        std::to_string(study.options.steps) + " (" + study.timer_method + ").\n\n";
+  for (const PolicyOutcome& o : study.outcomes) {
+    md += "## Policy " + to_string(o.policy) +
+          "\n\n| layer | split | predicted ms | undivided ms |\n|---|---|---:|---:|\n";
+    for (const SplitPlan& p : o.plans) {
+      md += "| " + p.name + " | " + join_sizes(p.split, "+") + " | " + fixed(p.predicted_ms, 3) + " | " +
+            fixed(p.undivided_ms, 3) + " |\n";
+    }
+    md += "\n";
+  }
+  md +=
+      "## Model summary\n\n| policy | predicted undivided ms | predicted planned ms | predicted speedup | "
+      "measured undivided ms (p10-p90) | measured planned ms (p10-p90) | measured speedup | peak undivided | "
+      "peak planned | gradient difference |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  double best = 0;
+  for (const PolicyOutcome& o : study.outcomes) {
+    const Summary& u = o.undivided.time_ms;
+    const Summary& p = o.planned.time_ms;
+    md += "| " + to_string(o.policy) + " | " + fixed(o.predicted_undivided_ms, 2) + " | " +
+          fixed(o.predicted_planned_ms, 2) + " | " + fixed(o.predicted_speedup, 3) + "x | " +
+          fixed(u.median, 2) + " (" + fixed(u.p10, 2) + "-" + fixed(u.p90, 2) + ") | " + fixed(p.median, 2) +
+          " (" + fixed(p.p10, 2) + "-" + fixed(p.p90, 2) + ") | " + fixed(o.measured_speedup, 3) + "x | " +
+          memory_text(o.undivided.peak_memory_bytes) + " | " + memory_text(o.planned.peak_memory_bytes) +
+          " | " + fixed(100.0 * o.gradient_difference, 4) + "% |\n";
+    best = std::max(best, o.measured_speedup);
+  }
+  for (const PolicyOutcome& o : study.outcomes) {
+    const std::string note = batch_norm_note(study, o);
+    if (!note.empty()) md += "\n" + to_string(o.policy) + ": " + note + ".";
+  }
+  md +=
+      "\n\nUndivided and planned steps alternate one by one; the undivided policy's row compares the "
+      "undivided step with itself, so its measured speedup shows how far noise alone moves the ratio.";
+  md += "\n\n## Next to the paper\n\n";
+  md +=
+      "µ-cuDNN (Oyama et al., CLUSTER 2018) reports 1.63x on AlexNet and 1.21x on ResNet-18 on a P100, and "
+      "4.54x for the best single layer on a V100. Those gains come from cuDNN convolution algorithms that "
+      "need more workspace than a fixed limit allows at the whole mini-batch but fit at a smaller "
+      "micro-batch. ";
+  md += std::string(kWorkspaceLimitNote) + " ";
+  if (torch::Device(e.device).is_cpu()) {
+    md +=
+        "This run is on the CPU, where there is no cuDNN and no workspace limit: a convolution's time grows "
+        "about linearly with its batch, so a split can only save where small batches happen to run faster "
+        "per sample, and otherwise adds per-call overhead. ";
+  } else {
+    md += std::string("This run is on a GPU with cudnn_benchmark ") + (e.cudnn_benchmark ? "on" : "off") +
+          "; without a workspace limit the planner can only exploit algorithm choices that differ by "
+          "micro-batch size. ";
+  }
+  md += "Here the best measured whole-step speedup is " + fixed(best, 3) +
+        "x; a value at or below 1x means micro-batching did not help on this device and library, "
+        "whatever the per-layer prediction says.\n";
+  return md;
+}
+
+void write_microbatch_files(const std::string& dir, const Json& run_record, const MicroBatchStudy& study) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const fs::path jsonl = fs::path(dir) / "microbatch.jsonl";
+  fs::remove(jsonl);
+  {
+    JsonlWriter writer(jsonl.string());
+    writer.add(run_record);
+    for (const Json& r : study_records(study)) writer.add(r);
+    writer.add(Json{{"type", "end"}, {"time", iso8601_utc_now()}});
+    writer.flush();
+  }
+  std::ofstream report(fs::path(dir) / "report.md");
+  report << study_report_markdown(study);
+  if (!report)
+    throw UserError(
+        located((fs::path(dir) / "report.md").string(), 0, "cannot be written", "check the directory"));
+}
+
+bool has_complete_microbatch_result(const std::string& dir) {
+  const std::filesystem::path jsonl = std::filesystem::path(dir) / "microbatch.jsonl";
+  if (!std::filesystem::exists(jsonl)) return false;
+  const JsonlContents contents = read_jsonl(jsonl.string(), BadLines::Collect);
+  for (const Json& r : contents.records) {
+    if (r.value("type", "") == "end") return true;
+  }
+  return false;
+}
+
+}  // namespace batchscope

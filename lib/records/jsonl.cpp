@@ -1,0 +1,88 @@
+#include "lib/records/jsonl.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "lib/common/errors.h"
+
+namespace batchscope {
+
+JsonlWriter::JsonlWriter(const std::string& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "ab");
+  if (file_ == nullptr) {
+    throw UserError(located(path, 0, std::string("cannot open for writing (") + std::strerror(errno) + ")",
+                            "choose an --out directory you can write to"));
+  }
+}
+
+JsonlWriter::~JsonlWriter() {
+  try {
+    flush();
+  } catch (...) {
+    // A destructor must not throw; the caller's explicit flush() reports write errors.
+  }
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void JsonlWriter::add(const Json& record) {
+  pending_ += record.dump(-1, ' ', false, Json::error_handler_t::replace);
+  pending_ += '\n';
+}
+
+void JsonlWriter::flush() {
+  if (pending_.empty()) return;
+  const bool ok = std::fwrite(pending_.data(), 1, pending_.size(), file_) == pending_.size() &&
+                  std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+  if (!ok) {
+    throw UserError(located(path_, 0, std::string("writing failed (") + std::strerror(errno) + ")",
+                            "free disk space or choose another --out directory, then run again to resume"));
+  }
+  pending_.clear();
+}
+
+JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError(located(path, 0, "cannot be read", "check the path"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+
+  JsonlContents out;
+  std::size_t begin = 0;
+  int line = 0;
+  while (begin < text.size()) {
+    ++line;
+    const std::size_t end = text.find('\n', begin);
+    if (end == std::string::npos) {
+      out.truncated_tail = true;  // no newline: the writer was stopped mid-line
+      break;
+    }
+    const std::string_view content(text.data() + begin, end - begin);
+    begin = end + 1;
+    out.complete_lines = line;
+    if (content.find_first_not_of(" \t\r") == std::string_view::npos) {
+      out.complete_bytes = begin;
+      continue;
+    }
+    Json j = Json::parse(content, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("type")) {
+      if (bad_lines == BadLines::Collect) {
+        out.bad_lines.push_back(line);
+        out.complete_bytes = begin;
+        continue;
+      }
+      throw UserError(located(path, line, "is not a batchscope record (a JSON object with a \"type\")",
+                              "remove or repair that line"));
+    }
+    out.records.push_back(std::move(j));
+    out.record_lines.push_back(line);
+    out.complete_bytes = begin;
+  }
+  return out;
+}
+
+}  // namespace batchscope

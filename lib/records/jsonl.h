@@ -1,0 +1,52 @@
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace batchscope {
+
+// Records keep their keys in the order written, "type" first, so a log reads naturally.
+using Json = nlohmann::ordered_json;
+
+// Appends JSON lines to a file. Lines are buffered in memory and reach the file on flush(), which
+// writes them at once and syncs: a killed process leaves whole batch sizes, never half of one.
+class JsonlWriter {
+ public:
+  // Opens for appending (the file is created if missing). Throws UserError when it cannot be opened.
+  explicit JsonlWriter(const std::string& path);
+  ~JsonlWriter();
+  JsonlWriter(const JsonlWriter&) = delete;
+  JsonlWriter& operator=(const JsonlWriter&) = delete;
+
+  void add(const Json& record);
+  void flush();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  std::string pending_;
+};
+
+struct JsonlContents {
+  std::vector<Json> records;
+  std::vector<int> record_lines;  // the 1-based line of each record
+  // Lines that are not records, with their line numbers; filled only when reading leniently.
+  std::vector<int> bad_lines;
+  // Byte length of the file's complete lines: an interrupted write leaves a tail after it.
+  std::uintmax_t complete_bytes = 0;
+  int complete_lines = 0;
+  bool truncated_tail = false;
+};
+
+enum class BadLines { Throw, Collect };
+
+// Reads every record of a JSON-lines file. A line that is not a JSON object with a "type" throws
+// UserError naming the file and line (or, with BadLines::Collect, is listed in bad_lines and skipped),
+// except an unterminated last line (a killed write), which is reported as truncated_tail.
+JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
+
+}  // namespace batchscope

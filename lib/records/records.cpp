@@ -1,0 +1,329 @@
+#include "lib/records/records.h"
+
+#include "lib/common/statistics.h"
+#include "lib/device/environment.h"
+
+namespace batchscope {
+namespace {
+
+Json optional_json(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
+
+// Readers for fields record_problem() has already checked: a wrong type cannot reach them.
+std::optional<double> number(const Json& j, const char* key) {
+  const auto found = j.find(key);
+  if (found == j.end() || !found->is_number()) return std::nullopt;
+  return found->get<double>();
+}
+std::optional<int64_t> whole(const Json& j, const char* key) {
+  const auto found = j.find(key);
+  if (found == j.end() || !found->is_number_integer()) return std::nullopt;
+  return found->get<int64_t>();
+}
+std::string text(const Json& j, const char* key) {
+  const auto found = j.find(key);
+  return found != j.end() && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+// The telemetry fields of one edge of the energy window: start_sm_clock_mhz, ..., end_power_w.
+void add_telemetry(Json& point, const std::string& edge, const power::Telemetry& t) {
+  point[edge + "sm_clock_mhz"] = optional_json(t.sm_clock_mhz);
+  point[edge + "memory_clock_mhz"] = optional_json(t.memory_clock_mhz);
+  point[edge + "temperature_c"] = optional_json(t.temperature_c);
+  point[edge + "utilization_pct"] = optional_json(t.utilization_pct);
+  point[edge + "power_w"] = optional_json(t.power_w);
+}
+
+power::Telemetry telemetry_from(const Json& point, const std::string& edge) {
+  power::Telemetry t;
+  t.sm_clock_mhz = number(point, (edge + "sm_clock_mhz").c_str());
+  t.memory_clock_mhz = number(point, (edge + "memory_clock_mhz").c_str());
+  t.temperature_c = number(point, (edge + "temperature_c").c_str());
+  t.utilization_pct = number(point, (edge + "utilization_pct").c_str());
+  t.power_w = number(point, (edge + "power_w").c_str());
+  return t;
+}
+
+Json key_json(const char* type, const BatchKey& k) {
+  Json j = {{"type", type},          {"experiment", k.experiment}, {"model", k.model},
+            {"phase", k.phase},      {"precision", k.precision},   {"device", k.device}};
+  if (!k.transfer.empty()) j["transfer"] = k.transfer;
+  j["batch_size"] = k.batch_size;
+  return j;
+}
+
+BatchKey key_from(const Json& j) {
+  return {text(j, "experiment"), text(j, "model"),    text(j, "phase"),
+          text(j, "precision"),  text(j, "device"),   text(j, "transfer"),
+          whole(j, "batch_size").value_or(0)};
+}
+
+std::optional<PointEnergy> energy_from(const Json& j) {
+  // The writer puts energy_method into every point it measured energy for; the numbers may be null.
+  if (!j.contains("energy_method") || j["energy_method"].is_null()) return std::nullopt;
+  PointEnergy e;
+  e.method = text(j, "energy_method");
+  e.scope = text(j, "energy_scope");
+  e.resolution_ms = number(j, "energy_resolution_ms");
+  e.window_ms = number(j, "energy_window_ms");
+  e.steps = whole(j, "energy_steps");
+  e.joules = number(j, "energy_j");
+  e.avg_power_w = number(j, "avg_power_w");
+  e.j_per_step = number(j, "j_per_step");
+  e.j_per_sample = number(j, "j_per_sample");
+  e.samples_per_j = number(j, "samples_per_j");
+  e.idle_power_w = number(j, "idle_power_w");
+  e.avg_power_above_idle_w = number(j, "avg_power_above_idle_w");
+  e.j_per_step_above_idle = number(j, "j_per_step_above_idle");
+  e.j_per_sample_above_idle = number(j, "j_per_sample_above_idle");
+  e.samples_per_j_above_idle = number(j, "samples_per_j_above_idle");
+  e.start = telemetry_from(j, "start_");
+  e.end = telemetry_from(j, "end_");
+  return e;
+}
+
+// The keys of a run record that are not its environment.
+bool run_own_key(const std::string& key) {
+  for (const char* own : {"type", "run_id", "start_time", "command", "config", "timers", "power", "energy_note"}) {
+    if (key == own) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void add_energy_fields(Json& j, const PointEnergy& e) {
+  j["energy_method"] = e.method;
+  j["energy_scope"] = e.scope;
+  j["energy_resolution_ms"] = optional_json(e.resolution_ms);
+  j["energy_window_ms"] = optional_json(e.window_ms);
+  j["energy_steps"] = optional_json(e.steps);
+  j["energy_j"] = optional_json(e.joules);
+  j["avg_power_w"] = optional_json(e.avg_power_w);
+  j["j_per_step"] = optional_json(e.j_per_step);
+  j["j_per_sample"] = optional_json(e.j_per_sample);
+  j["samples_per_j"] = optional_json(e.samples_per_j);
+  j["idle_power_w"] = optional_json(e.idle_power_w);
+  j["avg_power_above_idle_w"] = optional_json(e.avg_power_above_idle_w);
+  j["j_per_step_above_idle"] = optional_json(e.j_per_step_above_idle);
+  j["j_per_sample_above_idle"] = optional_json(e.j_per_sample_above_idle);
+  j["samples_per_j_above_idle"] = optional_json(e.samples_per_j_above_idle);
+  add_telemetry(j, "start_", e.start);
+  add_telemetry(j, "end_", e.end);
+}
+
+void derive_energy_figures(PointEnergy& e, int64_t batch_size) {
+  if (!e.joules || !e.window_ms || !e.steps || *e.steps <= 0) return;
+  const double steps = static_cast<double>(*e.steps);
+  const double seconds = *e.window_ms / 1e3;
+  const double per_sample = *e.joules / steps / static_cast<double>(batch_size);
+  e.avg_power_w = *e.joules / seconds;
+  e.j_per_step = *e.joules / steps;
+  e.j_per_sample = per_sample;
+  e.samples_per_j = per_sample > 0 ? std::optional<double>(1.0 / per_sample) : std::nullopt;
+  e.avg_power_above_idle_w = e.j_per_step_above_idle = e.j_per_sample_above_idle = e.samples_per_j_above_idle =
+      std::nullopt;
+  if (!e.idle_power_w) return;
+  // The window's draw above what the device takes doing nothing: the work's own energy.
+  const double above_j = *e.joules - *e.idle_power_w * seconds;
+  e.avg_power_above_idle_w = above_j / seconds;
+  if (above_j <= 0) return;
+  const double above_per_sample = above_j / steps / static_cast<double>(batch_size);
+  e.j_per_step_above_idle = above_j / steps;
+  e.j_per_sample_above_idle = above_per_sample;
+  e.samples_per_j_above_idle = 1.0 / above_per_sample;
+}
+
+const BatchKey* batch_key_of(const SweepRecord& record) {
+  return std::visit(
+      [](const auto& r) -> const BatchKey* {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, RunRecord> || std::is_same_v<T, EndRecord>) {
+          return nullptr;
+        } else {
+          return &r.key;
+        }
+      },
+      record);
+}
+
+const char* type_of(const SweepRecord& record) {
+  switch (record.index()) {
+    case 0: return std::get<RunRecord>(record).type == record::kResume ? record::kResume : record::kRun;
+    case 1: return record::kStep;
+    case 2: return record::kPoint;
+    case 3: return record::kOom;
+    case 4: return record::kSkipped;
+    default: return record::kEnd;
+  }
+}
+
+RunRecord run_record(const char* type, const std::string& command_line, const Json& config) {
+  RunRecord r;
+  r.type = type;
+  r.run_id = make_run_id();
+  r.start_time = iso8601_utc_now();
+  const nlohmann::json environment = collect_environment();
+  for (const auto& [key, value] : environment.items()) r.environment[key] = Json(value);
+  r.command = command_line;
+  r.config = config;
+  return r;
+}
+
+Json context_record(const char* type, const std::string& command_line, const Json& config) {
+  return to_json(run_record(type, command_line, config));
+}
+
+BatchKey batch_key(const ExperimentConfig& e, const std::string& device, int64_t batch_size) {
+  return {e.name, e.model, to_string(e.phase), to_string(e.precision), device, to_string(e.transfer), batch_size};
+}
+
+PointRecord point_record(const BatchKey& key, const std::vector<double>& times_ms, double flops_per_step,
+                         std::optional<int64_t> peak_memory_bytes) {
+  const Summary s = summarize(times_ms);
+  PointRecord p;
+  p.key = key;
+  p.samples = s.count;
+  p.median_ms = s.median;
+  p.p10_ms = s.p10;
+  p.p90_ms = s.p90;
+  p.mean_ms = s.mean;
+  p.min_ms = s.min;
+  p.max_ms = s.max;
+  p.stddev_ms = s.stddev;
+  p.cv = s.cv;
+  p.samples_per_s = static_cast<double>(key.batch_size) / (s.median / 1e3);
+  p.flops_per_step = flops_per_step;
+  p.tflops = flops_per_step / (s.median / 1e3) / 1e12;
+  p.peak_memory_bytes = peak_memory_bytes;
+  return p;
+}
+
+EndRecord end_record() { return {iso8601_utc_now(), true}; }
+
+Json to_json(const RunRecord& r) {
+  Json j = {{"type", r.type}, {"run_id", r.run_id}, {"start_time", r.start_time}};
+  for (const auto& [key, value] : r.environment.items()) j[key] = value;
+  j["command"] = r.command;
+  j["config"] = r.config;
+  if (!r.timers.is_null()) j["timers"] = r.timers;
+  if (!r.power.is_null()) j["power"] = r.power;
+  if (!r.energy_note.empty()) j["energy_note"] = r.energy_note;
+  return j;
+}
+
+Json to_json(const StepRecord& r) {
+  Json j = key_json(record::kStep, r.key);
+  j["step"] = optional_json(r.step);
+  j["time_ms"] = r.time_ms;
+  j["loss"] = optional_json(r.loss);
+  j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
+  return j;
+}
+
+Json to_json(const PointRecord& r) {
+  Json j = key_json(record::kPoint, r.key);
+  // A statistic a foreign log left out stays out; the ones a sweep leaves empty are null.
+  const auto statistic = [&j](const char* field, const auto& value) {
+    if (value) j[field] = *value;
+  };
+  statistic("samples", r.samples);
+  statistic("median_ms", r.median_ms);
+  statistic("p10_ms", r.p10_ms);
+  statistic("p90_ms", r.p90_ms);
+  statistic("mean_ms", r.mean_ms);
+  statistic("min_ms", r.min_ms);
+  statistic("max_ms", r.max_ms);
+  j["stddev_ms"] = optional_json(r.stddev_ms);  // one step has no spread
+  j["cv"] = optional_json(r.cv);
+  statistic("samples_per_s", r.samples_per_s);
+  statistic("flops_per_step", r.flops_per_step);
+  statistic("tflops", r.tflops);
+  j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
+  if (r.energy) add_energy_fields(j, *r.energy);
+  return j;
+}
+
+Json to_json(const OomRecord& r) {
+  Json j = key_json(record::kOom, r.key);
+  j["message"] = r.message;
+  return j;
+}
+
+Json to_json(const SkippedRecord& r) {
+  Json j = key_json(record::kSkipped, r.key);
+  j["reason"] = r.reason;
+  return j;
+}
+
+Json to_json(const EndRecord& r) {
+  Json j = {{"type", record::kEnd}, {"time", r.time}};
+  if (r.complete) j["complete"] = *r.complete;
+  return j;
+}
+
+Json to_json(const SweepRecord& r) {
+  return std::visit([](const auto& typed) { return to_json(typed); }, r);
+}
+
+bool is_sweep_record_type(const std::string& type) {
+  for (const char* t : {record::kRun, record::kResume, record::kStep, record::kPoint, record::kOom,
+                        record::kSkipped, record::kEnd}) {
+    if (type == t) return true;
+  }
+  return false;
+}
+
+SweepRecord sweep_record_from_json(const Json& j) {
+  const std::string problem = record_problem(j);
+  if (!problem.empty()) throw BadRecord(problem);
+  const std::string type = j["type"].get<std::string>();
+  if (type == record::kRun || type == record::kResume) {
+    RunRecord r;
+    r.type = type;
+    r.run_id = text(j, "run_id");
+    r.start_time = text(j, "start_time");
+    for (const auto& [key, value] : j.items()) {
+      if (!run_own_key(key)) r.environment[key] = value;
+    }
+    r.command = text(j, "command");
+    if (j.contains("config")) r.config = j["config"];
+    if (j.contains("timers")) r.timers = j["timers"];
+    if (j.contains("power")) r.power = j["power"];
+    r.energy_note = text(j, "energy_note");
+    return r;
+  }
+  if (type == record::kStep) {
+    return StepRecord{key_from(j), whole(j, "step"), *number(j, "time_ms"), number(j, "loss"),
+                      whole(j, "peak_memory_bytes")};
+  }
+  if (type == record::kPoint) {
+    PointRecord p;
+    p.key = key_from(j);
+    p.samples = whole(j, "samples");
+    p.median_ms = number(j, "median_ms");
+    p.p10_ms = number(j, "p10_ms");
+    p.p90_ms = number(j, "p90_ms");
+    p.mean_ms = number(j, "mean_ms");
+    p.min_ms = number(j, "min_ms");
+    p.max_ms = number(j, "max_ms");
+    p.stddev_ms = number(j, "stddev_ms");
+    p.cv = number(j, "cv");
+    p.samples_per_s = number(j, "samples_per_s");
+    p.flops_per_step = number(j, "flops_per_step");
+    p.tflops = number(j, "tflops");
+    p.peak_memory_bytes = whole(j, "peak_memory_bytes");
+    p.energy = energy_from(j);
+    return p;
+  }
+  if (type == record::kOom) return OomRecord{key_from(j), text(j, "message")};
+  if (type == record::kSkipped) return SkippedRecord{key_from(j), text(j, "reason")};
+  if (type == record::kEnd) {
+    EndRecord end{text(j, "time"), std::nullopt};
+    if (j.contains("complete") && j["complete"].is_boolean()) end.complete = j["complete"].get<bool>();
+    return end;
+  }
+  throw BadRecord("has type \"" + type + "\", which a sweep log does not hold");
+}
+
+}  // namespace batchscope

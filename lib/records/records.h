@@ -1,0 +1,159 @@
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lib/config/config.h"
+#include "lib/power/power_source.h"
+#include "lib/records/jsonl.h"
+
+namespace batchscope {
+
+// The records of a sweep log (steps.jsonl), as plain structs. Every writer (the log, steps.csv, the
+// summary table) and every reader (resume, analyze) goes through these types; to_json gives the
+// exact line the log holds, from_json reads one back with its types checked.
+//
+// The order a log holds them in: one "run" (and one "resume" per resumed session), then per batch
+// size its "step" records followed by its "point" summary, or an "oom" record with "skipped" records
+// for the larger sizes; "end" closes a complete sweep.
+namespace record {
+inline constexpr const char* kRun = "run";
+inline constexpr const char* kResume = "resume";
+inline constexpr const char* kStep = "step";
+inline constexpr const char* kPoint = "point";
+inline constexpr const char* kOom = "oom";
+inline constexpr const char* kSkipped = "skipped";
+inline constexpr const char* kEnd = "end";
+}  // namespace record
+
+// The record that opens a log: its type, a new run id, the start time, the environment (host,
+// versions, devices), the command and the configuration. A number without its context is not a result.
+// A sweep adds its step timers, power sources and a note on how energy is read.
+struct RunRecord {
+  std::string type = record::kRun;  // or record::kResume
+  std::string run_id, start_time;
+  Json environment = Json::object();  // top-level keys of the record, between start_time and command
+  std::string command;
+  Json config = Json::object();
+  Json timers, power;  // null where the log has none
+  std::string energy_note;
+};
+
+// Which experiment and batch size a per-batch record belongs to.
+struct BatchKey {
+  std::string experiment, model, phase, precision, device;
+  std::string transfer;  // "" in logs written before it was recorded
+  int64_t batch_size = 0;
+};
+
+struct StepRecord {
+  BatchKey key;
+  std::optional<int64_t> step;
+  double time_ms = 0;
+  std::optional<double> loss;  // none for inference
+  std::optional<int64_t> peak_memory_bytes;
+};
+
+// The energy side of one batch size, measured where the device has a power source (NVML for a GPU,
+// RAPL for the CPU). Counters update only every few milliseconds, so the energy is read once over the
+// timed steps of the batch size together (extended by more steps when they take less than the source
+// needs), never per step; j_per_step is that energy divided by the steps it covered. The *_above_idle
+// figures take the idle baseline measured before the sweep away (empty without one, or where the
+// draw above idle is not positive). start and end are the device's telemetry just before the first
+// and just after the last step of the window. A number the record leaves null stays empty.
+struct PointEnergy {
+  std::string method, scope;
+  std::optional<double> resolution_ms, window_ms;
+  std::optional<int64_t> steps;
+  std::optional<double> joules;
+  std::optional<double> avg_power_w, j_per_step, j_per_sample, samples_per_j;
+  std::optional<double> idle_power_w;
+  std::optional<double> avg_power_above_idle_w, j_per_step_above_idle, j_per_sample_above_idle,
+      samples_per_j_above_idle;
+  power::Telemetry start, end;
+};
+
+// Fills the figures that follow from a window's joules, length and steps (average power, J per step
+// and per sample, samples per J, and with an idle power the same above idle).
+void derive_energy_figures(PointEnergy& energy, int64_t batch_size);
+
+// The energy fields of a point record (energy_method ... end_power_w), added to j in the log's order.
+void add_energy_fields(Json& j, const PointEnergy& energy);
+
+// The per-batch summary of the timed steps. The sweep writes every field; a log from elsewhere may
+// leave statistics out (analyze recomputes them from the steps), so they are optional.
+struct PointRecord {
+  BatchKey key;
+  std::optional<int64_t> samples;
+  std::optional<double> median_ms, p10_ms, p90_ms, mean_ms, min_ms, max_ms, stddev_ms, cv;
+  std::optional<double> samples_per_s;
+  std::optional<double> flops_per_step;  // the work of one step (forward, or forward+backward for train)
+  std::optional<double> tflops;
+  std::optional<int64_t> peak_memory_bytes;
+  std::optional<PointEnergy> energy;  // only where the device had a power source
+};
+
+struct OomRecord {
+  BatchKey key;
+  std::string message;  // the first line of the allocator's error
+};
+
+// A batch size that was not run, with why (a smaller size ran out of memory, LibTorch lacks an operation).
+struct SkippedRecord {
+  BatchKey key;
+  std::string reason;
+};
+
+struct EndRecord {
+  std::string time;
+  std::optional<bool> complete;
+};
+
+using SweepRecord = std::variant<RunRecord, StepRecord, PointRecord, OomRecord, SkippedRecord, EndRecord>;
+
+// The batch key of a per-batch record; nullptr for run and end records.
+const BatchKey* batch_key_of(const SweepRecord& record);
+const char* type_of(const SweepRecord& record);
+
+// Building the records of a sweep.
+RunRecord run_record(const char* type, const std::string& command_line, const Json& config);
+BatchKey batch_key(const ExperimentConfig& e, const std::string& device, int64_t batch_size);
+PointRecord point_record(const BatchKey& key, const std::vector<double>& times_ms, double flops_per_step,
+                         std::optional<int64_t> peak_memory_bytes);
+EndRecord end_record();  // now, complete
+
+// The record that opens the logs of the other commands (train, compare, maxbatch, microbatch).
+Json context_record(const char* type, const std::string& command_line, const Json& config);
+
+Json to_json(const RunRecord& r);
+Json to_json(const StepRecord& r);
+Json to_json(const PointRecord& r);
+Json to_json(const OomRecord& r);
+Json to_json(const SkippedRecord& r);
+Json to_json(const EndRecord& r);
+Json to_json(const SweepRecord& r);
+
+// A record that cannot be read as the type it claims; what() is record_problem's sentence.
+class BadRecord : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reads one record of a sweep log. Throws BadRecord with record_problem's words where a field has the
+// wrong type or range, and for types a sweep log does not hold.
+SweepRecord sweep_record_from_json(const Json& j);
+bool is_sweep_record_type(const std::string& type);
+
+// What is wrong with a record that a reader would otherwise trust, in words that follow "the record"
+// ("has a batch_size that is not a whole number from 1 to 16777216"), or "" when it is sound. Every field
+// the readers use is checked for its type and range where it is present; step, point, oom and skipped
+// records must have their experiment, model and batch size, steps a positive time and points their
+// statistics in order. Records of types batchscope does not write give "".
+std::string record_problem(const Json& record);
+
+}  // namespace batchscope

@@ -1,0 +1,142 @@
+#include "lib/records/run_store.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "lib/records/csv_writer.h"
+#include "lib/common/errors.h"
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace {
+
+// A record of the log being resumed that would decide what is already done is refused unless its values
+// are valid: a batch size is measured or out of memory only when its records say so, in range, for a
+// size of the plan. Returns the problem, or "" when the record is fine.
+std::string damage(const Json& r, const Json& experiments) {
+  const std::string problem = record_problem(r);
+  if (!problem.empty()) return problem;
+  const std::string type = r["type"].get<std::string>();
+  if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped)
+    return "";
+  if (type == record::kPoint) {
+    // A point marks its batch size as measured: it must carry the statistics of its steps.
+    for (const char* key : {"median_ms", "p10_ms", "p90_ms", "min_ms", "max_ms", "samples"}) {
+      if (!r.contains(key)) return std::string("has no ") + key;
+    }
+  }
+  const std::string name = r["experiment"].get<std::string>();
+  const Json* plan = nullptr;
+  for (const Json& e : experiments) {
+    if (e.is_object() && e.contains("name") && e["name"] == name) plan = &e;
+  }
+  if (plan == nullptr) return "names experiment \"" + name + "\", which the run record does not plan";
+  const int64_t batch = r["batch_size"].get<int64_t>();
+  const bool planned = plan->contains("batch") && (*plan)["batch"].is_array() &&
+                       std::find((*plan)["batch"].begin(), (*plan)["batch"].end(), Json(batch)) != (*plan)["batch"].end();
+  if (!planned)
+    return "is for batch size " + std::to_string(batch) + ", which experiment " + name + " does not plan";
+  return "";
+}
+
+}  // namespace
+
+RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
+    : jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
+      csv_path_((fs::path(dir) / "steps.csv").string()) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(located(dir, 0, "the output directory cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+  if (fs::exists(jsonl_path_, ec) && !fs::is_regular_file(jsonl_path_, ec)) {
+    throw UserError(located(jsonl_path_, 0, "is not a regular file, so no sweep can be written or resumed there",
+                            "move it away, or choose another --out directory"));
+  }
+  const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
+  std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
+  if (has_log && force) {
+    fs::resize_file(jsonl_path_, 0);
+  } else if (has_log) {
+    JsonlContents contents = read_jsonl(jsonl_path_);
+    const auto& records = contents.records;
+    if (records.empty() || records.front()["type"] != record::kRun) {
+      throw UserError(located(jsonl_path_, 1, "does not start with a batchscope run record",
+                              "choose another --out directory or pass --force to replace it"));
+    }
+    const Json& front = records.front();
+    const bool same = front.contains("config") && front["config"].contains("experiments") &&
+                      front["config"]["experiments"] == experiments;
+    if (!same) {
+      throw UserError(located(jsonl_path_, 1,
+                              "holds a sweep of different experiments than this command asks for",
+                              "run the same command to resume it, choose another --out directory, or pass "
+                              "--force to replace it"));
+    }
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const std::string problem = damage(records[i], experiments);
+      if (!problem.empty()) {
+        throw UserError(located(jsonl_path_, contents.record_lines[i], "is damaged: the record " + problem,
+                                "repair or remove that line to resume, or pass --force to start again"));
+      }
+    }
+    for (const Json& r : records) {
+      if (r.value("type", "") == record::kEnd) {
+        throw UserError(
+            located(jsonl_path_, 0, "already holds a complete sweep of these experiments",
+                    "choose another --out directory or pass --force to run it again and replace it"));
+      }
+      // Records of other types than a sweep's were never written by one; they are kept as they are.
+      if (!is_sweep_record_type(r["type"].get<std::string>())) continue;
+      kept.push_back(sweep_record_from_json(r));
+      note(kept.back());
+    }
+    if (contents.truncated_tail)
+      fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
+    resuming_ = true;
+  }
+  writer_ = std::make_unique<JsonlWriter>(jsonl_path_);
+  rewrite_csv(csv_path_, kept);
+}
+
+void RunStore::note(const SweepRecord& r) {
+  if (std::holds_alternative<StepRecord>(r)) return;
+  const BatchKey* batch = batch_key_of(r);
+  if (batch == nullptr) return;
+  const std::pair<std::string, int64_t> key{batch->experiment, batch->batch_size};
+  done_.insert(key);
+  if (std::holds_alternative<OomRecord>(r)) ooms_.push_back(key);
+}
+
+bool RunStore::done(const std::string& experiment, int64_t batch_size) const {
+  return done_.count({experiment, batch_size}) > 0;
+}
+
+std::optional<int64_t> RunStore::out_of_memory_at(const std::string& experiment) const {
+  std::optional<int64_t> smallest;
+  for (const auto& [name, batch] : ooms_) {
+    if (name == experiment && (!smallest || batch < *smallest)) smallest = batch;
+  }
+  return smallest;
+}
+
+void RunStore::write(const std::vector<SweepRecord>& records) {
+  for (const SweepRecord& r : records) {
+    writer_->add(to_json(r));
+    note(r);
+  }
+  writer_->flush();
+  append_csv(csv_path_, records, run_id_);
+}
+
+std::vector<SweepRecord> RunStore::read_all() const {
+  std::vector<SweepRecord> out;
+  for (const Json& r : read_jsonl(jsonl_path_).records) {
+    if (is_sweep_record_type(r["type"].get<std::string>())) out.push_back(sweep_record_from_json(r));
+  }
+  return out;
+}
+
+}  // namespace batchscope

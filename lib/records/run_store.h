@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lib/records/records.h"
+
+namespace batchscope {
+
+// The output directory of a sweep: steps.jsonl, the record, and steps.csv, derived from it.
+// Opening it decides between a fresh run and resuming an interrupted one; nothing is written
+// until every check has passed, and a finished run is never overwritten without force.
+class RunStore {
+ public:
+  // experiments: the resolved experiments of this sweep (to_json of each), compared on resume.
+  RunStore(const std::string& dir, const Json& experiments, bool force);
+
+  bool resuming() const { return resuming_; }
+  // Whether an earlier session of this run already finished this batch size (point, oom or skipped).
+  bool done(const std::string& experiment, int64_t batch_size) const;
+  // The smallest batch size of this experiment that ran out of memory in an earlier session.
+  std::optional<int64_t> out_of_memory_at(const std::string& experiment) const;
+
+  // Appends records (a batch size's steps and point, a run header, ...) to both files and syncs.
+  void write(const std::vector<SweepRecord>& records);
+  // Every record of steps.jsonl, earlier sessions included.
+  std::vector<SweepRecord> read_all() const;
+
+  const std::string& jsonl_path() const { return jsonl_path_; }
+  const std::string& csv_path() const { return csv_path_; }
+
+ private:
+  void note(const SweepRecord& record);
+
+  std::string jsonl_path_, csv_path_;
+  bool resuming_ = false;
+  std::set<std::pair<std::string, int64_t>> done_;
+  std::vector<std::pair<std::string, int64_t>> ooms_;
+  std::unique_ptr<JsonlWriter> writer_;
+  std::string run_id_;  // the session's, for the rows of steps.csv
+};
+
+}  // namespace batchscope

@@ -1,0 +1,14 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/records/records.h"
+
+namespace batchscope {
+
+// The end-of-sweep table: per experiment, one row per batch size (median ms, p10/p90, samples/s,
+// TFLOP/s), with out-of-memory and skipped sizes named. Built from the records, any session's.
+std::string format_summary_table(const std::vector<SweepRecord>& records);
+
+}  // namespace batchscope

@@ -1,0 +1,112 @@
+#include "lib/sweep/machine_check.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "lib/common/errors.h"
+#include "lib/device/gpu.h"
+#include "models/flop_tally.h"
+#include "models/registry.h"
+
+namespace batchscope {
+namespace {
+
+// The key whose value decides the input shape: the input given, else the sequence length, else the model.
+std::string input_key(const ExperimentConfig& e) {
+  for (const char* key : {"input", "seq_len", "data"}) {
+    if (e.origins.count(key)) return key;
+  }
+  return "model";
+}
+
+void check_experiment(const ExperimentConfig& e) {
+  const models::ModelSpec* spec = models::find_model(e.model);
+  if (spec == nullptr) {
+    throw UserError(located_value(e, "model", "unknown model " + e.model, "use one of " + models::known_model_names()));
+  }
+  int64_t smallest = 1;
+  try {
+    spec->forward_flops(e.input_shape, e.classes);
+    if (e.phase == Phase::Train) smallest = models::smallest_train_batch(*spec, e.input_shape, e.classes);
+  } catch (const std::invalid_argument& bad) {
+    std::string reason = bad.what();  // a sentence of the model's own that already says what it needs
+    if (!reason.empty() && reason.back() == '.') reason.pop_back();
+    throw UserError(located_value(e, input_key(e), reason, ""));
+  }
+  const int64_t first = e.batch_to_max ? e.batch_to_max->from
+                        : e.batch_sizes.empty() ? smallest
+                                                : *std::min_element(e.batch_sizes.begin(), e.batch_sizes.end());
+  if (first < smallest) {
+    throw UserError(located_value(
+        e, "batch",
+        e.model + " cannot train at batch size " + std::to_string(first) + " on a " +
+            models::shape_text(e.input_shape) + " input: a batch norm layer sees a 1x1 activation there, "
+            "and normalising one value per channel is undefined",
+        "start the batch sizes at " + std::to_string(smallest) + ", or give a larger input"));
+  }
+  const torch::Device device(e.device);
+  if (device.is_cuda()) {
+    const int count = gpu::device_count();
+    if (count == 0) {
+      throw UserError(
+          located_value(e, "device",
+                        "device " + e.device + " is asked for but no CUDA device is usable here" +
+                            (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
+                        "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
+    }
+    if (device.index() >= count) {
+      throw UserError(located_value(e, "device",
+                                    "device " + e.device + " does not exist, this machine has " +
+                                        std::to_string(count) + " CUDA device(s)",
+                                    "use cuda:0 to cuda:" + std::to_string(count - 1)));
+    }
+  } else if (e.precision == Precision::FP16) {
+    throw UserError(located_value(e, "precision", "fp16 autocast is only available on CUDA devices",
+                                  "use precision: bf16 or fp32 on the CPU"));
+  }
+  if (data::is_real_data(e.data)) data::locate_dataset(e.data);  // a UserError naming what is missing
+  if (e.channels_last && e.input_shape.size() != 3) {
+    throw UserError(located_value(e, "channels_last", "channels_last needs image inputs of shape [C, H, W]",
+                                  "set channels_last: false for this model"));
+  }
+}
+
+}  // namespace
+
+SweepConfig resolve_for_machine(const SweepConfig& config) {
+  SweepConfig resolved = config;
+  for (ExperimentConfig& e : resolved.experiments) {
+    if (e.device == "auto") e.device = gpu::device_count() > 0 ? "cuda:0" : "cpu";
+    if (e.device == "cuda") e.device = "cuda:0";
+    check_experiment(e);
+  }
+  return resolved;
+}
+
+// The training split of every dataset the experiments use, read once before anything is written.
+using LoadedData = std::map<std::string, std::shared_ptr<data::DatasetSplits>>;
+
+LoadedData load_data(const SweepConfig& config) {
+  LoadedData loaded;
+  for (const ExperimentConfig& e : config.experiments) {
+    if (!data::is_real_data(e.data)) continue;
+    auto& splits = loaded[e.data];
+    if (!splits) {
+      splits = std::make_shared<data::DatasetSplits>(data::load_dataset(data::locate_dataset(e.data)));
+      spdlog::info("{}: {} training images", e.data, splits->train.size());
+    }
+    const int64_t images = splits->train.size();
+    for (int64_t b : e.batch_sizes) {
+      if (b > images) {
+        throw UserError(located_value(e, "batch",
+                                      "batch size " + std::to_string(b) + " is larger than the " +
+                                          std::to_string(images) + " training images of " + e.data,
+                                      "use batch sizes up to " + std::to_string(images)));
+      }
+    }
+  }
+  return loaded;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,206 @@
+#include "lib/sweep/max_batch.h"
+
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include "lib/device/cpu_memory.h"
+#include "lib/device/gpu.h"
+#include "lib/timing/step_runner.h"
+
+namespace batchscope {
+namespace {
+
+Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
+
+}  // namespace
+
+void check_options(const MaxBatchOptions& o) {
+  const auto refuse = [](const std::string& sentence) { throw std::invalid_argument(sentence); };
+  if (o.start < 1) refuse("the search must start at batch size 1 or more, not " + std::to_string(o.start));
+  if (o.upper_bound < o.start) {
+    refuse("the upper bound " + std::to_string(o.upper_bound) + " is below the start " +
+           std::to_string(o.start));
+  }
+  if (o.search_steps < 1) refuse("each try needs 1 step or more, not " + std::to_string(o.search_steps));
+  if (o.confirm_steps < 1) {
+    refuse("the confirmation needs 1 step or more, not " + std::to_string(o.confirm_steps));
+  }
+  if (o.cpu_memory_limit && *o.cpu_memory_limit <= 0) refuse("a CPU memory limit must be more than 0 bytes");
+}
+
+std::string to_string(TryStage stage) {
+  switch (stage) {
+    case TryStage::Grow:
+      return "grow";
+    case TryStage::Bisect:
+      return "bisect";
+    case TryStage::Confirm:
+      return "confirm";
+  }
+  TORCH_CHECK(false, "unknown try stage");
+}
+
+Json to_json(const MaxBatchTry& t) {
+  Json j = {{"batch_size", t.batch_size}, {"stage", to_string(t.stage)},
+            {"steps", t.steps},           {"fits", t.fits},
+            {"seconds", t.seconds},       {"peak_memory_bytes", optional_json(t.peak_memory_bytes)}};
+  if (!t.fits) j["error"] = t.error;
+  return j;
+}
+
+Json to_json(const MaxBatchResult& r) {
+  Json j = {{"max_batch", optional_json(r.max_batch)},
+            {"confirm_steps", r.confirm_steps},
+            {"first_failure", optional_json(r.first_failure)},
+            {"hit_upper_bound", r.hit_upper_bound},
+            {"peak_memory_bytes", optional_json(r.peak_memory_bytes)},
+            {"cpu_memory_limit_bytes", optional_json(r.cpu_memory_limit)},
+            {"tries", r.tries.size()}};
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
+                              const TryObserver& on_try) {
+  check_options(options);
+  MaxBatchResult result;
+  result.confirm_steps = options.confirm_steps;
+  const auto attempt = [&](int64_t batch_size, TryStage stage, int steps) {
+    const auto begin = std::chrono::steady_clock::now();
+    const ProbeOutcome outcome = probe(batch_size, steps);
+    MaxBatchTry t;
+    t.batch_size = batch_size;
+    t.stage = stage;
+    t.steps = steps;
+    t.fits = outcome.fits;
+    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    t.peak_memory_bytes = outcome.peak_memory_bytes;
+    t.error = outcome.error;
+    result.tries.push_back(t);
+    if (on_try) on_try(t);
+    if (!t.fits && (!result.first_failure || batch_size < *result.first_failure)) {
+      result.first_failure = batch_size;
+      result.error = t.error;
+    }
+    return t.fits;
+  };
+
+  // `fit` ran search_steps steps (0: nothing yet); `fail` is the smallest size that did not fit.
+  int64_t fit = 0;
+  std::optional<int64_t> fail;
+  for (int64_t b = options.start;;) {
+    if (!attempt(b, TryStage::Grow, options.search_steps)) {
+      fail = b;
+      break;
+    }
+    fit = b;
+    if (b == options.upper_bound) break;
+    b = b > options.upper_bound / 2 ? options.upper_bound : 2 * b;
+  }
+  for (;;) {
+    while (fail && *fail - fit > 1) {
+      const int64_t middle = fit + (*fail - fit) / 2;
+      if (attempt(middle, TryStage::Bisect, options.search_steps)) {
+        fit = middle;
+      } else {
+        fail = middle;
+      }
+    }
+    if (fit == 0) return result;
+    if (attempt(fit, TryStage::Confirm, options.confirm_steps)) break;
+    // A single step fits but repeated ones do not: search again below, from the largest size left.
+    fail = fit;
+    fit = 0;
+    for (const MaxBatchTry& t : result.tries) {
+      if (t.fits && t.stage != TryStage::Confirm && t.batch_size < *fail && t.batch_size > fit)
+        fit = t.batch_size;
+    }
+  }
+  result.max_batch = fit;
+  result.peak_memory_bytes = result.tries.back().peak_memory_bytes;
+  result.hit_upper_bound = fit == options.upper_bound;
+  return result;
+}
+
+ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps) {
+  const torch::Device& device = workload.device();
+  const bool count_cpu = device.is_cpu() && cpu_memory::installed();
+  workload.release_batch();
+  if (device.is_cuda()) gpu::reset_peak_memory(device.index());
+  if (count_cpu) cpu_memory::reset_peak();
+  ProbeOutcome outcome;
+  try {
+    workload.prepare_batch(batch_size);
+    for (int i = 0; i < steps; ++i) {
+      workload.stage();
+      workload.step();
+    }
+    workload.synchronize();
+    outcome.fits = true;
+    if (device.is_cuda()) outcome.peak_memory_bytes = gpu::peak_memory_bytes(device.index());
+    if (count_cpu) outcome.peak_memory_bytes = cpu_memory::peak_bytes();
+  } catch (const std::exception& error) {
+    if (!is_out_of_memory(error)) throw;
+    outcome.error = short_error_message(error);
+  }
+  workload.release_batch();
+  if (!outcome.fits && device.is_cuda()) gpu::empty_cache();
+  return outcome;
+}
+
+std::optional<int64_t> default_cpu_memory_limit() {
+  const std::optional<int64_t> available = cpu_memory::available_bytes();
+  if (!available) return std::nullopt;
+  return *available / 10 * 9;
+}
+
+MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::Device& device,
+                             const MaxBatchOptions& options, const TryObserver& on_try) {
+  check_options(options);
+  if (options.cpu_memory_limit && !device.is_cpu()) {
+    throw std::invalid_argument("a CPU memory limit does not apply to " + device.str() +
+                                ", where the GPU's own memory is the limit");
+  }
+  std::optional<cpu_memory::ScopedLimit> scoped_limit;
+  if (device.is_cpu()) {
+    cpu_memory::install();
+    if (options.cpu_memory_limit) {
+      scoped_limit.emplace(options.cpu_memory_limit);
+    } else if (!cpu_memory::limit()) {
+      scoped_limit.emplace(default_cpu_memory_limit());
+    }
+  }
+  const std::optional<int64_t> limit_used = device.is_cpu() ? cpu_memory::limit() : std::nullopt;
+  at::globalContext().setBenchmarkCuDNN(experiment.cudnn_benchmark);
+
+  // Synthetic batches of the same shape take the memory that a dataset's would, without loading it.
+  ExperimentConfig synthetic = experiment;
+  synthetic.data = "synthetic";
+  std::unique_ptr<Workload> workload;
+  try {
+    workload = std::make_unique<Workload>(synthetic, device);
+  } catch (const std::exception& error) {
+    if (!is_out_of_memory(error)) throw;
+    MaxBatchResult result;
+    result.confirm_steps = options.confirm_steps;
+    result.cpu_memory_limit = limit_used;
+    result.error = "the model alone does not fit: " + short_error_message(error);
+    return result;
+  }
+  MaxBatchResult result = find_max_batch(
+      [&](int64_t batch_size, int steps) { return probe_workload(*workload, batch_size, steps); }, options,
+      on_try);
+  result.cpu_memory_limit = limit_used;
+  return result;
+}
+
+std::string short_error_message(const std::exception& error) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string message = c10_error != nullptr ? c10_error->what_without_backtrace() : error.what();
+  return message.substr(0, message.find('\n'));
+}
+
+}  // namespace batchscope

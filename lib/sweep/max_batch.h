@@ -1,0 +1,102 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/config/config.h"
+#include "lib/records/records.h"
+
+namespace batchscope {
+
+class Workload;
+
+struct MaxBatchOptions {
+  int64_t start = 1;            // the first size tried; the search grows from it by doubling
+  int64_t upper_bound = 65536;  // no size above it is tried; reaching it means "at least upper_bound"
+  int search_steps = 1;         // steps per try while growing and bisecting
+  int confirm_steps = 3;        // steps in a row the answer must run (the safety margin)
+  // A limit on LibTorch's CPU memory for the search (see cpu_memory.h); only for the CPU, where
+  // nothing else stops an allocation before the kernel's OOM killer. run_max_batch refuses it on CUDA.
+  // nullopt: the limit already in place, or where there is none, default_cpu_memory_limit().
+  std::optional<int64_t> cpu_memory_limit;
+};
+
+// Checks the options; throws std::invalid_argument with a sentence.
+void check_options(const MaxBatchOptions& options);
+
+// What one try of a batch size gave. Only out-of-memory counts as "does not fit".
+struct ProbeOutcome {
+  bool fits = false;
+  std::string error;                         // the out-of-memory message when it does not fit
+  std::optional<int64_t> peak_memory_bytes;  // of the try, where the device reports it
+};
+
+enum class TryStage { Grow, Bisect, Confirm };
+std::string to_string(TryStage stage);
+
+struct MaxBatchTry {
+  int64_t batch_size = 0;
+  TryStage stage = TryStage::Grow;
+  int steps = 0;
+  bool fits = false;
+  double seconds = 0;  // of the whole try: making the batch, the steps, releasing memory after a failure
+  std::optional<int64_t> peak_memory_bytes;
+  std::string error;
+};
+
+struct MaxBatchResult {
+  // The largest size that ran confirm_steps steps in a row; nullopt when not even batch size 1 fits.
+  std::optional<int64_t> max_batch;
+  // The smallest size that ran out of memory (max_batch + 1 at the end of a search that found a
+  // failure next to the answer); nullopt when nothing failed, i.e. the upper bound was reached.
+  std::optional<int64_t> first_failure;
+  bool hit_upper_bound = false;  // max_batch == upper_bound: the answer is "at least upper_bound"
+  int confirm_steps = 0;
+  std::optional<int64_t> peak_memory_bytes;  // of the confirmation at max_batch
+  std::string error;  // the out-of-memory message at first_failure (when nothing fits: at size 1)
+  std::optional<int64_t> cpu_memory_limit;  // the limit the search ran under (run_max_batch on the CPU)
+  std::vector<MaxBatchTry> tries;           // in the order they ran
+};
+
+Json to_json(const MaxBatchTry& t);
+Json to_json(const MaxBatchResult& r);  // the tries left out: they are records of their own
+
+using BatchProbe = std::function<ProbeOutcome(int64_t batch_size, int steps)>;
+using TryObserver = std::function<void(const MaxBatchTry&)>;
+
+// The largest batch size that fits, found with the probe alone. Grows from options.start by doubling
+// until a size does not fit or upper_bound is reached (tried last when doubling would overshoot it),
+// bisects between the last size that fit and the first that did not, then runs confirm_steps steps at
+// the answer. When that fails the search goes on below it, so the answer always passed confirmation.
+// Every try is reported to on_try (which may be empty) as it ends. What the probe throws propagates:
+// a probe reports out-of-memory as a ProbeOutcome and lets every other error through.
+MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
+                              const TryObserver& on_try);
+
+// Tries a batch size on a workload: prepares the batch, runs `steps` steps and waits for the device.
+// Out-of-memory is caught and the memory released (the batch dropped, and on CUDA the cache emptied);
+// any other error propagates. The peak memory comes from the GPU, or on the CPU from the counting
+// allocator where it is installed.
+ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps);
+
+// 90% of the memory available now (cpu_memory::available_bytes), leaving room for what the count misses;
+// nullopt where that cannot be read.
+std::optional<int64_t> default_cpu_memory_limit();
+
+// Builds the experiment's workload on the device (already resolved: "cpu" or "cuda:N") and searches.
+// On the CPU the counting allocator is installed and the search runs under a limit (see
+// MaxBatchOptions::cpu_memory_limit), the previous one put back after. Throws std::invalid_argument for a
+// CPU memory limit on CUDA: there the GPU's own memory is the limit. A model that does not fit on its own
+// gives a result with no tries, no max_batch and its error. The experiment's batch sizes are ignored.
+MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::Device& device,
+                             const MaxBatchOptions& options, const TryObserver& on_try);
+
+// "CPU out of memory: tried to allocate ..." without LibTorch's backtrace: the first line of the message.
+std::string short_error_message(const std::exception& error);
+
+}  // namespace batchscope

@@ -1,0 +1,186 @@
+#include "lib/sweep/sweep_runner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <torch/version.h>
+
+#include <random>
+
+#include "lib/device/gpu.h"
+#include "lib/records/run_store.h"
+#include "lib/sweep/progress.h"
+#include "lib/sweep/sweep_power.h"
+#include "lib/timing/measure_batch.h"
+#include "lib/timing/step_runner.h"
+#include "lib/timing/step_timer.h"
+
+namespace batchscope {
+namespace {
+
+RunRecord run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
+                     bool resumed, PowerByDevice& power) {
+  RunRecord header = run_record(resumed ? record::kResume : record::kRun, options.command_line,
+                                {{"source", config.source}, {"experiments", experiments}});
+  header.timers = Json::object();
+  for (const ExperimentConfig& e : config.experiments) {
+    if (header.timers.contains(e.device)) continue;
+    auto timer = make_step_timer(torch::Device(e.device));
+    header.timers[e.device] = {{"method", timer->method()}, {"overhead_ms", measure_timer_overhead_ms(*timer)}};
+  }
+  header.power = power_context(power);
+  header.energy_note =
+      "Energy is read once over the timed steps of a batch size together (lengthened by more steps to "
+      "min_window_ms where they are shorter), because power counters tick every few milliseconds; "
+      "j_per_step is that energy divided by energy_steps. *_above_idle fields subtract the idle "
+      "baseline measured before the sweep.";
+  return header;
+}
+
+// The records of one measured batch size: its steps, then its point.
+std::vector<SweepRecord> measured_records(const BatchKey& key, const BatchMeasurement& m, double flops_per_step) {
+  std::vector<SweepRecord> records;
+  const TimedSteps& steps = m.steps;
+  for (std::size_t i = 0; i < steps.times_ms.size(); ++i) {
+    StepRecord step{key, static_cast<int64_t>(i), steps.times_ms[i], std::nullopt, m.peak_memory_bytes};
+    if (!steps.losses.empty()) step.loss = steps.losses[i];
+    records.push_back(std::move(step));
+  }
+  PointRecord point = point_record(key, steps.times_ms, flops_per_step, m.peak_memory_bytes);
+  point.energy = m.energy;
+  records.push_back(std::move(point));
+  return records;
+}
+
+// Everything one sweep session shares between its experiments.
+struct Session {
+  const SweepOptions& options;
+  RunStore& store;
+  PowerByDevice& power;
+  Progress& progress;
+  const LoadedData& loaded;
+
+  bool stop_requested() const { return options.stop_requested != nullptr && options.stop_requested->load(); }
+};
+
+// Runs the batch sizes of one experiment that are not done yet. Out of memory at a size skips the
+// larger ones; an operation LibTorch lacks skips them all. Returns false when stopped on request.
+bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count) {
+  const torch::Device device(e.device);
+  at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
+  std::optional<int64_t> oom_at = s.store.out_of_memory_at(e.name);
+  std::optional<std::string> unsupported;  // LibTorch's reason, once a step met an operation it lacks
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<StepTimer> timer = make_step_timer(device);
+
+  for (int64_t batch_size : batch_order(e)) {
+    if (s.store.done(e.name, batch_size)) continue;
+    if (s.stop_requested()) return false;
+    const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
+    const BatchKey key = batch_key(e, e.device, batch_size);
+    // A size that is not run is recorded as skipped, with why.
+    const auto skip = [&](const std::string& reason) {
+      s.store.write({SkippedRecord{key, reason}});
+      s.progress.work_done(work);
+    };
+    if (oom_at && batch_size > *oom_at) {
+      skip("batch size " + std::to_string(*oom_at) + " ran out of memory");
+      continue;
+    }
+    if (unsupported) {
+      skip(*unsupported);
+      continue;
+    }
+    std::vector<SweepRecord> records;
+    try {
+      if (!workload) {
+        const auto found = s.loaded.find(e.data);
+        workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+      }
+      s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
+      const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
+      workload->release_batch();
+      records = measured_records(key, m, workload->flops_per_step(batch_size));
+    } catch (const std::exception& error) {
+      if (const auto missing = unsupported_operation(error)) {
+        // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
+        // recorded as skipped with the reason, and the sweep goes on with the next experiment.
+        workload.reset();
+        unsupported = "LibTorch " + std::string(TORCH_VERSION) + " cannot run " + e.model + " " +
+                      to_string(e.phase) + " in " + to_string(e.precision) + " on " + e.device + ": " + *missing;
+        s.progress.finish();
+        spdlog::warn("{}", located_value(e, "precision",
+                                         "experiment " + e.name + ": " + *unsupported + "; its batch sizes are skipped",
+                                         "use another precision or device for it"));
+        skip(*unsupported);
+        continue;
+      }
+      if (!is_out_of_memory(error)) throw;
+      // Drop everything the failed step held, model and optimizer state included; a later smaller
+      // size (shuffled order) builds them afresh.
+      workload.reset();
+      if (device.is_cuda()) gpu::empty_cache();
+      oom_at = batch_size;
+      s.progress.finish();
+      spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
+      const std::string message = error.what();
+      records = {OomRecord{key, message.substr(0, message.find('\n'))}};
+    }
+    s.store.write(records);
+    s.progress.work_done(work);
+    s.progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<int64_t> batch_order(const ExperimentConfig& e) {
+  std::vector<int64_t> order = e.batch_sizes;
+  if (e.order == BatchOrder::Shuffled) {
+    // Fisher-Yates with the standard engine: the same seed gives the same order on every platform.
+    std::mt19937_64 rng(e.seed);
+    for (std::size_t i = order.size(); i > 1; --i) {
+      const std::size_t j = static_cast<std::size_t>(rng() % i);
+      std::swap(order[i - 1], order[j]);
+    }
+  }
+  return order;
+}
+
+SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
+  const LoadedData loaded = load_data(config);
+  Json experiments = Json::array();
+  for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
+  RunStore store(options.out_dir, experiments, options.force);
+  if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
+  PowerByDevice power = open_power(config, options);
+  store.write({run_header(config, options, experiments, store.resuming(), power)});
+
+  Progress progress(progress_stream, options.show_progress);
+  double total_work = 0;
+  for (const ExperimentConfig& e : config.experiments) {
+    for (int64_t b : e.batch_sizes) {
+      if (!store.done(e.name, b)) total_work += static_cast<double>(b) * (e.warmup_steps + e.timed_steps);
+    }
+  }
+  progress.begin_sweep(total_work);
+
+  Session session{options, store, power, progress, loaded};
+  bool stopped = false;  // only where batch sizes were left undone
+  const int count = static_cast<int>(config.experiments.size());
+  for (int index = 0; index < count && !stopped; ++index) {
+    stopped = !run_experiment(session, config.experiments[static_cast<std::size_t>(index)], index, count);
+  }
+  SweepOutcome outcome;
+  outcome.interrupted = stopped;
+  if (!outcome.interrupted) store.write({end_record()});
+  progress.finish();
+
+  outcome.jsonl_path = store.jsonl_path();
+  outcome.csv_path = store.csv_path();
+  outcome.resumed = store.resuming();
+  outcome.records = store.read_all();
+  return outcome;
+}
+
+}  // namespace batchscope

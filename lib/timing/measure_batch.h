@@ -1,0 +1,29 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "lib/config/config.h"
+#include "lib/power/device_power.h"
+#include "lib/records/records.h"
+#include "lib/timing/step_runner.h"
+#include "lib/timing/step_timer.h"
+
+namespace batchscope {
+
+// What measuring one batch size gives: its timed steps, the peak memory they took, and the energy
+// of a window over them where the device has a power source.
+struct BatchMeasurement {
+  TimedSteps steps;
+  std::optional<int64_t> peak_memory_bytes;
+  std::optional<PointEnergy> energy;
+};
+
+// Prepares the workload at this batch size, warms it up, and times e.timed_steps steps with the
+// peak-memory counter reset before them. Where power.source is set, an energy window covers the timed
+// steps, lengthened by more of the same steps (untimed for the result) to power.min_window_ms. A
+// power reading that fails mid-window costs the energy, not the times.
+BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
+                               power::DevicePower& power);
+
+}  // namespace batchscope

@@ -1,0 +1,16 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "lib/config/config.h"
+
+namespace batchscope {
+
+// The optimizer an experiment names, over the given parameters: sgd, sgd with momentum, or adam.
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o,
+                                                        const std::vector<torch::Tensor>& parameters);
+
+}  // namespace batchscope

@@ -1,0 +1,237 @@
+#include "lib/timing/step_runner.h"
+
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
+
+#include <cstring>
+#include <new>
+
+#include "lib/device/gpu.h"
+#include "lib/timing/optimizer.h"
+#include "models/registry.h"
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE 1
+#endif
+
+namespace batchscope {
+namespace {
+
+at::ScalarType autocast_dtype(Precision p) { return p == Precision::FP16 ? at::kHalf : at::kBFloat16; }
+
+// Autocast on for the forward pass and the loss, as torch.autocast does in Python; the cast-weight
+// cache is cleared on exit so each step pays for its own casts.
+class AutocastScope {
+ public:
+  AutocastScope(Precision precision, const torch::Device& device)
+      : active_(precision != Precision::FP32), type_(device.type()) {
+    if (active_) set(true, autocast_dtype(precision));
+  }
+  ~AutocastScope() {
+    if (!active_) return;
+    set(false, std::nullopt);
+    at::autocast::clear_cache();
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  void set(bool enabled, std::optional<at::ScalarType> dtype) {
+#ifdef BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE
+    if (dtype) at::autocast::set_autocast_dtype(type_, *dtype);
+    at::autocast::set_autocast_enabled(type_, enabled);
+#else
+    if (type_ == torch::kCUDA) {
+      if (dtype) at::autocast::set_autocast_gpu_dtype(*dtype);
+      at::autocast::set_enabled(enabled);
+    } else {
+      if (dtype) at::autocast::set_autocast_cpu_dtype(*dtype);
+      at::autocast::set_cpu_enabled(enabled);
+    }
+#endif
+  }
+
+  bool active_;
+  torch::DeviceType type_;
+};
+
+}  // namespace
+
+Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device,
+                   const data::Dataset* dataset)
+    : experiment_(experiment), device_(device), dataset_(dataset) {
+  spec_ = models::find_model(experiment.model);
+  TORCH_CHECK(spec_ != nullptr, "unknown model ", experiment.model, " reached the sweep");
+  torch::manual_seed(experiment.seed);
+  forward_flops_per_sample_ = spec_->forward_flops(experiment.input_shape, experiment.classes);
+  model_ = spec_->build(experiment.input_shape, experiment.classes);
+  model_->to(device_);
+  if (experiment.channels_last) {
+    torch::NoGradGuard no_grad;
+    for (auto& p : model_->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+  }
+  if (experiment.phase == Phase::Train) {
+    model_->train();
+    parameters_ = model_->parameters();
+    optimizer_ = make_optimizer(experiment.optimizer, parameters_);
+  } else {
+    model_->eval();
+  }
+}
+
+Workload::~Workload() = default;
+
+bool Workload::timed_copy() const { return experiment_.transfer == Transfer::Included && device_.is_cuda(); }
+
+void Workload::prepare_batch(int64_t batch_size) {
+  release_batch();
+  // Each batch size gets the same data stream for a given seed, whatever ran before it.
+  const uint64_t seed = experiment_.seed + static_cast<uint64_t>(batch_size);
+  if (dataset_ != nullptr) {
+    loader_ = std::make_unique<data::BatchLoader>(*dataset_, batch_size, seed, /*shuffle=*/true, device_);
+    epoch_ = 0;
+    loader_->start_epoch(epoch_);
+    return;
+  }
+  torch::manual_seed(seed);
+  // Made on the host and copied, so that the data are the same on every device for a seed.
+  const models::Batch batch =
+      spec_->synthetic_batch(batch_size, experiment_.input_shape, experiment_.classes);
+  const torch::Tensor& inputs = batch.inputs;
+  const torch::Tensor& targets = batch.targets;
+  if (timed_copy()) {
+    inputs_ = inputs.pin_memory();
+    targets_ = targets.pin_memory();
+  } else {
+    inputs_ = in_memory_format(inputs.to(device_));
+    targets_ = targets.to(device_);
+    synchronize();
+  }
+}
+
+torch::Tensor Workload::in_memory_format(const torch::Tensor& inputs) const {
+  if (experiment_.channels_last && inputs.dim() == 4)
+    return inputs.contiguous(at::MemoryFormat::ChannelsLast);
+  return inputs;
+}
+
+void Workload::stage() {
+  if (!loader_) return;
+  data::Batch batch;
+  if (!loader_->next_host_batch(batch)) {
+    // A new epoch: the loader reshuffles with the next seed.
+    loader_->start_epoch(++epoch_);
+    loader_->next_host_batch(batch);
+  }
+  if (timed_copy()) {
+    inputs_ = batch.images;
+    targets_ = batch.labels;
+    return;
+  }
+  const data::Batch on_device = loader_->to_device(batch);
+  inputs_ = in_memory_format(on_device.images);
+  targets_ = on_device.labels;
+  synchronize();
+}
+
+void Workload::release_batch() {
+  loader_.reset();
+  inputs_ = torch::Tensor();
+  targets_ = torch::Tensor();
+  loss_ = torch::Tensor();
+  for (auto& p : parameters_) p.mutable_grad().reset();
+}
+
+void Workload::step() {
+  torch::Tensor inputs = inputs_;
+  torch::Tensor targets = targets_;
+  if (timed_copy()) {
+    // From pinned host memory, asynchronously on the current stream, as a data loader would.
+    inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true));
+    targets = targets.to(device_, /*non_blocking=*/true);
+  }
+  if (experiment_.phase == Phase::Train) {
+    train_step(inputs, targets);
+  } else {
+    infer_step(inputs);
+  }
+}
+
+void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
+  // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
+  for (auto& p : parameters_) p.mutable_grad().reset();
+  torch::Tensor loss;
+  {
+    AutocastScope autocast(experiment_.precision, device_);
+    loss = model_->loss(model_->forward(inputs), targets);
+  }
+  loss.backward();
+  optimizer_->step();
+  // Keep the value only: the autograd graph is torn down here, inside the step, where it belongs.
+  loss_ = loss.detach();
+}
+
+void Workload::infer_step(const torch::Tensor& inputs) {
+  torch::NoGradGuard no_grad;
+  AutocastScope autocast(experiment_.precision, device_);
+  if (experiment_.chunk > 0 && inputs.size(0) > experiment_.chunk) {
+    for (const torch::Tensor& part : inputs.split(experiment_.chunk)) model_->forward(part);
+    return;
+  }
+  model_->forward(inputs);
+}
+
+void Workload::warm_up(int steps) {
+  for (int i = 0; i < steps; ++i) {
+    stage();
+    step();
+  }
+  synchronize();
+}
+
+void Workload::synchronize() const {
+  if (device_.is_cuda()) gpu::synchronize(device_.index());
+}
+
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
+  const auto n = static_cast<std::size_t>(steps);
+  const bool train = workload.training();
+  std::vector<torch::Tensor> losses(train ? n : 0);
+  timer.reserve(steps);
+  for (int i = 0; i < steps; ++i) {
+    workload.stage();
+    timer.start(i);
+    workload.step();
+    timer.stop(i);
+    workload.synchronize();
+    if (train) losses[static_cast<std::size_t>(i)] = workload.last_loss();
+  }
+  TimedSteps out;
+  out.times_ms.resize(n);
+  for (int i = 0; i < steps; ++i) out.times_ms[static_cast<std::size_t>(i)] = timer.elapsed_ms(i);
+  for (const auto& l : losses) out.losses.push_back(l.item<double>());
+  return out;
+}
+
+
+std::optional<std::string> unsupported_operation(const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  if (torch_error == nullptr) return std::nullopt;
+  const std::string what = torch_error->what_without_backtrace();
+  const bool not_implemented = dynamic_cast<const c10::NotImplementedError*>(&error) != nullptr ||
+                               what.find("not implemented for") != std::string::npos;
+  if (!not_implemented) return std::nullopt;
+  return what.substr(0, what.find('\n'));
+}
+
+bool is_out_of_memory(const std::exception& error) {
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
+  const char* what = error.what();
+  return std::strstr(what, "out of memory") != nullptr ||
+         std::strstr(what, "can't allocate memory") != nullptr ||
+         std::strstr(what, "Tried to allocate") != nullptr;
+}
+
+}  // namespace batchscope

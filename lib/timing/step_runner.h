@@ -1,0 +1,99 @@
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "data/batch_loader.h"
+#include "data/datasets.h"
+#include "lib/config/config.h"
+#include "lib/timing/step_timer.h"
+#include "models/network.h"
+#include "models/registry.h"
+
+namespace batchscope {
+
+// The FLOPs of one step: the forward pass, or forward and backward (counted as 3x the forward) in training.
+inline double step_flops(Phase phase, double forward_flops_per_sample, int64_t batch_size) {
+  const double forward = forward_flops_per_sample * static_cast<double>(batch_size);
+  return phase == Phase::Train ? 3.0 * forward : forward;
+}
+
+// One experiment's model, optimizer and batches on its device, ready to run steps. Everything a step
+// needs is made by prepare_batch() and stage(), so step() is the framework's work alone, plus the
+// host-to-device copy of the batch when the experiment times it (transfer: included).
+class Workload {
+ public:
+  // dataset: the images the steps take their batches from (data: mnist and the like), or null for
+  // synthetic data. It must outlive the workload.
+  Workload(const ExperimentConfig& experiment, const torch::Device& device,
+           const data::Dataset* dataset = nullptr);
+  ~Workload();
+
+  // Makes this batch size's data (outside any timed region): synthetic batches once, on the device,
+  // or in host memory (pinned for a GPU) when the copy is timed; for a dataset, a shuffled loader.
+  void prepare_batch(int64_t batch_size);
+  // Before each step, untimed: the next batch of a dataset, copied to the device and waited for
+  // unless the copy is timed. Nothing for synthetic data.
+  void stage();
+  // The copy of the staged batch to the device when it is timed, then train: gradients to none,
+  // forward, loss, backward, optimizer step; infer: forward under no-grad (in chunks if asked).
+  void step();
+  // The loss tensor of the last step (train only); reading its value waits for the device.
+  const torch::Tensor& last_loss() const { return loss_; }
+  // Drops the batch and gradients, e.g. after running out of memory.
+  void release_batch();
+
+  // Untimed staged steps, then waits until the device has finished them.
+  void warm_up(int steps);
+  // Waits for the device (a no-op on the CPU, where every op has finished when it returns).
+  void synchronize() const;
+  const torch::Device& device() const { return device_; }
+  models::Network& network() { return *model_; }
+  torch::optim::Optimizer* optimizer() { return optimizer_.get(); }
+  bool training() const { return experiment_.phase == Phase::Train; }
+
+  // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
+  double flops_per_step(int64_t batch_size) const { return step_flops(experiment_.phase, forward_flops_per_sample_, batch_size); }
+
+ private:
+  void train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
+  void infer_step(const torch::Tensor& inputs);
+  bool timed_copy() const;
+  torch::Tensor in_memory_format(const torch::Tensor& inputs) const;
+
+  ExperimentConfig experiment_;
+  const models::ModelSpec* spec_ = nullptr;
+  torch::Device device_;
+  std::shared_ptr<models::Network> model_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<torch::Tensor> parameters_;
+  double forward_flops_per_sample_ = 0;
+  const data::Dataset* dataset_ = nullptr;
+  std::unique_ptr<data::BatchLoader> loader_;
+  int64_t epoch_ = 0;
+  // The batch a step runs on: on the device, or in host memory when the step copies it.
+  torch::Tensor inputs_, targets_, loss_;
+};
+
+struct TimedSteps {
+  std::vector<double> times_ms;
+  std::vector<double> losses;  // train only
+};
+
+// The timed loop of every sweep and benchmark: `steps` steps of a prepared workload, each between its
+// own two timestamps with nothing else there. The device is synchronised after each stop, outside the
+// timed region, so that steps do not overlap; times and losses are read after the loop.
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps);
+
+// True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
+bool is_out_of_memory(const std::exception& error);
+
+// LibTorch's own sentence when it has no kernel for an operation in this precision on this device
+// ("\"hardshrink_backward_cpu\" not implemented for 'BFloat16'"), without its backtrace; nullopt for
+// any other error. Such a gap is the same at every batch size.
+std::optional<std::string> unsupported_operation(const std::exception& error);
+
+}  // namespace batchscope

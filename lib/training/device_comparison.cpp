@@ -1,0 +1,143 @@
+#include "lib/training/device_comparison.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/training/training_parts.h"
+
+namespace batchscope {
+namespace fs = std::filesystem;
+using namespace training_parts;
+namespace {
+
+std::string device_dir_name(std::string device) {
+  for (char& c : device) {
+    if (c == ':') c = '_';
+  }
+  return device;
+}
+
+std::string significant(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.15g", v);
+  return text;
+}
+
+}  // namespace
+
+int agreeing_significant_digits(double a, double b) {
+  if (a == b) return 17;
+  if (!std::isfinite(a) || !std::isfinite(b)) return 0;
+  int best = 0;
+  for (int digits = 1; digits <= 16; ++digits) {
+    char ta[40], tb[40];
+    std::snprintf(ta, sizeof ta, "%.*e", digits - 1, a);
+    std::snprintf(tb, sizeof tb, "%.*e", digits - 1, b);
+    if (std::string(ta) == tb) best = digits;
+  }
+  return best;
+}
+
+DeviceComparison compare_devices(const TrainingOptions& options, const std::string& first_device,
+                                 const std::string& second_device) {
+  check_options(options);
+  DeviceComparison c;
+  c.first_device = resolve_training_device(first_device);
+  c.second_device = resolve_training_device(second_device);
+  build_network(options.model);
+  const std::string first_name = device_dir_name(c.first_device);
+  std::string second_name = device_dir_name(c.second_device);
+  if (second_name == first_name) second_name += "_2";
+  TrainingOptions first = options, second = options;
+  first.device = c.first_device;
+  second.device = c.second_device;
+  first.out_dir = (fs::path(options.out_dir) / first_name).string();
+  second.out_dir = (fs::path(options.out_dir) / second_name).string();
+  c.jsonl_path = (fs::path(options.out_dir) / "compare.jsonl").string();
+  std::error_code ec;
+  if (!options.force && fs::exists(c.jsonl_path, ec)) {
+    for (const Json& r : read_jsonl(c.jsonl_path, BadLines::Collect).records) {
+      if (r.value("type", "") == record::kEnd) {
+        throw UserError(
+            located(c.jsonl_path, 0, "already holds a complete comparison",
+                    "choose another --out directory or pass --force to run it again and replace it"));
+      }
+    }
+  }
+  check_output_dir(first.out_dir, options.force);
+  check_output_dir(second.out_dir, options.force);
+
+  const LoadedData data = load_data(options.data, options.limit_train, options.limit_test);
+  spdlog::info("training on {} into {}", c.first_device, first.out_dir);
+  c.first = train_on(first, c.first_device, data);
+  spdlog::info("training on {} into {}", c.second_device, second.out_dir);
+  c.second = train_on(second, c.second_device, data);
+
+  fs::remove(c.jsonl_path, ec);
+  JsonlWriter writer(c.jsonl_path);
+  writer.add(context_record(
+      record::kRun, options.command_line,
+      {{"devices", {c.first_device, c.second_device}}, {"runs", {c.first.jsonl_path, c.second.jsonl_path}}}));
+  c.min_digits = 17;
+  for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
+    const EpochResult& a = c.first.epochs[i];
+    const EpochResult& b = c.second.epochs[i];
+    Json record = {
+        {"type", "comparison"}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
+    int epoch_min = 17;
+    const std::pair<const char*, std::pair<double, double>> quantities[] = {
+        {"train_loss", {a.train_loss, b.train_loss}},
+        {"train_accuracy", {a.train_accuracy, b.train_accuracy}},
+        {"test_loss", {a.test.loss, b.test.loss}},
+        {"test_accuracy", {a.test.accuracy, b.test.accuracy}}};
+    for (const auto& [name, values] : quantities) {
+      const int digits = agreeing_significant_digits(values.first, values.second);
+      c.rows.push_back({a.epoch, name, values.first, values.second, digits});
+      record[name] = {{"values", {values.first, values.second}}, {"digits", digits}};
+      epoch_min = std::min(epoch_min, digits);
+    }
+    record["min_digits"] = epoch_min;
+    record["identical"] = epoch_min == 17;
+    writer.add(record);
+    c.min_digits = std::min(c.min_digits, epoch_min);
+  }
+  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  writer.flush();
+  return c;
+}
+
+std::string format_comparison_table(const DeviceComparison& c) {
+  const std::string first = "A: " + c.first_device, second = "B: " + c.second_device;
+  std::string out;
+  char line[200];
+  std::snprintf(line, sizeof line, "%5s  %-14s  %-20s  %-20s  %s\n", "epoch", "quantity", first.c_str(),
+                second.c_str(), "agreeing digits");
+  out += line;
+  for (const AgreementRow& r : c.rows) {
+    const std::string digits = r.digits == 17 ? "17 (identical)" : std::to_string(r.digits);
+    std::snprintf(line, sizeof line, "%5d  %-14s  %-20s  %-20s  %s\n", r.epoch, r.quantity.c_str(),
+                  significant(r.first).c_str(), significant(r.second).c_str(), digits.c_str());
+    out += line;
+  }
+  const std::string pair = c.first_device + " and " + c.second_device;
+  if (c.min_digits >= 15) {
+    out += pair + " agree to ≥ 15 significant digits in every epoch" +
+           (c.min_digits == 17 ? " (identical, bit for bit)\n" : "\n");
+  } else {
+    for (const AgreementRow& r : c.rows) {
+      if (r.digits != c.min_digits) continue;
+      out += pair + " agree to " + std::to_string(c.min_digits) + " significant digits at worst (epoch " +
+             std::to_string(r.epoch) + ", " + r.quantity + ")\n";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace batchscope

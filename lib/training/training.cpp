@@ -1,0 +1,479 @@
+#include "lib/training/training.h"
+
+#include <ATen/Context.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "data/batch_loader.h"
+#include "data/datasets.h"
+#include "lib/device/environment.h"
+#include "lib/common/errors.h"
+#include "lib/device/gpu.h"
+#include "lib/timing/optimizer.h"
+#include "lib/training/training_parts.h"
+#include "models/registry.h"
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace training_parts {
+
+const models::SampleShape kInput = {1, 28, 28};
+constexpr int64_t kClasses = 10;
+constexpr const char* kJsonlName = "train.jsonl";
+constexpr const char* kLatestWeights = "checkpoint.pt";
+constexpr const char* kCheckpointInfo = "checkpoint.json";
+
+Json optimizer_json(const OptimizerConfig& o) {
+  Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
+  if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
+  if (o.kind == OptimizerKind::Adam) {
+    j["betas"] = {o.beta1, o.beta2};
+    j["eps"] = o.eps;
+  }
+  return j;
+}
+
+std::shared_ptr<models::Network> build_network(const std::string& name) {
+  const models::ModelSpec* spec = models::find_model(name);
+  if (spec == nullptr) {
+    throw UserError(
+        located("command line", 0, "unknown model " + name, "use one of " + models::known_model_names()));
+  }
+  try {
+    return spec->build(kInput, kClasses);
+  } catch (const std::invalid_argument& bad) {
+    std::string reason = bad.what();  // the model's own sentence, naming the smallest input it takes
+    if (!reason.empty() && reason.back() == '.') reason.pop_back();
+    throw UserError(
+        located("command line", 0, reason,
+                "MNIST images are 1x28x28, so choose a model that takes them, such as mnist_cnn"));
+  }
+}
+
+data::Dataset first_samples(const data::Dataset& set, int64_t limit) {
+  if (limit <= 0 || limit >= set.size()) return set;
+  return {set.name, set.images.narrow(0, 0, limit), set.labels.narrow(0, 0, limit)};
+}
+
+void synchronize(const torch::Device& device) {
+  if (device.is_cuda()) gpu::synchronize(device.index());
+}
+
+// Deterministic cuDNN and algorithms for one run on a CUDA device; the previous settings come back after.
+class DeterminismScope {
+ public:
+  explicit DeterminismScope(const torch::Device& device) : active_(device.is_cuda()) {
+    if (!active_) return;
+    auto& context = at::globalContext();
+    cudnn_deterministic_ = context.deterministicCuDNN();
+    cudnn_benchmark_ = context.benchmarkCuDNN();
+    algorithms_ = context.deterministicAlgorithms();
+    warn_only_ = context.deterministicAlgorithmsWarnOnly();
+    // cuBLAS reads this when its first handle is made; without it its reductions may vary run to run.
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+    context.setDeterministicCuDNN(true);
+    context.setBenchmarkCuDNN(false);
+    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
+  }
+  ~DeterminismScope() {
+    if (!active_) return;
+    auto& context = at::globalContext();
+    context.setDeterministicCuDNN(cudnn_deterministic_);
+    context.setBenchmarkCuDNN(cudnn_benchmark_);
+    context.setDeterministicAlgorithms(algorithms_, warn_only_);
+  }
+  DeterminismScope(const DeterminismScope&) = delete;
+  DeterminismScope& operator=(const DeterminismScope&) = delete;
+
+  Json record() const {
+    if (!active_) return {{"cuda_switches", false}};
+    const char* cublas = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+    return {{"cuda_switches", true},
+            {"cudnn_deterministic", true},
+            {"cudnn_benchmark", false},
+            {"deterministic_algorithms", "on, warn only"},
+            {"cublas_workspace_config", cublas ? cublas : ""}};
+  }
+
+ private:
+  bool active_;
+  bool cudnn_deterministic_ = false, cudnn_benchmark_ = false, algorithms_ = false, warn_only_ = false;
+};
+
+// Per-sample losses are summed in double on the device and read once, so the result does not depend on
+// how many batches there were, only on the logits.
+Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
+                    const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
+  loader.start_epoch(0);
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  data::Batch batch;
+  while (loader.next(batch)) {
+    const torch::Tensor logits = model.forward(batch.images);
+    namespace F = torch::nn::functional;
+    loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
+                    .to(torch::kDouble)
+                    .sum();
+    correct += logits.argmax(1).eq(batch.labels).sum();
+  }
+  Evaluation e;
+  e.samples = test.size();
+  e.correct = correct.item<int64_t>();
+  e.loss = loss_sum.item<double>() / static_cast<double>(e.samples);
+  e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.samples);
+  return e;
+}
+
+// Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
+void check_output_dir(const std::string& dir, bool force) {
+  const fs::path jsonl = fs::path(dir) / kJsonlName;
+  std::error_code ec;
+  if (force || !fs::exists(jsonl, ec) || fs::file_size(jsonl, ec) == 0) return;
+  const JsonlContents contents = read_jsonl(jsonl.string(), BadLines::Collect);
+  if (contents.records.empty() || contents.records.front().value("type", "") != record::kRun) {
+    throw UserError(located(jsonl.string(), 1, "does not start with a batchscope run record",
+                            "choose another --out directory or pass --force to replace it"));
+  }
+  for (const Json& r : contents.records) {
+    if (r.value("type", "") == record::kEnd) {
+      throw UserError(
+          located(jsonl.string(), 0, "already holds a complete training run",
+                  "choose another --out directory or pass --force to train again and replace it"));
+    }
+  }
+}
+
+// Removes what an earlier (interrupted or replaced) run left: our own file names only.
+void clear_output_dir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    throw UserError(located(dir, 0, "the output directory cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool ours = name == kJsonlName || name == kCheckpointInfo ||
+                      (name.rfind("checkpoint", 0) == 0 && entry.path().extension() == ".pt");
+    if (ours) fs::remove(entry.path());
+  }
+}
+
+// Written beside, then renamed: a reader sees the old file or the new one, never half of one.
+void save_weights(torch::nn::Module& model, const fs::path& path) {
+  const fs::path partial = path.string() + ".partial";
+  torch::serialize::OutputArchive archive;
+  model.save(archive);
+  archive.save_to(partial.string());
+  fs::rename(partial, path);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out)
+      throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
+  }
+  fs::rename(partial, path);
+}
+
+LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test) {
+  LoadedData d;
+  d.location = data::locate_dataset(spec);
+  d.splits = data::load_dataset(d.location);
+  d.splits.train = first_samples(d.splits.train, limit_train);
+  d.splits.test = first_samples(d.splits.test, limit_test);
+  return d;
+}
+
+void check_options(const TrainingOptions& o) {
+  auto fail = [](const std::string& problem, const std::string& fix) {
+    throw UserError(located("command line", 0, problem, fix));
+  };
+  if (o.epochs < 1) fail("--epochs " + std::to_string(o.epochs) + " trains nothing", "give at least 1");
+  if (o.batch_size < 1 || o.eval_batch_size < 1)
+    fail("a batch size must be positive", "give e.g. --batch 64");
+  if (!(o.optimizer.lr > 0)) fail("the learning rate must be positive", "give e.g. --lr 0.01");
+  if (o.limit_train < 0 || o.limit_test < 0)
+    fail("a sample limit must be positive", "give e.g. --limit-train 1000");
+}
+
+Json epoch_record(const EpochResult& r) {
+  return {{"type", "epoch"},
+          {"epoch", r.epoch},
+          {"train_loss", r.train_loss},
+          {"train_accuracy", r.train_accuracy},
+          {"test_loss", r.test.loss},
+          {"test_accuracy", r.test.accuracy},
+          {"test_correct", r.test.correct},
+          {"test_samples", r.test.samples},
+          {"epoch_seconds", r.epoch_seconds},
+          {"samples_per_s", r.samples_per_s},
+          {"checkpoint", fs::path(r.checkpoint).filename().string()}};
+}
+
+struct EpochTotals {
+  double seconds = 0;
+  double loss_sum = 0;  // per-sample losses summed
+  int64_t correct = 0;
+};
+
+// One pass over the shuffled training split. The loss and hits are summed on the device and read at the
+// end, so that no step waits for the host.
+EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
+                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader, int64_t epoch) {
+  const torch::Device& device = loader.device();
+  model.train();
+  loader.start_epoch(epoch);
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  synchronize(device);
+  const auto start = std::chrono::steady_clock::now();
+  data::Batch batch;
+  while (loader.next(batch)) {
+    for (auto& p : parameters) p.mutable_grad().reset();
+    const torch::Tensor logits = model.forward(batch.images);
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+    loss.backward();
+    optimizer.step();
+    loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(batch.labels.size(0));
+    correct += logits.detach().argmax(1).eq(batch.labels).sum();
+  }
+  synchronize(device);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>()};
+}
+
+// checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
+std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {
+  const fs::path weights = fs::path(dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
+  save_weights(model, weights);
+  const fs::path latest = fs::path(dir) / kLatestWeights;
+  const fs::path latest_partial = latest.string() + ".partial";
+  fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
+  fs::rename(latest_partial, latest);
+  info["epoch"] = epoch;
+  info["weights"] = kLatestWeights;
+  write_text(fs::path(dir) / kCheckpointInfo, info.dump(2) + "\n");
+  return weights.string();
+}
+
+TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data) {
+  const data::Dataset& train = data.splits.train;
+  if (o.batch_size > train.size()) {
+    throw UserError(located(data.location.directory, 0,
+                            "--batch " + std::to_string(o.batch_size) + " is larger than the " +
+                                std::to_string(train.size()) + " training images",
+                            "give a smaller --batch or a larger --limit-train"));
+  }
+  const torch::Device device(device_name);
+  const DeterminismScope determinism(device);
+  torch::manual_seed(o.seed);
+  std::shared_ptr<models::Network> model = build_network(o.model);
+  model->to(device);
+  std::vector<torch::Tensor> parameters = model->parameters();
+  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
+  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+
+  const Json data_json = {{"spec", o.data},
+                          {"name", data.location.name},
+                          {"directory", fs::absolute(data.location.directory).string()},
+                          {"train_samples", train.size()},
+                          {"test_samples", data.splits.test.size()}};
+  // What eval needs to rebuild the model and reproduce the test numbers.
+  const Json rebuild = {{"model", o.model},
+                        {"input", kInput},
+                        {"classes", kClasses},
+                        {"data", data_json},
+                        {"eval_batch_size", o.eval_batch_size},
+                        {"limit_test", o.limit_test}};
+  Json config = rebuild;
+  config["epochs"] = o.epochs;
+  config["batch_size"] = o.batch_size;
+  config["optimizer"] = optimizer_json(o.optimizer);
+  config["precision"] = "fp32";
+  config["seed"] = o.seed;
+  config["device"] = device_name;
+  config["threads"] = torch::get_num_threads();
+  config["limit_train"] = o.limit_train;
+  config["shuffle"] = "a permutation per epoch from seed + epoch";
+  config["determinism"] = determinism.record();
+
+  clear_output_dir(o.out_dir);
+  TrainingOutcome outcome;
+  outcome.device = device_name;
+  outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
+  outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
+  JsonlWriter writer(outcome.jsonl_path);
+  const Json header = context_record(record::kRun, o.command_line, config);
+  writer.add(header);
+  writer.flush();
+  Json info = rebuild;
+  info["run_id"] = header["run_id"];
+
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    const EpochTotals totals = train_epoch(*model, parameters, *optimizer, loader, epoch);
+    EpochResult r;
+    r.epoch = epoch;
+    const auto samples = static_cast<double>(train.size());
+    r.train_loss = totals.loss_sum / samples;
+    r.train_accuracy = static_cast<double>(totals.correct) / samples;
+    r.epoch_seconds = totals.seconds;
+    r.samples_per_s = samples / totals.seconds;
+    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device);
+    r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
+    writer.add(epoch_record(r));
+    writer.flush();
+    spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,
+                 o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
+                 r.epoch_seconds, r.samples_per_s);
+    outcome.epochs.push_back(r);
+  }
+  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  writer.flush();
+  return outcome;
+}
+
+// The output directory of one side of a comparison: cuda:0 -> cuda_0.
+}  // namespace training_parts
+
+using namespace training_parts;
+
+std::string resolve_training_device(const std::string& device) {
+  const std::string problem = check_device_string(device);
+  if (!problem.empty()) throw UserError(located("command line", 0, problem, ""));
+  if (device == "auto") return gpu::device_count() > 0 ? "cuda:0" : "cpu";
+  if (device == "cpu") return device;
+  const std::string resolved = device == "cuda" ? "cuda:0" : device;
+  const int count = gpu::device_count();
+  const int index = std::stoi(resolved.substr(5));
+  if (index >= count) {
+    throw UserError(
+        located("command line", 0,
+                "device " + device + " is not available here: this machine has " + std::to_string(count) +
+                    " usable CUDA device(s)" +
+                    (gpu::built_with_cuda() ? "" : " (batchscope was built with a CPU-only LibTorch)"),
+                count == 0 ? "use --device cpu, or run on a machine with a GPU and a CUDA build of batchscope"
+                           : "use cuda:0 to cuda:" + std::to_string(count - 1)));
+  }
+  return resolved;
+}
+
+TrainingOutcome train_model(const TrainingOptions& options) {
+  check_options(options);
+  const std::string device = resolve_training_device(options.device);
+  build_network(options.model);  // an unsuitable model is refused before the data is read
+  check_output_dir(options.out_dir, options.force);
+  return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
+}
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  std::ifstream info_file(path);
+  if (!info_file) {
+    throw UserError(
+        located(path, 0, "is missing, so the model cannot be rebuilt",
+                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
+  }
+  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
+  const auto refuse = [&](const std::string& problem) -> void {
+    throw UserError(located(path, 0, printable(problem),
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+  };
+  Json json;
+  try {
+    json = Json::parse(info_file);
+  } catch (const nlohmann::json::exception& bad) {
+    refuse(std::string("is not JSON (") + bad.what() + ")");
+  }
+  if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
+  const auto text = [&](const Json& j, const std::string& key) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      refuse("has no text field \"" + key + "\"");
+    return j[key].get<std::string>();
+  };
+  CheckpointInfo info;
+  info.model = text(json, "model");
+  if (models::find_model(info.model) == nullptr) refuse("names an unknown model \"" + info.model + "\"");
+  if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
+  info.data_dir = text(json["data"], "directory");
+  if (json.contains("limit_test") && !json["limit_test"].is_null()) {
+    const Json& l = json["limit_test"];
+    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
+      refuse("has a limit_test that is not a whole number from 0 to 100000000");
+    info.limit_test = l.get<int64_t>();
+  }
+  info.weights = kLatestWeights;
+  if (json.contains("weights")) {
+    info.weights = text(json, "weights");
+    // A file beside checkpoint.json, never a path that leads elsewhere.
+    if (info.weights.find('/') != std::string::npos || info.weights == "." || info.weights == "..")
+      refuse("names weights \"" + info.weights + "\" outside its directory");
+  }
+  return info;
+}
+
+CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
+  const fs::path given(options.checkpoint);
+  std::error_code ec;
+  if (!fs::exists(given, ec)) {
+    throw UserError(
+        located(options.checkpoint, 0, "no such checkpoint",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  const bool is_dir = fs::is_directory(given, ec);
+  const fs::path dir = is_dir ? given : given.parent_path();
+  const fs::path info_path = dir / kCheckpointInfo;
+  const CheckpointInfo info = read_checkpoint_info(info_path.string());
+  const fs::path weights = is_dir ? dir / info.weights : given;
+  if (!fs::is_regular_file(weights, ec)) {
+    throw UserError(
+        located(weights.string(), 0, "no such weights file",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  if (options.batch_size < 1) {
+    throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
+  }
+  const std::string device_name = resolve_training_device(options.device);
+  const torch::Device device(device_name);
+  const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
+  std::shared_ptr<models::Network> model = build_network(info.model);
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(weights.string(), device);
+    model->load(archive);
+  } catch (const std::exception& bad) {
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
+    std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
+    reason = reason.substr(0, reason.find('\n'));
+    throw UserError(located(weights.string(), 0,
+                            "is not a readable " + info.model + " checkpoint (" + reason + ")",
+                            "train again or give another checkpoint"));
+  }
+  model->to(device);
+  const LoadedData data =
+      load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));
+  CheckpointEvaluation result;
+  result.weights_path = weights.string();
+  result.model = info.model;
+  result.data = data.location.name;
+  result.device = device_name;
+  result.test = evaluate(*model, data.splits.test, options.batch_size, device);
+  return result;
+}
+
+}  // namespace batchscope

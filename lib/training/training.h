@@ -1,0 +1,98 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/config/config.h"
+#include "lib/records/records.h"
+
+namespace batchscope {
+
+// One training run of `batchscope train`: a model of the zoo trained on MNIST-like data (1x28x28, 10
+// classes) in fp32, evaluated on the test split after every epoch.
+struct TrainingOptions {
+  std::string model = "mnist_cnn";
+  std::string data = "mnist";  // "mnist", "fashion-mnist" or a directory holding the four IDX files
+  int epochs = 3;
+  int64_t batch_size = 64;
+  // The test split is evaluated in batches of this size; eval's default is the same, so that it
+  // reproduces an epoch's numbers exactly on the same device.
+  int64_t eval_batch_size = 1000;
+  std::string device = "auto";  // cpu, cuda, cuda:N or auto (the first GPU, else the CPU)
+  OptimizerConfig optimizer{OptimizerKind::Momentum};
+  uint64_t seed = 0;
+  int64_t limit_train = 0;  // train on the first N images only; 0: all
+  int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
+  std::string out_dir = "runs/train";
+  bool force = false;        // replace a complete training run in out_dir
+  std::string command_line;  // recorded in the run record
+};
+
+struct Evaluation {
+  double loss = 0;  // mean cross-entropy per sample
+  double accuracy = 0;
+  int64_t correct = 0;
+  int64_t samples = 0;
+};
+
+struct EpochResult {
+  int epoch = 0;  // from 1
+  double train_loss = 0;
+  double train_accuracy = 0;
+  Evaluation test;
+  double epoch_seconds = 0;  // the training part only, device synchronised; evaluation excluded
+  double samples_per_s = 0;
+  std::string checkpoint;  // the weights written after this epoch
+};
+
+struct TrainingOutcome {
+  std::string device;  // resolved: cpu or cuda:N
+  std::string jsonl_path;
+  std::string checkpoint_path;  // checkpoint.pt, the weights after the last epoch
+  std::vector<EpochResult> epochs;
+};
+
+// Trains as the options say, writing into out_dir: train.jsonl (a "run" record, one "epoch" record per
+// epoch, synced as it goes, and "end"), checkpoint_epochN.pt per epoch, checkpoint.pt (the latest) and
+// checkpoint.json (what eval needs to rebuild the model). The same seed and device (and, on the CPU,
+// thread count) give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on
+// for the run. Logs one line per epoch with spdlog. Throws UserError for the user's mistakes.
+TrainingOutcome train_model(const TrainingOptions& options);
+
+struct EvalOptions {
+  std::string checkpoint;           // a directory written by train_model, or one of its .pt files
+  std::optional<std::string> data;  // default: the data it was trained on
+  std::string device = "auto";
+  int64_t batch_size = 1000;
+  std::optional<int64_t> limit_test;  // default: the training run's
+};
+
+struct CheckpointEvaluation {
+  std::string weights_path, model, data, device;
+  Evaluation test;
+};
+
+// What checkpoint.json says: the model to rebuild, the data it was trained on, the test limit and the
+// weights file beside it.
+struct CheckpointInfo {
+  std::string model;
+  std::string data_dir;
+  int64_t limit_test = 0;
+  std::string weights;  // a file name in the checkpoint's directory
+};
+
+// Reads and checks checkpoint.json as strictly as a configuration: every field's type and range, a
+// known model, weights that stay in the directory. Anything else is a UserError naming the file.
+CheckpointInfo read_checkpoint_info(const std::string& path);
+
+// Rebuilds the model from checkpoint.json, loads the weights and evaluates the test split.
+// A missing or unreadable checkpoint is a UserError naming the file.
+CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options);
+
+// "auto" -> cuda:0 where a CUDA device is usable, else cpu; "cuda" -> cuda:0. Throws UserError for a
+// malformed device or one that this machine does not have.
+std::string resolve_training_device(const std::string& device);
+
+}  // namespace batchscope
