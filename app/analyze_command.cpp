@@ -40,9 +40,7 @@ void write_file(const fs::path& path, const std::string& content) {
   }
 }
 
-}  // namespace
-
-int run_analyze_command(const std::vector<std::string>& args) {
+cxxopts::Options analyze_options() {
   cxxopts::Options options(
       "batchscope analyze",
       "Find the trend, the jumps and their period in the step times of one or more sweep logs, and write\n"
@@ -65,6 +63,36 @@ int run_analyze_command(const std::vector<std::string>& args) {
       ("h,help", "this help");
   // clang-format on
   options.parse_positional({"logs"});
+  return options;
+}
+
+// report.md, analysis.json and the plots in out_dir (created where missing); returns what became of the plots.
+PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyze, const fs::path& out_dir,
+                          const cxxopts::ParseResult& result) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec || !fs::is_directory(out_dir)) {
+    throw UserError(located(out_dir.string(), 0, "cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to"));
+  }
+  PlotOutcome plots;
+  if (result.count("no-plots")) {
+    plots.skipped_reason = "--no-plots was given.";
+  } else {
+    plots =
+        write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});
+  }
+  std::ostringstream report;
+  write_report(report, analysis, plots, "plots");
+  write_file(out_dir / "analysis.json", analysis_to_json(analysis, analyze).dump(2) + "\n");
+  write_file(out_dir / "report.md", report.str());
+  return plots;
+}
+
+}  // namespace
+
+int run_analyze_command(const std::vector<std::string>& args) {
+  cxxopts::Options options = analyze_options();
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
     std::cout << options.help()
@@ -88,24 +116,7 @@ int run_analyze_command(const std::vector<std::string>& args) {
   const fs::path out_dir = result.count("out")
                                ? fs::path(result["out"].as<std::string>())
                                : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec || !fs::is_directory(out_dir)) {
-    throw UserError(located(out_dir.string(), 0, "cannot be created (" + ec.message() + ")",
-                            "choose an --out directory you can write to"));
-  }
-
-  PlotOutcome plots;
-  if (result.count("no-plots")) {
-    plots.skipped_reason = "--no-plots was given.";
-  } else {
-    plots =
-        write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});
-  }
-  std::ostringstream report;
-  write_report(report, analysis, plots, "plots");
-  write_file(out_dir / "analysis.json", analysis_to_json(analysis, analyze).dump(2) + "\n");
-  write_file(out_dir / "report.md", report.str());
+  const PlotOutcome plots = write_outputs(analysis, analyze, out_dir, result);
 
   for (const std::string& w : analysis.warnings) std::cerr << "batchscope: warning: " << w << "\n";
   for (const std::string& w : plots.warnings) std::cerr << "batchscope: warning: " << w << "\n";

@@ -20,29 +20,21 @@ constexpr double kSaturation = 0.9;
 PointStats stats_of(const RawPoint& raw, int min_samples) {
   PointStats p;
   p.batch_size = raw.batch_size;
-  if (!raw.times_ms.empty()) {
-    const Summary s = summarize(raw.times_ms);
-    p.samples = s.count;
-    p.median_ms = s.median;
-    p.p10_ms = s.p10;
-    p.p90_ms = s.p90;
-    p.mean_ms = s.mean;
-    p.min_ms = s.min;
-    p.max_ms = s.max;
-    p.cv = s.cv;
-    p.median_se_ms = median_standard_error(raw.times_ms);
-  } else if (raw.point) {
-    // Only the summary survived (step records removed): use it, the standard error is unknown.
-    const PointRecord& r = *raw.point;
-    p.samples = static_cast<int>(r.samples.value_or(0));
-    p.median_ms = r.median_ms.value_or(0);
-    p.p10_ms = r.p10_ms.value_or(p.median_ms);
-    p.p90_ms = r.p90_ms.value_or(p.median_ms);
-    p.mean_ms = r.mean_ms.value_or(p.median_ms);
-    p.min_ms = r.min_ms.value_or(p.median_ms);
-    p.max_ms = r.max_ms.value_or(p.median_ms);
-    p.cv = r.cv;
+  // The statistics of the step times where the log has them (the point record's, recomputed), else
+  // the point's summary alone (step records removed); then the standard error is unknown.
+  const std::optional<PointRecord> summary =
+      raw.times_ms.empty() ? raw.point : point_record(BatchKey{}, raw.times_ms, 0, std::nullopt);
+  if (summary) {
+    p.samples = static_cast<int>(summary->samples.value_or(0));
+    p.median_ms = summary->median_ms.value_or(0);
+    p.p10_ms = summary->p10_ms.value_or(p.median_ms);
+    p.p90_ms = summary->p90_ms.value_or(p.median_ms);
+    p.mean_ms = summary->mean_ms.value_or(p.median_ms);
+    p.min_ms = summary->min_ms.value_or(p.median_ms);
+    p.max_ms = summary->max_ms.value_or(p.median_ms);
+    p.cv = summary->cv;
   }
+  if (!raw.times_ms.empty()) p.median_se_ms = median_standard_error(raw.times_ms);
   p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
   if (raw.point) {
     if (raw.point->flops_per_step && p.median_ms > 0)
@@ -268,8 +260,11 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   return a;
 }
 
-Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options) {
-  std::vector<std::string> warnings;
+namespace {
+
+// Every log given once, read; a log that holds no records is left out with its warnings. Throws
+// UserError when no log is left.
+std::vector<LoadedLog> load_logs(const std::vector<std::string>& arguments, std::vector<std::string>& warnings) {
   std::vector<LoadedLog> logs;
   std::set<std::string> seen;
   for (const std::string& argument : arguments) {
@@ -282,7 +277,7 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
     }
     auto log = load_log(argument, warnings);
     if (!log) continue;
-    if (log->records.empty()) {
+    if (log->summary.records == 0) {
       // Not a sweep log at all: say why, and analyse the others.
       warnings.insert(warnings.end(), log->summary.warnings.begin(), log->summary.warnings.end());
       continue;
@@ -294,11 +289,11 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
                         ? located("analyze", 0, "no log was given", "pass a steps.jsonl or its directory")
                         : warnings.front());
   }
-  for (const LoadedLog& log : logs) {
-    for (const std::string& w : log.summary.warnings) warnings.push_back(w);
-  }
-  const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
+  return logs;
+}
 
+// The micro-batch studies among the logs, with their configuration.
+std::vector<MicroBatchLog> microbatch_studies(const std::vector<LoadedLog>& logs) {
   std::vector<MicroBatchLog> studies;
   for (const LoadedLog& log : logs) {
     MicroBatchLog study;
@@ -314,6 +309,20 @@ Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOp
     }
     if (!study.results.empty()) studies.push_back(std::move(study));
   }
+  return studies;
+}
+
+}  // namespace
+
+Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options) {
+  std::vector<std::string> warnings;
+  const std::vector<LoadedLog> logs = load_logs(arguments, warnings);
+  for (const LoadedLog& log : logs) {
+    for (const std::string& w : log.summary.warnings) warnings.push_back(w);
+  }
+  const std::vector<RawGroup> raw = group_records(logs, options.grouping, warnings);
+
+  std::vector<MicroBatchLog> studies = microbatch_studies(logs);
 
   const bool measured =
       std::any_of(raw.begin(), raw.end(), [](const RawGroup& g) { return !g.points.empty(); });

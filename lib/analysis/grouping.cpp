@@ -101,6 +101,59 @@ std::string machine_difference(const Json& a, const Json& b) {
   return "machine";
 }
 
+// Adds one per-batch record to its group: an out-of-memory or skipped size, a step time, or the point.
+// Throws UserError where two logs measured the same batch size of the same group.
+void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const Json& id, const std::string& path,
+                  int line) {
+  const int64_t batch = key.batch_size;
+  if (std::holds_alternative<OomRecord>(r)) {
+    g.oom.insert(batch);
+    return;
+  }
+  if (std::holds_alternative<SkippedRecord>(r)) {
+    g.skipped.insert(batch);
+    return;
+  }
+  auto [point, new_point] = g.points.emplace(batch, RawPoint{});
+  if (new_point) {
+    point->second.batch_size = batch;
+    point->second.log = path;
+  } else if (point->second.log != path) {
+    throw UserError(located(path, line,
+                            "batch size " + std::to_string(batch) + " of " + describe_identity(id) +
+                                " was already measured in " + point->second.log,
+                            "a sweep split across logs covers each batch size once: pass only one of the "
+                            "two, or add --separate to compare them instead of merging"));
+  }
+  if (const auto* step = std::get_if<StepRecord>(&r)) {
+    point->second.times_ms.push_back(step->time_ms);
+  } else {
+    point->second.point = std::get<PointRecord>(r);
+  }
+}
+
+// Parts of one sweep run on different machines cannot be merged, and with no batch size in common
+// they cannot be compared either: that mixture is refused rather than shown as two half-curves.
+void refuse_parts_from_other_machines(const std::vector<RawGroup>& groups) {
+  for (size_t a = 0; a < groups.size(); ++a) {
+    for (size_t b = a + 1; b < groups.size(); ++b) {
+      const RawGroup& ga = groups[a];
+      const RawGroup& gb = groups[b];
+      if (ga.experiment != gb.experiment || ga.logs == gb.logs) continue;
+      if (without_machine(ga.identity) != without_machine(gb.identity)) continue;
+      const bool overlap = std::any_of(ga.points.begin(), ga.points.end(),
+                                       [&](const auto& p) { return gb.points.count(p.first) > 0; });
+      if (overlap || ga.points.empty() || gb.points.empty()) continue;
+      throw UserError(
+          located(gb.logs.front(), 0,
+                  "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
+                      ga.logs.front() + " ran elsewhere (" + machine_difference(ga.identity, gb.identity) +
+                      "), and they share no batch size, so they can be neither merged nor compared",
+                  "run the missing batch sizes on one machine, or analyze the logs one at a time"));
+    }
+  }
+}
+
 }  // namespace
 
 std::string describe_identity(const Json& id) {
@@ -159,32 +212,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         g.logs.push_back(path);
         for (const std::string& run : log.summary.run_ids) g.run_ids.push_back(run);
       }
-
-      const int64_t batch = key->batch_size;
-      if (std::holds_alternative<OomRecord>(r)) {
-        g.oom.insert(batch);
-        continue;
-      }
-      if (std::holds_alternative<SkippedRecord>(r)) {
-        g.skipped.insert(batch);
-        continue;
-      }
-      auto [point, new_point] = g.points.emplace(batch, RawPoint{});
-      if (new_point) {
-        point->second.batch_size = batch;
-        point->second.log = path;
-      } else if (point->second.log != path) {
-        throw UserError(located(path, log.lines[i],
-                                "batch size " + std::to_string(batch) + " of " + describe_identity(id) +
-                                    " was already measured in " + point->second.log,
-                                "a sweep split across logs covers each batch size once: pass only one of the "
-                                "two, or add --separate to compare them instead of merging"));
-      }
-      if (const auto* step = std::get_if<StepRecord>(&r)) {
-        point->second.times_ms.push_back(step->time_ms);
-      } else {
-        point->second.point = std::get<PointRecord>(r);
-      }
+      add_to_group(g, r, *key, id, path, log.lines[i]);
     }
   }
 
@@ -196,25 +224,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
     }
   }
 
-  // Parts of one sweep run on different machines cannot be merged, and with no batch size in common
-  // they cannot be compared either: that mixture is refused rather than shown as two half-curves.
-  for (size_t a = 0; a < groups.size() && !options.separate; ++a) {
-    for (size_t b = a + 1; b < groups.size(); ++b) {
-      const RawGroup& ga = groups[a];
-      const RawGroup& gb = groups[b];
-      if (ga.experiment != gb.experiment || ga.logs == gb.logs) continue;
-      if (without_machine(ga.identity) != without_machine(gb.identity)) continue;
-      const bool overlap = std::any_of(ga.points.begin(), ga.points.end(),
-                                       [&](const auto& p) { return gb.points.count(p.first) > 0; });
-      if (overlap || ga.points.empty() || gb.points.empty()) continue;
-      throw UserError(
-          located(gb.logs.front(), 0,
-                  "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
-                      ga.logs.front() + " ran elsewhere (" + machine_difference(ga.identity, gb.identity) +
-                      "), and they share no batch size, so they can be neither merged nor compared",
-                  "run the missing batch sizes on one machine, or analyze the logs one at a time"));
-    }
-  }
+  if (!options.separate) refuse_parts_from_other_machines(groups);
   return groups;
 }
 

@@ -25,6 +25,99 @@ std::string list_lines(const std::vector<int>& lines) {
   return out;
 }
 
+// Experiment name -> its batch sizes, from the latest run record.
+using Plans = std::map<std::string, std::vector<int64_t>>;
+
+// Why a record cannot be used, or "": record_problem's reasons, or a batch size its experiment's plan
+// does not have. A sound run record replaces the plans.
+std::string problem_of(const Json& r, const std::string& type, Plans& planned) {
+  std::string problem = record_problem(r);
+  if (!problem.empty()) return problem;
+  if (type == record::kRun || type == record::kResume) {
+    if (r.contains("config") && r["config"].contains("experiments")) {
+      planned.clear();
+      for (const Json& e : r["config"]["experiments"]) {
+        if (e.contains("batch")) planned[e["name"].get<std::string>()] = e["batch"].get<std::vector<int64_t>>();
+      }
+    }
+    return "";
+  }
+  if (type != record::kStep && type != record::kPoint && type != record::kOom && type != record::kSkipped) return "";
+  const auto plan = planned.find(r["experiment"].get<std::string>());
+  const int64_t batch = r["batch_size"].get<int64_t>();
+  if (plan != planned.end() && std::find(plan->second.begin(), plan->second.end(), batch) == plan->second.end())
+    return "is for a batch size that its experiment's plan in the run record does not have";
+  return "";
+}
+
+// A sweep record kept: its run ids, environment and completeness go into the log's summary.
+void keep(LoadedLog& log, const Json& r, const std::string& type, int line) {
+  if (type == record::kRun) {
+    if (r.contains("run_id") && r["run_id"].is_string()) log.summary.run_ids.push_back(r["run_id"]);
+    if (log.summary.environment.is_null()) {
+      Json env = r;
+      env.erase("type");
+      env.erase("config");
+      log.summary.environment = env;
+    }
+  }
+  if (type == record::kEnd) log.summary.complete = true;
+  log.records.push_back(sweep_record_from_json(r));
+  log.lines.push_back(line);
+}
+
+// Lines that are not records and an unfinished last line, as warnings.
+void warn_unreadable(LoadedLog& log, const JsonlContents& contents) {
+  const std::string& path = log.summary.path;
+  if (!contents.bad_lines.empty()) {
+    log.summary.warnings.push_back(
+        located(path, contents.bad_lines.front(),
+                "line(s) " + list_lines(contents.bad_lines) + " are not batchscope records and were skipped",
+                "remove or repair them if they should count"));
+  }
+  if (contents.truncated_tail) {
+    log.summary.truncated_tail = true;
+    log.summary.warnings.push_back(
+        located(path, contents.complete_lines + 1,
+                "the last line is unfinished (the sweep was killed while writing) and was ignored",
+                "run the same sweep command again to resume it"));
+  }
+}
+
+// Keeps the sound records of known types; the others become one warning per kind, with their lines.
+void sort_records(LoadedLog& log, JsonlContents& contents) {
+  const std::string& path = log.summary.path;
+  std::map<std::string, std::vector<int>> unknown;
+  std::map<std::string, std::vector<int>> damaged;  // what is wrong -> the lines
+  Plans planned;
+  for (size_t i = 0; i < contents.records.size(); ++i) {
+    Json& r = contents.records[i];
+    const int line = contents.record_lines[i];
+    const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
+    if (!is_sweep_record_type(type) && !microbatch_type(type)) {
+      unknown[type.empty() ? r["type"].dump() : type].push_back(line);
+    } else if (const std::string problem = problem_of(r, type, planned); !problem.empty()) {
+      damaged[problem].push_back(line);
+    } else if (microbatch_type(type)) {
+      log.microbatch.push_back(std::move(r));
+    } else {
+      keep(log, r, type, line);
+    }
+  }
+  for (const auto& [type, lines] : unknown) {
+    log.summary.warnings.push_back(located(path, lines.front(),
+                                           "record type \"" + type + "\" (line(s) " + list_lines(lines) +
+                                               ") is not one batchscope writes and was ignored",
+                                           "check that the file is a batchscope sweep log"));
+  }
+  for (const auto& [problem, lines] : damaged) {
+    log.summary.warnings.push_back(located(path, lines.front(),
+                                           "the record on line(s) " + list_lines(lines) + " " + printable(problem) +
+                                               ", so it was skipped",
+                                           "repair or remove it if it should count"));
+  }
+}
+
 }  // namespace
 
 std::string log_file_for(const std::string& argument) {
@@ -53,79 +146,8 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
 
   LoadedLog log;
   log.summary.path = path;
-  if (!contents.bad_lines.empty()) {
-    log.summary.warnings.push_back(
-        located(path, contents.bad_lines.front(),
-                "line(s) " + list_lines(contents.bad_lines) + " are not batchscope records and were skipped",
-                "remove or repair them if they should count"));
-  }
-  if (contents.truncated_tail) {
-    log.summary.truncated_tail = true;
-    log.summary.warnings.push_back(
-        located(path, contents.complete_lines + 1,
-                "the last line is unfinished (the sweep was killed while writing) and was ignored",
-                "run the same sweep command again to resume it"));
-  }
-
-  std::map<std::string, std::vector<int>> unknown;
-  std::map<std::string, std::vector<int>> damaged;         // what is wrong -> the lines
-  std::map<std::string, std::vector<int64_t>> planned;     // experiment -> its sizes, from the run record
-  for (size_t i = 0; i < contents.records.size(); ++i) {
-    Json& r = contents.records[i];
-    const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
-    if (!is_sweep_record_type(type) && !microbatch_type(type)) {
-      unknown[type.empty() ? r["type"].dump() : type].push_back(contents.record_lines[i]);
-      continue;
-    }
-    // A record is used only when its values are valid, and a batch size only when the plan has it.
-    std::string problem = record_problem(r);
-    if (problem.empty() && (type == record::kRun || type == record::kResume)) {
-      if (r.contains("config") && r["config"].contains("experiments")) {
-        planned.clear();
-        for (const Json& e : r["config"]["experiments"]) {
-          if (e.contains("batch")) planned[e["name"].get<std::string>()] = e["batch"].get<std::vector<int64_t>>();
-        }
-      }
-    } else if (problem.empty() && (type == record::kStep || type == record::kPoint || type == record::kOom ||
-                                   type == record::kSkipped)) {
-      const auto plan = planned.find(r["experiment"].get<std::string>());
-      const int64_t batch = r["batch_size"].get<int64_t>();
-      if (plan != planned.end() && std::find(plan->second.begin(), plan->second.end(), batch) == plan->second.end())
-        problem = "is for a batch size that its experiment's plan in the run record does not have";
-    }
-    if (!problem.empty()) {
-      damaged[problem].push_back(contents.record_lines[i]);
-      continue;
-    }
-    if (microbatch_type(type)) {
-      log.microbatch.push_back(std::move(r));
-      continue;
-    }
-    if (type == record::kRun) {
-      if (r.contains("run_id") && r["run_id"].is_string()) log.summary.run_ids.push_back(r["run_id"]);
-      if (log.summary.environment.is_null()) {
-        Json env = r;
-        env.erase("type");
-        env.erase("config");
-        log.summary.environment = env;
-      }
-    }
-    if (type == record::kEnd) log.summary.complete = true;
-    log.records.push_back(sweep_record_from_json(r));
-    log.lines.push_back(contents.record_lines[i]);
-  }
-  for (const auto& [type, lines] : unknown) {
-    log.summary.warnings.push_back(located(path, lines.front(),
-                                           "record type \"" + type + "\" (line(s) " + list_lines(lines) +
-                                               ") is not one batchscope writes and was ignored",
-                                           "check that the file is a batchscope sweep log"));
-  }
-  for (const auto& [problem, lines] : damaged) {
-    log.summary.warnings.push_back(located(path, lines.front(),
-                                           "the record on line(s) " + list_lines(lines) + " " + printable(problem) +
-                                               ", so it was skipped",
-                                           "repair or remove it if it should count"));
-  }
+  warn_unreadable(log, contents);
+  sort_records(log, contents);
   log.summary.records = static_cast<int>(log.records.size() + log.microbatch.size());
   if (log.summary.records == 0) {
     log.summary.warnings.insert(log.summary.warnings.begin(),

@@ -258,6 +258,52 @@ void check_options(const ExperimentConfig& e, const MicroBatchOptions& o) {
   if (e.phase != Phase::Train) refuse("micro-batching is planned for training steps (phase train)");
 }
 
+// Layer mode: steps with every convolution split as planned against steps with none split, in pairs,
+// then the gradients of the two on one batch.
+void measure_layer_split(PolicyOutcome& outcome, Workload& workload, StepTimer& timer, const MicroBatchOptions& o,
+                         const torch::Tensor& x, const torch::Tensor& y) {
+  models::Network& network = workload.network();
+  const PairedSteps measured = paired_steps(
+      workload.device(), o,
+      [&](bool planned) {
+        if (planned) {
+          apply_plans(network, outcome.plans);
+        } else {
+          clear_micro_batches(network);
+        }
+      },
+      [&] { return run_timed_steps(workload, timer, 1).times_ms.front(); });
+  clear_micro_batches(network);
+  DropoutOff dropout_off(network);
+  const auto whole = gradients_of(network, x, y, {o.batch});
+  apply_plans(network, outcome.plans);
+  const auto planned = gradients_of(network, x, y, {o.batch});
+  clear_micro_batches(network);
+  outcome.gradient_difference = relative_l2(planned, whole);
+  outcome.undivided = measured.undivided;
+  outcome.planned = measured.planned;
+}
+
+// Model mode: an optimizer step over accumulated micro-batches against one undivided step, in pairs.
+void measure_model_split(PolicyOutcome& outcome, Workload& workload, const MicroBatchOptions& o, const torch::Tensor& x,
+                         const torch::Tensor& y) {
+  models::Network& network = workload.network();
+  const std::vector<int64_t>& split = outcome.plans.front().split;
+  const std::vector<int64_t> whole{o.batch};
+  const std::vector<int64_t>* current = &whole;
+  const PairedSteps measured = paired_steps(
+      workload.device(), o, [&](bool planned) { current = planned ? &split : &whole; },
+      [&] {
+        return time_runs(
+                   workload.device(), 0, 1, [] {},
+                   [&] { accumulated_step(network, workload.optimizer(), x, y, *current); })
+            .front();
+      });
+  outcome.gradient_difference = gradient_relative_difference(network, x, y, split);
+  outcome.undivided = measured.undivided;
+  outcome.planned = measured.planned;
+}
+
 }  // namespace
 
 MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const MicroBatchOptions& o) {
@@ -312,41 +358,11 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
     }
     outcome.predicted_speedup =
         outcome.predicted_planned_ms > 0 ? outcome.predicted_undivided_ms / outcome.predicted_planned_ms : 0;
-    PairedSteps measured;
     if (layer) {
-      measured = paired_steps(
-          device, o,
-          [&](bool planned) {
-            if (planned) {
-              apply_plans(network, outcome.plans);
-            } else {
-              clear_micro_batches(network);
-            }
-          },
-          [&] { return run_timed_steps(workload, *timer, 1).times_ms.front(); });
-      clear_micro_batches(network);
-      DropoutOff dropout_off(network);
-      const auto whole = gradients_of(network, x, y, {o.batch});
-      apply_plans(network, outcome.plans);
-      const auto planned = gradients_of(network, x, y, {o.batch});
-      clear_micro_batches(network);
-      outcome.gradient_difference = relative_l2(planned, whole);
+      measure_layer_split(outcome, workload, *timer, o, x, y);
     } else {
-      const std::vector<int64_t>& split = outcome.plans.front().split;
-      const std::vector<int64_t> whole{o.batch};
-      const std::vector<int64_t>* current = &whole;
-      measured = paired_steps(
-          device, o, [&](bool planned) { current = planned ? &split : &whole; },
-          [&] {
-            return time_runs(
-                       device, 0, 1, [] {},
-                       [&] { accumulated_step(network, workload.optimizer(), x, y, *current); })
-                .front();
-          });
-      outcome.gradient_difference = gradient_relative_difference(network, x, y, split);
+      measure_model_split(outcome, workload, o, x, y);
     }
-    outcome.undivided = measured.undivided;
-    outcome.planned = measured.planned;
     outcome.measured_speedup = outcome.planned.time_ms.median > 0
                                    ? outcome.undivided.time_ms.median / outcome.planned.time_ms.median
                                    : 0;

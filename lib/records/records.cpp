@@ -25,23 +25,41 @@ std::string text(const Json& j, const char* key) {
   return found != j.end() && found->is_string() ? found->get<std::string>() : std::string();
 }
 
-// The telemetry fields of one edge of the energy window: start_sm_clock_mhz, ..., end_power_w.
-void add_telemetry(Json& point, const std::string& edge, const power::Telemetry& t) {
-  point[edge + "sm_clock_mhz"] = optional_json(t.sm_clock_mhz);
-  point[edge + "memory_clock_mhz"] = optional_json(t.memory_clock_mhz);
-  point[edge + "temperature_c"] = optional_json(t.temperature_c);
-  point[edge + "utilization_pct"] = optional_json(t.utilization_pct);
-  point[edge + "power_w"] = optional_json(t.power_w);
+// The number fields of the energy side of a point, in the log's order, as a table that both writing
+// and reading go through: the window (before energy_steps), the figures (after it), and the telemetry
+// of each edge of the window (start_ and end_ + the key).
+template <typename Struct>
+struct NumberField {
+  const char* key;
+  std::optional<double> Struct::*field;
+};
+const NumberField<PointEnergy> kWindowFields[] = {{"energy_resolution_ms", &PointEnergy::resolution_ms},
+                                                  {"energy_window_ms", &PointEnergy::window_ms}};
+const NumberField<PointEnergy> kFigureFields[] = {
+    {"energy_j", &PointEnergy::joules},
+    {"avg_power_w", &PointEnergy::avg_power_w},
+    {"j_per_step", &PointEnergy::j_per_step},
+    {"j_per_sample", &PointEnergy::j_per_sample},
+    {"samples_per_j", &PointEnergy::samples_per_j},
+    {"idle_power_w", &PointEnergy::idle_power_w},
+    {"avg_power_above_idle_w", &PointEnergy::avg_power_above_idle_w},
+    {"j_per_step_above_idle", &PointEnergy::j_per_step_above_idle},
+    {"j_per_sample_above_idle", &PointEnergy::j_per_sample_above_idle},
+    {"samples_per_j_above_idle", &PointEnergy::samples_per_j_above_idle}};
+const NumberField<power::Telemetry> kTelemetryFields[] = {{"sm_clock_mhz", &power::Telemetry::sm_clock_mhz},
+                                                          {"memory_clock_mhz", &power::Telemetry::memory_clock_mhz},
+                                                          {"temperature_c", &power::Telemetry::temperature_c},
+                                                          {"utilization_pct", &power::Telemetry::utilization_pct},
+                                                          {"power_w", &power::Telemetry::power_w}};
+
+template <typename Struct, std::size_t N>
+void write_fields(Json& j, const Struct& from, const NumberField<Struct> (&fields)[N], const std::string& prefix = "") {
+  for (const auto& f : fields) j[prefix + f.key] = optional_json(from.*f.field);
 }
 
-power::Telemetry telemetry_from(const Json& point, const std::string& edge) {
-  power::Telemetry t;
-  t.sm_clock_mhz = number(point, (edge + "sm_clock_mhz").c_str());
-  t.memory_clock_mhz = number(point, (edge + "memory_clock_mhz").c_str());
-  t.temperature_c = number(point, (edge + "temperature_c").c_str());
-  t.utilization_pct = number(point, (edge + "utilization_pct").c_str());
-  t.power_w = number(point, (edge + "power_w").c_str());
-  return t;
+template <typename Struct, std::size_t N>
+void read_fields(const Json& j, Struct& to, const NumberField<Struct> (&fields)[N], const std::string& prefix = "") {
+  for (const auto& f : fields) to.*f.field = number(j, (prefix + f.key).c_str());
 }
 
 Json key_json(const char* type, const BatchKey& k) {
@@ -64,21 +82,11 @@ std::optional<PointEnergy> energy_from(const Json& j) {
   PointEnergy e;
   e.method = text(j, "energy_method");
   e.scope = text(j, "energy_scope");
-  e.resolution_ms = number(j, "energy_resolution_ms");
-  e.window_ms = number(j, "energy_window_ms");
+  read_fields(j, e, kWindowFields);
   e.steps = whole(j, "energy_steps");
-  e.joules = number(j, "energy_j");
-  e.avg_power_w = number(j, "avg_power_w");
-  e.j_per_step = number(j, "j_per_step");
-  e.j_per_sample = number(j, "j_per_sample");
-  e.samples_per_j = number(j, "samples_per_j");
-  e.idle_power_w = number(j, "idle_power_w");
-  e.avg_power_above_idle_w = number(j, "avg_power_above_idle_w");
-  e.j_per_step_above_idle = number(j, "j_per_step_above_idle");
-  e.j_per_sample_above_idle = number(j, "j_per_sample_above_idle");
-  e.samples_per_j_above_idle = number(j, "samples_per_j_above_idle");
-  e.start = telemetry_from(j, "start_");
-  e.end = telemetry_from(j, "end_");
+  read_fields(j, e, kFigureFields);
+  read_fields(j, e.start, kTelemetryFields, "start_");
+  read_fields(j, e.end, kTelemetryFields, "end_");
   return e;
 }
 
@@ -95,21 +103,11 @@ bool run_own_key(const std::string& key) {
 void add_energy_fields(Json& j, const PointEnergy& e) {
   j["energy_method"] = e.method;
   j["energy_scope"] = e.scope;
-  j["energy_resolution_ms"] = optional_json(e.resolution_ms);
-  j["energy_window_ms"] = optional_json(e.window_ms);
+  write_fields(j, e, kWindowFields);
   j["energy_steps"] = optional_json(e.steps);
-  j["energy_j"] = optional_json(e.joules);
-  j["avg_power_w"] = optional_json(e.avg_power_w);
-  j["j_per_step"] = optional_json(e.j_per_step);
-  j["j_per_sample"] = optional_json(e.j_per_sample);
-  j["samples_per_j"] = optional_json(e.samples_per_j);
-  j["idle_power_w"] = optional_json(e.idle_power_w);
-  j["avg_power_above_idle_w"] = optional_json(e.avg_power_above_idle_w);
-  j["j_per_step_above_idle"] = optional_json(e.j_per_step_above_idle);
-  j["j_per_sample_above_idle"] = optional_json(e.j_per_sample_above_idle);
-  j["samples_per_j_above_idle"] = optional_json(e.samples_per_j_above_idle);
-  add_telemetry(j, "start_", e.start);
-  add_telemetry(j, "end_", e.end);
+  write_fields(j, e, kFigureFields);
+  write_fields(j, e.start, kTelemetryFields, "start_");
+  write_fields(j, e.end, kTelemetryFields, "end_");
 }
 
 void derive_energy_figures(PointEnergy& e, int64_t batch_size) {

@@ -17,6 +17,7 @@
 #include "lib/common/errors.h"
 #include "lib/device/gpu.h"
 #include "lib/timing/optimizer.h"
+#include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
 #include "models/registry.h"
 
@@ -24,12 +25,6 @@ namespace fs = std::filesystem;
 
 namespace batchscope {
 namespace training_parts {
-
-const models::SampleShape kInput = {1, 28, 28};
-constexpr int64_t kClasses = 10;
-constexpr const char* kJsonlName = "train.jsonl";
-constexpr const char* kLatestWeights = "checkpoint.pt";
-constexpr const char* kCheckpointInfo = "checkpoint.json";
 
 Json optimizer_json(const OptimizerConfig& o) {
   Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
@@ -67,75 +62,6 @@ void synchronize(const torch::Device& device) {
   if (device.is_cuda()) gpu::synchronize(device.index());
 }
 
-// Deterministic cuDNN and algorithms for one run on a CUDA device; the previous settings come back after.
-class DeterminismScope {
- public:
-  explicit DeterminismScope(const torch::Device& device) : active_(device.is_cuda()) {
-    if (!active_) return;
-    auto& context = at::globalContext();
-    cudnn_deterministic_ = context.deterministicCuDNN();
-    cudnn_benchmark_ = context.benchmarkCuDNN();
-    algorithms_ = context.deterministicAlgorithms();
-    warn_only_ = context.deterministicAlgorithmsWarnOnly();
-    // cuBLAS reads this when its first handle is made; without it its reductions may vary run to run.
-    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
-    context.setDeterministicCuDNN(true);
-    context.setBenchmarkCuDNN(false);
-    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
-  }
-  ~DeterminismScope() {
-    if (!active_) return;
-    auto& context = at::globalContext();
-    context.setDeterministicCuDNN(cudnn_deterministic_);
-    context.setBenchmarkCuDNN(cudnn_benchmark_);
-    context.setDeterministicAlgorithms(algorithms_, warn_only_);
-  }
-  DeterminismScope(const DeterminismScope&) = delete;
-  DeterminismScope& operator=(const DeterminismScope&) = delete;
-
-  Json record() const {
-    if (!active_) return {{"cuda_switches", false}};
-    const char* cublas = std::getenv("CUBLAS_WORKSPACE_CONFIG");
-    return {{"cuda_switches", true},
-            {"cudnn_deterministic", true},
-            {"cudnn_benchmark", false},
-            {"deterministic_algorithms", "on, warn only"},
-            {"cublas_workspace_config", cublas ? cublas : ""}};
-  }
-
- private:
-  bool active_;
-  bool cudnn_deterministic_ = false, cudnn_benchmark_ = false, algorithms_ = false, warn_only_ = false;
-};
-
-// Per-sample losses are summed in double on the device and read once, so the result does not depend on
-// how many batches there were, only on the logits.
-Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
-                    const torch::Device& device) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
-  loader.start_epoch(0);
-  const auto on_device = torch::TensorOptions().device(device);
-  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
-  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
-  data::Batch batch;
-  while (loader.next(batch)) {
-    const torch::Tensor logits = model.forward(batch.images);
-    namespace F = torch::nn::functional;
-    loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
-                    .to(torch::kDouble)
-                    .sum();
-    correct += logits.argmax(1).eq(batch.labels).sum();
-  }
-  Evaluation e;
-  e.samples = test.size();
-  e.correct = correct.item<int64_t>();
-  e.loss = loss_sum.item<double>() / static_cast<double>(e.samples);
-  e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.samples);
-  return e;
-}
-
 // Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
 void check_output_dir(const std::string& dir, bool force) {
   const fs::path jsonl = fs::path(dir) / kJsonlName;
@@ -169,26 +95,6 @@ void clear_output_dir(const std::string& dir) {
                       (name.rfind("checkpoint", 0) == 0 && entry.path().extension() == ".pt");
     if (ours) fs::remove(entry.path());
   }
-}
-
-// Written beside, then renamed: a reader sees the old file or the new one, never half of one.
-void save_weights(torch::nn::Module& model, const fs::path& path) {
-  const fs::path partial = path.string() + ".partial";
-  torch::serialize::OutputArchive archive;
-  model.save(archive);
-  archive.save_to(partial.string());
-  fs::rename(partial, path);
-}
-
-void write_text(const fs::path& path, const std::string& text) {
-  const fs::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial);
-    out << text;
-    if (!out)
-      throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
-  }
-  fs::rename(partial, path);
 }
 
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test) {
@@ -259,18 +165,32 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>()};
 }
 
-// checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
-std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {
-  const fs::path weights = fs::path(dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
-  save_weights(model, weights);
-  const fs::path latest = fs::path(dir) / kLatestWeights;
-  const fs::path latest_partial = latest.string() + ".partial";
-  fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
-  fs::rename(latest_partial, latest);
-  info["epoch"] = epoch;
-  info["weights"] = kLatestWeights;
-  write_text(fs::path(dir) / kCheckpointInfo, info.dump(2) + "\n");
-  return weights.string();
+// What eval needs to rebuild the model and reproduce the test numbers (checkpoint.json).
+Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
+  const Json data_json = {{"spec", o.data},
+                          {"name", data.location.name},
+                          {"directory", fs::absolute(data.location.directory).string()},
+                          {"train_samples", data.splits.train.size()},
+                          {"test_samples", data.splits.test.size()}};
+  return {{"model", o.model},           {"input", kInput},       {"classes", kClasses},
+          {"data", data_json},          {"eval_batch_size", o.eval_batch_size}, {"limit_test", o.limit_test}};
+}
+
+// The run record's configuration: what rebuilds the model, then how it was trained.
+Json training_config(const TrainingOptions& o, const Json& rebuild, const std::string& device_name,
+                     const DeterminismScope& determinism) {
+  Json config = rebuild;
+  config["epochs"] = o.epochs;
+  config["batch_size"] = o.batch_size;
+  config["optimizer"] = optimizer_json(o.optimizer);
+  config["precision"] = "fp32";
+  config["seed"] = o.seed;
+  config["device"] = device_name;
+  config["threads"] = torch::get_num_threads();
+  config["limit_train"] = o.limit_train;
+  config["shuffle"] = "a permutation per epoch from seed + epoch";
+  config["determinism"] = determinism.record();
+  return config;
 }
 
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data) {
@@ -290,29 +210,8 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
   std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
   data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
 
-  const Json data_json = {{"spec", o.data},
-                          {"name", data.location.name},
-                          {"directory", fs::absolute(data.location.directory).string()},
-                          {"train_samples", train.size()},
-                          {"test_samples", data.splits.test.size()}};
-  // What eval needs to rebuild the model and reproduce the test numbers.
-  const Json rebuild = {{"model", o.model},
-                        {"input", kInput},
-                        {"classes", kClasses},
-                        {"data", data_json},
-                        {"eval_batch_size", o.eval_batch_size},
-                        {"limit_test", o.limit_test}};
-  Json config = rebuild;
-  config["epochs"] = o.epochs;
-  config["batch_size"] = o.batch_size;
-  config["optimizer"] = optimizer_json(o.optimizer);
-  config["precision"] = "fp32";
-  config["seed"] = o.seed;
-  config["device"] = device_name;
-  config["threads"] = torch::get_num_threads();
-  config["limit_train"] = o.limit_train;
-  config["shuffle"] = "a permutation per epoch from seed + epoch";
-  config["determinism"] = determinism.record();
+  const Json rebuild = rebuild_info(o, data);
+  const Json config = training_config(o, rebuild, device_name, determinism);
 
   clear_output_dir(o.out_dir);
   TrainingOutcome outcome;
@@ -344,7 +243,7 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
                  r.epoch_seconds, r.samples_per_s);
     outcome.epochs.push_back(r);
   }
-  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  writer.add(to_json(end_record()));
   writer.flush();
   return outcome;
 }
@@ -380,100 +279,6 @@ TrainingOutcome train_model(const TrainingOptions& options) {
   build_network(options.model);  // an unsuitable model is refused before the data is read
   check_output_dir(options.out_dir, options.force);
   return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
-}
-
-CheckpointInfo read_checkpoint_info(const std::string& path) {
-  std::ifstream info_file(path);
-  if (!info_file) {
-    throw UserError(
-        located(path, 0, "is missing, so the model cannot be rebuilt",
-                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
-  }
-  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
-  const auto refuse = [&](const std::string& problem) -> void {
-    throw UserError(located(path, 0, printable(problem),
-                            "train again, or restore the checkpoint.json that batchscope train wrote"));
-  };
-  Json json;
-  try {
-    json = Json::parse(info_file);
-  } catch (const nlohmann::json::exception& bad) {
-    refuse(std::string("is not JSON (") + bad.what() + ")");
-  }
-  if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
-  const auto text = [&](const Json& j, const std::string& key) {
-    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
-      refuse("has no text field \"" + key + "\"");
-    return j[key].get<std::string>();
-  };
-  CheckpointInfo info;
-  info.model = text(json, "model");
-  if (models::find_model(info.model) == nullptr) refuse("names an unknown model \"" + info.model + "\"");
-  if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
-  info.data_dir = text(json["data"], "directory");
-  if (json.contains("limit_test") && !json["limit_test"].is_null()) {
-    const Json& l = json["limit_test"];
-    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
-      refuse("has a limit_test that is not a whole number from 0 to 100000000");
-    info.limit_test = l.get<int64_t>();
-  }
-  info.weights = kLatestWeights;
-  if (json.contains("weights")) {
-    info.weights = text(json, "weights");
-    // A file beside checkpoint.json, never a path that leads elsewhere.
-    if (info.weights.find('/') != std::string::npos || info.weights == "." || info.weights == "..")
-      refuse("names weights \"" + info.weights + "\" outside its directory");
-  }
-  return info;
-}
-
-CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
-  const fs::path given(options.checkpoint);
-  std::error_code ec;
-  if (!fs::exists(given, ec)) {
-    throw UserError(
-        located(options.checkpoint, 0, "no such checkpoint",
-                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
-  }
-  const bool is_dir = fs::is_directory(given, ec);
-  const fs::path dir = is_dir ? given : given.parent_path();
-  const fs::path info_path = dir / kCheckpointInfo;
-  const CheckpointInfo info = read_checkpoint_info(info_path.string());
-  const fs::path weights = is_dir ? dir / info.weights : given;
-  if (!fs::is_regular_file(weights, ec)) {
-    throw UserError(
-        located(weights.string(), 0, "no such weights file",
-                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
-  }
-  if (options.batch_size < 1) {
-    throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
-  }
-  const std::string device_name = resolve_training_device(options.device);
-  const torch::Device device(device_name);
-  const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
-  std::shared_ptr<models::Network> model = build_network(info.model);
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(weights.string(), device);
-    model->load(archive);
-  } catch (const std::exception& bad) {
-    const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
-    std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
-    reason = reason.substr(0, reason.find('\n'));
-    throw UserError(located(weights.string(), 0,
-                            "is not a readable " + info.model + " checkpoint (" + reason + ")",
-                            "train again or give another checkpoint"));
-  }
-  model->to(device);
-  const LoadedData data =
-      load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));
-  CheckpointEvaluation result;
-  result.weights_path = weights.string();
-  result.model = info.model;
-  result.data = data.location.name;
-  result.device = device_name;
-  result.test = evaluate(*model, data.splits.test, options.batch_size, device);
-  return result;
 }
 
 }  // namespace batchscope

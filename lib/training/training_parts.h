@@ -3,6 +3,7 @@
 // Internal to lib/: the pieces of training that the device comparison shares with train_model.
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -10,8 +11,15 @@
 #include "lib/records/records.h"
 #include "lib/training/training.h"
 #include "models/network.h"
+#include "models/registry.h"
 
 namespace batchscope::training_parts {
+
+inline const models::SampleShape kInput = {1, 28, 28};
+inline constexpr int64_t kClasses = 10;
+inline constexpr const char* kJsonlName = "train.jsonl";
+inline constexpr const char* kLatestWeights = "checkpoint.pt";
+inline constexpr const char* kCheckpointInfo = "checkpoint.json";
 
 struct LoadedData {
   data::DatasetLocation location;
@@ -25,5 +33,17 @@ void check_output_dir(const std::string& dir, bool force);
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test);
 void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
+// The first `limit` samples of a split (all of it for limit <= 0).
+data::Dataset first_samples(const data::Dataset& set, int64_t limit);
+
+// The loss and accuracy of the model on a test split, in batches of batch_size (lib/training/evaluation.cpp).
+Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size, const torch::Device& device);
+
+// Checkpoint files (lib/training/checkpoint.cpp): weights written beside and renamed into place.
+void save_weights(torch::nn::Module& model, const std::filesystem::path& path);
+void write_text(const std::filesystem::path& path, const std::string& text);
+// checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
+// returns the first.
+std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info);
 
 }  // namespace batchscope::training_parts

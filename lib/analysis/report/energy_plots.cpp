@@ -150,13 +150,8 @@ std::optional<PlotScript> energy_ratio_plot(const Comparison& c) {
     ++block;
   }
   if (items.empty()) return std::nullopt;
-  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
-  plot.body += "set title " +
-               gp_string("Samples per joule relative to " + c.baseline_label + " — " + c.workload) + "\n";
-  plot.body += "set ylabel 'samples/J over the baseline (×)'\n";
-  plot.body += "set key below\nset bmargin 6\n";
-  plot.body += x_range(*first, *last);
-  plot.body += join_plot(items);
+  finish_baseline_plot(plot, std::move(items), "Samples per joule relative to " + c.baseline_label + " — " + c.workload,
+                       "samples/J over the baseline (×)", *first, *last);
   return plot;
 }
 

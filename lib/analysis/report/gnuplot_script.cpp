@@ -88,4 +88,14 @@ PlotScript all_groups_plot(const std::string& name, const std::string& title, co
   return plot;
 }
 
+void finish_baseline_plot(PlotScript& plot, std::vector<std::string> items, const std::string& title,
+                          const std::string& ylabel, int64_t first, int64_t last) {
+  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
+  plot.body += "set title " + gp_string(title) + "\n";
+  plot.body += "set ylabel " + gp_string(ylabel) + "\n";
+  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += x_range(first, last);
+  plot.body += join_plot(items);
+}
+
 }  // namespace batchscope

@@ -37,6 +37,11 @@ struct PlotSeries {
 PlotScript all_groups_plot(const std::string& name, const std::string& title, const std::string& ylabel,
                            const std::string& column, const std::vector<PlotSeries>& series);
 
+// Ends a plot of ratios against a baseline: the dashed 1x line after the items, the title, the y label,
+// the key below and the x range of first..last.
+void finish_baseline_plot(PlotScript& plot, std::vector<std::string> items, const std::string& title,
+                          const std::string& ylabel, int64_t first, int64_t last);
+
 // Line breaks become spaces: labels go into comments and titles of one line.
 std::string one_line(std::string text);
 

@@ -150,13 +150,8 @@ std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
                     gp_string(curve.label));
   }
   if (items.empty()) return std::nullopt;
-  items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
-  plot.body += "set title " +
-               gp_string("Speedup over " + comparison.baseline_label + " — " + comparison.workload) + "\n";
-  plot.body += "set ylabel 'speedup over the baseline (×)'\n";
-  plot.body += "set key below\nset bmargin 6\n";
-  plot.body += x_range(first, last);
-  plot.body += join_plot(items);
+  finish_baseline_plot(plot, std::move(items), "Speedup over " + comparison.baseline_label + " — " + comparison.workload,
+                       "speedup over the baseline (×)", first, last);
   return plot;
 }
 

@@ -1,0 +1,143 @@
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cxxopts.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/config/config.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/records/summary_table.h"
+#include "lib/sweep/batch_maximum.h"
+#include "lib/sweep/sweep_plan.h"
+#include "lib/sweep/sweep_runner.h"
+
+// batchscope sweep: the command line into experiments and options, the sweep, its table.
+
+namespace batchscope::app {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+
+// The first Ctrl-C (or SIGTERM) lets the running batch size finish and be written; a second one stops
+// at once, and the sweep then resumes from the last batch size written.
+extern "C" void request_stop(int signal_number) {
+  static const char message[] = "\nbatchscope: stopping after this batch size (Ctrl-C again to stop now)\n";
+  stop_requested.store(true);
+  const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
+  (void)ignored;
+  std::signal(signal_number, SIG_DFL);
+}
+
+// Every experiment option: a sweep's command line can describe a whole experiment.
+const std::vector<ExperimentOption> kSweepOptions = {
+    ExperimentOption::Model,     ExperimentOption::Batch,        ExperimentOption::Device,
+    ExperimentOption::Steps,     ExperimentOption::Warmup,       ExperimentOption::Phase,
+    ExperimentOption::Precision, ExperimentOption::Optimizer,    ExperimentOption::Lr,
+    ExperimentOption::Input,     ExperimentOption::SeqLen,       ExperimentOption::Classes,
+    ExperimentOption::Data,      ExperimentOption::Transfer,     ExperimentOption::Chunk,
+    ExperimentOption::Order,     ExperimentOption::Seed,         ExperimentOption::ChannelsLast,
+    ExperimentOption::CudnnBenchmark};
+
+
+// The options of batchscope sweep: every experiment option, then the sweep's own.
+cxxopts::Options sweep_options() {
+  cxxopts::Options options(
+      "batchscope sweep",
+      "Time every step of a training (or inference) loop at each batch size.\n"
+      "Reads the experiments of CONFIG.yaml; the options below replace its values in every "
+      "experiment, or describe a single experiment when no file is given.");
+  options.positional_help("[CONFIG.yaml]");
+  // clang-format off
+  options.add_options()
+      ("config", "YAML experiment file", cxxopts::value<std::string>());
+  add_experiment_options(options, kSweepOptions);
+  options.add_options()
+      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
+      ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
+      ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
+      ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<std::string>()->default_value("2"))
+      ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<std::string>())
+      ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
+      ("force", "replace a complete run, or a different one, in the output directory")
+      ("q,quiet", "no progress line")
+      ("plan", "print what would run, as JSON (each experiment with its batch sizes and FLOPs per step); runs and writes nothing")
+      ("h,help", "this help");
+  // clang-format on
+  options.parse_positional({"config"});
+  return options;
+}
+
+// How the sweep runs and where it writes, from the command line.
+SweepOptions sweep_run_options(const cxxopts::ParseResult& result, const std::vector<std::string>& args,
+                               const std::string& out_dir) {
+  SweepOptions sweep;
+  sweep.out_dir = out_dir;
+  sweep.force = result.count("force") > 0;
+  sweep.show_progress = !result.count("quiet") && isatty(STDERR_FILENO);
+  sweep.command_line = command_text("sweep", args);
+  sweep.measure_energy = result.count("no-energy") == 0;
+  sweep.idle_seconds = real_option(result, "idle-seconds", 0, 600);
+  if (result.count("energy-window"))
+    sweep.min_energy_window_ms = real_option(result, "energy-window", 0, 3.6e6, /*least_excluded=*/true);
+  sweep.stop_requested = &stop_requested;
+  return sweep;
+}
+
+}  // namespace
+
+int run_sweep_command(const std::vector<std::string>& args) {
+  cxxopts::Options options = sweep_options();
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nExample: batchscope sweep --model vgg16 --batch 1:70 --device cuda:0 "
+                 "--steps 20 --warmup 5 --out runs/vgg16\n";
+    return 0;
+  }
+
+  SweepOverrides o;
+  read_experiment_options(result, kSweepOptions, o);
+
+  apply_threads_option(result);
+
+  const bool from_file = result.count("config") > 0;
+  const SweepConfig parsed =
+      from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
+  if (result.count("plan")) {
+    std::cout << sweep_plan(parsed).dump(2) << "\n";
+    return 0;
+  }
+  if (result.count("memory-limit")) {
+    // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
+    cpu_memory::install();
+    cpu_memory::set_limit(parse_memory_limit(result["memory-limit"].as<std::string>()));
+  }
+  const SweepConfig machine = resolve_for_machine(parsed);
+
+  const std::string out_dir =
+      result.count("out") ? result["out"].as<std::string>()
+      : from_file         ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
+                          : "runs/" + machine.experiments.front().model;
+  const SweepOptions sweep = sweep_run_options(result, args, out_dir);
+  const SweepConfig config = resolve_batch_maximum(machine, sweep.out_dir);
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
+  const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
+  if (outcome.interrupted) {
+    spdlog::warn("stopped before the end; the finished batch sizes are in {}: run the same command to resume",
+                 outcome.jsonl_path);
+    return 130;
+  }
+  std::cout << format_summary_table(outcome.records) << "\n"
+            << (outcome.resumed ? "resumed and completed: " : "written: ") << outcome.jsonl_path << ", "
+            << outcome.csv_path << "\n";
+  return 0;
+}
+
+}  // namespace batchscope::app

@@ -1,0 +1,99 @@
+#include <filesystem>
+#include <fstream>
+
+#include "lib/common/errors.h"
+#include "lib/training/training_parts.h"
+#include "models/registry.h"
+
+// Checkpoint files: the weights of each epoch, the latest, and checkpoint.json that says how to rebuild
+// the model; each written beside and renamed into place.
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace training_parts {
+
+// Written beside, then renamed: a reader sees the old file or the new one, never half of one.
+void save_weights(torch::nn::Module& model, const fs::path& path) {
+  const fs::path partial = path.string() + ".partial";
+  torch::serialize::OutputArchive archive;
+  model.save(archive);
+  archive.save_to(partial.string());
+  fs::rename(partial, path);
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const fs::path partial = path.string() + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out)
+      throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
+  }
+  fs::rename(partial, path);
+}
+
+// checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
+std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {
+  const fs::path weights = fs::path(dir) / ("checkpoint_epoch" + std::to_string(epoch) + ".pt");
+  save_weights(model, weights);
+  const fs::path latest = fs::path(dir) / kLatestWeights;
+  const fs::path latest_partial = latest.string() + ".partial";
+  fs::copy_file(weights, latest_partial, fs::copy_options::overwrite_existing);
+  fs::rename(latest_partial, latest);
+  info["epoch"] = epoch;
+  info["weights"] = kLatestWeights;
+  write_text(fs::path(dir) / kCheckpointInfo, info.dump(2) + "\n");
+  return weights.string();
+}
+
+}  // namespace training_parts
+
+using namespace training_parts;
+
+CheckpointInfo read_checkpoint_info(const std::string& path) {
+  std::ifstream info_file(path);
+  if (!info_file) {
+    throw UserError(
+        located(path, 0, "is missing, so the model cannot be rebuilt",
+                "give a directory written by batchscope train, with checkpoint.json beside the weights"));
+  }
+  // Every field is checked for its type and range, as a configuration is: the file may be damaged.
+  const auto refuse = [&](const std::string& problem) -> void {
+    throw UserError(located(path, 0, printable(problem),
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
+  };
+  Json json;
+  try {
+    json = Json::parse(info_file);
+  } catch (const nlohmann::json::exception& bad) {
+    refuse(std::string("is not JSON (") + bad.what() + ")");
+  }
+  if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
+  const auto text = [&](const Json& j, const std::string& key) {
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      refuse("has no text field \"" + key + "\"");
+    return j[key].get<std::string>();
+  };
+  CheckpointInfo info;
+  info.model = text(json, "model");
+  if (models::find_model(info.model) == nullptr) refuse("names an unknown model \"" + info.model + "\"");
+  if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
+  info.data_dir = text(json["data"], "directory");
+  if (json.contains("limit_test") && !json["limit_test"].is_null()) {
+    const Json& l = json["limit_test"];
+    if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
+      refuse("has a limit_test that is not a whole number from 0 to 100000000");
+    info.limit_test = l.get<int64_t>();
+  }
+  info.weights = kLatestWeights;
+  if (json.contains("weights")) {
+    info.weights = text(json, "weights");
+    // A file beside checkpoint.json, never a path that leads elsewhere.
+    if (info.weights.find('/') != std::string::npos || info.weights == "." || info.weights == "..")
+      refuse("names weights \"" + info.weights + "\" outside its directory");
+  }
+  return info;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,96 @@
+#include <filesystem>
+
+#include "data/batch_loader.h"
+#include "lib/common/errors.h"
+#include "lib/training/determinism.h"
+#include "lib/training/training_parts.h"
+
+// The test split evaluated: after each epoch of training, and for a checkpoint (batchscope eval).
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace training_parts {
+
+// Per-sample losses are summed in double on the device and read once, so the result does not depend on
+// how many batches there were, only on the logits.
+Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
+                    const torch::Device& device) {
+  torch::NoGradGuard no_grad;
+  model.eval();
+  data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
+  loader.start_epoch(0);
+  const auto on_device = torch::TensorOptions().device(device);
+  torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
+  torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
+  data::Batch batch;
+  while (loader.next(batch)) {
+    const torch::Tensor logits = model.forward(batch.images);
+    namespace F = torch::nn::functional;
+    loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
+                    .to(torch::kDouble)
+                    .sum();
+    correct += logits.argmax(1).eq(batch.labels).sum();
+  }
+  Evaluation e;
+  e.samples = test.size();
+  e.correct = correct.item<int64_t>();
+  e.loss = loss_sum.item<double>() / static_cast<double>(e.samples);
+  e.accuracy = static_cast<double>(e.correct) / static_cast<double>(e.samples);
+  return e;
+}
+
+}  // namespace training_parts
+
+using namespace training_parts;
+
+CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
+  const fs::path given(options.checkpoint);
+  std::error_code ec;
+  if (!fs::exists(given, ec)) {
+    throw UserError(
+        located(options.checkpoint, 0, "no such checkpoint",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  const bool is_dir = fs::is_directory(given, ec);
+  const fs::path dir = is_dir ? given : given.parent_path();
+  const fs::path info_path = dir / kCheckpointInfo;
+  const CheckpointInfo info = read_checkpoint_info(info_path.string());
+  const fs::path weights = is_dir ? dir / info.weights : given;
+  if (!fs::is_regular_file(weights, ec)) {
+    throw UserError(
+        located(weights.string(), 0, "no such weights file",
+                "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  if (options.batch_size < 1) {
+    throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
+  }
+  const std::string device_name = resolve_training_device(options.device);
+  const torch::Device device(device_name);
+  const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
+  std::shared_ptr<models::Network> model = build_network(info.model);
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(weights.string(), device);
+    model->load(archive);
+  } catch (const std::exception& bad) {
+    const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
+    std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
+    reason = reason.substr(0, reason.find('\n'));
+    throw UserError(located(weights.string(), 0,
+                            "is not a readable " + info.model + " checkpoint (" + reason + ")",
+                            "train again or give another checkpoint"));
+  }
+  model->to(device);
+  const LoadedData data =
+      load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));
+  CheckpointEvaluation result;
+  result.weights_path = weights.string();
+  result.model = info.model;
+  result.data = data.location.name;
+  result.device = device_name;
+  result.test = evaluate(*model, data.splits.test, options.batch_size, device);
+  return result;
+}
+
+}  // namespace batchscope
