@@ -121,8 +121,13 @@ std::string located_value(const ExperimentConfig& e, const std::string& key, con
   return located(o.source, o.line, (option ? o.label + ": " : "") + problem, fix);
 }
 
-SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
-                               const SweepOverrides& overrides) {
+namespace {
+
+constexpr const char* kNoExperimentsFix =
+    "add experiments: with a list of experiments, each with at least model: and batch:";
+
+// The document's root: a map of keys, or a sentence naming the line where the YAML breaks.
+YAML::Node load_root(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -130,19 +135,16 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
     fail({source, error_line(yaml_text, e.mark.line), ""}, "the YAML is malformed (" + e.msg + ")",
          "fix the syntax on this line or the one before");
   }
-  const std::string no_experiments_fix =
-      "add experiments: with a list of experiments, each with at least model: and batch:";
-  if (root.IsNull()) fail({source, 0, ""}, "the file has no experiments", no_experiments_fix);
+  if (root.IsNull()) fail({source, 0, ""}, "the file has no experiments", kNoExperimentsFix);
   if (!root.IsMap()) {
     fail({source, line_of(root), ""}, "the top level is " + describe(root) + " but must be a map of keys",
          "start with experiments: (or one experiment's keys such as model:)");
   }
-  std::vector<std::string> top_keys = kTopKeys;
-  for (const std::string& key : kExperimentKeys)
-    if (!std::count(top_keys.begin(), top_keys.end(), key)) top_keys.push_back(key);
-  Entries top;
-  collect(root, source, top_keys, "the top level", top);
+  return root;
+}
 
+// What every experiment starts from: the keys under defaults:, and a top-level device:.
+Entries read_defaults(const Entries& top, const std::string& source) {
   Entries defaults;
   if (top.count("defaults") && !top.at("defaults").node.IsNull()) {
     const Entry& d = top.at("defaults");
@@ -160,7 +162,21 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
     }
     defaults.insert_or_assign("device", top.at("device"));
   }
+  return defaults;
+}
 
+}  // namespace
+
+SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& source,
+                               const SweepOverrides& overrides) {
+  const YAML::Node root = load_root(yaml_text, source);
+  std::vector<std::string> top_keys = kTopKeys;
+  for (const std::string& key : kExperimentKeys)
+    if (!std::count(top_keys.begin(), top_keys.end(), key)) top_keys.push_back(key);
+  Entries top;
+  collect(root, source, top_keys, "the top level", top);
+
+  const Entries defaults = read_defaults(top, source);
   SweepConfig sweep;
   sweep.source = source;
   std::vector<int> lines;
@@ -181,7 +197,7 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
     }
     const Entry& list = top.at("experiments");
     if (list.node.IsNull() || (list.node.IsSequence() && list.node.size() == 0)) {
-      fail(list.where, "experiments is empty", no_experiments_fix);
+      fail(list.where, "experiments is empty", kNoExperimentsFix);
     }
     if (!list.node.IsSequence()) {
       fail(list.where, "experiments is " + describe(list.node) + " but must be a list",
@@ -201,7 +217,7 @@ SweepConfig parse_sweep_config(const std::string& yaml_text, const std::string& 
     Entries entries = defaults;
     collect(root, source, kExperimentKeys, "the top level", entries, {"defaults", "device"});
     if (experiment_key == top.end()) {
-      fail({source, line_of(root), ""}, "the file has no experiments", no_experiments_fix);
+      fail({source, line_of(root), ""}, "the file has no experiments", kNoExperimentsFix);
     }
     add(entries, {source, line_of(root), ""});
   }

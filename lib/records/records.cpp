@@ -52,9 +52,27 @@ const NumberField<power::Telemetry> kTelemetryFields[] = {{"sm_clock_mhz", &powe
                                                           {"utilization_pct", &power::Telemetry::utilization_pct},
                                                           {"power_w", &power::Telemetry::power_w}};
 
+// The statistics of a point: a summary and rates that a foreign log may leave out (then they stay out),
+// and a spread that a sweep leaves null for a single step.
+const NumberField<PointRecord> kSummaryFields[] = {{"median_ms", &PointRecord::median_ms}, {"p10_ms", &PointRecord::p10_ms},
+                                                   {"p90_ms", &PointRecord::p90_ms},       {"mean_ms", &PointRecord::mean_ms},
+                                                   {"min_ms", &PointRecord::min_ms},       {"max_ms", &PointRecord::max_ms}};
+const NumberField<PointRecord> kSpreadFields[] = {{"stddev_ms", &PointRecord::stddev_ms}, {"cv", &PointRecord::cv}};
+const NumberField<PointRecord> kRateFields[] = {{"samples_per_s", &PointRecord::samples_per_s},
+                                                {"flops_per_step", &PointRecord::flops_per_step},
+                                                {"tflops", &PointRecord::tflops}};
+
 template <typename Struct, std::size_t N>
 void write_fields(Json& j, const Struct& from, const NumberField<Struct> (&fields)[N], const std::string& prefix = "") {
   for (const auto& f : fields) j[prefix + f.key] = optional_json(from.*f.field);
+}
+
+// The fields that have a value; absent ones stay out of the record.
+template <typename Struct, std::size_t N>
+void write_present_fields(Json& j, const Struct& from, const NumberField<Struct> (&fields)[N]) {
+  for (const auto& f : fields) {
+    if (from.*f.field) j[f.key] = *(from.*f.field);
+  }
 }
 
 template <typename Struct, std::size_t N>
@@ -221,22 +239,10 @@ Json to_json(const StepRecord& r) {
 
 Json to_json(const PointRecord& r) {
   Json j = key_json(record::kPoint, r.key);
-  // A statistic a foreign log left out stays out; the ones a sweep leaves empty are null.
-  const auto statistic = [&j](const char* field, const auto& value) {
-    if (value) j[field] = *value;
-  };
-  statistic("samples", r.samples);
-  statistic("median_ms", r.median_ms);
-  statistic("p10_ms", r.p10_ms);
-  statistic("p90_ms", r.p90_ms);
-  statistic("mean_ms", r.mean_ms);
-  statistic("min_ms", r.min_ms);
-  statistic("max_ms", r.max_ms);
-  j["stddev_ms"] = optional_json(r.stddev_ms);  // one step has no spread
-  j["cv"] = optional_json(r.cv);
-  statistic("samples_per_s", r.samples_per_s);
-  statistic("flops_per_step", r.flops_per_step);
-  statistic("tflops", r.tflops);
+  if (r.samples) j["samples"] = *r.samples;
+  write_present_fields(j, r, kSummaryFields);
+  write_fields(j, r, kSpreadFields);
+  write_present_fields(j, r, kRateFields);
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   if (r.energy) add_energy_fields(j, *r.energy);
   return j;
@@ -299,17 +305,9 @@ SweepRecord sweep_record_from_json(const Json& j) {
     PointRecord p;
     p.key = key_from(j);
     p.samples = whole(j, "samples");
-    p.median_ms = number(j, "median_ms");
-    p.p10_ms = number(j, "p10_ms");
-    p.p90_ms = number(j, "p90_ms");
-    p.mean_ms = number(j, "mean_ms");
-    p.min_ms = number(j, "min_ms");
-    p.max_ms = number(j, "max_ms");
-    p.stddev_ms = number(j, "stddev_ms");
-    p.cv = number(j, "cv");
-    p.samples_per_s = number(j, "samples_per_s");
-    p.flops_per_step = number(j, "flops_per_step");
-    p.tflops = number(j, "tflops");
+    read_fields(j, p, kSummaryFields);
+    read_fields(j, p, kSpreadFields);
+    read_fields(j, p, kRateFields);
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
     return p;
