@@ -84,14 +84,14 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
 }
 
 Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
-  Json record = {{"type", "maxbatch_try"}, {"experiment", e.name}, {"model", e.model}, {"device", e.device}};
+  Json record = {{"type", record::kMaxBatchTry}, {"experiment", e.name}, {"model", e.model}, {"device", e.device}};
   const Json fields = to_json(t);
   for (const auto& [key, value] : fields.items()) record[key] = value;
   return record;
 }
 
 Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
-  Json record = context_record("maxbatch", command, Json(to_json(e)));
+  Json record = context_record(record::kMaxBatch, command, Json(to_json(e)));
   // The search picks its own sizes: the placeholder batch of the config would only mislead.
   record["config"].erase("batch");
   record["config"].erase("batch_to_max");

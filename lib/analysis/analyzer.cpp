@@ -304,8 +304,8 @@ std::vector<MicroBatchLog> microbatch_studies(const std::vector<LoadedLog>& logs
     }
     for (const Json& r : log.microbatch) {
       const std::string type = r["type"].get<std::string>();
-      if (type == "microbatch_result") study.results.push_back(r);
-      if (type == "layer_plan") study.plans.push_back(r);
+      if (type == record::kMicroBatchResult) study.results.push_back(r);
+      if (type == record::kLayerPlan) study.plans.push_back(r);
     }
     if (!study.results.empty()) studies.push_back(std::move(study));
   }

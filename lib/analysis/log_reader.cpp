@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 namespace {
 
 bool microbatch_type(const std::string& type) {
-  for (const char* known : {"layer_cost", "layer_cost_skipped", "layer_plan", "microbatch_result"}) {
+  for (const char* known : {record::kLayerCost, record::kLayerCostSkipped, record::kLayerPlan, record::kMicroBatchResult}) {
     if (type == known) return true;
   }
   return false;

@@ -70,7 +70,7 @@ std::string batch_norm_note(const MicroBatchStudy& study, const PolicyOutcome& o
 std::vector<Json> study_records(const MicroBatchStudy& study) {
   std::vector<Json> records;
   for (const LayerCost& c : study.costs.entries) {
-    records.push_back({{"type", "layer_cost"},
+    records.push_back({{"type", record::kLayerCost},
                        {"layer", c.layer},
                        {"input_shape", c.input_shape},
                        {"micro_batch", c.micro_batch},
@@ -79,10 +79,10 @@ std::vector<Json> study_records(const MicroBatchStudy& study) {
                        {"p90_ms", c.p90_ms}});
   }
   for (const std::string& s : study.costs.skipped)
-    records.push_back({{"type", "layer_cost_skipped"}, {"reason", s}});
+    records.push_back({{"type", record::kLayerCostSkipped}, {"reason", s}});
   for (const PolicyOutcome& outcome : study.outcomes) {
     for (const SplitPlan& p : outcome.plans) {
-      records.push_back({{"type", "layer_plan"},
+      records.push_back({{"type", record::kLayerPlan},
                          {"policy", to_string(outcome.policy)},
                          {"layer", p.name},
                          {"split", p.split},
@@ -93,7 +93,7 @@ std::vector<Json> study_records(const MicroBatchStudy& study) {
   for (const PolicyOutcome& outcome : study.outcomes) {
     const double undivided_median = outcome.undivided.time_ms.median;
     const double planned_median = outcome.planned.time_ms.median;
-    Json record = {{"type", "microbatch_result"},
+    Json record = {{"type", record::kMicroBatchResult},
                    {"policy", to_string(outcome.policy)},
                    {"mode", to_string(study.options.mode)},
                    {"batch", study.options.batch},
@@ -220,7 +220,7 @@ void write_microbatch_files(const std::string& dir, const Json& run_record, cons
     JsonlWriter writer(jsonl.string());
     writer.add(run_record);
     for (const Json& r : study_records(study)) writer.add(r);
-    writer.add(Json{{"type", "end"}, {"time", iso8601_utc_now()}});
+    writer.add(Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}});
     writer.flush();
   }
   std::ofstream report(fs::path(dir) / "report.md");
@@ -235,7 +235,7 @@ bool has_complete_microbatch_result(const std::string& dir) {
   if (!std::filesystem::exists(jsonl)) return false;
   const JsonlContents contents = read_jsonl(jsonl.string(), BadLines::Collect);
   for (const Json& r : contents.records) {
-    if (r.value("type", "") == "end") return true;
+    if (r.value("type", "") == record::kEnd) return true;
   }
   return false;
 }

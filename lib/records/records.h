@@ -29,6 +29,15 @@ inline constexpr const char* kPoint = "point";
 inline constexpr const char* kOom = "oom";
 inline constexpr const char* kSkipped = "skipped";
 inline constexpr const char* kEnd = "end";
+// The other commands' logs: train.jsonl, compare.jsonl, the micro-batch study and maxbatch.
+inline constexpr const char* kEpoch = "epoch";
+inline constexpr const char* kComparison = "comparison";
+inline constexpr const char* kLayerCost = "layer_cost";
+inline constexpr const char* kLayerCostSkipped = "layer_cost_skipped";
+inline constexpr const char* kLayerPlan = "layer_plan";
+inline constexpr const char* kMicroBatchResult = "microbatch_result";
+inline constexpr const char* kMaxBatch = "maxbatch";
+inline constexpr const char* kMaxBatchTry = "maxbatch_try";
 }  // namespace record
 
 // The record that opens a log: its type, a new run id, the start time, the environment (host,

@@ -89,7 +89,7 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
     const EpochResult& a = c.first.epochs[i];
     const EpochResult& b = c.second.epochs[i];
     Json record = {
-        {"type", "comparison"}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
+        {"type", record::kComparison}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
     int epoch_min = 17;
     const std::pair<const char*, std::pair<double, double>> quantities[] = {
         {"train_loss", {a.train_loss, b.train_loss}},

@@ -119,7 +119,7 @@ void check_options(const TrainingOptions& o) {
 }
 
 Json epoch_record(const EpochResult& r) {
-  return {{"type", "epoch"},
+  return {{"type", record::kEpoch},
           {"epoch", r.epoch},
           {"train_loss", r.train_loss},
           {"train_accuracy", r.train_accuracy},
