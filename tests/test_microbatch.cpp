@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "lib/microbatch/microbatch.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
@@ -164,6 +165,7 @@ void check_written_study(MicroBatchMode mode) {
       EXPECT_GT(r["median_ms"].get<double>(), 0);
     } else if (type == "layer_plan") {
       ++plans;
+      EXPECT_EQ(to_json(layer_plan_from_json(r)).dump(), r.dump()) << "read back, it writes the same line";
       const auto split = r["split"].get<std::vector<int64_t>>();
       EXPECT_EQ(std::accumulate(split.begin(), split.end(), int64_t{0}), 8);
     } else if (type == "microbatch_result") {
@@ -171,6 +173,15 @@ void check_written_study(MicroBatchMode mode) {
       EXPECT_GT(r["measured"]["speedup"].get<double>(), 0);
       EXPECT_GT(r["predicted"]["speedup"].get<double>(), 0);
       EXPECT_EQ(r["mode"], to_string(mode));
+      EXPECT_EQ(to_json(microbatch_result_from_json(r)).dump(), r.dump()) << "read back, it writes the same line";
+      Json damaged = r;
+      damaged["measured"]["undivided"]["median_ms"] = "fast";
+      try {
+        microbatch_result_from_json(damaged);
+        ADD_FAILURE() << "a text median was read";
+      } catch (const BadRecord& bad) {
+        EXPECT_NE(std::string(bad.what()).find("median_ms"), std::string::npos) << bad.what();
+      }
     }
   }
   const int64_t layers = mode == MicroBatchMode::Layer ? 2 : 1;  // mnist_cnn has two convolutions

@@ -9,6 +9,7 @@
 
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/periodicity.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
@@ -159,8 +160,8 @@ struct LogSummary {
 struct MicroBatchLog {
   std::string log;
   nlohmann::ordered_json config;
-  std::vector<nlohmann::ordered_json> results;  // microbatch_result records
-  std::vector<nlohmann::ordered_json> plans;    // layer_plan records
+  std::vector<MicroBatchResultRecord> results;
+  std::vector<LayerPlanRecord> plans;
 };
 
 struct Analysis {

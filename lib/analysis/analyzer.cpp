@@ -302,11 +302,8 @@ std::vector<MicroBatchLog> microbatch_studies(const std::vector<LoadedLog>& logs
       const auto* run = std::get_if<RunRecord>(&r);
       if (run != nullptr && run->type == record::kRun) study.config = run->config;
     }
-    for (const Json& r : log.microbatch) {
-      const std::string type = r["type"].get<std::string>();
-      if (type == record::kMicroBatchResult) study.results.push_back(r);
-      if (type == record::kLayerPlan) study.plans.push_back(r);
-    }
+    study.results = log.microbatch_results;
+    study.plans = log.layer_plans;
     if (!study.results.empty()) studies.push_back(std::move(study));
   }
   return studies;

@@ -10,12 +10,6 @@ namespace batchscope {
 namespace fs = std::filesystem;
 namespace {
 
-bool microbatch_type(const std::string& type) {
-  for (const char* known : {record::kLayerCost, record::kLayerCostSkipped, record::kLayerPlan, record::kMicroBatchResult}) {
-    if (type == known) return true;
-  }
-  return false;
-}
 
 std::string list_lines(const std::vector<int>& lines) {
   std::string out;
@@ -66,6 +60,18 @@ void keep(LoadedLog& log, const Json& r, const std::string& type, int line) {
   log.lines.push_back(line);
 }
 
+// A record of a micro-batch study kept; BadRecord where a field has the wrong type.
+void keep_microbatch(LoadedLog& log, const Json& r, const std::string& type) {
+  if (type == record::kMicroBatchResult) {
+    log.microbatch_results.push_back(microbatch_result_from_json(r));
+  } else if (type == record::kLayerPlan) {
+    log.layer_plans.push_back(layer_plan_from_json(r));
+  } else {
+    check_layer_cost(r);
+    ++log.layer_costs;
+  }
+}
+
 // Lines that are not records and an unfinished last line, as warnings.
 void warn_unreadable(LoadedLog& log, const JsonlContents& contents) {
   const std::string& path = log.summary.path;
@@ -94,12 +100,16 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
     Json& r = contents.records[i];
     const int line = contents.record_lines[i];
     const std::string type = r["type"].is_string() ? r["type"].get<std::string>() : std::string();
-    if (!is_sweep_record_type(type) && !microbatch_type(type)) {
+    if (!is_sweep_record_type(type) && !is_microbatch_record_type(type)) {
       unknown[type.empty() ? r["type"].dump() : type].push_back(line);
     } else if (const std::string problem = problem_of(r, type, planned); !problem.empty()) {
       damaged[problem].push_back(line);
-    } else if (microbatch_type(type)) {
-      log.microbatch.push_back(std::move(r));
+    } else if (is_microbatch_record_type(type)) {
+      try {
+        keep_microbatch(log, r, type);
+      } catch (const BadRecord& damage) {
+        damaged[damage.what()].push_back(line);
+      }
     } else {
       keep(log, r, type, line);
     }
@@ -148,7 +158,8 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   log.summary.path = path;
   warn_unreadable(log, contents);
   sort_records(log, contents);
-  log.summary.records = static_cast<int>(log.records.size() + log.microbatch.size());
+  log.summary.records = static_cast<int>(log.records.size() + log.microbatch_results.size() +
+                                         log.layer_plans.size()) + log.layer_costs;
   if (log.summary.records == 0) {
     log.summary.warnings.insert(log.summary.warnings.begin(),
                                 located(path, 0, "holds no batchscope records",

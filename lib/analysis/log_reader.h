@@ -5,17 +5,20 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
 
-// A log as analyze uses it: its sweep records, read and checked, with their line numbers; the records
-// of a micro-batch study as they are; and what was wrong with the rest (in summary.warnings).
+// A log as analyze uses it: its sweep records and the records of a micro-batch study, read and
+// checked, with their line numbers; and what was wrong with the rest (in summary.warnings).
 struct LoadedLog {
   LogSummary summary;
   std::vector<SweepRecord> records;
   std::vector<int> lines;
-  std::vector<Json> microbatch;  // layer_cost, layer_plan, microbatch_result
+  std::vector<MicroBatchResultRecord> microbatch_results;
+  std::vector<LayerPlanRecord> layer_plans;
+  int layer_costs = 0;  // layer_cost and layer_cost_skipped records, checked and counted
 };
 
 // The file a log argument names: a directory stands for its steps.jsonl.

@@ -13,6 +13,7 @@
 #include "lib/common/errors.h"
 #include "lib/device/gpu.h"
 #include "lib/microbatch/microbatch.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 #include "models/splittable_conv.h"
@@ -36,15 +37,6 @@ std::string memory_text(const std::optional<int64_t>& bytes) {
   return bytes ? format_memory_size(*bytes) : "n/a";
 }
 
-Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
-
-Json measured_json(const MeasuredSteps& m) {
-  return {{"median_ms", m.time_ms.median},
-          {"p10_ms", m.time_ms.p10},
-          {"p90_ms", m.time_ms.p90},
-          {"steps", m.time_ms.count},
-          {"peak_memory_bytes", optional_json(m.peak_memory_bytes)}};
-}
 
 }  // namespace
 
@@ -67,59 +59,45 @@ std::string batch_norm_note(const MicroBatchStudy& study, const PolicyOutcome& o
   return note;
 }
 
+MicroBatchResultRecord result_record(const MicroBatchStudy& study, const PolicyOutcome& outcome) {
+  const bool layer = study.options.mode == MicroBatchMode::Layer;
+  const auto steps = [](const MeasuredSteps& m) {
+    return MicroBatchSteps{m.time_ms.median, m.time_ms.p10, m.time_ms.p90, m.time_ms.count, m.peak_memory_bytes};
+  };
+  MicroBatchResultRecord r;
+  r.policy = to_string(outcome.policy);
+  r.mode = to_string(study.options.mode);
+  r.batch = study.options.batch;
+  r.predicted_scope = layer ? "convolutions (forward+backward)" : "model forward+backward";
+  r.predicted_undivided_ms = outcome.predicted_undivided_ms;
+  r.predicted_planned_ms = outcome.predicted_planned_ms;
+  r.predicted_speedup = outcome.predicted_speedup;
+  r.predicted_saving_ms = outcome.predicted_undivided_ms - outcome.predicted_planned_ms;
+  r.measured_scope = "whole train step";
+  r.timer = study.timer_method;
+  r.undivided = steps(outcome.undivided);
+  r.planned = steps(outcome.planned);
+  r.measured_speedup = outcome.measured_speedup;
+  r.measured_saving_ms = r.undivided.median_ms - r.planned.median_ms;
+  if (std::isfinite(outcome.gradient_difference)) r.gradient_difference = outcome.gradient_difference;
+  if (layer && r.undivided.median_ms > 0) r.conv_share_of_step = outcome.predicted_undivided_ms / r.undivided.median_ms;
+  r.batch_norm_note = batch_norm_note(study, outcome);
+  r.halves_gradient_difference = study.halves_gradient_difference;
+  return r;
+}
+
 std::vector<Json> study_records(const MicroBatchStudy& study) {
   std::vector<Json> records;
   for (const LayerCost& c : study.costs.entries) {
-    records.push_back({{"type", record::kLayerCost},
-                       {"layer", c.layer},
-                       {"input_shape", c.input_shape},
-                       {"micro_batch", c.micro_batch},
-                       {"median_ms", c.median_ms},
-                       {"p10_ms", c.p10_ms},
-                       {"p90_ms", c.p90_ms}});
+    records.push_back(to_json(LayerCostRecord{c.layer, c.input_shape, c.micro_batch, c.median_ms, c.p10_ms, c.p90_ms}));
   }
-  for (const std::string& s : study.costs.skipped)
-    records.push_back({{"type", record::kLayerCostSkipped}, {"reason", s}});
+  for (const std::string& s : study.costs.skipped) records.push_back(to_json(LayerCostSkippedRecord{s}));
   for (const PolicyOutcome& outcome : study.outcomes) {
     for (const SplitPlan& p : outcome.plans) {
-      records.push_back({{"type", record::kLayerPlan},
-                         {"policy", to_string(outcome.policy)},
-                         {"layer", p.name},
-                         {"split", p.split},
-                         {"predicted_ms", p.predicted_ms},
-                         {"undivided_ms", p.undivided_ms}});
+      records.push_back(to_json(LayerPlanRecord{to_string(outcome.policy), p.name, p.split, p.predicted_ms, p.undivided_ms}));
     }
   }
-  for (const PolicyOutcome& outcome : study.outcomes) {
-    const double undivided_median = outcome.undivided.time_ms.median;
-    const double planned_median = outcome.planned.time_ms.median;
-    Json record = {{"type", record::kMicroBatchResult},
-                   {"policy", to_string(outcome.policy)},
-                   {"mode", to_string(study.options.mode)},
-                   {"batch", study.options.batch},
-                   {"predicted",
-                    {{"scope", study.options.mode == MicroBatchMode::Layer ? "convolutions (forward+backward)"
-                                                                           : "model forward+backward"},
-                     {"undivided_ms", outcome.predicted_undivided_ms},
-                     {"planned_ms", outcome.predicted_planned_ms},
-                     {"speedup", outcome.predicted_speedup},
-                     {"saving_ms", outcome.predicted_undivided_ms - outcome.predicted_planned_ms}}},
-                   {"measured",
-                    {{"scope", "whole train step"},
-                     {"timer", study.timer_method},
-                     {"undivided", measured_json(outcome.undivided)},
-                     {"planned", measured_json(outcome.planned)},
-                     {"speedup", outcome.measured_speedup},
-                     {"saving_ms", undivided_median - planned_median}}},
-                   {"gradient_difference", outcome.gradient_difference}};
-    if (study.options.mode == MicroBatchMode::Layer && undivided_median > 0)
-      record["conv_share_of_step"] = outcome.predicted_undivided_ms / undivided_median;
-    const std::string note = batch_norm_note(study, outcome);
-    if (!note.empty()) record["batch_norm_note"] = note;
-    if (study.halves_gradient_difference)
-      record["halves_gradient_difference"] = *study.halves_gradient_difference;
-    records.push_back(record);
-  }
+  for (const PolicyOutcome& outcome : study.outcomes) records.push_back(to_json(result_record(study, outcome)));
   return records;
 }
 

@@ -3,6 +3,13 @@
 namespace batchscope {
 namespace {
 
+template <typename Record>
+Json records_json(const std::vector<Record>& records) {
+  Json out = Json::array();
+  for (const Record& r : records) out.push_back(to_json(r));
+  return out;
+}
+
 template <typename T>
 Json optional_json(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
@@ -221,7 +228,7 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
   Json microbatch = Json::array();
   for (const MicroBatchLog& s : analysis.microbatch) {
     microbatch.push_back(
-        Json{{"log", s.log}, {"config", s.config}, {"results", s.results}, {"plans", s.plans}});
+        Json{{"log", s.log}, {"config", s.config}, {"results", records_json(s.results)}, {"plans", records_json(s.plans)}});
   }
   return Json{{"format_version", 1},
               {"options",

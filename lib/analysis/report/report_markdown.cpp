@@ -237,16 +237,9 @@ void write_comparison(std::ostream& out, const Comparison& c, const PlotOutcome&
   write_energy_comparison(out, c);
 }
 
-double number_at(const Json& j, std::initializer_list<const char*> path) {
-  const Json* at = &j;
-  for (const char* key : path) {
-    if (!at->is_object() || !at->contains(key)) return std::nan("");
-    at = &(*at)[key];
-  }
-  return at->is_number() ? at->get<double>() : std::nan("");
+std::string mib(const std::optional<int64_t>& bytes) {
+  return bytes ? significant(static_cast<double>(*bytes) / (1024.0 * 1024.0), 4) : "–";
 }
-
-std::string mib(double bytes) { return std::isnan(bytes) ? "–" : significant(bytes / (1024.0 * 1024.0), 4); }
 
 void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studies) {
   out << "## Micro-batching\n\n";
@@ -258,29 +251,23 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
         << "| policy | predicted speedup | measured step speedup | undivided step ms | planned step ms | "
            "peak MiB undivided | peak MiB planned | gradient difference |\n"
         << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
-    for (const Json& r : s.results) {
-      const double gradient = number_at(r, {"gradient_difference"});
-      out << "| " << text(r, "policy") << " | " << significant(number_at(r, {"predicted", "speedup"}), 3)
-          << "× | " << significant(number_at(r, {"measured", "speedup"}), 3) << "× | "
-          << significant(number_at(r, {"measured", "undivided", "median_ms"})) << " | "
-          << significant(number_at(r, {"measured", "planned", "median_ms"})) << " | "
-          << mib(number_at(r, {"measured", "undivided", "peak_memory_bytes"})) << " | "
-          << mib(number_at(r, {"measured", "planned", "peak_memory_bytes"})) << " | "
-          << (std::isnan(gradient) ? "–" : significant(gradient * 100, 2) + "%") << " |\n";
+    for (const MicroBatchResultRecord& r : s.results) {
+      out << "| " << r.policy << " | " << significant(r.predicted_speedup, 3) << "× | "
+          << significant(r.measured_speedup, 3) << "× | " << significant(r.undivided.median_ms) << " | "
+          << significant(r.planned.median_ms) << " | " << mib(r.undivided.peak_memory_bytes) << " | "
+          << mib(r.planned.peak_memory_bytes) << " | "
+          << (r.gradient_difference ? significant(*r.gradient_difference * 100, 2) + "%" : "–") << " |\n";
     }
     out << "\nPredicted: from the measured times of each convolution (or of the whole step, mode model) at "
            "each micro-batch size; measured: whole training steps, undivided against planned.\n\n";
     if (!s.plans.empty()) {
       out << "<details><summary>Per-layer splits</summary>\n\n| policy | layer | split | predicted ms | "
              "undivided ms |\n|---|---|---|---:|---:|\n";
-      for (const Json& p : s.plans) {
+      for (const LayerPlanRecord& p : s.plans) {
         std::string split;
-        if (p.contains("split") && p["split"].is_array()) {
-          for (const Json& size : p["split"]) split += (split.empty() ? "" : "+") + size.dump();
-        }
-        out << "| " << text(p, "policy") << " | " << text(p, "layer") << " | " << split << " | "
-            << significant(number_at(p, {"predicted_ms"})) << " | "
-            << significant(number_at(p, {"undivided_ms"})) << " |\n";
+        for (int64_t size : p.split) split += (split.empty() ? "" : "+") + std::to_string(size);
+        out << "| " << p.policy << " | " << p.layer << " | " << split << " | " << significant(p.predicted_ms) << " | "
+            << significant(p.undivided_ms) << " |\n";
       }
       out << "\n</details>\n\n";
     }
