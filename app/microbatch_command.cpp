@@ -74,9 +74,8 @@ Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std
   return run;
 }
 
-}  // namespace
-
-int run_microbatch_command(const std::vector<std::string>& args) {
+// The options of batchscope microbatch: the experiment's, then the study's own.
+cxxopts::Options microbatch_options() {
   cxxopts::Options options(
       "batchscope microbatch",
       "Plan and measure micro-batching (mu-cuDNN, Oyama et al. 2018) for one mini-batch of a model's\n"
@@ -102,16 +101,11 @@ int run_microbatch_command(const std::vector<std::string>& args) {
       ("q,quiet", "no progress lines")
       ("h,help", "this help");
   // clang-format on
-  const auto result = parse_command_line(options, args);
-  if (result.count("help")) {
-    std::cout << options.help()
-              << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_plan, microbatch_result, end) and "
-                 "DIR/report.md.\n"
-                 "Exit codes: 0 done, 2 bad input.\n"
-                 "Example: batchscope microbatch --model alexnet --input 3,64,64 --batch 16 --device cpu\n";
-    return 0;
-  }
-  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  return options;
+}
+
+// How the study splits and measures, from the command line.
+MicroBatchOptions study_options(const cxxopts::ParseResult& result) {
   if (!result.count("batch")) refuse("no mini-batch given", "pass --batch B, e.g. --batch 64");
   MicroBatchOptions o;
   o.batch = whole_option(result, "batch", 1, limits::kMaxBatchSize);
@@ -122,6 +116,24 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   o.steps = positive(result, "steps", 1);
   o.warmup = positive(result, "warmup", 0);
   o.repeats = positive(result, "repeats", 1);
+  return o;
+}
+
+}  // namespace
+
+int run_microbatch_command(const std::vector<std::string>& args) {
+  cxxopts::Options options = microbatch_options();
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_plan, microbatch_result, end) and "
+                 "DIR/report.md.\n"
+                 "Exit codes: 0 done, 2 bad input.\n"
+                 "Example: batchscope microbatch --model alexnet --input 3,64,64 --batch 16 --device cpu\n";
+    return 0;
+  }
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  const MicroBatchOptions o = study_options(result);
   apply_threads_option(result);
 
   const ExperimentConfig e = experiment_from(result, o);
@@ -135,7 +147,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
 
   const std::string command = command_text("microbatch", args);
-  spdlog::info("micro-batching {} at batch {} on {} ({} mode)", e.model, o.batch, e.device, mode);
+  spdlog::info("micro-batching {} at batch {} on {} ({} mode)", e.model, o.batch, e.device, to_string(o.mode));
   MicroBatchStudy study;
   try {
     study = run_microbatch_study(e, o);

@@ -51,6 +51,15 @@ std::vector<SweepRecord> measured_records(const BatchKey& key, const BatchMeasur
   return records;
 }
 
+// Why LibTorch cannot run the experiment on its device, warned once at the line of its precision.
+std::string warn_unsupported(const ExperimentConfig& e, const std::string& missing) {
+  const std::string reason = "LibTorch " + std::string(TORCH_VERSION) + " cannot run " + e.model + " " +
+                             to_string(e.phase) + " in " + to_string(e.precision) + " on " + e.device + ": " + missing;
+  spdlog::warn("{}", located_value(e, "precision", "experiment " + e.name + ": " + reason + "; its batch sizes are skipped",
+                                   "use another precision or device for it"));
+  return reason;
+}
+
 // Everything one sweep session shares between its experiments.
 struct Session {
   const SweepOptions& options;
@@ -105,12 +114,8 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
         // recorded as skipped with the reason, and the sweep goes on with the next experiment.
         workload.reset();
-        unsupported = "LibTorch " + std::string(TORCH_VERSION) + " cannot run " + e.model + " " +
-                      to_string(e.phase) + " in " + to_string(e.precision) + " on " + e.device + ": " + *missing;
         s.progress.finish();
-        spdlog::warn("{}", located_value(e, "precision",
-                                         "experiment " + e.name + ": " + *unsupported + "; its batch sizes are skipped",
-                                         "use another precision or device for it"));
+        unsupported = warn_unsupported(e, *missing);
         skip(*unsupported);
         continue;
       }

@@ -181,6 +181,28 @@ std::string first_lines(const std::string& text, size_t limit = 400) {
 
 }  // namespace
 
+namespace {
+
+// Every plot the analysis has: time and throughput per group, speedups, all groups together, energy.
+std::vector<PlotScript> plots_of(const Analysis& analysis) {
+  std::vector<PlotScript> plots;
+  std::vector<const GroupAnalysis*> drawn;
+  for (const auto& group : analysis.groups) {
+    if (group.points.empty()) continue;
+    drawn.push_back(&group);
+    plots.push_back(time_plot(group));
+    plots.push_back(throughput_plot(group));
+  }
+  for (const auto& comparison : analysis.comparisons) {
+    if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
+  }
+  if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
+  for (PlotScript& plot : energy_plots(analysis)) plots.push_back(std::move(plot));
+  return plots;
+}
+
+}  // namespace
+
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -198,19 +220,7 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
     return outcome;
   }
 
-  std::vector<PlotScript> plots;
-  std::vector<const GroupAnalysis*> drawn;
-  for (const auto& group : analysis.groups) {
-    if (group.points.empty()) continue;
-    drawn.push_back(&group);
-    plots.push_back(time_plot(group));
-    plots.push_back(throughput_plot(group));
-  }
-  for (const auto& comparison : analysis.comparisons) {
-    if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
-  }
-  if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
-  for (PlotScript& plot : energy_plots(analysis)) plots.push_back(std::move(plot));
+  const std::vector<PlotScript> plots = plots_of(analysis);
   if (plots.empty()) {
     outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
     return outcome;
