@@ -10,6 +10,7 @@
 #include "lib/config/config.h"
 #include "lib/microbatch/gradient_accumulation.h"
 #include "lib/microbatch/microbatch_planner.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 #include "lib/common/statistics.h"
 #include "models/network.h"
@@ -44,12 +45,7 @@ struct MicroBatchOptions {
 // The sizes any of the policies allows for `batch`, ascending.
 std::vector<int64_t> candidate_sizes(const std::vector<MicroBatchPolicy>& policies, int64_t batch);
 
-struct LayerCost {
-  std::string layer;
-  std::vector<int64_t> input_shape;  // one sample's
-  int64_t micro_batch = 0;
-  double median_ms = 0, p10_ms = 0, p90_ms = 0;
-};
+using LayerCost = LayerCostRecord;  // as its layer_cost record holds it
 
 struct CostMeasurement {
   std::vector<LayerCost> entries;  // per layer (forward order), per size ascending

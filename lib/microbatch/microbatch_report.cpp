@@ -89,7 +89,7 @@ MicroBatchResultRecord result_record(const MicroBatchStudy& study, const PolicyO
 std::vector<Json> study_records(const MicroBatchStudy& study) {
   std::vector<Json> records;
   for (const LayerCost& c : study.costs.entries) {
-    records.push_back(to_json(LayerCostRecord{c.layer, c.input_shape, c.micro_batch, c.median_ms, c.p10_ms, c.p90_ms}));
+    records.push_back(to_json(c));
   }
   for (const std::string& s : study.costs.skipped) records.push_back(to_json(LayerCostSkippedRecord{s}));
   for (const PolicyOutcome& outcome : study.outcomes) {
