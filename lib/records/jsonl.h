@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,12 @@ namespace batchscope {
 
 // Records keep their keys in the order written, "type" first, so a log reads naturally.
 using Json = nlohmann::ordered_json;
+
+// A value, or null where there is none.
+template <typename T>
+Json optional_json(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
 
 // Appends JSON lines to a file. Lines are buffered in memory and reach the file on flush(), which
 // writes them at once and syncs: a killed process leaves whole batch sizes, never half of one.

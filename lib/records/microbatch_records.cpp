@@ -1,17 +1,14 @@
 #include "lib/records/microbatch_records.h"
 
-#include <cmath>
+#include "lib/records/field_check.h"
 
 namespace batchscope {
 namespace {
 
-Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
-
 // Reading a field of a record from outside: the field must be there with the right type, else
 // BadRecord names it.
 [[noreturn]] void bad(const std::string& key, const char* should_be) {
-  throw BadRecord("has " + std::string(std::string("aeiou").find(key[0]) != std::string::npos ? "an " : "a ") + key +
-                  " that is not " + should_be);
+  throw BadRecord("has " + field_check::with_article(key) + " that is not " + should_be);
 }
 
 const Json& field(const Json& j, const char* key) {
@@ -28,7 +25,7 @@ std::string text(const Json& j, const char* key) {
 
 double number(const Json& j, const char* key) {
   const Json& v = field(j, key);
-  if (!v.is_number() || !std::isfinite(v.get<double>())) bad(key, "a number");
+  if (!field_check::is_finite_number(v)) bad(key, "a number");
   return v.get<double>();
 }
 
@@ -39,8 +36,7 @@ std::optional<double> optional_number(const Json& j, const char* key) {
 
 int64_t whole(const Json& j, const char* key) {
   const Json& v = field(j, key);
-  if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)))
-    bad(key, "a whole number");
+  if (!field_check::is_whole(v)) bad(key, "a whole number");
   return v.get<int64_t>();
 }
 
@@ -49,8 +45,7 @@ std::vector<int64_t> sizes(const Json& j, const char* key) {
   if (!v.is_array()) bad(key, "a list of whole numbers");
   std::vector<int64_t> out;
   for (const Json& size : v) {
-    if (!size.is_number_integer() || (size.is_number_unsigned() && size.get<uint64_t>() > uint64_t(INT64_MAX)))
-      bad(key, "a list of whole numbers");
+    if (!field_check::is_whole(size)) bad(key, "a list of whole numbers");
     out.push_back(size.get<int64_t>());
   }
   return out;

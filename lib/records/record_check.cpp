@@ -1,23 +1,33 @@
 #include <cmath>
 
 #include "lib/common/limits.h"
+#include "lib/records/field_check.h"
 #include "lib/records/records.h"
 
 // record_problem(): the type and range of every field a reader of a sweep log relies on.
 
 namespace batchscope {
-namespace {
 
-bool whole(const Json& j, int64_t min, int64_t max) {
+namespace field_check {
+
+bool is_whole(const Json& j, int64_t min, int64_t max) {
   return j.is_number_integer() && !(j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX)) &&
          j.get<int64_t>() >= min && j.get<int64_t>() <= max;
 }
-bool finite(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()); }
 
-// "a batch_size", "an energy_j".
-std::string article(const std::string& key) {
+bool is_finite_number(const Json& j) { return j.is_number() && std::isfinite(j.get<double>()); }
+
+std::string with_article(const std::string& key) {
   return (std::string("aeiou").find(key.empty() ? 'x' : key[0]) != std::string::npos ? "an " : "a ") + key;
 }
+
+}  // namespace field_check
+
+namespace {
+
+using field_check::is_finite_number;
+using field_check::is_whole;
+using field_check::with_article;
 
 // Checks of the fields present in `j`: each key names what its value must be.
 struct FieldCheck {
@@ -28,17 +38,17 @@ struct FieldCheck {
 
 std::string check_fields(const Json& j, std::initializer_list<FieldCheck> checks, const std::string& prefix = "") {
   for (const FieldCheck& c : checks) {
-    if (j.contains(c.key) && !c.valid(j[c.key])) return "has " + article(prefix + c.key) + " that is not " + c.should_be;
+    if (j.contains(c.key) && !c.valid(j[c.key])) return "has " + with_article(prefix + c.key) + " that is not " + c.should_be;
   }
   return "";
 }
 
 bool text(const Json& j) { return j.is_string(); }
-bool count(const Json& j) { return whole(j, 0, INT64_MAX); }
-bool number_or_null(const Json& j) { return j.is_null() || finite(j); }
+bool count(const Json& j) { return is_whole(j, 0, INT64_MAX); }
+bool number_or_null(const Json& j) { return j.is_null() || is_finite_number(j); }
 bool count_or_null(const Json& j) { return j.is_null() || count(j); }
-bool duration(const Json& j) { return finite(j) && j.get<double>() >= 0; }
-bool positive_duration(const Json& j) { return finite(j) && j.get<double>() > 0; }
+bool duration(const Json& j) { return is_finite_number(j) && j.get<double>() >= 0; }
+bool positive_duration(const Json& j) { return is_finite_number(j) && j.get<double>() > 0; }
 
 std::string run_problem(const Json& r) {
   std::string problem = check_fields(r, {{"run_id", text, "text"},
@@ -82,7 +92,7 @@ std::string run_problem(const Json& r) {
         if (e.contains("batch")) {
           if (!e["batch"].is_array()) return "has an experiment whose batch is not a list";
           for (const Json& b : e["batch"]) {
-            if (!whole(b, 1, limits::kMaxBatchSize))
+            if (!is_whole(b, 1, limits::kMaxBatchSize))
               return "has an experiment batch size that is not a whole number from 1 to " +
                      std::to_string(limits::kMaxBatchSize);
           }
@@ -101,7 +111,7 @@ std::string batch_problem(const std::string& type, const Json& r) {
   if (!r.contains("experiment") || !r["experiment"].is_string() || r["experiment"].get<std::string>().empty())
     return "has no experiment name";
   if (!r.contains("model") || !r["model"].is_string()) return "has no model name";
-  if (!r.contains("batch_size") || !whole(r["batch_size"], 1, limits::kMaxBatchSize))
+  if (!r.contains("batch_size") || !is_whole(r["batch_size"], 1, limits::kMaxBatchSize))
     return "has a batch_size that is not a whole number from 1 to " + std::to_string(limits::kMaxBatchSize);
   std::string problem = check_fields(r, {{"phase", text, "text"},
                                          {"precision", text, "text"},
@@ -118,9 +128,9 @@ std::string batch_problem(const std::string& type, const Json& r) {
     // may come without them, but where they are they must be sound.
     const char* const statistics[] = {"min_ms", "p10_ms", "median_ms", "p90_ms", "max_ms"};
     for (const char* key : statistics) {
-      if (r.contains(key) && !duration(r[key])) return "has " + article(key) + " that is not a duration";
+      if (r.contains(key) && !duration(r[key])) return "has " + with_article(key) + " that is not a duration";
     }
-    if (r.contains("samples") && !whole(r["samples"], 1, limits::kMaxSteps))
+    if (r.contains("samples") && !is_whole(r["samples"], 1, limits::kMaxSteps))
       return "has a samples count that is not a whole number from 1 to " + std::to_string(limits::kMaxSteps);
     double previous = 0;
     for (const char* key : statistics) {
@@ -148,7 +158,7 @@ std::string batch_problem(const std::string& type, const Json& r) {
                           key.find("power_w") != std::string::npos || key.rfind("j_per_", 0) == 0 ||
                           key.rfind("samples_per_j", 0) == 0;
       if (energy && key != "energy_method" && key != "energy_scope" && !number_or_null(value))
-        return "has " + article(key) + " that is not a number or null";
+        return "has " + with_article(key) + " that is not a number or null";
     }
   }
   return "";

@@ -6,9 +6,6 @@
 namespace batchscope {
 namespace {
 
-Json optional_json(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
-Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
-
 // Readers for fields record_problem() has already checked: a wrong type cannot reach them.
 std::optional<double> number(const Json& j, const char* key) {
   const auto found = j.find(key);

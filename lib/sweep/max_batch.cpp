@@ -8,14 +8,10 @@
 
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
+#include "lib/records/jsonl.h"
 #include "lib/timing/step_runner.h"
 
 namespace batchscope {
-namespace {
-
-Json optional_json(const std::optional<int64_t>& value) { return value ? Json(*value) : Json(nullptr); }
-
-}  // namespace
 
 void check_options(const MaxBatchOptions& o) {
   const auto refuse = [](const std::string& sentence) { throw std::invalid_argument(sentence); };

@@ -12,6 +12,7 @@ namespace fs = std::filesystem;
 
 namespace batchscope {
 namespace training_parts {
+namespace {
 
 // Written beside, then renamed: a reader sees the old file or the new one, never half of one.
 void save_weights(torch::nn::Module& model, const fs::path& path) {
@@ -32,6 +33,8 @@ void write_text(const fs::path& path, const std::string& text) {
   }
   fs::rename(partial, path);
 }
+
+}  // namespace
 
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
 std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {

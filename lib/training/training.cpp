@@ -53,6 +53,9 @@ std::shared_ptr<models::Network> build_network(const std::string& name) {
   }
 }
 
+namespace {
+
+// The first `limit` samples of a split (all of it for limit <= 0).
 data::Dataset first_samples(const data::Dataset& set, int64_t limit) {
   if (limit <= 0 || limit >= set.size()) return set;
   return {set.name, set.images.narrow(0, 0, limit), set.labels.narrow(0, 0, limit)};
@@ -61,6 +64,8 @@ data::Dataset first_samples(const data::Dataset& set, int64_t limit) {
 void synchronize(const torch::Device& device) {
   if (device.is_cuda()) gpu::synchronize(device.index());
 }
+
+}  // namespace
 
 // Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
 void check_output_dir(const std::string& dir, bool force) {

@@ -3,7 +3,6 @@
 // Internal to lib/: the pieces of training that the device comparison shares with train_model.
 #include <torch/torch.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -33,15 +32,11 @@ void check_output_dir(const std::string& dir, bool force);
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test);
 void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
-// The first `limit` samples of a split (all of it for limit <= 0).
-data::Dataset first_samples(const data::Dataset& set, int64_t limit);
 
 // The loss and accuracy of the model on a test split, in batches of batch_size (lib/training/evaluation.cpp).
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size, const torch::Device& device);
 
-// Checkpoint files (lib/training/checkpoint.cpp): weights written beside and renamed into place.
-void save_weights(torch::nn::Module& model, const std::filesystem::path& path);
-void write_text(const std::filesystem::path& path, const std::string& text);
+// Checkpoint files (lib/training/checkpoint.cpp), each written beside and renamed into place:
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
 // returns the first.
 std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info);

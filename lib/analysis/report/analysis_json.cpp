@@ -10,11 +10,6 @@ Json records_json(const std::vector<Record>& records) {
   return out;
 }
 
-template <typename T>
-Json optional_json(const std::optional<T>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
 Json jump_json(const Jump& j) {
   return Json{{"from", j.from_batch},
               {"to", j.to_batch},
