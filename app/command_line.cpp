@@ -209,6 +209,10 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.channels_last = r[n].template as<bool>(); }},
   {ExperimentOption::CudnnBenchmark, "cudnn-benchmark", "let cuDNN benchmark its algorithms per shape", true,
    [](const auto& r, const auto& n, auto& o) { o.cudnn_benchmark = r[n].template as<bool>(); }},
+  {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
+   [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
+  {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile (default 3)", false,
+   [](const auto& r, const auto& n, auto& o) { o.profile_steps = whole_option(r, n); }},
 };
 // clang-format on
 

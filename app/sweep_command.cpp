@@ -41,7 +41,7 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Input,     ExperimentOption::SeqLen,       ExperimentOption::Classes,
     ExperimentOption::Data,      ExperimentOption::Transfer,     ExperimentOption::Chunk,
     ExperimentOption::Order,     ExperimentOption::Seed,         ExperimentOption::ChannelsLast,
-    ExperimentOption::CudnnBenchmark};
+    ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps};
 
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.
@@ -59,6 +59,7 @@ cxxopts::Options sweep_options() {
   options.add_options()
       ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
       ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
+      ("trace", "with --profile (which it implies): keep a Chrome trace of one profiled step per batch size in OUT/traces/, to open in Perfetto")
       ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
       ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<std::string>()->default_value("2"))
       ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<std::string>())
@@ -84,6 +85,7 @@ SweepOptions sweep_run_options(const cxxopts::ParseResult& result, const std::ve
   sweep.idle_seconds = real_option(result, "idle-seconds", 0, 600);
   if (result.count("energy-window"))
     sweep.min_energy_window_ms = real_option(result, "energy-window", 0, 3.6e6, /*least_excluded=*/true);
+  sweep.trace = result.count("trace") > 0;
   sweep.stop_requested = &stop_requested;
   return sweep;
 }
@@ -102,6 +104,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
 
   SweepOverrides o;
   read_experiment_options(result, kSweepOptions, o);
+  if (result.count("trace")) o.profile = true;
 
   apply_threads_option(result);
 

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "models/flop_tally.h"
+#include "models/layer_scope.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
 
@@ -185,9 +186,18 @@ class DeepSpeech2 : public Network {
   torch::Tensor forward(torch::Tensor input) override {
     TORCH_CHECK(input.dim() == 4, "Deep Speech 2 expects [batch, 1, bins, frames] spectrograms, got ",
                 input.sizes());
-    torch::Tensor x = conv_(input);
-    x = x.reshape({x.size(0), x.size(1) * x.size(2), x.size(3)}).permute({2, 0, 1}).contiguous();
-    return fc_->forward(rnns_->forward(x));
+    torch::Tensor x;
+    {
+      LayerScope scope("conv");
+      x = conv_(input);
+      x = x.reshape({x.size(0), x.size(1) * x.size(2), x.size(3)}).permute({2, 0, 1}).contiguous();
+    }
+    {
+      LayerScope scope("rnns");
+      x = rnns_->forward(x);
+    }
+    LayerScope scope("fc");
+    return fc_->forward(x);
   }
 
   // CTC with blank 0 over every output frame, targets [batch, labels] all of one length, averaged over

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "models/flop_tally.h"
+#include "models/layer_scope.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
 
@@ -48,8 +49,16 @@ class LstmLanguageModel : public Network {
   // [batch, sequence] token ids to [sequence, batch, vocabulary] logits.
   torch::Tensor forward(torch::Tensor input) override {
     TORCH_CHECK(input.dim() == 2, "lstm_lm expects [batch, sequence] tokens, got ", input.sizes());
-    const torch::Tensor embedded = drop_(encoder_(input.t()));
-    const torch::Tensor hidden = std::get<0>(rnn_->forward(embedded));
+    torch::Tensor embedded, hidden;
+    {
+      LayerScope scope("encoder");
+      embedded = drop_(encoder_(input.t()));
+    }
+    {
+      LayerScope scope("rnn");
+      hidden = std::get<0>(rnn_->forward(embedded));
+    }
+    LayerScope scope("decoder");
     return decoder_(drop_(hidden));
   }
 

@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "models/layer_scope.h"
 #include "models/splittable_conv.h"
 
 namespace batchscope::models {
 
-torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape) {
+torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape, const std::string& path) {
   namespace nn = torch::nn;
   const std::vector<int64_t> in = shape.shape();
   nn::AnyModule module;
@@ -51,33 +52,38 @@ torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape) {
       break;
     case Layer::Kind::kStack:
       // The stack advances the shape itself, child by child.
-      return nn::AnyModule(LayerStack(layer, shape));
+      return nn::AnyModule(LayerStack(layer, shape, path));
   }
   tally_layer(shape, layer);
   return module;
 }
 
-std::vector<torch::nn::AnyModule> register_layers(torch::nn::Module& parent, const std::vector<Layer>& layers,
-                                                  FlopTally& shape) {
-  std::vector<torch::nn::AnyModule> modules;
+LayerList register_layers(torch::nn::Module& parent, const std::vector<Layer>& layers, FlopTally& shape,
+                          const std::string& prefix) {
+  LayerList list;
   for (const Layer& layer : layers) {
-    const std::string name = layer.name.empty() ? std::to_string(modules.size()) : layer.name;
-    modules.push_back(instantiate(layer, shape));
-    parent.register_module(name, modules.back().ptr());
+    const std::string name = layer.name.empty() ? std::to_string(list.modules.size()) : layer.name;
+    const std::string path = prefix.empty() ? name : prefix + "." + name;
+    list.modules.push_back(instantiate(layer, shape, path));
+    list.paths.push_back(path);
+    parent.register_module(name, list.modules.back().ptr());
   }
-  return modules;
+  return list;
 }
 
-torch::Tensor run_layers(std::vector<torch::nn::AnyModule>& modules, torch::Tensor x) {
-  for (auto& module : modules) x = module.forward(x);
+torch::Tensor run_layers(LayerList& layers, torch::Tensor x) {
+  for (std::size_t i = 0; i < layers.modules.size(); ++i) {
+    LayerScope scope(layers.paths[i]);
+    x = layers.modules[i].forward(x);
+  }
   return x;
 }
 
-LayerStackImpl::LayerStackImpl(const Layer& plan, FlopTally& shape)
+LayerStackImpl::LayerStackImpl(const Layer& plan, FlopTally& shape, const std::string& path)
     : skip_(plan.skip), relu_after_add_(plan.relu_after_add) {
   FlopTally shortcut_shape(shape.shape());
-  children_ = register_layers(*this, plan.children, shape);
-  shortcut_ = register_layers(*this, plan.shortcut, shortcut_shape);
+  children_ = register_layers(*this, plan.children, shape, path);
+  shortcut_ = register_layers(*this, plan.shortcut, shortcut_shape, path);
   TORCH_CHECK(!skip_ || shortcut_shape.shape() == shape.shape(),
               "a residual stack changes the activation shape without a shortcut that matches it");
 }
@@ -93,14 +99,14 @@ torch::Tensor LayerStackImpl::forward(torch::Tensor x) {
 PlannedNetwork::PlannedNetwork(const Layer& plan, const std::vector<int64_t>& sample_shape) {
   TORCH_CHECK(plan.kind == Layer::Kind::kStack && !plan.skip, "a network plan is a plain stack of layers");
   FlopTally shape(sample_shape);
-  stages_ = register_layers(*this, plan.children, shape);
+  stages_ = register_layers(*this, plan.children, shape, "");
 }
 
 torch::Tensor PlannedNetwork::forward(torch::Tensor input) { return run_layers(stages_, input); }
 
 std::vector<std::vector<int64_t>> PlannedNetwork::stage_shapes(torch::Tensor input) {
   std::vector<std::vector<int64_t>> shapes;
-  for (auto& stage : stages_) {
+  for (auto& stage : stages_.modules) {
     input = stage.forward(input);
     shapes.emplace_back(input.sizes().begin() + 1, input.sizes().end());
   }

@@ -13,26 +13,35 @@
 namespace batchscope::models {
 
 // The module for one plan layer, sized for the activation `shape` holds, which it then advances past the
-// layer (and throws std::invalid_argument where the activation is too small for it).
-torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape);
+// layer (and throws std::invalid_argument where the activation is too small for it). `path` is its full
+// module name in the network ("features.0"), which the profiler's scopes carry.
+torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape, const std::string& path);
 
-// Instantiates `layers` in order and registers each on `parent` under its plan name.
-std::vector<torch::nn::AnyModule> register_layers(torch::nn::Module& parent, const std::vector<Layer>& layers,
-                                                  FlopTally& shape);
+// Layers registered on a parent, in order, with their full module names.
+struct LayerList {
+  std::vector<torch::nn::AnyModule> modules;
+  std::vector<std::string> paths;
+};
 
-torch::Tensor run_layers(std::vector<torch::nn::AnyModule>& modules, torch::Tensor x);
+// Instantiates `layers` in order and registers each on `parent` under its plan name; `prefix` is the
+// parent's own path ("" for the network).
+LayerList register_layers(torch::nn::Module& parent, const std::vector<Layer>& layers, FlopTally& shape,
+                          const std::string& prefix);
+
+// Runs the layers in order, each in its named scope (see models/layer_scope.h).
+torch::Tensor run_layers(LayerList& layers, torch::Tensor x);
 
 // A kStack layer. nn::Sequential cannot hold another Sequential (its forward is a template), hence a module
 // of our own; it registers its children directly so parameter names match the reference models.
 class LayerStackImpl : public torch::nn::Module {
  public:
-  LayerStackImpl(const Layer& plan, FlopTally& shape);
+  LayerStackImpl(const Layer& plan, FlopTally& shape, const std::string& path);
 
   torch::Tensor forward(torch::Tensor x);
 
  private:
-  std::vector<torch::nn::AnyModule> children_;
-  std::vector<torch::nn::AnyModule> shortcut_;
+  LayerList children_;
+  LayerList shortcut_;
   bool skip_;
   bool relu_after_add_;
 };
@@ -51,7 +60,7 @@ class PlannedNetwork : public Network {
   std::vector<std::vector<int64_t>> stage_shapes(torch::Tensor input);
 
  private:
-  std::vector<torch::nn::AnyModule> stages_;
+  LayerList stages_;
 };
 
 }  // namespace batchscope::models

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "models/flop_tally.h"
+#include "models/layer_scope.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
 
@@ -69,10 +70,19 @@ class TranslationTransformer : public Network {
     const int64_t length = input.size(2);
     TORCH_CHECK(length <= positions_.size(0), "transformer was built for sequences of ", positions_.size(0),
                 " tokens, got ", length);
-    const torch::Tensor source = embed(input.select(1, 0).t());
-    const torch::Tensor target = embed(input.select(1, 1).t());
-    const torch::Tensor mask = target_mask_.slice(0, 0, length).slice(1, 0, length);
-    const torch::Tensor decoded = transformer_->forward(source, target, torch::Tensor(), mask);
+    torch::Tensor source, target, decoded;
+    {
+      LayerScope scope("embedding");
+      source = embed(input.select(1, 0).t());
+      target = embed(input.select(1, 1).t());
+    }
+    {
+      LayerScope scope("transformer");
+      const torch::Tensor mask = target_mask_.slice(0, 0, length).slice(1, 0, length);
+      decoded = transformer_->forward(source, target, torch::Tensor(), mask);
+    }
+    // The output projection shares the embedding's weight.
+    LayerScope scope("embedding.output");
     return torch::nn::functional::linear(decoded, embedding_->weight);
   }
 

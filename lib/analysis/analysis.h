@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/periodicity.h"
 #include "lib/records/microbatch_records.h"
@@ -103,6 +104,7 @@ struct GroupAnalysis {
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
   std::vector<int64_t> flagged;            // sizes with too few samples
   std::optional<GroupEnergy> energy;
+  std::optional<GroupProfile> profile;  // where the sweep profiled its batch sizes (sweep --profile)
 };
 
 // One common batch size of an energy comparison: group samples/J / baseline samples/J, and the same
@@ -169,6 +171,8 @@ struct Analysis {
   std::vector<MicroBatchLog> microbatch;
   std::vector<GroupAnalysis> groups;
   std::vector<Comparison> comparisons;
+  // Pairs of groups that differ only in whether the copy to the device was timed.
+  std::vector<TransferVerdict> transfer_verdicts;
   std::vector<std::string> warnings;  // everything the user should know that is not an error
 };
 

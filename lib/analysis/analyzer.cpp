@@ -178,6 +178,11 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
   analyze_energy(g);
+  if (!raw.profiles.empty()) {
+    std::map<int64_t, double> medians;
+    for (const PointStats& p : g.points) medians[p.batch_size] = p.median_ms;
+    g.profile = explain_jumps(raw.profiles, g.jumps.jumps, g.jumps.drops, medians);
+  }
   return g;
 }
 
@@ -242,6 +247,22 @@ std::vector<Comparison> compare(const std::vector<RawGroup>& raw, const std::vec
   return out;
 }
 
+// Each pair of groups that ran the same experiment on the same machine, one with the host-to-device
+// copy timed and one without: do the jumps survive with the data on the device?
+std::vector<TransferVerdict> transfer_verdicts(const std::vector<RawGroup>& raw, const std::vector<GroupAnalysis>& groups) {
+  std::vector<TransferVerdict> out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i].identity.value("transfer", "") != "included") continue;
+    Json wanted = raw[i].identity;
+    wanted["transfer"] = "excluded";
+    for (std::size_t j = 0; j < raw.size(); ++j) {
+      if (raw[j].identity != wanted || groups[j].points.empty() || groups[i].points.empty()) continue;
+      out.push_back(transfer_verdict(groups[i].id, groups[i].jumps.jumps, groups[j].id, groups[j].jumps.jumps));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& options) {
@@ -249,6 +270,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   for (const RawGroup& g : raw) a.groups.push_back(analyze_group(g, options));
   label_groups(raw, a.groups);
   a.comparisons = compare(raw, a.groups);
+  a.transfer_verdicts = transfer_verdicts(raw, a.groups);
   for (const GroupAnalysis& g : a.groups) {
     if (!g.flagged.empty()) {
       a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) +

@@ -214,6 +214,14 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
       }
       add_to_group(g, r, *key, id, path, log.lines[i]);
     }
+    // Profiles join the group of their batch key; one of a size the log has no group for is dropped.
+    for (const ProfileRecord& profile : log.profiles) {
+      const auto config = configs.find(profile.key.experiment);
+      const Json id = identity_of(profile.key, config == configs.end() ? nullptr : &config->second, environment,
+                                  path, options.separate);
+      const auto slot = by_key.find(id.dump());
+      if (slot != by_key.end()) groups[slot->second].profiles[profile.key.batch_size] = profile;
+    }
   }
 
   // A size measured both ways (out of memory once, measured in another log) counts as measured.

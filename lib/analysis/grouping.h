@@ -31,6 +31,7 @@ struct RawGroup {
   std::map<int64_t, RawPoint> points;
   std::set<int64_t> oom;
   std::set<int64_t> skipped;
+  std::map<int64_t, ProfileRecord> profiles;  // the last profile of each batch size, where profiled
 };
 
 struct GroupingOptions {

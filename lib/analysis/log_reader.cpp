@@ -128,6 +128,35 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
   }
 }
 
+// profile.jsonl beside the log, where the sweep profiled its batch sizes; damaged lines are warnings.
+void load_profiles(LoadedLog& log) {
+  const fs::path path = fs::path(log.summary.path).parent_path() / "profile.jsonl";
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return;
+  JsonlContents contents;
+  try {
+    contents = read_jsonl(path.string(), BadLines::Collect);
+  } catch (const UserError& e) {
+    log.summary.warnings.push_back(e.what());
+    return;
+  }
+  std::map<std::string, std::vector<int>> damaged;
+  for (std::size_t i = 0; i < contents.records.size(); ++i) {
+    try {
+      log.profiles.push_back(profile_record_from_json(contents.records[i]));
+    } catch (const BadRecord& damage) {
+      damaged[damage.what()].push_back(contents.record_lines[i]);
+    }
+  }
+  for (int line : contents.bad_lines) damaged["is not a JSON record"].push_back(line);
+  for (const auto& [problem, lines] : damaged) {
+    log.summary.warnings.push_back(located(path.string(), lines.front(),
+                                           "the profile on line(s) " + list_lines(lines) + " " + printable(problem) +
+                                               ", so it was skipped",
+                                           "repair or remove it, or profile that batch size again"));
+  }
+}
+
 }  // namespace
 
 std::string log_file_for(const std::string& argument) {
@@ -158,6 +187,7 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   log.summary.path = path;
   warn_unreadable(log, contents);
   sort_records(log, contents);
+  load_profiles(log);
   log.summary.records = static_cast<int>(log.records.size() + log.microbatch_results.size() +
                                          log.layer_plans.size()) + log.layer_costs;
   if (log.summary.records == 0) {

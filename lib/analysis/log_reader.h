@@ -6,6 +6,7 @@
 
 #include "lib/analysis/analysis.h"
 #include "lib/records/microbatch_records.h"
+#include "lib/records/profile_records.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
@@ -19,6 +20,9 @@ struct LoadedLog {
   std::vector<MicroBatchResultRecord> microbatch_results;
   std::vector<LayerPlanRecord> layer_plans;
   int layer_costs = 0;  // layer_cost and layer_cost_skipped records, checked and counted
+  // From profile.jsonl beside the log (sweep --profile), in file order: a batch size profiled again
+  // after an interrupted session appears twice, and the later one counts.
+  std::vector<ProfileRecord> profiles;
 };
 
 // The file a log argument names: a directory stands for its steps.jsonl.

@@ -30,6 +30,10 @@
 //                    from host memory to the device (excluded)
 //   chunk            infer only: forward passes of at most this many samples per step (whole batch)
 //   seed             a whole number >= 0 (0)
+//   profile          true | false (false): after the timed steps of each batch size, profile_steps
+//                    more steps under LibTorch's profiler, recorded per layer and per operator or
+//                    kernel in profile.jsonl; the timed steps are not changed by it
+//   profile_steps    profiled steps per batch size, 1 to 100 (3)
 //   device           cpu | cuda | cuda:N | auto (auto); auto is resolved when the sweep runs
 // Command-line overrides replace the key in every experiment, after defaults.
 #include "lib/config/config.h"

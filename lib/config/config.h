@@ -61,6 +61,9 @@ struct ExperimentConfig {
   Transfer transfer = Transfer::Excluded;
   int64_t chunk = 0;  // infer: forward passes of at most this many samples per step; 0 = the whole batch
   uint64_t seed = 0;
+  // Extra steps per batch size under LibTorch's profiler, after the timed ones (sweep --profile).
+  bool profile = false;
+  int profile_steps = 3;
   std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
   // Where each key's value came from, and under "experiment" where the experiment itself is, so that
   // checks made once the experiment is resolved can name the file and line. Not in the run record.
@@ -87,7 +90,8 @@ struct SweepOverrides {
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
   std::optional<uint64_t> seed;
   std::optional<double> lr;
-  std::optional<bool> channels_last, cudnn_benchmark;
+  std::optional<bool> channels_last, cudnn_benchmark, profile;
+  std::optional<int64_t> profile_steps;
 };
 
 // Reads and validates a YAML experiment file. Every problem throws UserError naming the file, the

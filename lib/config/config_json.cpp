@@ -21,7 +21,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     to_max = {
         {"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
   }
-  return {{"name", e.name},
+  nlohmann::json j = {{"name", e.name},
           {"model", e.model},
           {"input", e.input_shape},
           {"classes", e.classes},
@@ -46,6 +46,12 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"chunk", e.chunk},
           {"seed", e.seed},
           {"device", e.device}};
+  // Written only where asked for, so that records of runs without profiling stay as they were.
+  if (e.profile) {
+    j["profile"] = true;
+    j["profile_steps"] = e.profile_steps;
+  }
+  return j;
 }
 
 ExperimentConfig experiment_from_json(const nlohmann::json& j) {
@@ -92,6 +98,8 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
     e.seed = j.at("seed").get<uint64_t>();
     e.device = j.at("device").get<std::string>();
+    e.profile = j.value("profile", false);
+    e.profile_steps = j.value("profile_steps", e.profile_steps);
     return e;
   } catch (const nlohmann::json::exception& error) {
     throw std::invalid_argument(std::string("the experiment record is incomplete or malformed (") +

@@ -244,6 +244,8 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.seed) put("seed", "--seed", YAML::Node(*o.seed));
   if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
+  if (o.profile) put("profile", "--profile", YAML::Node(*o.profile));
+  if (o.profile_steps) put("profile_steps", "--profile-steps", YAML::Node(*o.profile_steps));
 }
 
 namespace {
@@ -396,6 +398,12 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   }
   if (k.has("seed")) c.seed = get_seed(k["seed"]);
   if (k.has("device")) c.device = get_device(k["device"]);
+  if (k.has("profile")) c.profile = get_bool(k["profile"]);
+  if (k.has("profile_steps")) {
+    c.profile_steps = static_cast<int>(get_int(k["profile_steps"], 1, limits::kMaxProfileSteps,
+                                               "give 1 to " + std::to_string(limits::kMaxProfileSteps) +
+                                                   " profiled steps per batch size"));
+  }
   c.name = k.has("name") ? get_name(k["name"]) : c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
 
   for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};

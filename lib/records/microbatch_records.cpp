@@ -5,57 +5,12 @@
 namespace batchscope {
 namespace {
 
-// Reading a field of a record from outside: the field must be there with the right type, else
-// BadRecord names it.
-[[noreturn]] void bad(const std::string& key, const char* should_be) {
-  throw BadRecord("has " + field_check::with_article(key) + " that is not " + should_be);
-}
-
-const Json& field(const Json& j, const char* key) {
-  static const Json missing;
-  const auto found = j.find(key);
-  return found == j.end() ? missing : *found;
-}
-
-std::string text(const Json& j, const char* key) {
-  const Json& v = field(j, key);
-  if (!v.is_string()) bad(key, "text");
-  return v.get<std::string>();
-}
-
-double number(const Json& j, const char* key) {
-  const Json& v = field(j, key);
-  if (!field_check::is_finite_number(v)) bad(key, "a number");
-  return v.get<double>();
-}
-
-std::optional<double> optional_number(const Json& j, const char* key) {
-  if (!j.contains(key)) return std::nullopt;
-  return number(j, key);
-}
-
-int64_t whole(const Json& j, const char* key) {
-  const Json& v = field(j, key);
-  if (!field_check::is_whole(v)) bad(key, "a whole number");
-  return v.get<int64_t>();
-}
-
-std::vector<int64_t> sizes(const Json& j, const char* key) {
-  const Json& v = field(j, key);
-  if (!v.is_array()) bad(key, "a list of whole numbers");
-  std::vector<int64_t> out;
-  for (const Json& size : v) {
-    if (!field_check::is_whole(size)) bad(key, "a list of whole numbers");
-    out.push_back(size.get<int64_t>());
-  }
-  return out;
-}
-
-const Json& object(const Json& j, const char* key) {
-  const Json& v = field(j, key);
-  if (!v.is_object()) bad(key, "an object");
-  return v;
-}
+using field_check::read_number;
+using field_check::read_object;
+using field_check::read_optional_number;
+using field_check::read_sizes;
+using field_check::read_text;
+using field_check::read_whole;
 
 Json steps_json(const MicroBatchSteps& s) {
   return {{"median_ms", s.median_ms},
@@ -66,8 +21,8 @@ Json steps_json(const MicroBatchSteps& s) {
 }
 
 MicroBatchSteps steps_from(const Json& j) {
-  MicroBatchSteps s{number(j, "median_ms"), number(j, "p10_ms"), number(j, "p90_ms"), whole(j, "steps"), std::nullopt};
-  if (!field(j, "peak_memory_bytes").is_null()) s.peak_memory_bytes = whole(j, "peak_memory_bytes");
+  MicroBatchSteps s{read_number(j, "median_ms"), read_number(j, "p10_ms"), read_number(j, "p90_ms"), read_whole(j, "steps"), std::nullopt};
+  if (j.contains("peak_memory_bytes") && !j["peak_memory_bytes"].is_null()) s.peak_memory_bytes = read_whole(j, "peak_memory_bytes");
   return s;
 }
 
@@ -119,45 +74,45 @@ bool is_microbatch_record_type(const std::string& type) {
 }
 
 LayerPlanRecord layer_plan_from_json(const Json& j) {
-  return {text(j, "policy"), text(j, "layer"), sizes(j, "split"), number(j, "predicted_ms"), number(j, "undivided_ms")};
+  return {read_text(j, "policy"), read_text(j, "layer"), read_sizes(j, "split"), read_number(j, "predicted_ms"), read_number(j, "undivided_ms")};
 }
 
 MicroBatchResultRecord microbatch_result_from_json(const Json& j) {
   MicroBatchResultRecord r;
-  r.policy = text(j, "policy");
-  r.mode = text(j, "mode");
-  r.batch = whole(j, "batch");
-  const Json& predicted = object(j, "predicted");
-  r.predicted_scope = text(predicted, "scope");
-  r.predicted_undivided_ms = number(predicted, "undivided_ms");
-  r.predicted_planned_ms = number(predicted, "planned_ms");
-  r.predicted_speedup = number(predicted, "speedup");
-  r.predicted_saving_ms = number(predicted, "saving_ms");
-  const Json& measured = object(j, "measured");
-  r.measured_scope = text(measured, "scope");
-  r.timer = text(measured, "timer");
-  r.undivided = steps_from(object(measured, "undivided"));
-  r.planned = steps_from(object(measured, "planned"));
-  r.measured_speedup = number(measured, "speedup");
-  r.measured_saving_ms = number(measured, "saving_ms");
-  if (!field(j, "gradient_difference").is_null()) r.gradient_difference = number(j, "gradient_difference");
-  r.conv_share_of_step = optional_number(j, "conv_share_of_step");
-  if (j.contains("batch_norm_note")) r.batch_norm_note = text(j, "batch_norm_note");
-  r.halves_gradient_difference = optional_number(j, "halves_gradient_difference");
+  r.policy = read_text(j, "policy");
+  r.mode = read_text(j, "mode");
+  r.batch = read_whole(j, "batch");
+  const Json& predicted = read_object(j, "predicted");
+  r.predicted_scope = read_text(predicted, "scope");
+  r.predicted_undivided_ms = read_number(predicted, "undivided_ms");
+  r.predicted_planned_ms = read_number(predicted, "planned_ms");
+  r.predicted_speedup = read_number(predicted, "speedup");
+  r.predicted_saving_ms = read_number(predicted, "saving_ms");
+  const Json& measured = read_object(j, "measured");
+  r.measured_scope = read_text(measured, "scope");
+  r.timer = read_text(measured, "timer");
+  r.undivided = steps_from(read_object(measured, "undivided"));
+  r.planned = steps_from(read_object(measured, "planned"));
+  r.measured_speedup = read_number(measured, "speedup");
+  r.measured_saving_ms = read_number(measured, "saving_ms");
+  r.gradient_difference = read_optional_number(j, "gradient_difference");
+  r.conv_share_of_step = read_optional_number(j, "conv_share_of_step");
+  if (j.contains("batch_norm_note")) r.batch_norm_note = read_text(j, "batch_norm_note");
+  r.halves_gradient_difference = read_optional_number(j, "halves_gradient_difference");
   return r;
 }
 
 void check_layer_cost(const Json& j) {
   if (j.value("type", "") == record::kLayerCostSkipped) {
-    text(j, "reason");
+    read_text(j, "reason");
     return;
   }
-  text(j, "layer");
-  sizes(j, "input_shape");
-  whole(j, "micro_batch");
-  number(j, "median_ms");
-  number(j, "p10_ms");
-  number(j, "p90_ms");
+  read_text(j, "layer");
+  read_sizes(j, "input_shape");
+  read_whole(j, "micro_batch");
+  read_number(j, "median_ms");
+  read_number(j, "p10_ms");
+  read_number(j, "p90_ms");
 }
 
 }  // namespace batchscope

@@ -21,6 +21,66 @@ std::string with_article(const std::string& key) {
   return (std::string("aeiou").find(key.empty() ? 'x' : key[0]) != std::string::npos ? "an " : "a ") + key;
 }
 
+namespace {
+
+[[noreturn]] void bad(const std::string& key, const char* should_be) {
+  throw BadRecord("has " + with_article(key) + " that is not " + should_be);
+}
+
+const Json& field(const Json& j, const char* key) {
+  static const Json missing;
+  const auto found = j.find(key);
+  return found == j.end() ? missing : *found;
+}
+
+}  // namespace
+
+std::string read_text(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!v.is_string()) bad(key, "text");
+  return v.get<std::string>();
+}
+
+double read_number(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!is_finite_number(v)) bad(key, "a number");
+  return v.get<double>();
+}
+
+std::optional<double> read_optional_number(const Json& j, const char* key) {
+  if (field(j, key).is_null()) return std::nullopt;
+  return read_number(j, key);
+}
+
+int64_t read_whole(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!is_whole(v)) bad(key, "a whole number");
+  return v.get<int64_t>();
+}
+
+std::vector<int64_t> read_sizes(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!v.is_array()) bad(key, "a list of whole numbers");
+  std::vector<int64_t> out;
+  for (const Json& size : v) {
+    if (!is_whole(size)) bad(key, "a list of whole numbers");
+    out.push_back(size.get<int64_t>());
+  }
+  return out;
+}
+
+const Json& read_object(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!v.is_object()) bad(key, "an object");
+  return v;
+}
+
+const Json& read_array(const Json& j, const char* key) {
+  const Json& v = field(j, key);
+  if (!v.is_array()) bad(key, "a list");
+  return v;
+}
+
 }  // namespace field_check
 
 namespace {
@@ -98,7 +158,10 @@ std::string run_problem(const Json& r) {
           }
         }
         problem = check_fields(e, {{"cudnn_benchmark", [](const Json& j) { return j.is_boolean(); }, "true or false"},
-                                   {"channels_last", [](const Json& j) { return j.is_boolean(); }, "true or false"}},
+                                   {"channels_last", [](const Json& j) { return j.is_boolean(); }, "true or false"},
+                                   {"profile", [](const Json& j) { return j.is_boolean(); }, "true or false"},
+                                   {"profile_steps", [](const Json& j) { return is_whole(j, 1, limits::kMaxProfileSteps); },
+                                    "a whole number from 1 to 100"}},
                                "experiment's ");
         if (!problem.empty()) return problem;
       }

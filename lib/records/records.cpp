@@ -77,14 +77,6 @@ void read_fields(const Json& j, Struct& to, const NumberField<Struct> (&fields)[
   for (const auto& f : fields) to.*f.field = number(j, (prefix + f.key).c_str());
 }
 
-Json key_json(const char* type, const BatchKey& k) {
-  Json j = {{"type", type},          {"experiment", k.experiment}, {"model", k.model},
-            {"phase", k.phase},      {"precision", k.precision},   {"device", k.device}};
-  if (!k.transfer.empty()) j["transfer"] = k.transfer;
-  j["batch_size"] = k.batch_size;
-  return j;
-}
-
 BatchKey key_from(const Json& j) {
   return {text(j, "experiment"), text(j, "model"),    text(j, "phase"),
           text(j, "precision"),  text(j, "device"),   text(j, "transfer"),
@@ -145,6 +137,14 @@ void derive_energy_figures(PointEnergy& e, int64_t batch_size) {
   e.j_per_step_above_idle = above_j / steps;
   e.j_per_sample_above_idle = above_per_sample;
   e.samples_per_j_above_idle = 1.0 / above_per_sample;
+}
+
+Json key_json(const char* type, const BatchKey& k) {
+  Json j = {{"type", type},          {"experiment", k.experiment}, {"model", k.model},
+            {"phase", k.phase},      {"precision", k.precision},   {"device", k.device}};
+  if (!k.transfer.empty()) j["transfer"] = k.transfer;
+  j["batch_size"] = k.batch_size;
+  return j;
 }
 
 const BatchKey* batch_key_of(const SweepRecord& record) {

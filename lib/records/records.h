@@ -38,6 +38,8 @@ inline constexpr const char* kLayerPlan = "layer_plan";
 inline constexpr const char* kMicroBatchResult = "microbatch_result";
 inline constexpr const char* kMaxBatch = "maxbatch";
 inline constexpr const char* kMaxBatchTry = "maxbatch_try";
+// Profiled steps of a sweep (profile.jsonl beside steps.jsonl).
+inline constexpr const char* kProfile = "profile";
 }  // namespace record
 
 // The record that opens a log: its type, a new run id, the start time, the environment (host,
@@ -146,6 +148,8 @@ Json to_json(const OomRecord& r);
 Json to_json(const SkippedRecord& r);
 Json to_json(const EndRecord& r);
 Json to_json(const SweepRecord& r);
+// The fields every per-batch record starts with: its type, then the batch key.
+Json key_json(const char* type, const BatchKey& k);
 
 // A record that cannot be read as the type it claims; what() is record_problem's sentence.
 class BadRecord : public std::runtime_error {

@@ -43,7 +43,8 @@ std::string damage(const Json& r, const Json& experiments) {
 }  // namespace
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
-    : jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
+    : dir_(dir),
+      jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
       csv_path_((fs::path(dir) / "steps.csv").string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -59,6 +60,8 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
+    fs::remove(fs::path(dir) / "profile.jsonl", ec);
+    fs::remove_all(fs::path(dir) / "traces", ec);
   } else if (has_log) {
     JsonlContents contents = read_jsonl(jsonl_path_);
     const auto& records = contents.records;
@@ -129,6 +132,23 @@ void RunStore::write(const std::vector<SweepRecord>& records) {
   }
   writer_->flush();
   append_csv(csv_path_, records, run_id_);
+}
+
+void RunStore::write_profile(const ProfileRecord& profile) {
+  if (!profile_writer_) profile_writer_ = std::make_unique<JsonlWriter>((fs::path(dir_) / "profile.jsonl").string());
+  profile_writer_->add(to_json(profile));
+  profile_writer_->flush();
+}
+
+std::string RunStore::trace_path(const std::string& experiment, int64_t batch_size) const {
+  const fs::path traces = fs::path(dir_) / "traces";
+  std::error_code ec;
+  fs::create_directories(traces, ec);
+  if (ec) {
+    throw UserError(located(traces.string(), 0, "cannot be created (" + ec.message() + ")",
+                            "choose an --out directory you can write to, or leave out --trace"));
+  }
+  return (traces / (experiment + "-batch" + std::to_string(batch_size) + ".json")).string();
 }
 
 std::vector<SweepRecord> RunStore::read_all() const {

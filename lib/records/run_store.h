@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/records/profile_records.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
@@ -28,6 +29,11 @@ class RunStore {
 
   // Appends records (a batch size's steps and point, a run header, ...) to both files and syncs.
   void write(const std::vector<SweepRecord>& records);
+  // Appends a batch size's profile to profile.jsonl beside steps.jsonl (written before the batch size's
+  // records, so that a batch size cut short is profiled again and analyze keeps the last profile).
+  void write_profile(const ProfileRecord& profile);
+  // Where the Chrome trace of a batch size goes (out_dir/traces/, created on first use).
+  std::string trace_path(const std::string& experiment, int64_t batch_size) const;
   // Every record of steps.jsonl, earlier sessions included.
   std::vector<SweepRecord> read_all() const;
 
@@ -37,11 +43,12 @@ class RunStore {
  private:
   void note(const SweepRecord& record);
 
-  std::string jsonl_path_, csv_path_;
+  std::string dir_, jsonl_path_, csv_path_;
   bool resuming_ = false;
   std::set<std::pair<std::string, int64_t>> done_;
   std::vector<std::pair<std::string, int64_t>> ooms_;
   std::unique_ptr<JsonlWriter> writer_;
+  std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile
   std::string run_id_;  // the session's, for the rows of steps.csv
 };
 

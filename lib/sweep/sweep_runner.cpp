@@ -11,6 +11,7 @@
 #include "lib/sweep/progress.h"
 #include "lib/sweep/sweep_power.h"
 #include "lib/timing/measure_batch.h"
+#include "lib/timing/profiled_steps.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 
@@ -107,6 +108,11 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
       }
       s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
       const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
+      if (e.profile) {
+        // After the timed steps, never among them.
+        const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
+        s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+      }
       workload->release_batch();
       records = measured_records(key, m, workload->flops_per_step(batch_size));
     } catch (const std::exception& error) {

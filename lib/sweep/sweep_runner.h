@@ -23,6 +23,8 @@ struct SweepOptions {
   std::string command_line;    // recorded in the run record
   // Set (e.g. by a signal handler) to stop after the batch size that is running; may be null.
   const std::atomic<bool>* stop_requested = nullptr;
+  // With profiling: a Chrome trace of the first profiled step of each batch size, in out_dir/traces/.
+  bool trace = false;
   // Energy per batch size wherever the device has a power source (NVML, RAPL).
   bool measure_energy = true;
   // The device's idle power, measured before the first experiment on it; 0 skips the baseline.

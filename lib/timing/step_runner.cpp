@@ -4,10 +4,13 @@
 #include <torch/version.h>
 
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <sstream>
 
 #include "lib/device/gpu.h"
 #include "lib/timing/optimizer.h"
+#include "models/layer_scope.h"
 #include "models/registry.h"
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
@@ -54,6 +57,19 @@ class AutocastScope {
   bool active_;
   torch::DeviceType type_;
 };
+
+// The default random generator of a device, read and set under its lock.
+torch::Tensor generator_state(const torch::Device& device) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_generator_state(const torch::Device& device, const torch::Tensor& state) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
 
 }  // namespace
 
@@ -149,6 +165,7 @@ void Workload::step() {
   torch::Tensor targets = targets_;
   if (timed_copy()) {
     // From pinned host memory, asynchronously on the current stream, as a data loader would.
+    models::LayerScope scope("step.copy");
     inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true));
     targets = targets.to(device_, /*non_blocking=*/true);
   }
@@ -160,15 +177,31 @@ void Workload::step() {
 }
 
 void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
-  // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
-  for (auto& p : parameters_) p.mutable_grad().reset();
+  using models::LayerScope;
+  {
+    // Gradients set to none (not zero-filled) on every LibTorch version, as PyTorch 2 does by default.
+    LayerScope scope("step.zero_grad");
+    for (auto& p : parameters_) p.mutable_grad().reset();
+  }
   torch::Tensor loss;
   {
     AutocastScope autocast(experiment_.precision, device_);
-    loss = model_->loss(model_->forward(inputs), targets);
+    torch::Tensor output;
+    {
+      LayerScope scope("step.forward");
+      output = model_->forward(inputs);
+    }
+    LayerScope scope("step.loss");
+    loss = model_->loss(output, targets);
   }
-  loss.backward();
-  optimizer_->step();
+  {
+    LayerScope scope("step.backward");
+    loss.backward();
+  }
+  {
+    LayerScope scope("step.optimizer");
+    optimizer_->step();
+  }
   // Keep the value only: the autograd graph is torn down here, inside the step, where it belongs.
   loss_ = loss.detach();
 }
@@ -176,11 +209,47 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
 void Workload::infer_step(const torch::Tensor& inputs) {
   torch::NoGradGuard no_grad;
   AutocastScope autocast(experiment_.precision, device_);
+  models::LayerScope scope("step.forward");
   if (experiment_.chunk > 0 && inputs.size(0) > experiment_.chunk) {
     for (const torch::Tensor& part : inputs.split(experiment_.chunk)) model_->forward(part);
     return;
   }
   model_->forward(inputs);
+}
+
+Workload::State Workload::save_state() {
+  torch::NoGradGuard no_grad;
+  State state;
+  for (const torch::Tensor& p : model_->parameters()) state.parameters.push_back(p.detach().clone());
+  for (const torch::Tensor& b : model_->buffers()) state.buffers.push_back(b.detach().clone());
+  if (optimizer_) {
+    torch::serialize::OutputArchive archive;
+    optimizer_->save(archive);
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    state.optimizer = bytes.str();
+  }
+  state.cpu_generator = generator_state(torch::Device(torch::kCPU));
+  if (device_.is_cuda()) state.device_generator = generator_state(device_);
+  return state;
+}
+
+void Workload::restore_state(const State& state) {
+  torch::NoGradGuard no_grad;
+  std::size_t i = 0;
+  for (torch::Tensor& p : model_->parameters()) p.copy_(state.parameters.at(i++));
+  i = 0;
+  for (torch::Tensor& b : model_->buffers()) b.copy_(state.buffers.at(i++));
+  if (optimizer_) {
+    torch::serialize::InputArchive archive;
+    std::istringstream bytes(state.optimizer);
+    archive.load_from(bytes, device_);
+    optimizer_->load(archive);
+  }
+  set_generator_state(torch::Device(torch::kCPU), state.cpu_generator);
+  if (state.device_generator.defined()) set_generator_state(device_, state.device_generator);
+  for (auto& p : parameters_) p.mutable_grad().reset();
+  synchronize();
 }
 
 void Workload::warm_up(int steps) {

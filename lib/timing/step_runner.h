@@ -46,6 +46,17 @@ class Workload {
   // Drops the batch and gradients, e.g. after running out of memory.
   void release_batch();
 
+  // Everything a step changes that a later step depends on: weights, buffers (batch-norm statistics),
+  // the optimizer's state and the random generators. Extra steps between save_state() and
+  // restore_state() (profiled steps) then leave the next batch size exactly as it would have been.
+  struct State {
+    std::vector<torch::Tensor> parameters, buffers;
+    std::string optimizer;
+    torch::Tensor cpu_generator, device_generator;
+  };
+  State save_state();
+  void restore_state(const State& state);
+
   // Untimed staged steps, then waits until the device has finished them.
   void warm_up(int steps);
   // Waits for the device (a no-op on the CPU, where every op has finished when it returns).

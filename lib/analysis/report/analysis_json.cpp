@@ -205,6 +205,43 @@ Json comparison_json(const Comparison& c) {
               {"curves", curves}};
 }
 
+Json profile_json(const GroupProfile& p) {
+  Json layers = Json::array();
+  for (const LayerSeries& l : p.layers) {
+    Json ms = Json::object();
+    for (const auto& [batch, value] : l.ms) ms[std::to_string(batch)] = value;
+    layers.push_back({{"layer", l.layer}, {"pass", l.pass}, {"ms", ms}});
+  }
+  Json step_ms = Json::object();
+  for (const auto& [batch, value] : p.step_ms) step_ms[std::to_string(batch)] = value;
+  Json causes = Json::array();
+  for (const JumpCause& c : p.causes) {
+    Json changes = Json::array();
+    for (const LayerChange& l : c.layers) {
+      changes.push_back({{"layer", l.layer},       {"pass", l.pass},       {"from_ms", l.from_ms},
+                         {"to_ms", l.to_ms},       {"delta_ms", l.delta_ms}, {"share", l.share},
+                         {"kernel_switch", l.switched()}, {"appeared", l.appeared}, {"vanished", l.vanished}});
+    }
+    Json cause = {{"from_batch", c.from_batch},
+                  {"to_batch", c.to_batch},
+                  {"kind", c.drop ? "drop" : "jump"},
+                  {"step_delta_ms", c.step_delta_ms},
+                  {"profiled_delta_ms", c.profiled_delta_ms},
+                  {"layers", changes},
+                  {"summary", c.summary}};
+    if (!c.missing.empty()) cause["missing"] = c.missing;
+    causes.push_back(std::move(cause));
+  }
+  return {{"method", p.method}, {"basis", p.basis}, {"batch_sizes", p.batch_sizes},
+          {"profiled_step_ms", step_ms}, {"layers", layers}, {"causes", causes}};
+}
+
+// Only where the sweep profiled, so that analyses of other logs keep their keys.
+Json with_profile(Json group, const GroupAnalysis& g) {
+  if (g.profile) group["profile"] = profile_json(*g.profile);
+  return group;
+}
+
 }  // namespace
 
 Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
@@ -218,14 +255,23 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
                         {"warnings", l.warnings}});
   }
   Json groups = Json::array(), comparisons = Json::array();
-  for (const GroupAnalysis& g : analysis.groups) groups.push_back(with_energy(group_json(g), g));
+  for (const GroupAnalysis& g : analysis.groups) groups.push_back(with_profile(with_energy(group_json(g), g), g));
   for (const Comparison& c : analysis.comparisons) comparisons.push_back(comparison_json(c));
   Json microbatch = Json::array();
   for (const MicroBatchLog& s : analysis.microbatch) {
     microbatch.push_back(
         Json{{"log", s.log}, {"config", s.config}, {"results", records_json(s.results)}, {"plans", records_json(s.plans)}});
   }
-  return Json{{"format_version", 1},
+  Json transfer = Json::array();
+  for (const TransferVerdict& v : analysis.transfer_verdicts) {
+    transfer.push_back({{"copy_timed_group", v.included_group},
+                        {"data_on_device_group", v.excluded_group},
+                        {"jumps_with_copy", v.with_copy},
+                        {"jumps_on_device", v.on_device},
+                        {"on_both", v.both},
+                        {"verdict", v.verdict}});
+  }
+  Json out = Json{{"format_version", 1},
               {"options",
                {{"min_samples", options.min_samples},
                 {"z_threshold", options.detector.z_threshold},
@@ -237,6 +283,8 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
               {"comparisons", comparisons},
               {"microbatch", microbatch},
               {"warnings", analysis.warnings}};
+  if (!transfer.empty()) out["transfer_verdicts"] = transfer;
+  return out;
 }
 
 }  // namespace batchscope

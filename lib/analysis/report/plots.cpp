@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "lib/analysis/report/energy_plots.h"
+#include "lib/analysis/report/profile_report.h"
 #include "lib/analysis/report/gnuplot_script.h"
 #include "lib/common/errors.h"
 #include "lib/analysis/report/program_runner.h"
@@ -198,6 +199,7 @@ std::vector<PlotScript> plots_of(const Analysis& analysis) {
   }
   if (drawn.size() >= 2) plots.push_back(throughput_all_plot(drawn));
   for (PlotScript& plot : energy_plots(analysis)) plots.push_back(std::move(plot));
+  for (PlotScript& plot : profile_plots(analysis)) plots.push_back(std::move(plot));
   return plots;
 }
 

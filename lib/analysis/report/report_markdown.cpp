@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lib/analysis/report/energy_report.h"
+#include "lib/analysis/report/profile_report.h"
 
 namespace batchscope {
 namespace {
@@ -199,6 +200,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   }
   out << "\n";
   write_points_table(out, g);
+  write_profile_section(out, g, plots, dir);
   write_energy_section(out, g, plots, dir);
 }
 
@@ -331,6 +333,7 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
     out << "## Comparisons\n\n";
     for (const Comparison& c : a.comparisons) write_comparison(out, c, plots, dir);
   }
+  write_transfer_verdicts(out, a);
   if (!a.microbatch.empty()) write_microbatch(out, a.microbatch);
   write_environment(out, a);
   std::vector<std::string> warnings = a.warnings;

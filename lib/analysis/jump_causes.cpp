@@ -1,0 +1,183 @@
+#include "lib/analysis/jump_causes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <utility>
+
+namespace batchscope {
+namespace {
+
+// A kernel carries weight in its layer when it takes at least this share of the layer's time.
+constexpr double kKernelShare = 0.05;
+// The layers named for a jump: the largest changes until they make up this share of it.
+constexpr double kExplainedShare = 0.9;
+constexpr std::size_t kMostLayersNamed = 5;
+
+using LayerKey = std::pair<std::string, std::string>;
+
+double layer_ms(const LayerTime& l, bool device) { return device ? l.device_ms.value_or(0.0) : l.cpu_ms; }
+
+std::string signed_ms(double ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.3g ms", ms);
+  return text;
+}
+
+// The kernels of one layer and pass that carry weight there.
+std::set<std::string> weighty_kernels(const ProfileRecord& p, const LayerKey& key, double layer_total_ms) {
+  std::set<std::string> names;
+  for (const KernelTime& k : p.kernels) {
+    if (k.layer != key.first || k.pass != key.second || k.name == "(other)") continue;
+    if (layer_total_ms <= 0 || k.total_ms >= kKernelShare * layer_total_ms) names.insert(k.name);
+  }
+  return names;
+}
+
+std::map<LayerKey, double> times_of(const ProfileRecord& p, bool device) {
+  std::map<LayerKey, double> out;
+  for (const LayerTime& l : p.layers) out[{l.layer, l.pass}] += layer_ms(l, device);
+  return out;
+}
+
+std::string describe(const JumpCause& c) {
+  std::string text = std::to_string(c.from_batch) + "→" + std::to_string(c.to_batch) + ": " + signed_ms(c.step_delta_ms);
+  if (!c.missing.empty()) return text + "; " + c.missing;
+  for (std::size_t i = 0; i < c.layers.size(); ++i) {
+    const LayerChange& l = c.layers[i];
+    text += i == 0 ? "; " : "; ";
+    text += l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
+    text += " (" + std::to_string(static_cast<int>(std::lround(100.0 * l.share))) + "%)";
+    if (l.switched()) {
+      const std::string from = l.vanished.empty() ? "none" : short_kernel_name(l.vanished.front());
+      const std::string to = l.appeared.empty() ? "none" : short_kernel_name(l.appeared.front());
+      text += ", kernel switch: " + from + " → " + to;
+    } else {
+      text += ", same kernels";
+    }
+  }
+  return text;
+}
+
+JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileRecord>& profiles,
+                   const std::map<int64_t, double>& medians, bool device) {
+  JumpCause c;
+  c.from_batch = jump.from_batch;
+  c.to_batch = jump.to_batch;
+  c.drop = drop;
+  const auto m0 = medians.find(jump.from_batch);
+  const auto m1 = medians.find(jump.to_batch);
+  c.step_delta_ms = (m0 != medians.end() && m1 != medians.end()) ? m1->second - m0->second : jump.to_ms - jump.from_ms;
+  const auto p0 = profiles.find(jump.from_batch);
+  const auto p1 = profiles.find(jump.to_batch);
+  if (p0 == profiles.end() || p1 == profiles.end()) {
+    const int64_t absent = p0 == profiles.end() ? jump.from_batch : jump.to_batch;
+    c.missing = "batch size " + std::to_string(absent) + " was not profiled";
+    c.summary = describe(c);
+    return c;
+  }
+  const std::map<LayerKey, double> before = times_of(p0->second, device);
+  const std::map<LayerKey, double> after = times_of(p1->second, device);
+  std::set<LayerKey> keys;
+  for (const auto& [k, ms] : before) keys.insert(k);
+  for (const auto& [k, ms] : after) keys.insert(k);
+  std::vector<LayerChange> changes;
+  for (const LayerKey& k : keys) {
+    LayerChange l;
+    l.layer = k.first;
+    l.pass = k.second;
+    l.from_ms = before.count(k) ? before.at(k) : 0.0;
+    l.to_ms = after.count(k) ? after.at(k) : 0.0;
+    l.delta_ms = l.to_ms - l.from_ms;
+    l.share = c.step_delta_ms != 0 ? l.delta_ms / c.step_delta_ms : 0.0;
+    const std::set<std::string> k0 = weighty_kernels(p0->second, k, l.from_ms);
+    const std::set<std::string> k1 = weighty_kernels(p1->second, k, l.to_ms);
+    std::set_difference(k1.begin(), k1.end(), k0.begin(), k0.end(), std::back_inserter(l.appeared));
+    std::set_difference(k0.begin(), k0.end(), k1.begin(), k1.end(), std::back_inserter(l.vanished));
+    c.profiled_delta_ms += l.delta_ms;
+    changes.push_back(std::move(l));
+  }
+  // The changes in the jump's direction, largest first, until they explain most of it.
+  const double sign = c.step_delta_ms < 0 ? -1.0 : 1.0;
+  std::stable_sort(changes.begin(), changes.end(),
+                   [&](const LayerChange& a, const LayerChange& b) { return sign * a.delta_ms > sign * b.delta_ms; });
+  double explained = 0;
+  double total = 0;
+  for (const LayerChange& l : changes) total += std::max(0.0, sign * l.delta_ms);
+  for (LayerChange& l : changes) {
+    if (sign * l.delta_ms <= 0 || c.layers.size() >= kMostLayersNamed) break;
+    if (total > 0 && explained >= kExplainedShare * total) break;
+    explained += sign * l.delta_ms;
+    c.layers.push_back(std::move(l));
+  }
+  c.summary = describe(c);
+  return c;
+}
+
+}  // namespace
+
+std::string short_kernel_name(const std::string& name) {
+  std::string s = name;
+  // "void ns::kernel<...>(...)": the name before the template arguments or parameters.
+  const std::size_t cut = s.find_first_of("<(");
+  if (cut != std::string::npos && cut > 0) s = s.substr(0, cut);
+  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  constexpr std::size_t kLongest = 72;
+  if (s.size() > kLongest) s = s.substr(0, kLongest - 1) + "…";
+  return s;
+}
+
+GroupProfile explain_jumps(const std::map<int64_t, ProfileRecord>& profiles, const std::vector<Jump>& jumps,
+                           const std::vector<Jump>& drops, const std::map<int64_t, double>& medians) {
+  GroupProfile g;
+  if (profiles.empty()) return g;
+  const bool device = std::all_of(profiles.begin(), profiles.end(),
+                                  [](const auto& p) { return p.second.kernel_ms.has_value(); });
+  g.basis = device ? "device" : "host";
+  g.method = profiles.begin()->second.method;
+  std::map<LayerKey, std::size_t> index;
+  for (const auto& [batch, p] : profiles) {
+    g.batch_sizes.push_back(batch);
+    g.step_ms[batch] = p.step_ms;
+    for (const LayerTime& l : p.layers) {
+      const LayerKey key{l.layer, l.pass};
+      auto [slot, fresh] = index.emplace(key, g.layers.size());
+      if (fresh) g.layers.push_back({l.layer, l.pass, {}});
+      g.layers[slot->second].ms[batch] += layer_ms(l, device);
+    }
+  }
+  for (const Jump& j : jumps) g.causes.push_back(cause_of(j, false, profiles, medians, device));
+  for (const Jump& j : drops) g.causes.push_back(cause_of(j, true, profiles, medians, device));
+  return g;
+}
+
+TransferVerdict transfer_verdict(const std::string& included_id, const std::vector<Jump>& included,
+                                 const std::string& excluded_id, const std::vector<Jump>& excluded) {
+  TransferVerdict v;
+  v.included_group = included_id;
+  v.excluded_group = excluded_id;
+  for (const Jump& j : included) v.with_copy.push_back(j.to_batch);
+  for (const Jump& j : excluded) v.on_device.push_back(j.to_batch);
+  for (int64_t b : v.with_copy) {
+    const bool found = std::any_of(v.on_device.begin(), v.on_device.end(),
+                                   [&](int64_t d) { return std::llabs(d - b) <= 1; });
+    if (found) v.both.push_back(b);
+  }
+  const std::size_t copy_only = v.with_copy.size() - v.both.size();
+  if (v.with_copy.empty() && v.on_device.empty()) {
+    v.verdict = "no jumps with or without the copy: nothing for the copy to explain";
+  } else if (v.with_copy.empty()) {
+    v.verdict = "jumps only with the data already on the device: the timed copy hides them, it does not cause them";
+  } else if (!v.on_device.empty() && copy_only == 0) {
+    v.verdict = "the jumps survive with the data already on the device: the copy over PCIe does not cause them";
+  } else if (v.on_device.empty()) {
+    v.verdict = "the jumps appear only when the copy is timed: they come with the host-to-device transfer";
+  } else {
+    v.verdict = std::to_string(v.both.size()) + " of " + std::to_string(v.with_copy.size()) +
+                " jumps with the copy also appear with the data on the device; the others come with the transfer";
+  }
+  return v;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,166 @@
+#include "lib/analysis/report/profile_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+
+#include "lib/analysis/report/report_markdown.h"
+
+namespace batchscope {
+namespace {
+
+constexpr std::size_t kLayersPlotted = 8;
+constexpr std::size_t kLayersTabled = 12;
+constexpr std::size_t kSizesTabled = 8;
+
+std::string label_of(const LayerSeries& l) {
+  return l.pass == profile_pass::kStep ? l.layer : l.layer + " " + (l.pass == profile_pass::kForward ? "fwd" : "bwd");
+}
+
+double largest(const LayerSeries& l) {
+  double m = 0;
+  for (const auto& [batch, ms] : l.ms) m = std::max(m, ms);
+  return m;
+}
+
+// The layers with the largest times first, the first `count` of them; the others are summed apart.
+std::vector<const LayerSeries*> largest_layers(const GroupProfile& p, std::size_t count,
+                                               std::vector<const LayerSeries*>& rest) {
+  std::vector<const LayerSeries*> order;
+  for (const LayerSeries& l : p.layers) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const LayerSeries* a, const LayerSeries* b) { return largest(*a) > largest(*b); });
+  if (order.size() > count) {
+    rest.assign(order.begin() + static_cast<std::ptrdiff_t>(count), order.end());
+    order.resize(count);
+  }
+  return order;
+}
+
+double at(const LayerSeries& l, int64_t batch) {
+  const auto found = l.ms.find(batch);
+  return found == l.ms.end() ? 0.0 : found->second;
+}
+
+// The batch sizes of the table: both sides of every explained jump first, then spread over the rest.
+std::vector<int64_t> tabled_sizes(const GroupProfile& p) {
+  std::set<int64_t> chosen;
+  for (const JumpCause& c : p.causes) {
+    if (!c.missing.empty()) continue;
+    if (chosen.size() + 2 > kSizesTabled) break;
+    chosen.insert(c.from_batch);
+    chosen.insert(c.to_batch);
+  }
+  const std::vector<int64_t>& all = p.batch_sizes;
+  for (std::size_t i = 0; chosen.size() < kSizesTabled && i < all.size(); ++i) {
+    const std::size_t spread = (all.size() - 1) * i / std::max<std::size_t>(1, kSizesTabled - 1);
+    chosen.insert(all[std::min(spread, all.size() - 1)]);
+    if (chosen.size() >= all.size()) break;
+  }
+  return {chosen.begin(), chosen.end()};
+}
+
+std::optional<PlotScript> layers_plot(const GroupAnalysis& g) {
+  const GroupProfile& p = *g.profile;
+  if (p.batch_sizes.size() < 2) return std::nullopt;
+  std::vector<const LayerSeries*> rest;
+  const std::vector<const LayerSeries*> shown = largest_layers(p, kLayersPlotted, rest);
+  PlotScript plot{"layers_" + g.id, "# batch_size, then the running sum of the layers below (ms per step)\n", ""};
+  for (int64_t batch : p.batch_sizes) {
+    double sum = 0;
+    plot.data += std::to_string(batch);
+    for (const LayerSeries* l : shown) {
+      sum += at(*l, batch);
+      plot.data += " " + gp_number(sum);
+    }
+    for (const LayerSeries* l : rest) sum += at(*l, batch);
+    plot.data += " " + gp_number(sum) + "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(g.label + ": time per layer (" + p.basis + " time, stacked)") + "\n";
+  body += "set ylabel 'ms per step'\nset yrange [0:*]\nset key outside right top\n";
+  body += x_range(p.batch_sizes.front(), p.batch_sizes.back());
+  std::vector<std::string> items;
+  const std::size_t columns = shown.size() + (rest.empty() ? 0 : 1);
+  // Drawn from the top down, so that each band covers the one above it only where it should.
+  for (std::size_t k = columns; k-- > 0;) {
+    const std::string upper = "$" + std::to_string(k + 2);
+    const std::string lower = k == 0 ? "0" : "$" + std::to_string(k + 1);
+    const std::string title = k < shown.size() ? label_of(*shown[k]) : std::to_string(rest.size()) + " other layers";
+    items.push_back(std::string(items.empty() ? gp_string(plot.name + ".dat") : "''") + " using 1:(" + upper +
+                    "):(" + lower + ") with filledcurves title " + gp_string(title));
+  }
+  body += join_plot(items);
+  return plot;
+}
+
+}  // namespace
+
+std::vector<PlotScript> profile_plots(const Analysis& analysis) {
+  std::vector<PlotScript> out;
+  for (const GroupAnalysis& g : analysis.groups) {
+    if (!g.profile) continue;
+    if (auto plot = layers_plot(g)) out.push_back(std::move(*plot));
+  }
+  return out;
+}
+
+void write_profile_section(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
+                           const std::string& plot_dir) {
+  if (!g.profile) return;
+  const GroupProfile& p = *g.profile;
+  out << "### Where the time goes\n\n";
+  out << p.batch_sizes.size() << " batch size(s) profiled (" << p.method << "). Times are "
+      << (p.basis == "device" ? "the GPU time of the kernels each layer launched"
+                              : "the host time each layer owns, its nested layers left out")
+      << ", per step, from extra profiled steps run after the timed ones.\n\n";
+  embed_plot(out, plots, plot_dir, "layers_" + g.id, "time per layer vs batch size, stacked");
+  if (!p.causes.empty()) {
+    out << "**Why it jumps:**\n\n";
+    for (const JumpCause& c : p.causes) out << "- " << (c.drop ? "drop " : "") << c.summary << "\n";
+    out << "\n";
+  }
+  std::vector<const LayerSeries*> rest;
+  const std::vector<const LayerSeries*> shown = largest_layers(p, kLayersTabled, rest);
+  const std::vector<int64_t> sizes = tabled_sizes(p);
+  out << "| layer (ms per step) |";
+  for (int64_t b : sizes) out << " " << b << " |";
+  out << "\n|---|";
+  for (std::size_t i = 0; i < sizes.size(); ++i) out << "---:|";
+  out << "\n";
+  for (const LayerSeries* l : shown) {
+    out << "| " << label_of(*l) << " |";
+    for (int64_t b : sizes) out << " " << significant(at(*l, b), 3) << " |";
+    out << "\n";
+  }
+  if (!rest.empty()) {
+    out << "| " << rest.size() << " other layers |";
+    for (int64_t b : sizes) {
+      double sum = 0;
+      for (const LayerSeries* l : rest) sum += at(*l, b);
+      out << " " << significant(sum, 3) << " |";
+    }
+    out << "\n";
+  }
+  out << "| *profiled step (wall)* |";
+  for (int64_t b : sizes) out << " " << significant(p.step_ms.count(b) ? p.step_ms.at(b) : 0.0, 3) << " |";
+  out << "\n\n";
+}
+
+void write_transfer_verdicts(std::ostream& out, const Analysis& analysis) {
+  if (analysis.transfer_verdicts.empty()) return;
+  out << "## Do the jumps come from the copy to the device?\n\n";
+  for (const TransferVerdict& v : analysis.transfer_verdicts) {
+    const auto list = [](const std::vector<int64_t>& sizes) {
+      std::string text;
+      for (int64_t b : sizes) text += (text.empty() ? "" : ", ") + std::to_string(b);
+      return text.empty() ? std::string("none") : text;
+    };
+    out << "- `" << v.included_group << "` (copy timed) against `" << v.excluded_group
+        << "` (data on the device): jumps before " << list(v.with_copy) << " with the copy, before "
+        << list(v.on_device) << " without. **" << v.verdict << ".**\n";
+  }
+  out << "\n";
+}
+
+}  // namespace batchscope

@@ -1,0 +1,66 @@
+#include "lib/records/profile_records.h"
+
+#include "lib/records/field_check.h"
+
+namespace batchscope {
+namespace {
+
+using field_check::read_array;
+using field_check::read_number;
+using field_check::read_optional_number;
+using field_check::read_text;
+using field_check::read_whole;
+
+Json layer_json(const LayerTime& l) {
+  Json j = {{"layer", l.layer}, {"pass", l.pass}, {"calls", l.calls}, {"cpu_ms", l.cpu_ms}};
+  if (l.device_ms) j["device_ms"] = *l.device_ms;
+  return j;
+}
+
+Json kernel_json(const KernelTime& k) {
+  return {{"layer", k.layer},   {"pass", k.pass},         {"name", k.name},      {"kind", k.kind},
+          {"count", k.count},   {"total_ms", k.total_ms}, {"mean_ms", k.mean_ms}};
+}
+
+}  // namespace
+
+Json to_json(const ProfileRecord& r) {
+  Json j = key_json(record::kProfile, r.key);
+  j["steps"] = r.steps;
+  j["method"] = r.method;
+  j["step_ms"] = r.step_ms;
+  if (r.kernel_ms) j["kernel_ms"] = *r.kernel_ms;
+  if (!r.trace.empty()) j["trace"] = r.trace;
+  j["layers"] = Json::array();
+  for (const LayerTime& l : r.layers) j["layers"].push_back(layer_json(l));
+  j["kernels"] = Json::array();
+  for (const KernelTime& k : r.kernels) j["kernels"].push_back(kernel_json(k));
+  return j;
+}
+
+ProfileRecord profile_record_from_json(const Json& j) {
+  if (!j.is_object() || j.value("type", "") != record::kProfile) throw BadRecord("is not a profile record");
+  ProfileRecord r;
+  r.key = {read_text(j, "experiment"), read_text(j, "model"),  read_text(j, "phase"), read_text(j, "precision"),
+           read_text(j, "device"),     j.contains("transfer") ? read_text(j, "transfer") : std::string(),
+           read_whole(j, "batch_size")};
+  if (r.key.batch_size < 1) throw BadRecord("has a batch_size below 1");
+  r.steps = read_whole(j, "steps");
+  if (r.steps < 1) throw BadRecord("has a steps below 1");
+  r.method = read_text(j, "method");
+  r.step_ms = read_number(j, "step_ms");
+  r.kernel_ms = read_optional_number(j, "kernel_ms");
+  if (j.contains("trace")) r.trace = read_text(j, "trace");
+  for (const Json& l : read_array(j, "layers")) {
+    LayerTime layer{read_text(l, "layer"), read_text(l, "pass"), read_number(l, "calls"), read_number(l, "cpu_ms"),
+                    read_optional_number(l, "device_ms")};
+    r.layers.push_back(std::move(layer));
+  }
+  for (const Json& k : read_array(j, "kernels")) {
+    r.kernels.push_back({read_text(k, "layer"), read_text(k, "pass"), read_text(k, "name"), read_text(k, "kind"),
+                         read_number(k, "count"), read_number(k, "total_ms"), read_number(k, "mean_ms")});
+  }
+  return r;
+}
+
+}  // namespace batchscope

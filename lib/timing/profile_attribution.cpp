@@ -1,0 +1,218 @@
+#include "lib/timing/profile_attribution.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <utility>
+
+namespace batchscope {
+namespace {
+
+constexpr const char* kEvaluateFunction = "autograd::engine::evaluate_function: ";
+
+using Owner = std::pair<std::string, std::string>;  // layer, pass
+
+bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
+
+// The events of one step on the host, each with the innermost event around it on its thread.
+struct HostTree {
+  std::vector<const ProfilerEvent*> events;
+  std::vector<int> parent;  // index into events, -1 at the top
+};
+
+HostTree host_tree(const std::vector<ProfilerEvent>& step) {
+  std::map<uint64_t, std::vector<const ProfilerEvent*>> by_thread;
+  for (const ProfilerEvent& e : step) {
+    if (e.kind != ProfilerEvent::Kind::kKernel) by_thread[e.thread].push_back(&e);
+  }
+  HostTree tree;
+  for (auto& [thread, events] : by_thread) {
+    // Parents first: by start, the longer first where two start together.
+    std::stable_sort(events.begin(), events.end(), [](const ProfilerEvent* a, const ProfilerEvent* b) {
+      return a->start_us != b->start_us ? a->start_us < b->start_us : a->duration_us > b->duration_us;
+    });
+    std::vector<int> open;
+    for (const ProfilerEvent* e : events) {
+      while (!open.empty()) {
+        const ProfilerEvent* top = tree.events[static_cast<std::size_t>(open.back())];
+        if (e->start_us < top->start_us + top->duration_us) break;
+        open.pop_back();
+      }
+      tree.parent.push_back(open.empty() ? -1 : open.back());
+      open.push_back(static_cast<int>(tree.events.size()));
+      tree.events.push_back(e);
+    }
+  }
+  return tree;
+}
+
+bool is_owner(const HostTree& tree, int i) {
+  const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
+  if (e.kind == ProfilerEvent::Kind::kScope) return true;
+  if (e.kind != ProfilerEvent::Kind::kBackwardNode && !starts_with(e.name, kEvaluateFunction)) return false;
+  // A node inside its engine wrapper belongs to the wrapper.
+  const int p = tree.parent[static_cast<std::size_t>(i)];
+  return p < 0 || !starts_with(tree.events[static_cast<std::size_t>(p)]->name, kEvaluateFunction);
+}
+
+int owner_of(const HostTree& tree, const std::vector<bool>& owner, int i) {
+  for (int p = i; p >= 0; p = tree.parent[static_cast<std::size_t>(p)]) {
+    if (owner[static_cast<std::size_t>(p)]) return p;
+  }
+  return -1;
+}
+
+// Totals of all steps, in the order each was first met.
+struct Totals {
+  std::vector<Owner> layer_order;
+  std::map<Owner, LayerTime> layers;
+  std::map<Owner, std::vector<std::string>> kernel_order;
+  std::map<std::pair<Owner, std::string>, KernelTime> kernels;
+  double kernel_ms = 0;
+  bool any_kernel = false;
+
+  LayerTime& layer(const Owner& o) {
+    auto [it, fresh] = layers.try_emplace(o);
+    if (fresh) {
+      layer_order.push_back(o);
+      it->second.layer = o.first;
+      it->second.pass = o.second;
+    }
+    return it->second;
+  }
+
+  void add_kernel(const Owner& o, const std::string& name, const char* kind, double ms) {
+    auto [it, fresh] = kernels.try_emplace({o, name});
+    if (fresh) {
+      kernel_order[o].push_back(name);
+      layer(o);
+      it->second = {o.first, o.second, name, kind, 0, 0, 0};
+    }
+    it->second.count += 1;
+    it->second.total_ms += ms;
+  }
+};
+
+void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
+  const HostTree tree = host_tree(step);
+  const auto n = static_cast<int>(tree.events.size());
+  std::vector<bool> owner(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) owner[static_cast<std::size_t>(i)] = is_owner(tree, i);
+
+  // Forward operators name the layer of each sequence number, for the backward nodes.
+  std::unordered_map<int64_t, std::string> layer_of_sequence;
+  for (int i = 0; i < n; ++i) {
+    const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
+    if (e.kind != ProfilerEvent::Kind::kOperator || e.sequence < 0) continue;
+    const int o = owner_of(tree, owner, i);
+    if (o < 0 || tree.events[static_cast<std::size_t>(o)]->kind != ProfilerEvent::Kind::kScope) continue;
+    layer_of_sequence.emplace(e.sequence, tree.events[static_cast<std::size_t>(o)]->name);
+  }
+  const auto owner_name = [&](int o) -> Owner {
+    if (o < 0) return {"(outside scopes)", profile_pass::kStep};
+    const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(o)];
+    if (e.kind == ProfilerEvent::Kind::kScope) {
+      return {e.name, starts_with(e.name, "step.") ? profile_pass::kStep : profile_pass::kForward};
+    }
+    const auto found = layer_of_sequence.find(e.sequence);
+    if (e.sequence >= 0 && found != layer_of_sequence.end()) return {found->second, profile_pass::kBackward};
+    if (e.name.find("AccumulateGrad") != std::string::npos) return {"(accumulate grad)", profile_pass::kBackward};
+    return {"(unattributed)", profile_pass::kBackward};
+  };
+
+  // Owned time: an owner's span less the owners directly inside it on its thread.
+  std::vector<double> owned_us(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> child_us(static_cast<std::size_t>(n), 0.0);
+  for (int i = 0; i < n; ++i) {
+    const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
+    const int p = tree.parent[static_cast<std::size_t>(i)];
+    if (p >= 0) child_us[static_cast<std::size_t>(p)] += e.duration_us;
+    if (!owner[static_cast<std::size_t>(i)]) continue;
+    owned_us[static_cast<std::size_t>(i)] += e.duration_us;
+    const int above = p < 0 ? -1 : owner_of(tree, owner, p);
+    if (above >= 0) owned_us[static_cast<std::size_t>(above)] -= e.duration_us;
+  }
+  std::unordered_map<uint64_t, Owner> owner_of_correlation;
+  for (int i = 0; i < n; ++i) {
+    const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
+    const Owner o = owner_name(owner_of(tree, owner, i));
+    if (owner[static_cast<std::size_t>(i)]) {
+      LayerTime& layer = totals.layer(o);
+      layer.calls += 1;
+      layer.cpu_ms += std::max(0.0, owned_us[static_cast<std::size_t>(i)]) / 1000.0;
+    }
+    if (e.correlation != 0) owner_of_correlation.emplace(e.correlation, o);
+    if (e.kind == ProfilerEvent::Kind::kOperator || e.kind == ProfilerEvent::Kind::kBackwardNode) {
+      if (starts_with(e.name, kEvaluateFunction)) continue;
+      const double self_us = e.duration_us - child_us[static_cast<std::size_t>(i)];
+      if (self_us > 0) totals.add_kernel(o, e.name, "operator", self_us / 1000.0);
+    }
+  }
+  for (const ProfilerEvent& e : step) {
+    if (e.kind != ProfilerEvent::Kind::kKernel) continue;
+    const auto found = owner_of_correlation.find(e.linked_correlation);
+    const Owner o = found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
+    totals.any_kernel = true;
+    totals.kernel_ms += e.duration_us / 1000.0;
+    LayerTime& layer = totals.layer(o);
+    layer.device_ms = layer.device_ms.value_or(0.0) + e.duration_us / 1000.0;
+  }
+  // Kernels replace operators in the table where there are kernels: a second pass, so that the
+  // operators' entries can be dropped per owner.
+  for (const ProfilerEvent& e : step) {
+    if (e.kind != ProfilerEvent::Kind::kKernel) continue;
+    const auto found = owner_of_correlation.find(e.linked_correlation);
+    const Owner o = found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
+    totals.add_kernel(o, e.name, "kernel", e.duration_us / 1000.0);
+  }
+}
+
+}  // namespace
+
+void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, ProfileRecord& out) {
+  Totals totals;
+  for (const auto& step : steps) add_step(step, totals);
+  const double n = steps.empty() ? 1.0 : static_cast<double>(steps.size());
+  out.steps = static_cast<int64_t>(steps.size());
+  out.layers.clear();
+  out.kernels.clear();
+  out.kernel_ms.reset();
+  if (totals.any_kernel) out.kernel_ms = totals.kernel_ms / n;
+  for (const Owner& o : totals.layer_order) {
+    LayerTime layer = totals.layers.at(o);
+    layer.calls /= n;
+    layer.cpu_ms /= n;
+    if (layer.device_ms) *layer.device_ms /= n;
+    if (totals.any_kernel && !layer.device_ms) layer.device_ms = 0.0;
+    out.layers.push_back(layer);
+
+    // Device kernels where the profiler saw any, else the host operators; the longest first.
+    const char* kind = totals.any_kernel ? "kernel" : "operator";
+    std::vector<KernelTime> items;
+    for (const std::string& name : totals.kernel_order[o]) {
+      const KernelTime& k = totals.kernels.at({o, name});
+      if (k.kind == kind) items.push_back(k);
+    }
+    std::stable_sort(items.begin(), items.end(),
+                     [](const KernelTime& a, const KernelTime& b) { return a.total_ms > b.total_ms; });
+    KernelTime other{o.first, o.second, "(other)", kind, 0, 0, 0};
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      KernelTime k = items[i];
+      k.count /= n;
+      k.total_ms /= n;
+      if (i >= kKernelsPerLayer) {
+        other.count += k.count;
+        other.total_ms += k.total_ms;
+        continue;
+      }
+      k.mean_ms = k.count > 0 ? k.total_ms / k.count : 0;
+      out.kernels.push_back(std::move(k));
+    }
+    if (other.count > 0) {
+      other.mean_ms = other.total_ms / other.count;
+      out.kernels.push_back(std::move(other));
+    }
+  }
+}
+
+}  // namespace batchscope

@@ -1,0 +1,414 @@
+// Profiled steps: the attribution of profiler events to layers, real profiled sweeps on the CPU whose
+// layers add up to the step, and the causes analyze gives for planted jumps and kernel switches.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/jump_causes.h"
+#include "lib/analysis/report/analysis_json.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "lib/records/jsonl.h"
+#include "lib/records/profile_records.h"
+#include "lib/sweep/sweep_runner.h"
+#include "lib/timing/profile_attribution.h"
+#include "lib/timing/profiled_steps.h"
+#include "models/layer_scope.h"
+#include "tests/test_support.h"
+
+namespace fs = std::filesystem;
+using namespace batchscope;
+
+namespace {
+
+using Kind = ProfilerEvent::Kind;
+
+ProfilerEvent event(Kind kind, const std::string& name, double start, double duration, int64_t sequence = -1,
+                    uint64_t correlation = 0, uint64_t thread = 1) {
+  ProfilerEvent e;
+  e.kind = kind;
+  e.name = name;
+  e.start_us = start;
+  e.duration_us = duration;
+  e.sequence = sequence;
+  e.correlation = correlation;
+  e.thread = thread;
+  return e;
+}
+
+const LayerTime* find_layer(const ProfileRecord& r, const std::string& layer, const std::string& pass) {
+  for (const LayerTime& l : r.layers) {
+    if (l.layer == layer && l.pass == pass) return &l;
+  }
+  return nullptr;
+}
+
+double sum_cpu_ms(const ProfileRecord& r) {
+  double sum = 0;
+  for (const LayerTime& l : r.layers) sum += l.cpu_ms;
+  return sum;
+}
+
+// One step of a two-layer network as the profiler reports it (times in µs): fc1 holds a nested scope
+// "fc1.inner"; backward nodes carry their forward operators' sequence numbers.
+std::vector<ProfilerEvent> two_layer_step(double offset, bool with_kernels) {
+  std::vector<ProfilerEvent> s = {
+      event(Kind::kScope, "step.forward", offset + 0, 100),
+      event(Kind::kScope, "fc1", offset + 0, 60),
+      event(Kind::kOperator, "aten::addmm", offset + 5, 40, 1, 11),
+      event(Kind::kOperator, "aten::copy_", offset + 10, 10),  // inside addmm: its self time is 30
+      event(Kind::kScope, "fc1.inner", offset + 46, 10),
+      event(Kind::kOperator, "aten::relu", offset + 47, 8, 2, 12),
+      event(Kind::kScope, "fc2", offset + 60, 40),
+      event(Kind::kOperator, "aten::addmm", offset + 61, 30, 3, 13),
+      event(Kind::kScope, "step.backward", offset + 100, 200),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: AddmmBackward0", offset + 101, 90, 3),
+      event(Kind::kBackwardNode, "AddmmBackward0", offset + 102, 85, 3),
+      event(Kind::kOperator, "aten::mm", offset + 103, 80, -1, 21),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: ReluBackward0", offset + 200, 20, 2),
+      event(Kind::kBackwardNode, "ReluBackward0", offset + 200, 19, 2),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: AddmmBackward0", offset + 220, 50, 1),
+      event(Kind::kBackwardNode, "AddmmBackward0", offset + 221, 45, 1),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", offset + 280, 10),
+  };
+  if (with_kernels) {
+    ProfilerEvent k1 = event(Kind::kKernel, "ampere_sgemm_128x64_tn", offset + 20, 7, -1, 0, 99);
+    k1.linked_correlation = 11;
+    ProfilerEvent k2 = event(Kind::kKernel, "ampere_sgemm_64x64_nn", offset + 150, 5, -1, 0, 99);
+    k2.linked_correlation = 21;
+    s.push_back(k1);
+    s.push_back(k2);
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(ProfileAttribution, ScopesAndBackwardNodesShareTheStepOut) {
+  ProfileRecord r;
+  attribute_events({two_layer_step(0, false), two_layer_step(1000, false)}, r);
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_FALSE(r.kernel_ms.has_value());
+  // Forward: fc1 owns its 60 µs less the 10 of its nested scope; fc2 its 40; step.forward nothing.
+  ASSERT_NE(find_layer(r, "fc1", profile_pass::kForward), nullptr);
+  EXPECT_NEAR(find_layer(r, "fc1", profile_pass::kForward)->cpu_ms, 0.050, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc1.inner", profile_pass::kForward)->cpu_ms, 0.010, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kForward)->cpu_ms, 0.040, 1e-9);
+  EXPECT_NEAR(find_layer(r, "step.forward", profile_pass::kStep)->cpu_ms, 0.0, 1e-9);
+  // Backward: the nodes go to the layers of their forward operators' sequence numbers.
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kBackward)->cpu_ms, 0.090, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc1.inner", profile_pass::kBackward)->cpu_ms, 0.020, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc1", profile_pass::kBackward)->cpu_ms, 0.050, 1e-9);
+  EXPECT_NEAR(find_layer(r, "(accumulate grad)", profile_pass::kBackward)->cpu_ms, 0.010, 1e-9);
+  // What is left of the backward scope is its own: 200 - 90 - 20 - 50 - 10.
+  EXPECT_NEAR(find_layer(r, "step.backward", profile_pass::kStep)->cpu_ms, 0.030, 1e-9);
+  // Every instant counted once: the parts add up to the two top scopes, 300 µs.
+  EXPECT_NEAR(sum_cpu_ms(r), 0.300, 1e-9);
+  // Operators by self time: addmm of fc1 less the copy inside it.
+  bool found = false;
+  for (const KernelTime& k : r.kernels) {
+    if (k.layer == "fc1" && k.name == "aten::addmm") {
+      found = true;
+      EXPECT_EQ(k.kind, "operator");
+      EXPECT_DOUBLE_EQ(k.count, 1.0);
+      EXPECT_NEAR(k.total_ms, 0.030, 1e-9);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ProfileAttribution, KernelsGoToTheLayerOfTheOperatorThatLaunchedThem) {
+  ProfileRecord r;
+  attribute_events({two_layer_step(0, true)}, r);
+  ASSERT_TRUE(r.kernel_ms.has_value());
+  EXPECT_NEAR(*r.kernel_ms, 0.012, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc1", profile_pass::kForward)->device_ms.value(), 0.007, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kBackward)->device_ms.value(), 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kForward)->device_ms.value(), 0.0, 1e-9);
+  // With kernels, the table lists kernels, not host operators.
+  std::set<std::string> names;
+  for (const KernelTime& k : r.kernels) {
+    EXPECT_EQ(k.kind, "kernel");
+    names.insert(k.layer + "/" + k.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"fc1/ampere_sgemm_128x64_tn", "fc2/ampere_sgemm_64x64_nn"}));
+}
+
+TEST(ProfileRecords, RoundTripAndRefuseDamage) {
+  ProfileRecord r;
+  r.key = {"e", "mnist_cnn", "train", "fp32", "cpu", "", 4};
+  attribute_events({two_layer_step(0, true)}, r);
+  r.steps = 1;
+  r.method = "test";
+  r.step_ms = 0.3;
+  r.trace = "traces/e-batch4.json";
+  const Json j = to_json(r);
+  EXPECT_EQ(to_json(profile_record_from_json(j)), j);
+  Json bad = j;
+  bad["layers"][0]["cpu_ms"] = "fast";
+  try {
+    profile_record_from_json(bad);
+    FAIL() << "a text time was accepted";
+  } catch (const BadRecord& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu_ms"), std::string::npos) << e.what();
+  }
+  bad = j;
+  bad["batch_size"] = 0;
+  EXPECT_THROW(profile_record_from_json(bad), BadRecord);
+}
+
+namespace {
+
+ExperimentConfig cpu_experiment(const std::string& model, std::vector<int64_t> input) {
+  ExperimentConfig e;
+  e.name = model + "_profiled";
+  e.model = model;
+  e.input_shape = std::move(input);
+  e.classes = 10;
+  e.batch_sizes = {4};
+  e.warmup_steps = 2;
+  e.timed_steps = 3;
+  e.device = "cpu";
+  return e;
+}
+
+// Profiles `steps` steps of the model at batch 4 and checks that its layers add up to the step.
+ProfileRecord profile_of(const ExperimentConfig& e, int steps) {
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(4);
+  w.warm_up(2);
+  return profile_steps(w, batch_key(e, "cpu", 4), steps, "");
+}
+
+}  // namespace
+
+// The stated tolerance: the layers' host times add up to the profiled step within 10% (what is left out
+// is the step's own code between scopes and the profiler's start and stop).
+TEST(ProfiledSteps, MnistLayersAddUpToTheStep) {
+  const ProfileRecord r = profile_of(cpu_experiment("mnist_cnn", {1, 28, 28}), 3);
+  EXPECT_EQ(r.steps, 3);
+  EXPECT_FALSE(models::layer_scopes_on.load());
+  EXPECT_GT(r.step_ms, 0);
+  EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
+  int backward_layers = 0;
+  for (const LayerTime& l : r.layers) backward_layers += l.pass == profile_pass::kBackward && l.layer[0] != '(';
+  EXPECT_GE(backward_layers, 4);
+  EXPECT_NE(find_layer(r, "step.optimizer", profile_pass::kStep), nullptr);
+  EXPECT_NE(find_layer(r, "step.loss", profile_pass::kStep), nullptr);
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+}
+
+TEST(ProfiledSteps, Vgg16LayersAddUpToTheStepAndNameTorchvisionModules) {
+  const ProfileRecord r = profile_of(cpu_experiment("vgg16", {3, 32, 32}), 2);
+  EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
+  for (const char* layer : {"features.0", "features.28", "classifier.0", "classifier.6"}) {
+    EXPECT_NE(find_layer(r, layer, profile_pass::kForward), nullptr) << layer;
+    EXPECT_NE(find_layer(r, layer, profile_pass::kBackward), nullptr) << layer;
+  }
+  // The 25088x4096 layer takes longer than the 4096x10 one.
+  EXPECT_GT(find_layer(r, "classifier.0", profile_pass::kForward)->cpu_ms,
+            find_layer(r, "classifier.6", profile_pass::kForward)->cpu_ms);
+}
+
+// Profiling runs after the timed steps and never among them: the timed steps' losses are the same with
+// and without it, and each batch size has one profile (and a trace where asked).
+TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
+  const testing_support::TempDir dir;
+  ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});
+  e.batch_sizes = {2, 3};
+  const auto losses = [](const SweepOutcome& outcome) {
+    std::vector<double> out;
+    for (const SweepRecord& r : outcome.records) {
+      if (const auto* step = std::get_if<StepRecord>(&r)) out.push_back(step->loss.value_or(NAN));
+    }
+    return out;
+  };
+  std::ostringstream progress;
+  SweepOptions plain;
+  plain.out_dir = dir / "plain";
+  plain.measure_energy = false;
+  const SweepOutcome without = run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), plain, progress);
+
+  e.profile = true;
+  e.profile_steps = 2;
+  SweepOptions profiled = plain;
+  profiled.out_dir = dir / "profiled";
+  profiled.trace = true;
+  const SweepOutcome with = run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), profiled, progress);
+  ASSERT_EQ(losses(with).size(), 6u);
+  EXPECT_EQ(losses(with), losses(without));
+
+  const JsonlContents contents = read_jsonl(dir / "profiled/profile.jsonl");
+  ASSERT_EQ(contents.records.size(), 2u);
+  std::set<int64_t> sizes;
+  for (const Json& j : contents.records) {
+    const ProfileRecord r = profile_record_from_json(j);
+    sizes.insert(r.key.batch_size);
+    EXPECT_EQ(r.steps, 2);
+    ASSERT_FALSE(r.trace.empty());
+    std::ifstream trace(r.trace);
+    const Json t = Json::parse(trace);
+    EXPECT_FALSE(t["traceEvents"].empty());
+  }
+  EXPECT_EQ(sizes, (std::set<int64_t>{2, 3}));
+  EXPECT_FALSE(fs::exists(dir / "plain/profile.jsonl"));
+}
+
+namespace {
+
+// A profile at one batch size with planted layer times (ms) and each layer's kernel.
+ProfileRecord planted_profile(int64_t batch, const std::vector<std::tuple<std::string, std::string, double, std::string>>& layers,
+                              bool device) {
+  ProfileRecord r;
+  r.key = {"vgg16_train_fp32", "vgg16", "train", "fp32", device ? "cuda:0" : "cpu", "", batch};
+  r.steps = 3;
+  r.method = "planted";
+  double sum = 0;
+  for (const auto& [layer, pass, ms, kernel] : layers) {
+    LayerTime l{layer, pass, 1, device ? 0.1 : ms, std::nullopt};
+    if (device) l.device_ms = ms;
+    r.layers.push_back(l);
+    r.kernels.push_back({layer, pass, kernel, device ? "kernel" : "operator", 1, ms, ms});
+    sum += ms;
+  }
+  r.step_ms = sum;
+  if (device) r.kernel_ms = sum;
+  return r;
+}
+
+// classifier.0 backward steps up by 6 ms from 17 on with a new kernel; features.0 grows smoothly.
+std::map<int64_t, ProfileRecord> planted_profiles(bool device) {
+  std::map<int64_t, ProfileRecord> out;
+  for (int64_t b = 10; b <= 24; ++b) {
+    const bool after = b >= 17;
+    out[b] = planted_profile(b,
+                             {{"features.0", "forward", 1.0 + 0.1 * static_cast<double>(b), "implicit_gemm"},
+                              {"classifier.0", "backward", after ? 8.0 : 2.0, after ? "sgemm_128x64" : "sgemm_64x32"},
+                              {"step.optimizer", "step", 0.5, "add_"}},
+                             device);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(JumpCauses, APlantedJumpIsPutOnItsLayerAndItsKernelSwitch) {
+  const auto profiles = planted_profiles(true);
+  std::map<int64_t, double> medians;
+  for (const auto& [b, p] : profiles) medians[b] = p.step_ms;
+  Jump jump;
+  jump.from_batch = 16;
+  jump.to_batch = 17;
+  jump.from_ms = medians[16];
+  jump.to_ms = medians[17];
+  const GroupProfile g = explain_jumps(profiles, {jump}, {}, medians);
+  EXPECT_EQ(g.basis, "device");
+  ASSERT_EQ(g.causes.size(), 1u);
+  const JumpCause& c = g.causes[0];
+  EXPECT_NEAR(c.step_delta_ms, 6.1, 1e-9);
+  ASSERT_FALSE(c.layers.empty());
+  EXPECT_EQ(c.layers[0].layer, "classifier.0");
+  EXPECT_EQ(c.layers[0].pass, "backward");
+  EXPECT_NEAR(c.layers[0].delta_ms, 6.0, 1e-9);
+  EXPECT_NEAR(c.layers[0].share, 6.0 / 6.1, 1e-9);
+  EXPECT_TRUE(c.layers[0].switched());
+  EXPECT_EQ(c.layers[0].vanished, std::vector<std::string>{"sgemm_64x32"});
+  EXPECT_EQ(c.layers[0].appeared, std::vector<std::string>{"sgemm_128x64"});
+  EXPECT_NE(c.summary.find("16→17: +6.1 ms; classifier.0 backward +6 ms (98%), kernel switch: sgemm_64x32 → sgemm_128x64"),
+            std::string::npos)
+      << c.summary;
+  // The layer table holds every layer at every profiled size.
+  EXPECT_EQ(g.batch_sizes.size(), 15u);
+  EXPECT_EQ(g.layers.size(), 3u);
+}
+
+TEST(JumpCauses, GrowthWithoutASwitchIsNamedAsSuch) {
+  auto profiles = planted_profiles(false);
+  // Same kernel on both sides: classifier.0 grows without switching.
+  for (auto& [b, p] : profiles) {
+    for (KernelTime& k : p.kernels) {
+      if (k.layer == "classifier.0") k.name = "sgemm";
+    }
+  }
+  std::map<int64_t, double> medians;
+  for (const auto& [b, p] : profiles) medians[b] = p.step_ms;
+  Jump jump{16, 17, medians[16], medians[17], 6.0, 0, 10, "high"};
+  Jump missing{24, 25, medians[24], medians[24] + 3, 3.0, 0, 10, "high"};
+  const GroupProfile g = explain_jumps(profiles, {jump, missing}, {}, medians);
+  EXPECT_EQ(g.basis, "host");
+  ASSERT_EQ(g.causes.size(), 2u);
+  EXPECT_FALSE(g.causes[0].layers.at(0).switched());
+  EXPECT_NE(g.causes[0].summary.find("same kernels"), std::string::npos) << g.causes[0].summary;
+  EXPECT_EQ(g.causes[1].missing, "batch size 25 was not profiled");
+}
+
+TEST(TransferVerdict, SaysWhetherTheJumpsSurviveWithTheDataOnTheDevice) {
+  const auto jumps_at = [](std::vector<int64_t> sizes) {
+    std::vector<Jump> out;
+    for (int64_t b : sizes) out.push_back({b - 1, b, 1, 2, 1, 10, 10, "high"});
+    return out;
+  };
+  EXPECT_NE(transfer_verdict("a", jumps_at({17, 33}), "b", jumps_at({17, 34})).verdict.find("does not cause them"),
+            std::string::npos);
+  EXPECT_NE(transfer_verdict("a", jumps_at({17, 33}), "b", {}).verdict.find("come with the host-to-device"),
+            std::string::npos);
+  const TransferVerdict partial = transfer_verdict("a", jumps_at({17, 33}), "b", jumps_at({17}));
+  EXPECT_EQ(partial.both, std::vector<int64_t>{17});
+  EXPECT_NE(partial.verdict.find("1 of 2"), std::string::npos) << partial.verdict;
+}
+
+// analyze finds the planted jump in a log with profile.jsonl beside it and explains it in analysis.json
+// and report.md.
+TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
+  const testing_support::TempDir dir;
+  const auto profiles = planted_profiles(false);
+  const Json config = {{"name", "vgg16_train_fp32"}, {"model", "vgg16"},   {"phase", "train"},
+                       {"precision", "fp32"},        {"input", {3, 32, 32}}, {"classes", 10},
+                       {"data", "synthetic"}};
+  {
+    std::ofstream steps(dir / "steps.jsonl");
+    steps << Json{{"type", "run"}, {"run_id", "r1"}, {"libtorch_version", "1.13"}, {"config", {{"experiments", {config}}}}}.dump()
+          << "\n";
+    for (const auto& [b, p] : profiles) {
+      std::vector<double> times;
+      for (int i = 0; i < 8; ++i) {
+        const double t = p.step_ms * (1.0 + 0.001 * ((i % 3) - 1));
+        times.push_back(t);
+        StepRecord s{p.key, i, t, std::nullopt, std::nullopt};
+        steps << to_json(SweepRecord(s)).dump() << "\n";
+      }
+      steps << to_json(SweepRecord(point_record(p.key, times, 1e9, std::nullopt))).dump() << "\n";
+    }
+    steps << to_json(SweepRecord(end_record())).dump() << "\n";
+    std::ofstream profile(dir / "profile.jsonl");
+    for (const auto& [b, p] : profiles) profile << to_json(p).dump() << "\n";
+    profile << "{\"type\": \"profile\", \"batch_size\": \"x\"}\n";
+  }
+  const Analysis a = analyze_logs({dir.path().string()}, AnalyzeOptions{});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.profile.has_value());
+  ASSERT_FALSE(g.jumps.jumps.empty());
+  EXPECT_EQ(g.jumps.jumps[0].to_batch, 17);
+  ASSERT_FALSE(g.profile->causes.empty());
+  EXPECT_EQ(g.profile->causes[0].layers.at(0).layer, "classifier.0");
+  const Json j = analysis_to_json(a, AnalyzeOptions{});
+  EXPECT_EQ(j["groups"][0]["profile"]["causes"][0]["layers"][0]["layer"], "classifier.0");
+  EXPECT_EQ(j["groups"][0]["profile"]["causes"][0]["layers"][0]["kernel_switch"], true);
+  std::ostringstream report;
+  write_report(report, a, PlotOutcome{}, "plots");
+  EXPECT_NE(report.str().find("Why it jumps"), std::string::npos);
+  EXPECT_NE(report.str().find("classifier.0 backward"), std::string::npos);
+  // The damaged profile line is a warning naming profile.jsonl and its line.
+  bool warned = false;
+  for (const LogSummary& l : a.logs) {
+    for (const std::string& w : l.warnings) warned = warned || w.find("profile.jsonl:16") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+}
