@@ -412,3 +412,15 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   }
   EXPECT_TRUE(warned);
 }
+
+TEST(ProfileConfig, IsReadFromTheFileAndRefusedOutOfRange) {
+  const SweepConfig config =
+      parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nprofile: true\nprofile_steps: 5\n", "p.yaml");
+  EXPECT_TRUE(config.experiments.at(0).profile);
+  EXPECT_EQ(config.experiments.at(0).profile_steps, 5);
+  EXPECT_EQ(to_json(config.experiments[0])["profile_steps"], 5);
+  EXPECT_FALSE(to_json(parse_sweep_config("model: mnist_cnn\nbatch: 2\n", "q.yaml").experiments[0]).contains("profile"));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [] { parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nprofile_steps: 0\n", "p.yaml"); },
+      {"p.yaml:3", "profile_steps", "give 1 to 100 profiled steps"}));
+}

@@ -78,10 +78,11 @@ class Campaign:
         jumps = os.path.join(r, "jumps")
         if smoke:
             # Six sizes, so that a short budget stops it half-way (the smoke test resumes it).
-            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml"] + with_option(SMOKE_IMAGE, "--batch", "1:6"),
+            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile"] + with_option(SMOKE_IMAGE, "--batch", "1:6"),
                   os.path.join(r, "vgg16_jumps"))
         else:
-            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml"], os.path.join(r, "vgg16_jumps"))
+            # Profiled, so that analyze can put every jump on the layers and kernels that cause it.
+            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile"], os.path.join(r, "vgg16_jumps"))
         for m in JUMP_MODELS_OFF:
             sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
         for m in JUMP_MODELS_ON:

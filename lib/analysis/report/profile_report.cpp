@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <set>
 
 #include "lib/analysis/report/report_markdown.h"
@@ -12,6 +13,9 @@ namespace {
 constexpr std::size_t kLayersPlotted = 8;
 constexpr std::size_t kLayersTabled = 12;
 constexpr std::size_t kSizesTabled = 8;
+// One colour per plotted layer (the "other layers" band is grey).
+constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f"};
 
 std::string label_of(const LayerSeries& l) {
   return l.pass == profile_pass::kStep ? l.layer : l.layer + " " + (l.pass == profile_pass::kForward ? "fwd" : "bwd");
@@ -87,8 +91,10 @@ std::optional<PlotScript> layers_plot(const GroupAnalysis& g) {
     const std::string upper = "$" + std::to_string(k + 2);
     const std::string lower = k == 0 ? "0" : "$" + std::to_string(k + 1);
     const std::string title = k < shown.size() ? label_of(*shown[k]) : std::to_string(rest.size()) + " other layers";
+    const char* colour = k < shown.size() ? kColours[k % std::size(kColours)] : "#c7c7c7";
     items.push_back(std::string(items.empty() ? gp_string(plot.name + ".dat") : "''") + " using 1:(" + upper +
-                    "):(" + lower + ") with filledcurves title " + gp_string(title));
+                    "):(" + lower + ") with filledcurves fs solid 0.85 lc rgb '" + colour + "' title " +
+                    gp_string(title));
   }
   body += join_plot(items);
   return plot;
