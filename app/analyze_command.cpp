@@ -40,6 +40,20 @@ void write_file(const fs::path& path, const std::string& content) {
   }
 }
 
+// --tile 128x64: the GEMM tile of the prediction.
+Tile tile_option(const std::string& text) {
+  const size_t x = text.find('x');
+  char* end = nullptr;
+  const long long m = x == std::string::npos ? 0 : std::strtoll(text.c_str(), &end, 10);
+  const bool m_ok = x != std::string::npos && end == text.c_str() + x;
+  const long long n = m_ok ? std::strtoll(text.c_str() + x + 1, &end, 10) : 0;
+  if (!m_ok || *end != '\0' || m < 1 || n < 1 || m > 4096 || n > 4096) {
+    throw UserError(located("command line", 0, "--tile " + text + " is not a tile",
+                            "give its rows and columns as MxN, from 1 to 4096, e.g. --tile 128x64"));
+  }
+  return Tile{m, n, kDefaultTile.k};
+}
+
 cxxopts::Options analyze_options() {
   cxxopts::Options options(
       "batchscope analyze",
@@ -56,6 +70,8 @@ cxxopts::Options analyze_options() {
       ("threshold", "a jump must exceed the local trend by this many noise deviations", cxxopts::value<std::string>()->default_value("5"))
       ("min-jump", "a jump must also be at least this percentage of the step time", cxxopts::value<std::string>()->default_value("2"))
       ("window", "consecutive differences on each side that give the local slope", cxxopts::value<std::string>()->default_value("8"))
+      ("sms", "predict jumps from GEMM tiles and waves for a GPU with this many SMs (default: the SM count in the run record; none on a CPU)", cxxopts::value<std::string>())
+      ("tile", "the GEMM tile MxN of the prediction where no profiled kernel name gives one (default 128x128)", cxxopts::value<std::string>())
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
@@ -109,6 +125,8 @@ int run_analyze_command(const std::vector<std::string>& args) {
   analyze.detector.min_relative = real_option(result, "min-jump", 0, 1e6) / 100.0;
   analyze.detector.window = static_cast<int>(whole_option(result, "window", 1, 100000));
   analyze.grouping.separate = result.count("separate") > 0;
+  if (result.count("sms")) analyze.sms = whole_option(result, "sms", 1, 100000);
+  if (result.count("tile")) analyze.tile = tile_option(result["tile"].as<std::string>());
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
   const Analysis analysis = analyze_logs(logs, analyze);

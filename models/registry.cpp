@@ -76,6 +76,7 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
     checked_flops(name, plan, input, classes);
     return std::make_shared<PlannedNetwork>(plan, input);
   };
+  spec.plan = plan_for;
   spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
     return static_cast<double>(checked_flops(name, plan_for(classes), input, classes));
   };

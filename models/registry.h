@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/layer_plan.h"
 #include "models/network.h"
 
 namespace batchscope::models {
@@ -39,6 +40,9 @@ struct ModelSpec {
   std::function<std::shared_ptr<Network>(const SampleShape& input, int64_t classes)> build;
   // Forward FLOPs for one sample (multiply and add counted as two), see models/flop_tally.h.
   std::function<double(const SampleShape& input, int64_t classes)> forward_flops;
+  // The plan the network is built from, for models made of plan layers (models/layer_plan.h); empty for
+  // the sequence models, which are written as modules of their own.
+  std::function<Layer(int64_t classes)> plan;
   // The smallest batch a training step can take at this input: 2 where a batch norm layer would see a
   // single value per channel at batch 1 (a 1x1 activation), which it cannot normalise; else 1. Empty
   // for models whose every input trains at batch 1. Throws as forward_flops does.

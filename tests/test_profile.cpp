@@ -14,12 +14,14 @@
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/report_markdown.h"
+#include "lib/analysis/tile_model.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/profile_records.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/timing/profile_attribution.h"
 #include "lib/timing/profiled_steps.h"
 #include "models/layer_scope.h"
+#include "models/registry.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -423,4 +425,114 @@ TEST(ProfileConfig, IsReadFromTheFileAndRefusedOutOfRange) {
   EXPECT_TRUE(testing_support::refuses_with(
       [] { parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nprofile_steps: 0\n", "p.yaml"); },
       {"p.yaml:3", "profile_steps", "give 1 to 100 profiled steps"}));
+}
+
+// The tile/wave model against cases worked by hand.
+TEST(TileModel, ALinearLayerStepsAtEveryNewWave) {
+  GemmLayer linear;
+  linear.name = "fc";
+  linear.first = true;
+  linear.rows = 1;
+  linear.input_rows = 1;
+  linear.n = 256;
+  linear.k = 512;
+  linear.in = 512;
+  std::vector<int64_t> batches(160);
+  std::iota(batches.begin(), batches.end(), 1);
+  // 64x64 tiles: ceil(b/64) x 4 tiles, on 4 SMs: ceil(b/64) waves.
+  const std::map<std::string, Tile> tile{{"fc", Tile{64, 64, 32}}};
+  const auto t = modelled_time({linear}, false, 4, batches, tile);
+  EXPECT_DOUBLE_EQ(t.at(64), 64.0 * 64 * 512);
+  EXPECT_DOUBLE_EQ(t.at(65), 2 * 64.0 * 64 * 512);
+  EXPECT_DOUBLE_EQ(t.at(160), 3 * 64.0 * 64 * 512);
+  const Prediction p = predict_jumps({linear}, false, 4, batches, tile, {});
+  ASSERT_EQ(p.jumps.size(), 2u);
+  EXPECT_EQ(p.jumps[0].from_batch, 64);
+  EXPECT_EQ(p.jumps[0].to_batch, 65);
+  EXPECT_NEAR(p.jumps[0].step_pct, 100.0, 1e-9);
+  EXPECT_EQ(p.jumps[0].layers, std::vector<std::string>{"fc"});
+  EXPECT_EQ(p.jumps[1].to_batch, 129);
+  EXPECT_NEAR(p.jumps[1].step_pct, 50.0, 1e-9);
+  EXPECT_EQ(p.tiles_from, "the profiled kernels' names");
+}
+
+TEST(TileModel, Vgg16LayersCarryTheirModuleNamesAndGemmShapes) {
+  const std::vector<GemmLayer> layers = gemm_layers("vgg16", {3, 32, 32}, 10);
+  ASSERT_EQ(layers.size(), 16u);
+  const auto network = models::find_model("vgg16")->build({3, 32, 32}, 10);
+  std::set<std::string> modules;
+  for (const auto& item : network->named_modules()) modules.insert(item.key());
+  for (const GemmLayer& l : layers) EXPECT_EQ(modules.count(l.name), 1u) << l.name;
+  EXPECT_EQ(layers[0].name, "features.0");
+  EXPECT_TRUE(layers[0].first);
+  EXPECT_EQ(layers[0].rows, 1024);
+  EXPECT_EQ(layers[0].k, 27);
+  // features.5: 3x3, 64 -> 128 channels on 16x16 after the first pool: M = b x 256, N = 128, K = 576.
+  EXPECT_EQ(layers[2].name, "features.5");
+  EXPECT_EQ(layers[2].rows, 256);
+  EXPECT_EQ(layers[2].n, 128);
+  EXPECT_EQ(layers[2].k, 576);
+  EXPECT_EQ(tiles(2 * layers[2].rows, layers[2].n, kDefaultTile), 4);
+  EXPECT_EQ(tiles(3 * layers[2].rows, layers[2].n, kDefaultTile), 6);
+  EXPECT_EQ(waves(6, 4), 2);
+  // classifier.0 takes the 512 x 7 x 7 features of the adaptive pool.
+  EXPECT_EQ(layers[13].name, "classifier.0");
+  EXPECT_EQ(layers[13].k, 25088);
+  EXPECT_EQ(layers[13].n, 4096);
+  EXPECT_EQ(layers[13].rows, 1);
+  EXPECT_TRUE(gemm_layers("lstm_lm", {35}, 10000).empty());
+  // A depthwise convolution is a batch of one-channel GEMMs.
+  bool depthwise = false;
+  for (const GemmLayer& l : gemm_layers("mobilenet_v2", {3, 224, 224}, 1000)) {
+    if (l.groups > 1) {
+      depthwise = true;
+      EXPECT_EQ(l.n, 1);
+      EXPECT_EQ(l.k, 9);
+    }
+  }
+  EXPECT_TRUE(depthwise);
+}
+
+TEST(TileModel, ReadsTilesFromKernelNames) {
+  const std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> named = {
+      {"ampere_sgemm_128x64_tn", {128, 64}},
+      {"volta_h884gemm_64x64_ldg8_nn", {64, 64}},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x32_stage3_warpsize2x4x1_tensor16x8x16_kernel", {128, 256}},
+      {"cutlass_80_tensorop_s1688gemm_128x128_32x3_tt_align4", {128, 128}},
+      {"cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x128x64_1x1x1_0_tnn_align8_warpspecialized_cooperative_epi_tma",
+       {128, 128}},
+      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+       {64, 128}},
+      {"sm86_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage4_warpsize2x1x1_g1_tensor16x8x8_kernel",
+       {128, 32}},
+      {"turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn", {256, 128}},
+  };
+  for (const auto& [name, tile] : named) {
+    const auto t = tile_from_kernel_name(name);
+    ASSERT_TRUE(t.has_value()) << name;
+    EXPECT_EQ(t->m, tile.first) << name;
+    EXPECT_EQ(t->n, tile.second) << name;
+  }
+  for (const char* name : {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+                           "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+                           "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
+                           "aten::addmm"}) {
+    EXPECT_FALSE(tile_from_kernel_name(name).has_value()) << name;
+  }
+}
+
+TEST(TileModel, AgreementCountsMatchesWithinOneBatchSize) {
+  GemmLayer linear{"fc", true, 1, 1, 256, 512, 512, 1, 1};
+  std::vector<int64_t> batches(160);
+  std::iota(batches.begin(), batches.end(), 1);
+  const auto jump_to = [](int64_t b) { return Jump{b - 1, b, 1, 2, 1, 50, 10, "high"}; };
+  // Predicted 65 and 129; measured 66 (within one), 129 and 100.
+  const Prediction p = predict_jumps({linear}, false, 4, batches, {{"fc", Tile{64, 64, 32}}},
+                                     {jump_to(66), jump_to(100), jump_to(129)});
+  EXPECT_EQ(p.matched, 2);
+  EXPECT_DOUBLE_EQ(p.precision, 1.0);
+  EXPECT_DOUBLE_EQ(p.recall, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(p.agreement, 0.8);
+  EXPECT_EQ(p.measured_only, std::vector<int64_t>{100});
+  EXPECT_TRUE(p.predicted_only.empty());
 }

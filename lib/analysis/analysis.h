@@ -9,6 +9,7 @@
 
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
+#include "lib/analysis/tile_model.h"
 #include "lib/analysis/periodicity.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
@@ -105,6 +106,10 @@ struct GroupAnalysis {
   std::vector<int64_t> flagged;            // sizes with too few samples
   std::optional<GroupEnergy> energy;
   std::optional<GroupProfile> profile;  // where the sweep profiled its batch sizes (sweep --profile)
+  // Predicted jumps (tile and wave quantization) beside the measured ones, where an SM count is known
+  // and the model is made of plan layers; otherwise why there is none.
+  std::optional<Prediction> prediction;
+  std::string no_prediction;
 };
 
 // One common batch size of an energy comparison: group samples/J / baseline samples/J, and the same

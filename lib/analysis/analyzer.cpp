@@ -132,6 +132,48 @@ void label_groups(const std::vector<RawGroup>& raw, std::vector<GroupAnalysis>& 
   }
 }
 
+// The tile of each layer from the names of its forward kernels at the largest profiled batch size.
+std::map<std::string, Tile> profiled_tiles(const std::map<int64_t, ProfileRecord>& profiles) {
+  std::map<std::string, Tile> out;
+  if (profiles.empty()) return out;
+  for (const KernelTime& k : profiles.rbegin()->second.kernels) {
+    if (k.kind != "kernel" || k.pass != profile_pass::kForward || out.count(k.layer)) continue;
+    if (const auto tile = tile_from_kernel_name(k.name)) out[k.layer] = *tile;
+  }
+  return out;
+}
+
+// Predicted jumps beside the measured ones, where the model has a plan and the SM count is known.
+void predict(GroupAnalysis& g, const RawGroup& raw, const std::vector<int64_t>& measured, const AnalyzeOptions& options) {
+  const std::optional<int64_t> sms = options.sms ? options.sms : raw.sm_count;
+  if (!sms) {
+    g.no_prediction = "no SM count: the run record names no GPU; analyze --sms N predicts for a GPU with N SMs";
+    return;
+  }
+  const Json& id = raw.identity;
+  if (!id.contains("input") || !id.contains("classes") || measured.size() < 3) {
+    g.no_prediction = "too little is known of the workload (input, classes) or too few batch sizes were measured";
+    return;
+  }
+  std::vector<GemmLayer> layers;
+  try {
+    layers = gemm_layers(id.value("model", ""), id["input"].get<std::vector<int64_t>>(), id["classes"].get<int64_t>());
+  } catch (const std::exception& error) {
+    g.no_prediction = std::string("the model's layers could not be laid out: ") + error.what();
+    return;
+  }
+  if (layers.empty()) {
+    g.no_prediction = "the prediction covers the convolutional and linear models of the zoo, not sequence models";
+    return;
+  }
+  std::map<std::string, Tile> tile_of = profiled_tiles(raw.profiles);
+  if (options.tile) {
+    for (const GemmLayer& l : layers) tile_of.emplace(l.name, *options.tile);
+  }
+  g.prediction = predict_jumps(layers, id.value("phase", "") == "train", *sms, measured, tile_of, g.jumps.jumps);
+  if (options.tile && profiled_tiles(raw.profiles).empty()) g.prediction->tiles_from = "--tile";
+}
+
 GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) {
   GroupAnalysis g;
   g.identity = raw.identity;
@@ -178,6 +220,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
   analyze_energy(g);
+  predict(g, raw, measured, options);
   if (!raw.profiles.empty()) {
     std::map<int64_t, double> medians;
     for (const PointStats& p : g.points) medians[p.batch_size] = p.median_ms;

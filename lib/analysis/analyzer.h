@@ -1,10 +1,12 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "lib/analysis/analysis.h"
 #include "lib/analysis/grouping.h"
+#include "lib/analysis/tile_model.h"
 
 namespace batchscope {
 
@@ -12,6 +14,10 @@ struct AnalyzeOptions {
   int min_samples = 5;  // fewer timed steps than this flag a batch size instead of using it
   JumpDetectorOptions detector;
   GroupingOptions grouping;
+  // The tile/wave prediction of jumps: the SM count where the run record gives none (a CPU log, or
+  // asking "what would this GPU do"), and the tile where no profiled kernel name gives one.
+  std::optional<int64_t> sms;
+  std::optional<Tile> tile;
 };
 
 // Statistics, trend, jumps, periodicity and best batch sizes of each group, and speedups between

@@ -73,6 +73,18 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
   return id;
 }
 
+// The multiprocessors of the GPU a cuda device names, where the run record lists it.
+std::optional<int64_t> sm_count_of(const std::string& device, const Json& environment) {
+  if (device.rfind("cuda", 0) != 0 || !environment.is_object() || !environment.contains("gpus")) return std::nullopt;
+  const size_t colon = device.find(':');
+  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
+  for (const Json& g : environment["gpus"]) {
+    if (g.is_object() && g.value("index", -1) == index && g.contains("sm_count") && g["sm_count"].is_number_integer())
+      return g["sm_count"].get<int64_t>();
+  }
+  return std::nullopt;
+}
+
 Json workload_of(const Json& identity) {
   Json w;
   for (const char* key : {"model", "phase", "input", "classes", "data"}) {
@@ -205,6 +217,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         g.experiment = experiment;
         g.identity = id;
         g.workload = workload_of(id);
+        g.sm_count = sm_count_of(key->device, environment);
         groups.push_back(std::move(g));
       }
       RawGroup& g = groups[slot->second];

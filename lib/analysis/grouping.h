@@ -32,6 +32,7 @@ struct RawGroup {
   std::set<int64_t> oom;
   std::set<int64_t> skipped;
   std::map<int64_t, ProfileRecord> profiles;  // the last profile of each batch size, where profiled
+  std::optional<int64_t> sm_count;            // the GPU's multiprocessors, from the run record
 };
 
 struct GroupingOptions {

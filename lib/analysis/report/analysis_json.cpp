@@ -236,9 +236,20 @@ Json profile_json(const GroupProfile& p) {
           {"profiled_step_ms", step_ms}, {"layers", layers}, {"causes", causes}};
 }
 
-// Only where the sweep profiled, so that analyses of other logs keep their keys.
+Json prediction_json(const Prediction& p) {
+  Json jumps = Json::array();
+  for (const PredictedJump& j : p.jumps) {
+    jumps.push_back({{"from", j.from_batch}, {"to", j.to_batch}, {"step_pct", j.step_pct}, {"layers", j.layers}});
+  }
+  return {{"sms", p.sms},           {"tiles_from", p.tiles_from},       {"jumps", jumps},
+          {"matched", p.matched},   {"precision", p.precision},         {"recall", p.recall},
+          {"agreement", p.agreement}, {"predicted_only", p.predicted_only}, {"measured_only", p.measured_only}};
+}
+
+// Only where the sweep profiled (and a prediction was made), so that analyses of other logs keep their keys.
 Json with_profile(Json group, const GroupAnalysis& g) {
   if (g.profile) group["profile"] = profile_json(*g.profile);
+  if (g.prediction) group["prediction"] = prediction_json(*g.prediction);
   return group;
 }
 

@@ -153,6 +153,34 @@ void write_profile_section(std::ostream& out, const GroupAnalysis& g, const Plot
   out << "\n\n";
 }
 
+void write_prediction(std::ostream& out, const GroupAnalysis& g) {
+  if (!g.prediction) {
+    if (!g.no_prediction.empty()) out << "**Predicted jumps:** none made (" << g.no_prediction << ").\n\n";
+    return;
+  }
+  const Prediction& p = *g.prediction;
+  const auto list = [](const std::vector<int64_t>& sizes) {
+    std::string text;
+    for (int64_t b : sizes) text += (text.empty() ? "" : ", ") + std::to_string(b);
+    return text.empty() ? std::string("none") : text;
+  };
+  out << "**Predicted jumps** (GEMM tiles and waves on " << p.sms << " SMs, tiles from " << p.tiles_from << "):";
+  if (p.jumps.empty()) out << " none in the measured range.";
+  out << "\n\n";
+  for (const PredictedJump& j : p.jumps) {
+    out << "- " << j.from_batch << "→" << j.to_batch << ": +" << significant(j.step_pct, 2) << "% in the model";
+    if (!j.layers.empty()) {
+      out << ", a new wave in";
+      for (std::size_t i = 0; i < j.layers.size(); ++i) out << (i == 0 ? " " : ", ") << j.layers[i];
+    }
+    out << "\n";
+  }
+  out << "\nAgainst the measured jumps (within one batch size): " << p.matched << " matched, agreement (F1) "
+      << significant(p.agreement, 2) << " (precision " << significant(p.precision, 2) << ", recall "
+      << significant(p.recall, 2) << "); predicted only: " << list(p.predicted_only)
+      << "; measured only: " << list(p.measured_only) << ".\n\n";
+}
+
 void write_transfer_verdicts(std::ostream& out, const Analysis& analysis) {
   if (analysis.transfer_verdicts.empty()) return;
   out << "## Do the jumps come from the copy to the device?\n\n";

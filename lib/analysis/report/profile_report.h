@@ -18,6 +18,9 @@ std::vector<PlotScript> profile_plots(const Analysis& analysis);
 void write_profile_section(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
                            const std::string& plot_dir);
 
+// The jumps the tile/wave model predicts beside the measured ones, with their agreement.
+void write_prediction(std::ostream& out, const GroupAnalysis& g);
+
 // Whether the jumps survive with the data on the device, for each pair of sweeps with and without the
 // copy timed.
 void write_transfer_verdicts(std::ostream& out, const Analysis& analysis);

@@ -173,6 +173,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << " ms per extra sample.\n\n";
   }
   write_jumps(out, g);
+  write_prediction(out, g);
   write_periodicity(out, g.periodicity);
   out << "**Best batch sizes:**\n\n";
   if (g.fastest) {
