@@ -213,6 +213,8 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
   {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile (default 3)", false,
    [](const auto& r, const auto& n, auto& o) { o.profile_steps = whole_option(r, n); }},
+  {ExperimentOption::Repeats, "repeats", "passes over the whole ladder, each in a new shuffled order; drift shows as spread between passes (default 1)", false,
+   [](const auto& r, const auto& n, auto& o) { o.repeats = whole_option(r, n); }},
 };
 // clang-format on
 

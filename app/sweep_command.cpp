@@ -41,7 +41,8 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Input,     ExperimentOption::SeqLen,       ExperimentOption::Classes,
     ExperimentOption::Data,      ExperimentOption::Transfer,     ExperimentOption::Chunk,
     ExperimentOption::Order,     ExperimentOption::Seed,         ExperimentOption::ChannelsLast,
-    ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps};
+    ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps,
+    ExperimentOption::Repeats};
 
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.

@@ -144,7 +144,7 @@ TEST(ProfileAttribution, KernelsGoToTheLayerOfTheOperatorThatLaunchedThem) {
 
 TEST(ProfileRecords, RoundTripAndRefuseDamage) {
   ProfileRecord r;
-  r.key = {"e", "mnist_cnn", "train", "fp32", "cpu", "", 4};
+  r.key = {"e", "mnist_cnn", "train", "fp32", "cpu", "", 4, std::nullopt};
   attribute_events({two_layer_step(0, true)}, r);
   r.steps = 1;
   r.method = "test";
@@ -268,7 +268,7 @@ namespace {
 ProfileRecord planted_profile(int64_t batch, const std::vector<std::tuple<std::string, std::string, double, std::string>>& layers,
                               bool device) {
   ProfileRecord r;
-  r.key = {"vgg16_train_fp32", "vgg16", "train", "fp32", device ? "cuda:0" : "cpu", "", batch};
+  r.key = {"vgg16_train_fp32", "vgg16", "train", "fp32", device ? "cuda:0" : "cpu", "", batch, std::nullopt};
   r.steps = 3;
   r.method = "planted";
   double sum = 0;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -32,6 +33,11 @@ struct PointStats {
   double median_ms = 0, p10_ms = 0, p90_ms = 0, mean_ms = 0, min_ms = 0, max_ms = 0;
   std::optional<double> cv;
   double median_se_ms = 0;
+  // With repeated passes: each pass's median (by pass), and the standard error of the median that
+  // their spread gives (their standard deviation / √passes), which the jump detector takes as this
+  // size's noise where it exceeds median_se_ms: drift of the machine between passes.
+  std::map<int64_t, double> pass_medians;
+  std::optional<double> between_pass_se_ms;
   double samples_per_s = 0;
   std::optional<double> tflops;
   std::optional<int64_t> peak_memory_bytes;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "lib/analysis/energy.h"
@@ -35,6 +37,18 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
     p.cv = summary->cv;
   }
   if (!raw.times_ms.empty()) p.median_se_ms = median_standard_error(raw.times_ms);
+  if (raw.pass_times.size() > 1) {
+    std::vector<double> medians;
+    for (const auto& [pass, times] : raw.pass_times) {
+      p.pass_medians[pass] = median(times);
+      medians.push_back(p.pass_medians[pass]);
+    }
+    const double mean = std::accumulate(medians.begin(), medians.end(), 0.0) / static_cast<double>(medians.size());
+    double squares = 0;
+    for (double m : medians) squares += (m - mean) * (m - mean);
+    const double n = static_cast<double>(medians.size());
+    p.between_pass_se_ms = std::sqrt(squares / (n - 1)) / std::sqrt(n);
+  }
   p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
   if (raw.point) {
     if (raw.point->flops_per_step && p.median_ms > 0)
@@ -132,6 +146,29 @@ void label_groups(const std::vector<RawGroup>& raw, std::vector<GroupAnalysis>& 
   }
 }
 
+// In how many passes each jump and drop shows: a pass has it where its own medians change across the
+// pair by at least half the pooled change, in the same direction.
+void count_passes(GroupAnalysis& g) {
+  std::map<int64_t, const PointStats*> by_batch;
+  for (const PointStats& p : g.points) by_batch[p.batch_size] = &p;
+  for (std::vector<Jump>* list : {&g.jumps.jumps, &g.jumps.drops}) {
+    for (Jump& j : *list) {
+      const PointStats* a = by_batch.count(j.from_batch) ? by_batch[j.from_batch] : nullptr;
+      const PointStats* b = by_batch.count(j.to_batch) ? by_batch[j.to_batch] : nullptr;
+      if (a == nullptr || b == nullptr || a->pass_medians.size() < 2) continue;
+      const double pooled = j.to_ms - j.from_ms;
+      for (const auto& [pass, before] : a->pass_medians) {
+        const auto after = b->pass_medians.find(pass);
+        if (after == b->pass_medians.end()) continue;
+        ++j.passes;
+        const double change = after->second - before;
+        if (pooled != 0 && change / pooled >= 0.5) ++j.passes_with;
+      }
+      if (j.passes > 0 && 2 * j.passes_with < j.passes) j.confidence = "doubtful";
+    }
+  }
+}
+
 // The tile of each layer from the names of its forward kernels at the largest profiled batch size.
 std::map<std::string, Tile> profiled_tiles(const std::map<int64_t, ProfileRecord>& profiles) {
   std::map<std::string, Tile> out;
@@ -191,7 +228,8 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     }
     xs.push_back(static_cast<double>(p.batch_size));
     ys.push_back(p.median_ms);
-    levels.push_back({p.batch_size, p.median_ms, p.median_se_ms});
+    // The larger of the noise within the size's steps and the drift between passes.
+    levels.push_back({p.batch_size, p.median_ms, std::max(p.median_se_ms, p.between_pass_se_ms.value_or(0.0))});
     measured.push_back(p.batch_size);
     if (!g.fastest || p.samples_per_s > g.fastest->samples_per_s)
       g.fastest = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
@@ -209,6 +247,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     g.trend = Trend{fit.intercept, fit.slope, static_cast<int>(xs.size())};
   }
   g.jumps = detect_jumps(levels, options.detector);
+  count_passes(g);
   g.periodicity = analyze_periodicity(g.jumps.jumps, measured);
   for (const Jump& jump : g.jumps.jumps) {
     for (const PointStats& p : g.points) {

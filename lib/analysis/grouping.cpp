@@ -139,6 +139,7 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
   }
   if (const auto* step = std::get_if<StepRecord>(&r)) {
     point->second.times_ms.push_back(step->time_ms);
+    point->second.pass_times[key.pass.value_or(1)].push_back(step->time_ms);
   } else {
     point->second.point = std::get<PointRecord>(r);
   }

@@ -15,6 +15,7 @@ namespace batchscope {
 struct RawPoint {
   int64_t batch_size = 0;
   std::vector<double> times_ms;  // from the step records
+  std::map<int64_t, std::vector<double>> pass_times;  // the same by pass (repeats: R; 1 without)
   std::optional<PointRecord> point;
   std::string log;
 };

@@ -35,7 +35,10 @@ struct Jump {
   double delta_ms = 0;
   double delta_pct = 0;    // delta_ms relative to from_ms, in percent
   double z = 0;            // delta_ms over its noise
-  std::string confidence;  // "high" (z at least twice the threshold) or "medium"
+  std::string confidence;  // "high" (z at least twice the threshold) or "medium"; "doubtful" (below)
+  // With repeated passes (repeats: R): the passes whose own medians rise (or fall) across the pair by
+  // at least half the pooled change. A jump in fewer than half of them is "doubtful".
+  int passes = 0, passes_with = 0;
 };
 
 // A run of batch sizes between jumps or drops (or the ends of the range).

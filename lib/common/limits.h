@@ -13,6 +13,7 @@ constexpr int64_t kMaxSampleElements = int64_t{1} << 31;  // the elements of one
 constexpr int64_t kMaxBatchElements = int64_t{1} << 40;   // the elements of the largest batch
 constexpr int64_t kMaxClasses = int64_t{1} << 24;         // classes, or a vocabulary
 constexpr int64_t kMaxSteps = 1000000;                    // warm-up or timed steps per batch size
-constexpr int64_t kMaxProfileSteps = 100;                   // profiled steps per batch size (each keeps its events)
+constexpr int64_t kMaxProfileSteps = 100;                  // profiled steps per batch size (each keeps its events)
+constexpr int64_t kMaxRepeats = 100;                       // passes of the ladder (repeats: R)
 
 }  // namespace batchscope::limits

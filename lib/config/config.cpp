@@ -34,6 +34,8 @@
 //                    more steps under LibTorch's profiler, recorded per layer and per operator or
 //                    kernel in profile.jsonl; the timed steps are not changed by it
 //   profile_steps    profiled steps per batch size, 1 to 100 (3)
+//   repeats          passes over the whole ladder, 1 to 100 (1); with more than one, each pass runs
+//                    every batch size in its own shuffled order, and records carry their pass
 //   device           cpu | cuda | cuda:N | auto (auto); auto is resolved when the sweep runs
 // Command-line overrides replace the key in every experiment, after defaults.
 #include "lib/config/config.h"

@@ -64,6 +64,8 @@ struct ExperimentConfig {
   // Extra steps per batch size under LibTorch's profiler, after the timed ones (sweep --profile).
   bool profile = false;
   int profile_steps = 3;
+  // Passes over the whole ladder, each in its own shuffled order (repeats: R); 1 runs it once.
+  int repeats = 1;
   std::string device = "auto";  // resolved per machine by the sweep: the first GPU, else the CPU
   // Where each key's value came from, and under "experiment" where the experiment itself is, so that
   // checks made once the experiment is resolved can name the file and line. Not in the run record.
@@ -91,7 +93,7 @@ struct SweepOverrides {
   std::optional<uint64_t> seed;
   std::optional<double> lr;
   std::optional<bool> channels_last, cudnn_benchmark, profile;
-  std::optional<int64_t> profile_steps;
+  std::optional<int64_t> profile_steps, repeats;
 };
 
 // Reads and validates a YAML experiment file. Every problem throws UserError naming the file, the

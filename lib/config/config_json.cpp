@@ -51,6 +51,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     j["profile"] = true;
     j["profile_steps"] = e.profile_steps;
   }
+  if (e.repeats > 1) j["repeats"] = e.repeats;
   return j;
 }
 
@@ -100,6 +101,7 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.device = j.at("device").get<std::string>();
     e.profile = j.value("profile", false);
     e.profile_steps = j.value("profile_steps", e.profile_steps);
+    e.repeats = j.value("repeats", e.repeats);
     return e;
   } catch (const nlohmann::json::exception& error) {
     throw std::invalid_argument(std::string("the experiment record is incomplete or malformed (") +

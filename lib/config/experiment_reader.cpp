@@ -246,6 +246,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
   if (o.profile) put("profile", "--profile", YAML::Node(*o.profile));
   if (o.profile_steps) put("profile_steps", "--profile-steps", YAML::Node(*o.profile_steps));
+  if (o.repeats) put("repeats", "--repeats", YAML::Node(*o.repeats));
 }
 
 namespace {
@@ -399,6 +400,10 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("seed")) c.seed = get_seed(k["seed"]);
   if (k.has("device")) c.device = get_device(k["device"]);
   if (k.has("profile")) c.profile = get_bool(k["profile"]);
+  if (k.has("repeats")) {
+    c.repeats = static_cast<int>(get_int(k["repeats"], 1, limits::kMaxRepeats,
+                                         "give 1 to " + std::to_string(limits::kMaxRepeats) + " passes"));
+  }
   if (k.has("profile_steps")) {
     c.profile_steps = static_cast<int>(get_int(k["profile_steps"], 1, limits::kMaxProfileSteps,
                                                "give 1 to " + std::to_string(limits::kMaxProfileSteps) +

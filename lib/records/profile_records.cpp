@@ -43,7 +43,8 @@ ProfileRecord profile_record_from_json(const Json& j) {
   ProfileRecord r;
   r.key = {read_text(j, "experiment"), read_text(j, "model"),  read_text(j, "phase"), read_text(j, "precision"),
            read_text(j, "device"),     j.contains("transfer") ? read_text(j, "transfer") : std::string(),
-           read_whole(j, "batch_size")};
+           read_whole(j, "batch_size"), std::nullopt};
+  if (j.contains("pass")) r.key.pass = read_whole(j, "pass");
   if (r.key.batch_size < 1) throw BadRecord("has a batch_size below 1");
   r.steps = read_whole(j, "steps");
   if (r.steps < 1) throw BadRecord("has a steps below 1");

@@ -161,6 +161,8 @@ std::string run_problem(const Json& r) {
                                    {"channels_last", [](const Json& j) { return j.is_boolean(); }, "true or false"},
                                    {"profile", [](const Json& j) { return j.is_boolean(); }, "true or false"},
                                    {"profile_steps", [](const Json& j) { return is_whole(j, 1, limits::kMaxProfileSteps); },
+                                    "a whole number from 1 to 100"},
+                                   {"repeats", [](const Json& j) { return is_whole(j, 1, limits::kMaxRepeats); },
                                     "a whole number from 1 to 100"}},
                                "experiment's ");
         if (!problem.empty()) return problem;
@@ -180,6 +182,8 @@ std::string batch_problem(const std::string& type, const Json& r) {
                                          {"precision", text, "text"},
                                          {"device", text, "text"},
                                          {"transfer", text, "text"},
+                                         {"pass", [](const Json& j) { return is_whole(j, 1, limits::kMaxRepeats); },
+                                          "a whole number from 1 to 100"},
                                          {"peak_memory_bytes", count_or_null, "a whole number or null"}});
   if (!problem.empty()) return problem;
   if (type == record::kStep) {

@@ -80,7 +80,7 @@ void read_fields(const Json& j, Struct& to, const NumberField<Struct> (&fields)[
 BatchKey key_from(const Json& j) {
   return {text(j, "experiment"), text(j, "model"),    text(j, "phase"),
           text(j, "precision"),  text(j, "device"),   text(j, "transfer"),
-          whole(j, "batch_size").value_or(0)};
+          whole(j, "batch_size").value_or(0), whole(j, "pass")};
 }
 
 std::optional<PointEnergy> energy_from(const Json& j) {
@@ -144,6 +144,7 @@ Json key_json(const char* type, const BatchKey& k) {
             {"phase", k.phase},      {"precision", k.precision},   {"device", k.device}};
   if (!k.transfer.empty()) j["transfer"] = k.transfer;
   j["batch_size"] = k.batch_size;
+  if (k.pass) j["pass"] = *k.pass;
   return j;
 }
 
@@ -188,7 +189,7 @@ Json context_record(const char* type, const std::string& command_line, const Jso
 }
 
 BatchKey batch_key(const ExperimentConfig& e, const std::string& device, int64_t batch_size) {
-  return {e.name, e.model, to_string(e.phase), to_string(e.precision), device, to_string(e.transfer), batch_size};
+  return {e.name, e.model, to_string(e.phase), to_string(e.precision), device, to_string(e.transfer), batch_size, std::nullopt};
 }
 
 PointRecord point_record(const BatchKey& key, const std::vector<double>& times_ms, double flops_per_step,

@@ -60,6 +60,8 @@ struct BatchKey {
   std::string experiment, model, phase, precision, device;
   std::string transfer;  // "" in logs written before it was recorded
   int64_t batch_size = 0;
+  // Which of the ladder's repeated passes (repeats: R, 1-based); absent in a sweep of one pass.
+  std::optional<int64_t> pass;
 };
 
 struct StepRecord {

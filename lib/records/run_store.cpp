@@ -108,13 +108,12 @@ void RunStore::note(const SweepRecord& r) {
   if (std::holds_alternative<StepRecord>(r)) return;
   const BatchKey* batch = batch_key_of(r);
   if (batch == nullptr) return;
-  const std::pair<std::string, int64_t> key{batch->experiment, batch->batch_size};
-  done_.insert(key);
-  if (std::holds_alternative<OomRecord>(r)) ooms_.push_back(key);
+  done_.insert({batch->experiment, batch->batch_size, batch->pass.value_or(1)});
+  if (std::holds_alternative<OomRecord>(r)) ooms_.push_back({batch->experiment, batch->batch_size});
 }
 
-bool RunStore::done(const std::string& experiment, int64_t batch_size) const {
-  return done_.count({experiment, batch_size}) > 0;
+bool RunStore::done(const std::string& experiment, int64_t batch_size, int64_t pass) const {
+  return done_.count({experiment, batch_size, pass}) > 0;
 }
 
 std::optional<int64_t> RunStore::out_of_memory_at(const std::string& experiment) const {

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -22,8 +23,9 @@ class RunStore {
   RunStore(const std::string& dir, const Json& experiments, bool force);
 
   bool resuming() const { return resuming_; }
-  // Whether an earlier session of this run already finished this batch size (point, oom or skipped).
-  bool done(const std::string& experiment, int64_t batch_size) const;
+  // Whether an earlier session of this run already finished this batch size in this pass (point, oom or
+  // skipped); records without a pass are pass 1.
+  bool done(const std::string& experiment, int64_t batch_size, int64_t pass = 1) const;
   // The smallest batch size of this experiment that ran out of memory in an earlier session.
   std::optional<int64_t> out_of_memory_at(const std::string& experiment) const;
 
@@ -45,7 +47,7 @@ class RunStore {
 
   std::string dir_, jsonl_path_, csv_path_;
   bool resuming_ = false;
-  std::set<std::pair<std::string, int64_t>> done_;
+  std::set<std::tuple<std::string, int64_t, int64_t>> done_;
   std::vector<std::pair<std::string, int64_t>> ooms_;
   std::unique_ptr<JsonlWriter> writer_;
   std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile

@@ -72,8 +72,9 @@ struct Session {
   bool stop_requested() const { return options.stop_requested != nullptr && options.stop_requested->load(); }
 };
 
-// Runs the batch sizes of one experiment that are not done yet. Out of memory at a size skips the
-// larger ones; an operation LibTorch lacks skips them all. Returns false when stopped on request.
+// Runs the batch sizes of one experiment that are not done yet, pass after pass. Out of memory at a size
+// skips the larger ones (in the later passes too); an operation LibTorch lacks skips them all. Returns
+// false when stopped on request.
 bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count) {
   const torch::Device device(e.device);
   at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
@@ -82,74 +83,78 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
   std::unique_ptr<Workload> workload;
   std::unique_ptr<StepTimer> timer = make_step_timer(device);
 
-  for (int64_t batch_size : batch_order(e)) {
-    if (s.store.done(e.name, batch_size)) continue;
-    if (s.stop_requested()) return false;
-    const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
-    const BatchKey key = batch_key(e, e.device, batch_size);
-    // A size that is not run is recorded as skipped, with why.
-    const auto skip = [&](const std::string& reason) {
-      s.store.write({SkippedRecord{key, reason}});
-      s.progress.work_done(work);
-    };
-    if (oom_at && batch_size > *oom_at) {
-      skip("batch size " + std::to_string(*oom_at) + " ran out of memory");
-      continue;
-    }
-    if (unsupported) {
-      skip(*unsupported);
-      continue;
-    }
-    std::vector<SweepRecord> records;
-    try {
-      if (!workload) {
-        const auto found = s.loaded.find(e.data);
-        workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+  for (int pass = 1; pass <= e.repeats; ++pass) {
+    for (int64_t batch_size : batch_order(e, pass)) {
+      if (s.store.done(e.name, batch_size, pass)) continue;
+      if (s.stop_requested()) return false;
+      const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
+      BatchKey key = batch_key(e, e.device, batch_size);
+      if (e.repeats > 1) key.pass = pass;
+      // A size that is not run is recorded as skipped, with why.
+      const auto skip = [&](const std::string& reason) {
+        s.store.write({SkippedRecord{key, reason}});
+        s.progress.work_done(work);
+      };
+      if (oom_at && batch_size > *oom_at) {
+        skip("batch size " + std::to_string(*oom_at) + " ran out of memory");
+        continue;
       }
-      s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
-      const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
-      if (e.profile) {
-        // After the timed steps, never among them.
-        const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
-        s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
-      }
-      workload->release_batch();
-      records = measured_records(key, m, workload->flops_per_step(batch_size));
-    } catch (const std::exception& error) {
-      if (const auto missing = unsupported_operation(error)) {
-        // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
-        // recorded as skipped with the reason, and the sweep goes on with the next experiment.
-        workload.reset();
-        s.progress.finish();
-        unsupported = warn_unsupported(e, *missing);
+      if (unsupported) {
         skip(*unsupported);
         continue;
       }
-      if (!is_out_of_memory(error)) throw;
-      // Drop everything the failed step held, model and optimizer state included; a later smaller
-      // size (shuffled order) builds them afresh.
-      workload.reset();
-      if (device.is_cuda()) gpu::empty_cache();
-      oom_at = batch_size;
-      s.progress.finish();
-      spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
-      const std::string message = error.what();
-      records = {OomRecord{key, message.substr(0, message.find('\n'))}};
+      std::vector<SweepRecord> records;
+      try {
+        if (!workload) {
+          const auto found = s.loaded.find(e.data);
+          workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+        }
+        s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
+        const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
+        if (e.profile && pass == 1) {
+          // After the timed steps, never among them; in the first pass only.
+          const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
+          s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+        }
+        workload->release_batch();
+        records = measured_records(key, m, workload->flops_per_step(batch_size));
+      } catch (const std::exception& error) {
+        if (const auto missing = unsupported_operation(error)) {
+          // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
+          // recorded as skipped with the reason, and the sweep goes on with the next experiment.
+          workload.reset();
+          s.progress.finish();
+          unsupported = warn_unsupported(e, *missing);
+          skip(*unsupported);
+          continue;
+        }
+        if (!is_out_of_memory(error)) throw;
+        // Drop everything the failed step held, model and optimizer state included; a later smaller
+        // size (shuffled order) builds them afresh.
+        workload.reset();
+        if (device.is_cuda()) gpu::empty_cache();
+        oom_at = batch_size;
+        s.progress.finish();
+        spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
+        const std::string message = error.what();
+        records = {OomRecord{key, message.substr(0, message.find('\n'))}};
+      }
+      s.store.write(records);
+      s.progress.work_done(work);
+      s.progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
     }
-    s.store.write(records);
-    s.progress.work_done(work);
-    s.progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
   }
   return true;
 }
 
 }  // namespace
 
-std::vector<int64_t> batch_order(const ExperimentConfig& e) {
+std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass) {
   std::vector<int64_t> order = e.batch_sizes;
-  if (e.order == BatchOrder::Shuffled) {
-    // Fisher-Yates with the standard engine: the same seed gives the same order on every platform.
-    std::mt19937_64 rng(e.seed);
+  if (e.order == BatchOrder::Shuffled || e.repeats > 1) {
+    // Fisher-Yates with the standard engine: the same seed gives the same order on every platform. Each
+    // pass of a repeated ladder has an order of its own, the first pass that of a single one.
+    std::mt19937_64 rng(e.seed + static_cast<uint64_t>(pass - 1) * 0x9E3779B97F4A7C15ULL);
     for (std::size_t i = order.size(); i > 1; --i) {
       const std::size_t j = static_cast<std::size_t>(rng() % i);
       std::swap(order[i - 1], order[j]);
@@ -171,7 +176,9 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   double total_work = 0;
   for (const ExperimentConfig& e : config.experiments) {
     for (int64_t b : e.batch_sizes) {
-      if (!store.done(e.name, b)) total_work += static_cast<double>(b) * (e.warmup_steps + e.timed_steps);
+      for (int pass = 1; pass <= e.repeats; ++pass) {
+        if (!store.done(e.name, b, pass)) total_work += static_cast<double>(b) * (e.warmup_steps + e.timed_steps);
+      }
     }
   }
   progress.begin_sweep(total_work);

@@ -49,7 +49,8 @@ struct SweepOutcome {
 // experiment are recorded as skipped; the sweep goes on with the next experiment.
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream);
 
-// The batch sizes of an experiment in the order they run: as given, or shuffled with the seed.
-std::vector<int64_t> batch_order(const ExperimentConfig& e);
+// The batch sizes of an experiment in the order they run in a pass: as given, or shuffled with the seed;
+// with repeats, every pass in an order of its own.
+std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass = 1);
 
 }  // namespace batchscope

@@ -11,7 +11,7 @@ Json records_json(const std::vector<Record>& records) {
 }
 
 Json jump_json(const Jump& j) {
-  return Json{{"from", j.from_batch},
+  Json out{{"from", j.from_batch},
               {"to", j.to_batch},
               {"from_ms", j.from_ms},
               {"to_ms", j.to_ms},
@@ -19,6 +19,12 @@ Json jump_json(const Jump& j) {
               {"delta_pct", j.delta_pct},
               {"z", j.z},
               {"confidence", j.confidence}};
+  // Only with repeated passes, so that analyses of single-pass logs keep their keys.
+  if (j.passes > 0) {
+    out["passes"] = j.passes;
+    out["passes_with"] = j.passes_with;
+  }
+  return out;
 }
 
 Json choice_json(const BatchChoice& c) {
@@ -46,7 +52,7 @@ Json with_energy(Json point, const PointStats& p) {
 }
 
 Json point_json(const PointStats& p) {
-  return Json{{"batch_size", p.batch_size},
+  Json out{{"batch_size", p.batch_size},
               {"samples", p.samples},
               {"median_ms", p.median_ms},
               {"p10_ms", p.p10_ms},
@@ -60,6 +66,14 @@ Json point_json(const PointStats& p) {
               {"tflops", optional_json(p.tflops)},
               {"peak_memory_bytes", optional_json(p.peak_memory_bytes)},
               {"too_few_samples", p.too_few_samples}};
+  // Only with repeated passes, so that analyses of single-pass logs keep their keys.
+  if (!p.pass_medians.empty()) {
+    Json medians = Json::object();
+    for (const auto& [pass, ms] : p.pass_medians) medians[std::to_string(pass)] = ms;
+    out["pass_medians_ms"] = medians;
+    out["between_pass_se_ms"] = optional_json(p.between_pass_se_ms);
+  }
+  return out;
 }
 
 Json efficient_json(const EnergyChoice& c, bool above_idle) {

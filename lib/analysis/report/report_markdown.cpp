@@ -74,7 +74,9 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
     for (const Jump& x : j.jumps) {
       out << "| " << jump_name(x) << " | " << significant(x.from_ms) << " | " << significant(x.to_ms) << " | "
           << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | "
-          << significant(x.z, 3) << " | " << x.confidence << " |\n";
+          << significant(x.z, 3) << " | " << x.confidence
+          << (x.passes > 0 ? ", in " + std::to_string(x.passes_with) + " of " + std::to_string(x.passes) + " passes" : "")
+          << " |\n";
     }
     out << "\n";
   }

@@ -1,0 +1,209 @@
+// Repeated passes over the ladder (repeats: R): each pass in its own order, records with their pass,
+// resume per pass, and jumps judged against the spread between passes.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "lib/analysis/analyzer.h"
+#include "lib/records/jsonl.h"
+#include "lib/sweep/sweep_runner.h"
+#include "tests/test_support.h"
+
+using namespace batchscope;
+
+namespace {
+
+ExperimentConfig repeated(int repeats, std::vector<int64_t> batches) {
+  ExperimentConfig e;
+  e.name = "mnist_repeats";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.batch_sizes = std::move(batches);
+  e.warmup_steps = 1;
+  e.timed_steps = 2;
+  e.device = "cpu";
+  e.repeats = repeats;
+  return e;
+}
+
+// (pass, batch size) of every point record, in log order.
+std::vector<std::pair<int64_t, int64_t>> points_of(const std::vector<SweepRecord>& records) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const SweepRecord& r : records) {
+    if (const auto* p = std::get_if<PointRecord>(&r)) out.emplace_back(p->key.pass.value_or(0), p->key.batch_size);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(Repeats, EachPassRunsEverySizeOnceInAnOrderOfItsOwn) {
+  const ExperimentConfig e = repeated(2, {1, 2, 3, 4, 5, 6});
+  EXPECT_NE(batch_order(e, 1), batch_order(e, 2));
+  EXPECT_EQ(batch_order(e, 2), batch_order(e, 2));
+  const testing_support::TempDir dir;
+  SweepOptions options;
+  options.out_dir = dir / "r";
+  options.measure_energy = false;
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), options, progress);
+  const auto points = points_of(outcome.records);
+  ASSERT_EQ(points.size(), 12u);
+  std::vector<int64_t> first, second;
+  for (const auto& [pass, batch] : points) (pass == 1 ? first : pass == 2 ? second : first).push_back(batch);
+  EXPECT_EQ(first, batch_order(e, 1));
+  EXPECT_EQ(second, batch_order(e, 2));
+  // Steps carry their pass too, and steps.csv has the column.
+  for (const SweepRecord& r : outcome.records) {
+    if (const auto* s = std::get_if<StepRecord>(&r)) EXPECT_TRUE(s->key.pass.has_value());
+  }
+  std::ifstream csv(outcome.csv_path);
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_NE(header.find(",pass,"), std::string::npos);
+  // A single pass writes no pass at all.
+  options.out_dir = dir / "single";
+  const SweepOutcome single = run_sweep(resolve_for_machine(SweepConfig{"test", {repeated(1, {1, 2})}}), options, progress);
+  for (const auto& [pass, batch] : points_of(single.records)) EXPECT_EQ(pass, 0);
+}
+
+// A sweep killed in its second pass resumes there: every (pass, size) once.
+TEST(Repeats, AKilledSweepResumesInItsPass) {
+  const ExperimentConfig e = repeated(2, {1, 2, 3, 4});
+  const testing_support::TempDir dir;
+  SweepOptions options;
+  options.out_dir = dir / "r";
+  options.measure_energy = false;
+  std::ostringstream progress;
+  run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), options, progress);
+  // Cut the log after the second pass's first size, as a kill would leave it.
+  const std::string log = dir / "r/steps.jsonl";
+  std::vector<std::string> kept;
+  {
+    std::ifstream in(log);
+    std::string line;
+    int second_pass_points = 0;
+    while (std::getline(in, line) && second_pass_points < 1) {
+      kept.push_back(line);
+      const Json j = Json::parse(line);
+      if (j.value("type", "") == "point" && j.value("pass", 0) == 2) ++second_pass_points;
+    }
+  }
+  {
+    std::ofstream out(log, std::ios::trunc);
+    for (const std::string& line : kept) out << line << "\n";
+  }
+  const SweepOutcome resumed = run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), options, progress);
+  EXPECT_TRUE(resumed.resumed);
+  const auto points = points_of(resumed.records);
+  const std::set<std::pair<int64_t, int64_t>> unique(points.begin(), points.end());
+  EXPECT_EQ(points.size(), 8u);
+  EXPECT_EQ(unique.size(), 8u);
+}
+
+namespace {
+
+// A generated log: per pass and batch size, 8 tight steps (±0.2%) around the level `level(pass, b, position)`,
+// where position is the size's place in that pass's shuffled order (for drift over time).
+std::string write_log(const testing_support::TempDir& dir, int passes, int64_t last,
+                      const std::function<double(int pass, int64_t b, int position)>& level) {
+  const std::string path = dir / ("log" + std::to_string(passes) + ".jsonl");
+  std::ofstream out(path);
+  const Json config = {{"name", "g"}, {"model", "vgg16"}, {"phase", "train"}, {"precision", "fp32"},
+                       {"input", {3, 32, 32}}, {"classes", 10}, {"data", "synthetic"}};
+  out << Json{{"type", "run"}, {"run_id", "r"}, {"libtorch_version", "1.13"}, {"config", {{"experiments", {config}}}}}.dump()
+      << "\n";
+  for (int pass = 1; pass <= passes; ++pass) {
+    std::vector<int64_t> order;
+    for (int64_t b = 1; b <= last; ++b) order.push_back(b);
+    std::mt19937_64 rng(static_cast<uint64_t>(pass));
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int position = 0; position < static_cast<int>(order.size()); ++position) {
+      const int64_t b = order[static_cast<std::size_t>(position)];
+      BatchKey key{"g", "vgg16", "train", "fp32", "cpu", "", b, std::nullopt};
+      if (passes > 1) key.pass = pass;
+      const double m = level(pass, b, position);
+      for (int i = 0; i < 8; ++i) {
+        out << to_json(SweepRecord(StepRecord{key, i, m * (1.0 + 0.002 * ((i % 3) - 1)), std::nullopt, std::nullopt})).dump()
+            << "\n";
+      }
+    }
+  }
+  out << to_json(SweepRecord(end_record())).dump() << "\n";
+  return path;
+}
+
+double trend(int64_t b) { return 10.0 + 0.8 * static_cast<double>(b); }
+
+}  // namespace
+
+// Drift: each pass 3% slower than the last, and within a pass 2% slower from its first size to its last,
+// in shuffled order. Without a real jump nothing is found.
+TEST(RepeatsDetector, DriftBetweenAndWithinPassesIsNoJump) {
+  const testing_support::TempDir dir;
+  const std::string log = write_log(dir, 3, 64, [](int pass, int64_t b, int position) {
+    return trend(b) * (1.0 + 0.03 * (pass - 1)) * (1.0 + 0.02 * position / 64.0);
+  });
+  const Analysis a = analyze_logs({log}, AnalyzeOptions{});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_TRUE(a.groups[0].jumps.jumps.empty()) << a.groups[0].jumps.jumps.front().from_batch;
+  EXPECT_TRUE(a.groups[0].jumps.drops.empty());
+  EXPECT_EQ(a.groups[0].points[10].pass_medians.size(), 3u);
+  EXPECT_GT(a.groups[0].points[10].between_pass_se_ms.value_or(0), 0);
+}
+
+// A +20% jump at 16→17 in every pass is found, in 3 of 3 passes, while the sizes from 40 on scatter by
+// several ms from pass to pass; nothing else is reported.
+TEST(RepeatsDetector, ARealJumpIsFoundInEveryPassDespiteScatterAtLargeSizes) {
+  const testing_support::TempDir dir;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> scatter(0.0, 3.0);
+  std::map<std::pair<int, int64_t>, double> noise;
+  for (int pass = 1; pass <= 3; ++pass) {
+    for (int64_t b = 40; b <= 64; ++b) noise[{pass, b}] = scatter(rng);
+  }
+  const std::string log = write_log(dir, 3, 64, [&](int pass, int64_t b, int) {
+    const double base = trend(b) * (b >= 17 ? 1.2 : 1.0);
+    const auto n = noise.find({pass, b});
+    return base + (n == noise.end() ? 0.0 : n->second);
+  });
+  const Analysis a = analyze_logs({log}, AnalyzeOptions{});
+  const JumpAnalysis& j = a.groups.at(0).jumps;
+  ASSERT_EQ(j.jumps.size(), 1u);
+  EXPECT_EQ(j.jumps[0].from_batch, 16);
+  EXPECT_EQ(j.jumps[0].to_batch, 17);
+  EXPECT_EQ(j.jumps[0].passes, 3);
+  EXPECT_EQ(j.jumps[0].passes_with, 3);
+  EXPECT_TRUE(j.drops.empty());
+}
+
+// One pass, sizes whose medians wander ±5% around the trend while their own steps are tight: scatter,
+// not jumps.
+TEST(RepeatsDetector, WanderingMediansInASinglePassAreNoJumps) {
+  const testing_support::TempDir dir;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> wander(-0.05, 0.05);
+  std::map<int64_t, double> offset;
+  for (int64_t b = 1; b <= 64; ++b) offset[b] = wander(rng);
+  const std::string log = write_log(dir, 1, 64, [&](int, int64_t b, int) { return trend(b) * (1.0 + offset[b]); });
+  const Analysis a = analyze_logs({log}, AnalyzeOptions{});
+  EXPECT_TRUE(a.groups.at(0).jumps.jumps.empty()) << a.groups[0].jumps.jumps.size() << " jumps, first at "
+                                                  << a.groups[0].jumps.jumps.front().to_batch;
+  EXPECT_TRUE(a.groups[0].points[0].pass_medians.empty());
+}
+
+TEST(RepeatsConfig, IsReadAndRefusedOutOfRange) {
+  const SweepConfig c = parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nrepeats: 3\n", "r.yaml");
+  EXPECT_EQ(c.experiments.at(0).repeats, 3);
+  EXPECT_EQ(to_json(c.experiments[0])["repeats"], 3);
+  EXPECT_TRUE(testing_support::refuses_with(
+      [] { parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nrepeats: 0\n", "r.yaml"); },
+      {"r.yaml:3", "repeats", "give 1 to 100 passes"}));
+}
