@@ -90,6 +90,23 @@ struct GroupEnergy {
   std::vector<Throttling> throttled;
 };
 
+// What one batch size costs at the group's price per device-hour.
+struct PointCost {
+  int64_t batch_size = 0;
+  double usd_per_million_samples = 0;
+  std::optional<double> usd_per_epoch;  // where the epoch's size is known
+};
+
+// The group's price, where it came from, and its cheapest batch size (lowest $ per million samples
+// among the sizes with enough steps).
+struct GroupCost {
+  double usd_per_hour = 0;
+  std::string price_from;  // "--price" or "FILE:LINE (key)"
+  std::optional<int64_t> epoch_samples;
+  std::vector<PointCost> points;  // ascending batch size, the flagged ones left out
+  std::optional<PointCost> cheapest;
+};
+
 // One line of measurements: the same model, phase, precision, input, device kind and settings.
 struct GroupAnalysis {
   std::string id;     // file-name safe, unique within an analysis
@@ -116,6 +133,7 @@ struct GroupAnalysis {
   // and the model is made of plan layers; otherwise why there is none.
   std::optional<Prediction> prediction;
   std::string no_prediction;
+  std::optional<GroupCost> cost;  // where analyze was given a price for its device
 };
 
 // One common batch size of an energy comparison: group samples/J / baseline samples/J, and the same
@@ -184,6 +202,8 @@ struct Analysis {
   std::vector<Comparison> comparisons;
   // Pairs of groups that differ only in whether the copy to the device was timed.
   std::vector<TransferVerdict> transfer_verdicts;
+  // Groups left unpriced although prices were given (their labels).
+  std::vector<std::string> unpriced;
   std::vector<std::string> warnings;  // everything the user should know that is not an error
 };
 

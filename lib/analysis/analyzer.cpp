@@ -345,6 +345,33 @@ std::vector<TransferVerdict> transfer_verdicts(const std::vector<RawGroup>& raw,
   return out;
 }
 
+// $ per million samples (and per epoch) at the price of each group's device.
+void price_groups(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOptions& options) {
+  if (options.prices.entries.empty() && !options.prices.fallback) return;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    GroupAnalysis& g = a.groups[i];
+    if (g.points.empty()) continue;
+    const Json& id = raw[i].identity;
+    const std::optional<Price> price = price_for(options.prices, {id.value("device", ""), id.value("cpu", "")});
+    if (!price) {
+      a.unpriced.push_back(g.label);
+      continue;
+    }
+    GroupCost cost;
+    cost.usd_per_hour = price->usd_per_hour;
+    cost.price_from = price->from;
+    cost.epoch_samples = options.epoch_samples ? options.epoch_samples : known_epoch_samples(id.value("data", ""));
+    for (const PointStats& p : g.points) {
+      if (p.too_few_samples) continue;
+      PointCost c{p.batch_size, usd_per_million_samples(cost.usd_per_hour, p.median_ms, p.batch_size), std::nullopt};
+      if (cost.epoch_samples) c.usd_per_epoch = usd_per_epoch(cost.usd_per_hour, p.median_ms, p.batch_size, *cost.epoch_samples);
+      if (!cost.cheapest || c.usd_per_million_samples < cost.cheapest->usd_per_million_samples) cost.cheapest = c;
+      cost.points.push_back(c);
+    }
+    g.cost = std::move(cost);
+  }
+}
+
 }  // namespace
 
 Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& options) {
@@ -353,6 +380,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   label_groups(raw, a.groups);
   a.comparisons = compare(raw, a.groups);
   a.transfer_verdicts = transfer_verdicts(raw, a.groups);
+  price_groups(raw, a, options);
   for (const GroupAnalysis& g : a.groups) {
     if (!g.flagged.empty()) {
       a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) +

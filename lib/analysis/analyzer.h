@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/cost.h"
 #include "lib/analysis/grouping.h"
 #include "lib/analysis/tile_model.h"
 
@@ -18,6 +19,10 @@ struct AnalyzeOptions {
   // asking "what would this GPU do"), and the tile where no profiled kernel name gives one.
   std::optional<int64_t> sms;
   std::optional<Tile> tile;
+  // Prices per device-hour (analyze --price, --prices) and the samples of an epoch for $ per epoch
+  // (default: the training set of the experiment's dataset where known).
+  PriceList prices;
+  std::optional<int64_t> epoch_samples;
 };
 
 // Statistics, trend, jumps, periodicity and best batch sizes of each group, and speedups between

@@ -264,6 +264,23 @@ Json prediction_json(const Prediction& p) {
 Json with_profile(Json group, const GroupAnalysis& g) {
   if (g.profile) group["profile"] = profile_json(*g.profile);
   if (g.prediction) group["prediction"] = prediction_json(*g.prediction);
+  if (g.cost) {
+    Json points = Json::array();
+    for (const PointCost& c : g.cost->points) {
+      points.push_back({{"batch_size", c.batch_size},
+                        {"usd_per_million_samples", c.usd_per_million_samples},
+                        {"usd_per_epoch", optional_json(c.usd_per_epoch)}});
+    }
+    Json cheapest = nullptr;
+    if (g.cost->cheapest) {
+      cheapest = {{"batch_size", g.cost->cheapest->batch_size},
+                  {"usd_per_million_samples", g.cost->cheapest->usd_per_million_samples},
+                  {"usd_per_epoch", optional_json(g.cost->cheapest->usd_per_epoch)}};
+    }
+    group["cost"] = {{"usd_per_hour", g.cost->usd_per_hour}, {"price_from", g.cost->price_from},
+                     {"epoch_samples", optional_json(g.cost->epoch_samples)}, {"points", points},
+                     {"cheapest", cheapest}};
+  }
   return group;
 }
 
@@ -309,6 +326,7 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
               {"microbatch", microbatch},
               {"warnings", analysis.warnings}};
   if (!transfer.empty()) out["transfer_verdicts"] = transfer;
+  if (!analysis.unpriced.empty()) out["unpriced_groups"] = analysis.unpriced;
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "lib/analysis/report/cost_report.h"
 #include "lib/analysis/report/energy_report.h"
 #include "lib/analysis/report/profile_report.h"
 
@@ -184,6 +185,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << " ms per step)\n";
   }
   write_energy_bests(out, g);
+  write_cost_best(out, g);
   if (g.saturation) {
     out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
         << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
@@ -336,6 +338,7 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
     out << "## Comparisons\n\n";
     for (const Comparison& c : a.comparisons) write_comparison(out, c, plots, dir);
   }
+  write_cost_section(out, a);
   write_transfer_verdicts(out, a);
   if (!a.microbatch.empty()) write_microbatch(out, a.microbatch);
   write_environment(out, a);

@@ -1,0 +1,18 @@
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "lib/analysis/analysis.h"
+
+namespace batchscope {
+
+// The cheapest batch size in a group's list of best sizes, where the group was priced.
+void write_cost_best(std::ostream& out, const GroupAnalysis& g);
+
+// "What it costs": every priced group's cheapest batch size with $ per million samples and per epoch,
+// beside its fastest and most energy-efficient sizes, cheapest group first, with each group's cost
+// against the cheapest.
+void write_cost_section(std::ostream& out, const Analysis& analysis);
+
+}  // namespace batchscope
