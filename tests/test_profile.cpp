@@ -536,3 +536,23 @@ TEST(TileModel, AgreementCountsMatchesWithinOneBatchSize) {
   EXPECT_EQ(p.measured_only, std::vector<int64_t>{100});
   EXPECT_TRUE(p.predicted_only.empty());
 }
+
+// Without kernel records, CUDA-event spans give each layer its GPU time, owned as its host time is; the
+// backward nodes on the engine's thread are not counted again in the backward scope that waits for them.
+TEST(ProfileAttribution, CudaEventSpansStandInForKernels) {
+  std::vector<ProfilerEvent> step = two_layer_step(0, false);
+  for (ProfilerEvent& e : step) {
+    e.device_us = e.duration_us / 2;  // the GPU ran each range in half its host time
+    if (e.kind == Kind::kBackwardNode || e.name.rfind("autograd::engine", 0) == 0 || e.name == "aten::mm") e.thread = 2;
+  }
+  ProfileRecord r;
+  attribute_events({step}, r);
+  ASSERT_TRUE(r.kernel_ms.has_value());
+  EXPECT_NEAR(find_layer(r, "fc1", profile_pass::kForward)->device_ms.value(), 0.025, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kBackward)->device_ms.value(), 0.045, 1e-9);
+  // The backward scope keeps only what no backward node on the other thread covers: 200 - 170.
+  EXPECT_NEAR(find_layer(r, "step.backward", profile_pass::kStep)->cpu_ms, 0.030, 1e-9);
+  EXPECT_NEAR(find_layer(r, "step.backward", profile_pass::kStep)->device_ms.value(), 0.015, 1e-9);
+  // Everything once: half of the 300 µs of host time.
+  EXPECT_NEAR(*r.kernel_ms, 0.150, 1e-9);
+}

@@ -70,6 +70,7 @@ struct Totals {
   std::map<std::pair<Owner, std::string>, KernelTime> kernels;
   double kernel_ms = 0;
   bool any_kernel = false;
+  bool any_device_span = false;  // CUDA-event times instead of kernels
 
   LayerTime& layer(const Owner& o) {
     auto [it, fresh] = layers.try_emplace(o);
@@ -122,15 +123,38 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
 
   // Owned time: an owner's span less the owners directly inside it on its thread.
   std::vector<double> owned_us(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> owned_device_us(static_cast<std::size_t>(n), 0.0);
   std::vector<double> child_us(static_cast<std::size_t>(n), 0.0);
+  bool device_spans = false;
   for (int i = 0; i < n; ++i) {
     const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
     const int p = tree.parent[static_cast<std::size_t>(i)];
     if (p >= 0) child_us[static_cast<std::size_t>(p)] += e.duration_us;
     if (!owner[static_cast<std::size_t>(i)]) continue;
-    owned_us[static_cast<std::size_t>(i)] += e.duration_us;
     const int above = p < 0 ? -1 : owner_of(tree, owner, p);
+    owned_us[static_cast<std::size_t>(i)] += e.duration_us;
     if (above >= 0) owned_us[static_cast<std::size_t>(above)] -= e.duration_us;
+    if (e.device_us >= 0) {
+      device_spans = true;
+      owned_device_us[static_cast<std::size_t>(i)] += e.device_us;
+      if (above >= 0) owned_device_us[static_cast<std::size_t>(above)] -= e.device_us;
+    }
+  }
+  totals.any_device_span = totals.any_device_span || device_spans;
+  // On a GPU the backward pass runs on the autograd engine's own thread while the step's backward scope
+  // waits for it: the owners at the top of another thread within a scope's span are taken from the
+  // scope's own time, as nested owners on its thread are, so nothing is counted twice.
+  for (int i = 0; i < n; ++i) {
+    const ProfilerEvent& s = *tree.events[static_cast<std::size_t>(i)];
+    if (!owner[static_cast<std::size_t>(i)] || s.kind != ProfilerEvent::Kind::kScope) continue;
+    for (int j = 0; j < n; ++j) {
+      const ProfilerEvent& o = *tree.events[static_cast<std::size_t>(j)];
+      const int p = tree.parent[static_cast<std::size_t>(j)];
+      if (!owner[static_cast<std::size_t>(j)] || o.thread == s.thread || (p >= 0 && owner_of(tree, owner, p) >= 0)) continue;
+      if (o.start_us < s.start_us || o.start_us >= s.start_us + s.duration_us) continue;
+      owned_us[static_cast<std::size_t>(i)] -= o.duration_us;
+      if (o.device_us >= 0) owned_device_us[static_cast<std::size_t>(i)] -= o.device_us;
+    }
   }
   std::unordered_map<uint64_t, Owner> owner_of_correlation;
   for (int i = 0; i < n; ++i) {
@@ -140,6 +164,11 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
       LayerTime& layer = totals.layer(o);
       layer.calls += 1;
       layer.cpu_ms += std::max(0.0, owned_us[static_cast<std::size_t>(i)]) / 1000.0;
+      if (device_spans) {
+        const double device_ms = std::max(0.0, owned_device_us[static_cast<std::size_t>(i)]) / 1000.0;
+        layer.device_ms = layer.device_ms.value_or(0.0) + device_ms;
+        totals.kernel_ms += device_ms;
+      }
     }
     if (e.correlation != 0) owner_of_correlation.emplace(e.correlation, o);
     if (e.kind == ProfilerEvent::Kind::kOperator || e.kind == ProfilerEvent::Kind::kBackwardNode) {
@@ -177,13 +206,13 @@ void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, Prof
   out.layers.clear();
   out.kernels.clear();
   out.kernel_ms.reset();
-  if (totals.any_kernel) out.kernel_ms = totals.kernel_ms / n;
+  if (totals.any_kernel || totals.any_device_span) out.kernel_ms = totals.kernel_ms / n;
   for (const Owner& o : totals.layer_order) {
     LayerTime layer = totals.layers.at(o);
     layer.calls /= n;
     layer.cpu_ms /= n;
     if (layer.device_ms) *layer.device_ms /= n;
-    if (totals.any_kernel && !layer.device_ms) layer.device_ms = 0.0;
+    if ((totals.any_kernel || totals.any_device_span) && !layer.device_ms) layer.device_ms = 0.0;
     out.layers.push_back(layer);
 
     // Device kernels where the profiler saw any, else the host operators; the longest first.

@@ -23,6 +23,9 @@ struct ProfilerEvent {
   int64_t sequence = -1;  // autograd's sequence number; -1 for none
   uint64_t correlation = 0;
   uint64_t linked_correlation = 0;  // a kernel's: the correlation of the operator that launched it
+  // GPU time between CUDA events recorded at the event's start and end (the fallback where the profiler
+  // records no kernels); negative where unknown.
+  double device_us = -1;
 };
 
 // Operators or kernels kept per layer and pass, the longest first; the rest are summed as "(other)".
@@ -36,7 +39,9 @@ inline constexpr std::size_t kKernelsPerLayer = 8;
 // held the forward operator with the node's sequence number (the pairing autograd records), an
 // AccumulateGrad node to "(accumulate grad)", and any other to "(unattributed)". An operator's self time
 // (less the operators it called) and a kernel's device time go to the owner of the operator: for a
-// kernel, the operator whose correlation the kernel is linked to.
+// kernel, the operator whose correlation the kernel is linked to. Without kernels, where the events carry
+// CUDA-event times (device_us), a layer's device time is owned the same way as its host time: its span
+// on the GPU less the spans of the owners nested in it.
 void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, ProfileRecord& out);
 
 }  // namespace batchscope

@@ -1,11 +1,13 @@
 #include "lib/timing/profiled_steps.h"
 
 #include <torch/csrc/autograd/profiler_kineto.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/version.h>
 
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <unordered_map>
 
 #include "lib/records/jsonl.h"
 #include "lib/timing/profile_attribution.h"
@@ -33,6 +35,12 @@ class ScopesOn {
   ScopesOn& operator=(const ScopesOn&) = delete;
 };
 
+ProfilerEvent::Kind kind_of(at::RecordScope scope) {
+  if (scope == at::RecordScope::USER_SCOPE) return ProfilerEvent::Kind::kScope;
+  if (scope == at::RecordScope::BACKWARD_FUNCTION) return ProfilerEvent::Kind::kBackwardNode;
+  return ProfilerEvent::Kind::kOperator;
+}
+
 ProfilerEvent event_of(const profiler::KinetoEvent& k) {
   ProfilerEvent e;
   e.name = k.name();
@@ -47,16 +55,8 @@ ProfilerEvent event_of(const profiler::KinetoEvent& k) {
   e.sequence = k.sequenceNr();
   e.correlation = k.correlationId();
   e.linked_correlation = k.linkedCorrelationId();
-  const auto scope = static_cast<at::RecordScope>(k.scope());
-  if (k.deviceType() == c10::DeviceType::CUDA) {
-    e.kind = ProfilerEvent::Kind::kKernel;
-  } else if (scope == at::RecordScope::USER_SCOPE) {
-    e.kind = ProfilerEvent::Kind::kScope;
-  } else if (scope == at::RecordScope::BACKWARD_FUNCTION) {
-    e.kind = ProfilerEvent::Kind::kBackwardNode;
-  } else {
-    e.kind = ProfilerEvent::Kind::kOperator;
-  }
+  e.kind = k.deviceType() == c10::DeviceType::CUDA ? ProfilerEvent::Kind::kKernel
+                                                  : kind_of(static_cast<at::RecordScope>(k.scope()));
   return e;
 }
 
@@ -80,6 +80,50 @@ void write_trace(const std::vector<ProfilerEvent>& events, const std::string& pa
   std::ofstream out(path, std::ios::trunc);
   out << Json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() << '\n';
   if (!out) throw std::runtime_error("cannot write the trace " + path);
+}
+
+// The ranges of the legacy profiler (a start and an end event per range, paired by handle), with the
+// GPU time between the CUDA events it records at both ends.
+std::vector<ProfilerEvent> legacy_events(const profiler::thread_event_lists& lists) {
+  std::vector<ProfilerEvent> out;
+  for (const auto& list : lists) {
+    std::unordered_map<at::RecordFunctionHandle, const profiler::LegacyEvent*> open;
+    for (const profiler::LegacyEvent& e : list) {
+      if (e.kind() == profiler::EventKind::PushRange) {
+        open[e.handle()] = &e;
+        continue;
+      }
+      if (e.kind() != profiler::EventKind::PopRange) continue;
+      const auto start = open.find(e.handle());
+      if (start == open.end()) continue;
+      const profiler::LegacyEvent& push = *start->second;
+      ProfilerEvent p;
+      p.name = push.name();
+      p.start_us = push.cpuUs();
+      p.duration_us = push.cpuElapsedUs(e);
+      p.thread = push.threadId();
+      p.sequence = push.sequenceNr();
+      p.kind = kind_of(static_cast<at::RecordScope>(push.scope()));
+      if (push.hasCuda() && e.hasCuda()) p.device_us = push.cudaElapsedUs(e);
+      out.push_back(std::move(p));
+      open.erase(start);
+    }
+  }
+  return out;
+}
+
+// The fallback where the profiler records no kernels (no CUPTI): the same steps under the legacy
+// profiler, which times every range with CUDA events on the current stream.
+std::vector<std::vector<ProfilerEvent>> cuda_event_steps(Workload& workload, int steps) {
+  std::vector<std::vector<ProfilerEvent>> events;
+  for (int i = 0; i < steps; ++i) {
+    workload.stage();
+    profiler::enableProfilerLegacy(ProfilerConfig(ProfilerState::CUDA));
+    workload.step();
+    workload.synchronize();
+    events.push_back(legacy_events(profiler::disableProfilerLegacy()));
+  }
+  return events;
 }
 
 }  // namespace
@@ -120,13 +164,19 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
       }
     }
   }
-  workload.restore_state(before);
   record.step_ms = steps > 0 ? wall_ms / steps : 0;
   attribute_events(events, record);
   record.method = "LibTorch profiler: CPU operators";
-  if (cuda) {
-    record.method += record.kernel_ms ? " and CUDA kernels" : "; no CUDA kernels were recorded (profiling without CUPTI)";
+  if (cuda && record.kernel_ms) record.method += " and CUDA kernels";
+  if (cuda && !record.kernel_ms) {
+    {
+      ScopesOn scopes;
+      attribute_events(cuda_event_steps(workload, steps), record);
+    }
+    record.method += "; no CUDA kernels were recorded (no CUPTI), so each layer's GPU time is taken "
+                     "between CUDA events at its start and end";
   }
+  workload.restore_state(before);
   return record;
 }
 
