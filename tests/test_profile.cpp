@@ -276,7 +276,7 @@ ProfileRecord planted_profile(int64_t batch, const std::vector<std::tuple<std::s
     LayerTime l{layer, pass, 1, device ? 0.1 : ms, std::nullopt};
     if (device) l.device_ms = ms;
     r.layers.push_back(l);
-    r.kernels.push_back({layer, pass, kernel, device ? "kernel" : "operator", 1, ms, ms});
+    r.kernels.push_back({layer, pass, kernel, device ? "kernel" : "operator", 1, ms, ms, "", ""});
     sum += ms;
   }
   r.step_ms = sum;
@@ -555,4 +555,18 @@ TEST(ProfileAttribution, CudaEventSpansStandInForKernels) {
   EXPECT_NEAR(find_layer(r, "step.backward", profile_pass::kStep)->device_ms.value(), 0.015, 1e-9);
   // Everything once: half of the 300 µs of host time.
   EXPECT_NEAR(*r.kernel_ms, 0.150, 1e-9);
+}
+
+TEST(ProfiledSteps, ReadsKernelLaunchShapesFromTheProfilersTrace) {
+  const testing_support::TempDir dir;
+  const std::string path = dir / "trace.json";
+  std::ofstream(path) << R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "args": {"grid": [32, 4, 1], "block": [128, 1, 1]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {}},
+    {"ph": "X", "cat": "kernel", "name": "no_shape_kernel", "args": {}}]})";
+  const auto shapes = kernel_launch_shapes(path);
+  ASSERT_EQ(shapes.size(), 1u);
+  EXPECT_EQ(shapes.at("ampere_sgemm_128x64_tn").first, "[32, 4, 1]");
+  EXPECT_EQ(shapes.at("ampere_sgemm_128x64_tn").second, "[128, 1, 1]");
+  EXPECT_TRUE(kernel_launch_shapes(dir / "absent.json").empty());
 }

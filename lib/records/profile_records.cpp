@@ -18,8 +18,11 @@ Json layer_json(const LayerTime& l) {
 }
 
 Json kernel_json(const KernelTime& k) {
-  return {{"layer", k.layer},   {"pass", k.pass},         {"name", k.name},      {"kind", k.kind},
-          {"count", k.count},   {"total_ms", k.total_ms}, {"mean_ms", k.mean_ms}};
+  Json j = {{"layer", k.layer},   {"pass", k.pass},         {"name", k.name},      {"kind", k.kind},
+            {"count", k.count},   {"total_ms", k.total_ms}, {"mean_ms", k.mean_ms}};
+  if (!k.grid.empty()) j["grid"] = k.grid;
+  if (!k.block.empty()) j["block"] = k.block;
+  return j;
 }
 
 }  // namespace
@@ -58,8 +61,11 @@ ProfileRecord profile_record_from_json(const Json& j) {
     r.layers.push_back(std::move(layer));
   }
   for (const Json& k : read_array(j, "kernels")) {
-    r.kernels.push_back({read_text(k, "layer"), read_text(k, "pass"), read_text(k, "name"), read_text(k, "kind"),
-                         read_number(k, "count"), read_number(k, "total_ms"), read_number(k, "mean_ms")});
+    KernelTime kernel{read_text(k, "layer"), read_text(k, "pass"), read_text(k, "name"), read_text(k, "kind"),
+                      read_number(k, "count"), read_number(k, "total_ms"), read_number(k, "mean_ms"), "", ""};
+    if (k.contains("grid")) kernel.grid = read_text(k, "grid");
+    if (k.contains("block")) kernel.block = read_text(k, "block");
+    r.kernels.push_back(std::move(kernel));
   }
   return r;
 }

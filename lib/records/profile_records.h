@@ -38,6 +38,7 @@ struct KernelTime {
   double count = 0;
   double total_ms = 0;
   double mean_ms = 0;
+  std::string grid, block;  // a kernel's launch shape, "[x, y, z]", where the profiler's trace gives it
 };
 
 struct ProfileRecord {

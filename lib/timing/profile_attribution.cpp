@@ -87,7 +87,7 @@ struct Totals {
     if (fresh) {
       kernel_order[o].push_back(name);
       layer(o);
-      it->second = {o.first, o.second, name, kind, 0, 0, 0};
+      it->second = {o.first, o.second, name, kind, 0, 0, 0, "", ""};
     }
     it->second.count += 1;
     it->second.total_ms += ms;
@@ -224,7 +224,7 @@ void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, Prof
     }
     std::stable_sort(items.begin(), items.end(),
                      [](const KernelTime& a, const KernelTime& b) { return a.total_ms > b.total_ms; });
-    KernelTime other{o.first, o.second, "(other)", kind, 0, 0, 0};
+    KernelTime other{o.first, o.second, "(other)", kind, 0, 0, 0, "", ""};
     for (std::size_t i = 0; i < items.size(); ++i) {
       KernelTime k = items[i];
       k.count /= n;

@@ -4,7 +4,10 @@
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/version.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <unordered_map>
@@ -126,7 +129,36 @@ std::vector<std::vector<ProfilerEvent>> cuda_event_steps(Workload& workload, int
   return events;
 }
 
+// Saves the profiler's own Chrome trace where this LibTorch can (built with Kineto), else one of ours.
+void save_trace(profiler::ProfilerResult& result, const std::vector<ProfilerEvent>& events, const std::string& path) {
+  try {
+    result.save(path);
+  } catch (const c10::Error&) {
+    write_trace(events, path);
+  }
+}
+
 }  // namespace
+
+std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(const std::string& trace_path) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  std::ifstream in(trace_path);
+  const Json trace = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) return out;
+  const auto shape = [](const Json& v) {
+    if (!v.is_array()) return std::string();
+    std::string text = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) text += (i ? ", " : "") + v[i].dump();
+    return text + "]";
+  };
+  for (const Json& e : trace["traceEvents"]) {
+    if (!e.is_object() || e.value("cat", "") != "kernel" || !e.contains("args") || !e["args"].is_object()) continue;
+    const Json& args = e["args"];
+    if (!args.contains("grid") || !e.contains("name") || !e["name"].is_string()) continue;
+    out.emplace(e["name"].get<std::string>(), std::make_pair(shape(args["grid"]), shape(args.value("block", Json()))));
+  }
+  return out;
+}
 
 ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, const std::string& trace_path) {
   const bool cuda = workload.device().is_cuda();
@@ -138,6 +170,7 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
   record.key = key;
   std::vector<std::vector<ProfilerEvent>> events(static_cast<std::size_t>(steps));
   double wall_ms = 0;
+  std::string launch_trace;  // a trace kept aside for the kernels' launch shapes, without --trace
   // Profiled steps train too: the state before them comes back after, so that the next batch size
   // starts where it would have without them.
   const Workload::State before = workload.save_state();
@@ -155,17 +188,29 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
       auto& step_events = events[static_cast<std::size_t>(i)];
       for (const profiler::KinetoEvent& k : result->events()) step_events.push_back(event_of(k));
       if (i == 0 && !trace_path.empty()) {
-        try {
-          result->save(trace_path);
-        } catch (const c10::Error&) {
-          write_trace(step_events, trace_path);
-        }
+        save_trace(*result, step_events, trace_path);
         record.trace = trace_path;
+      } else if (i == 0 && cuda) {
+        // Kernels' launch shapes are only in the profiler's trace: saved aside, read, removed.
+        launch_trace = (std::filesystem::temp_directory_path() /
+                        ("batchscope-launch-" + std::to_string(::getpid()) + ".json")).string();
+        save_trace(*result, step_events, launch_trace);
       }
     }
   }
   record.step_ms = steps > 0 ? wall_ms / steps : 0;
   attribute_events(events, record);
+  if (cuda) {
+    const auto shapes = kernel_launch_shapes(record.trace.empty() ? launch_trace : record.trace);
+    for (KernelTime& k : record.kernels) {
+      const auto found = shapes.find(k.name);
+      if (found == shapes.end()) continue;
+      k.grid = found->second.first;
+      k.block = found->second.second;
+    }
+    std::error_code ignored;
+    if (!launch_trace.empty()) std::filesystem::remove(launch_trace, ignored);
+  }
   record.method = "LibTorch profiler: CPU operators";
   if (cuda && record.kernel_ms) record.method += " and CUDA kernels";
   if (cuda && !record.kernel_ms) {

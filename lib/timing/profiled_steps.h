@@ -1,6 +1,8 @@
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 
 #include "lib/records/profile_records.h"
 #include "lib/timing/step_runner.h"
@@ -15,5 +17,9 @@ namespace batchscope {
 // record says so in its method. trace_path, where not empty, receives a Chrome trace (Perfetto,
 // chrome://tracing) of the first profiled step.
 ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, const std::string& trace_path);
+
+// The launch shapes of the kernels in a Chrome trace the profiler saved: kernel name -> (grid, block),
+// each as "[x, y, z]"; empty where the trace has none (a CPU trace) or cannot be read.
+std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(const std::string& trace_path);
 
 }  // namespace batchscope
