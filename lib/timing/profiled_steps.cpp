@@ -176,9 +176,11 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
   const Workload::State before = workload.save_state();
   {
     ScopesOn scopes;
-    profiler::prepareProfiler(config, activities);
     for (int i = 0; i < steps; ++i) {
       workload.stage();
+      // One preparation per session, as torch.profiler does: LibTorch 2's Kineto needs it each time
+      // (without it the second session crashes) and refuses a second one before enabling.
+      profiler::prepareProfiler(config, activities);
       profiler::enableProfiler(config, activities);
       const auto start = std::chrono::steady_clock::now();
       workload.step();
