@@ -351,9 +351,13 @@ def estimate(it, rate, steps):
                     b = int(b * m["factor"]) if (m.get("factor") or 0) > 1 else b + max(1, m.get("step") or 1)
                 sizes.append(per_sample * cap)
                 total += 25 * max(per_sample * cap / r, floor)
+            # Profiled steps (--profile): a few more steps per size, each a profiler session of its own
+            # with about 0.2 s of start, stop and event collection.
+            n_profiled = (e.get("profile_steps") or 3) if (e.get("profile") or "--profile" in it["argv"]) else 0
             for flops in sizes:
                 t = max(flops / r, floor)
                 total += n_warm * t + max(n_timed * t, window) + 0.1 + (1.0 if e["cudnn_benchmark"] else 0)
+                total += n_profiled * (2 * t + 0.2)
         return total
     # Not planned by FLOPs: about 25 tries of the search, the layer costs at every split, two epochs.
     if it["kind"] == "maxbatch":
