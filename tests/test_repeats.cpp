@@ -12,6 +12,7 @@
 
 #include "lib/analysis/analyzer.h"
 #include "lib/records/jsonl.h"
+#include "lib/records/summary_table.h"
 #include "lib/sweep/sweep_runner.h"
 #include "tests/test_support.h"
 
@@ -206,4 +207,20 @@ TEST(RepeatsConfig, IsReadAndRefusedOutOfRange) {
   EXPECT_TRUE(testing_support::refuses_with(
       [] { parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nrepeats: 0\n", "r.yaml"); },
       {"r.yaml:3", "repeats", "give 1 to 100 passes"}));
+}
+
+// The end-of-sweep table gives one row per batch size, pooling its passes' steps.
+TEST(Repeats, TheSummaryTablePoolsThePasses) {
+  BatchKey key{"e", "mnist_cnn", "train", "fp32", "cpu", "", 4, 1};
+  std::vector<SweepRecord> records;
+  for (int pass = 1; pass <= 2; ++pass) {
+    key.pass = pass;
+    std::vector<double> times = pass == 1 ? std::vector<double>{1.0, 1.0, 1.0} : std::vector<double>{3.0, 3.0, 3.0};
+    for (double t : times) records.push_back(StepRecord{key, 0, t, std::nullopt, std::nullopt});
+    records.push_back(point_record(key, times, 1e9, std::nullopt));
+  }
+  const std::string table = format_summary_table(records);
+  // Six steps, three at 1 ms and three at 3 ms: the pooled median is 2 ms; one row.
+  EXPECT_NE(table.find("       4        2.000"), std::string::npos) << table;
+  EXPECT_EQ(table.find("3.000        3.000"), std::string::npos) << table;
 }

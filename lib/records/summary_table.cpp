@@ -37,11 +37,29 @@ void add_row(std::ostringstream& out, const SweepRecord& r, bool energy) {
 std::string format_summary_table(const std::vector<SweepRecord>& records) {
   std::vector<std::string> order;
   std::map<std::string, std::map<int64_t, const SweepRecord*>> rows;
+  // With repeated passes, a batch size's row pools the steps of all its passes.
+  std::map<std::pair<std::string, int64_t>, std::vector<double>> pooled_times;
+  for (const SweepRecord& r : records) {
+    if (const auto* step = std::get_if<StepRecord>(&r); step != nullptr && step->key.pass) {
+      pooled_times[{step->key.experiment, step->key.batch_size}].push_back(step->time_ms);
+    }
+  }
+  std::vector<SweepRecord> pooled;
+  pooled.reserve(records.size());
   for (const SweepRecord& r : records) {
     if (std::holds_alternative<StepRecord>(r)) continue;
     const BatchKey* key = batch_key_of(r);
     if (key == nullptr) continue;
     if (rows.find(key->experiment) == rows.end()) order.push_back(key->experiment);
+    const auto* point = std::get_if<PointRecord>(&r);
+    const auto times = pooled_times.find({key->experiment, key->batch_size});
+    if (point != nullptr && times != pooled_times.end()) {
+      BatchKey all = point->key;
+      all.pass.reset();
+      pooled.push_back(point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes));
+      rows[key->experiment][key->batch_size] = &pooled.back();
+      continue;
+    }
     rows[key->experiment][key->batch_size] = &r;
   }
   std::ostringstream out;

@@ -9,6 +9,7 @@ namespace batchscope {
 
 // The end-of-sweep table: per experiment, one row per batch size (median ms, p10/p90, samples/s,
 // TFLOP/s), with out-of-memory and skipped sizes named. Built from the records, any session's.
+// With repeated passes a batch size's row pools the steps of all passes (its energy is then left out).
 std::string format_summary_table(const std::vector<SweepRecord>& records);
 
 }  // namespace batchscope
