@@ -44,10 +44,8 @@ std::map<LayerKey, double> times_of(const ProfileRecord& p, bool device) {
 std::string describe(const JumpCause& c) {
   std::string text = std::to_string(c.from_batch) + "→" + std::to_string(c.to_batch) + ": " + signed_ms(c.step_delta_ms);
   if (!c.missing.empty()) return text + "; " + c.missing;
-  for (std::size_t i = 0; i < c.layers.size(); ++i) {
-    const LayerChange& l = c.layers[i];
-    text += i == 0 ? "; " : "; ";
-    text += l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
+  for (const LayerChange& l : c.layers) {
+    text += "; " + l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
     text += " (" + std::to_string(static_cast<int>(std::lround(100.0 * l.share))) + "%)";
     if (l.switched()) {
       const std::string from = l.vanished.empty() ? "none" : short_kernel_name(l.vanished.front());
