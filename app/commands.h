@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/config/config.h"
+
 namespace batchscope::app {
 
 // Each command takes the arguments after its name and returns the process exit code.
@@ -15,6 +17,13 @@ int run_eval_command(const std::vector<std::string>& args);
 int run_microbatch_command(const std::vector<std::string>& args);
 int run_models_command(const std::vector<std::string>& args);
 int run_env_command(const std::vector<std::string>& args);
+
+int run_status_command(const std::vector<std::string>& args);
+int run_submit_command(const std::vector<std::string>& args);
+
+// The experiments of CONFIG as `batchscope sweep CONFIG SWEEP_ARGS` reads them, before any device is
+// resolved: what batchscope submit plans. Options that belong to submit are refused.
+SweepConfig submitted_sweep_config(const std::string& config_path, const std::vector<std::string>& sweep_args);
 
 std::string usage();
 

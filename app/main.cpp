@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   try {
     if (command == "sweep") return app::run_sweep_command(args);
     if (command == "analyze") return app::run_analyze_command(args);
+    if (command == "status") return app::run_status_command(args);
+    if (command == "submit") return app::run_submit_command(args);
     if (command == "maxbatch") return app::run_maxbatch_command(args);
     if (command == "train") return app::run_train_command(args);
     if (command == "eval") return app::run_eval_command(args);
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
     if (command == "models") return app::run_models_command(args);
     if (command == "env") return app::run_env_command(args);
     throw UserError(located("command line", 0, "unknown command '" + command + "'",
-                            "use one of sweep, analyze, maxbatch, train, eval, microbatch, models, env "
+                            "use one of sweep, analyze, status, submit, maxbatch, train, eval, microbatch, models, env "
                             "(batchscope --help lists them)"));
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << printable(error.what()) << "\n";

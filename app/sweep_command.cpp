@@ -9,6 +9,8 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/cluster/shard_plan.h"
+#include "lib/common/errors.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/summary_table.h"
@@ -67,7 +69,11 @@ cxxopts::Options sweep_options() {
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
-      ("plan", "print what would run, as JSON (each experiment with its batch sizes and FLOPs per step); runs and writes nothing")
+      ("shard", "run shard I of N (from 0) of the experiments' batch sizes, in OUT/shard-IIII-of-NNNN/; without it the "
+                "shard comes from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX where they are set; none: never shard", cxxopts::value<std::string>(), "I/N")
+      ("shards", "the shard count, with the index from the cluster (a Slurm array task id, a Kubernetes completion index)", cxxopts::value<std::string>())
+      ("plan", "print what would run, as JSON (each experiment with its batch sizes and FLOPs per step; with --shards, "
+               "each shard's share); runs and writes nothing")
       ("h,help", "this help");
   // clang-format on
   options.parse_positional({"config"});
@@ -91,7 +97,54 @@ SweepOptions sweep_run_options(const cxxopts::ParseResult& result, const std::ve
   return sweep;
 }
 
+// A shard of the plan: checks that the output directory holds no other plan, writes plan.json there,
+// and moves the sweep into the shard's own directory. Returns the shard's experiments, or nullopt when
+// the shard is complete already (a task run again ends at once, so a whole array can be resubmitted).
+// The plan comes from the experiments as written (devices not yet resolved), so that every machine,
+// and batchscope submit, computes the same one.
+std::optional<SweepConfig> enter_shard(const ShardChoice& shard, const SweepConfig& parsed, const SweepConfig& machine,
+                                       SweepOptions& sweep) {
+  ShardPlanRecord plan = plan_shards(parsed, shard.count);
+  const std::string root = sweep.out_dir;
+  check_same_plan(root, plan);
+  write_plan_file(root, plan);
+  plan.index = shard.index;
+  plan.from = shard.from;
+  const SweepConfig mine = shard_config(machine, plan, shard.index);
+  sweep.out_dir = (std::filesystem::path(root) / shard_dir_name(shard.index, shard.count)).string();
+  const ShardDir dir = read_shard_dir(root, shard.index, shard.count);
+  if (dir.complete && !sweep.force) {
+    spdlog::info("shard {} of {} ({}) is complete already in {}", shard.index, shard.count, shard.explanation, sweep.out_dir);
+    return std::nullopt;
+  }
+  const ShardShare& share = plan.shares[static_cast<std::size_t>(shard.index)];
+  int64_t sizes = 0;
+  for (const auto& part : share.parts) sizes += static_cast<int64_t>(part.batch_sizes.size());
+  double total = 0;
+  for (const ShardShare& s : plan.shares) total += s.cost;
+  spdlog::info("shard {} of {} ({}): {} batch size(s) of {} experiment(s), {:.1f}% of the plan's estimated work, in {}",
+               shard.index, shard.count, shard.explanation, sizes, share.parts.size(),
+               total > 0 ? 100.0 * share.cost / total : 0.0, sweep.out_dir);
+  sweep.shard_plan = to_json(plan);
+  return mine;
+}
+
 }  // namespace
+
+SweepConfig submitted_sweep_config(const std::string& config_path, const std::vector<std::string>& sweep_args) {
+  cxxopts::Options options = sweep_options();
+  const auto result = parse_command_line(options, sweep_args);
+  for (const char* own : {"config", "out", "shard", "shards", "force", "plan", "help"}) {
+    if (result.count(own)) {
+      refuse(std::string("--") + own + " among the sweep options after -- belongs to submit itself",
+             "give it before --, or leave it out");
+    }
+  }
+  SweepOverrides o;
+  read_experiment_options(result, kSweepOptions, o);
+  if (result.count("trace")) o.profile = true;
+  return load_sweep_config(config_path, o);
+}
 
 int run_sweep_command(const std::vector<std::string>& args) {
   cxxopts::Options options = sweep_options();
@@ -112,22 +165,32 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const bool from_file = result.count("config") > 0;
   const SweepConfig parsed =
       from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
+  const int64_t shards = result.count("shards") ? whole_option(result, "shards", 1, limits::kMaxShards) : 0;
   if (result.count("plan")) {
-    std::cout << sweep_plan(parsed).dump(2) << "\n";
+    nlohmann::json plan = sweep_plan(parsed);
+    if (shards > 0) plan["shards"] = nlohmann::json::parse(to_json(plan_shards(parsed, static_cast<int>(shards))).dump());
+    std::cout << plan.dump(2) << "\n";
     return 0;
   }
+  const std::optional<ShardChoice> shard =
+      choose_shard(result.count("shard") ? result["shard"].as<std::string>() : "", shards, process_environment());
   if (result.count("memory-limit")) {
     // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
     cpu_memory::install();
     cpu_memory::set_limit(parse_memory_limit(result["memory-limit"].as<std::string>()));
   }
-  const SweepConfig machine = resolve_for_machine(parsed);
+  SweepConfig machine = resolve_for_machine(parsed);
 
   const std::string out_dir =
       result.count("out") ? result["out"].as<std::string>()
       : from_file         ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
                           : "runs/" + machine.experiments.front().model;
-  const SweepOptions sweep = sweep_run_options(result, args, out_dir);
+  SweepOptions sweep = sweep_run_options(result, args, out_dir);
+  if (shard) {
+    const std::optional<SweepConfig> mine = enter_shard(*shard, parsed, machine, sweep);
+    if (!mine) return 0;  // complete already
+    machine = *mine;
+  }
   const SweepConfig config = resolve_batch_maximum(machine, sweep.out_dir);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   std::signal(SIGINT, request_stop);

@@ -12,6 +12,7 @@
 #include "lib/analysis/robust_fit.h"
 #include "lib/common/errors.h"
 #include "lib/common/statistics.h"
+#include "lib/records/shard_layout.h"
 
 namespace batchscope {
 namespace {
@@ -396,7 +397,48 @@ namespace {
 
 // Every log given once, read; a log that holds no records is left out with its warnings. Throws
 // UserError when no log is left.
-std::vector<LoadedLog> load_logs(const std::vector<std::string>& arguments, std::vector<std::string>& warnings) {
+// The logs the arguments name: a directory of shards (sweep --shard, submit) stands for the logs of its
+// shards, which must all belong to one plan; shards that are not complete are named in a warning.
+std::vector<std::string> expand_shards(const std::vector<std::string>& arguments, std::vector<std::string>& warnings) {
+  std::vector<std::string> expanded;
+  for (const std::string& argument : arguments) {
+    std::error_code ec;
+    const bool shard_root = std::filesystem::is_directory(argument, ec) &&
+                            !std::filesystem::exists(std::filesystem::path(argument) / "steps.jsonl", ec);
+    const std::optional<ShardedRun> run = shard_root ? find_shards(argument) : std::nullopt;
+    if (!run) {
+      expanded.push_back(argument);
+      continue;
+    }
+    std::vector<int> complete(static_cast<std::size_t>(run->plan.count), 0);
+    for (const ShardDir& shard : run->shards) {
+      if (shard.has_log) expanded.push_back(shard.log);
+      if (shard.complete) complete[static_cast<std::size_t>(shard.index)] = 1;
+    }
+    std::string unfinished;
+    int left = 0;
+    for (std::size_t i = 0; i < complete.size(); ++i) {
+      if (complete[i]) continue;
+      unfinished += (unfinished.empty() ? "" : ", ") + std::to_string(i);
+      ++left;
+    }
+    if (left == run->plan.count && std::none_of(run->shards.begin(), run->shards.end(), [](const ShardDir& d) { return d.has_log; })) {
+      throw UserError(located(argument, 0, "holds no shard that has written a log yet",
+                              "wait for the shards to start (batchscope status " + argument + ")"));
+    }
+    if (left > 0) {
+      warnings.push_back(located(argument, 0,
+                                 std::string(left == 1 ? "shard " : "shards ") + unfinished + " of " +
+                                     std::to_string(run->plan.count) + (left == 1 ? " is" : " are") +
+                                     " not complete, so the report lacks what they have still to measure",
+                                 "batchscope status " + argument + " says what is left; analyze again once they are done"));
+    }
+  }
+  return expanded;
+}
+
+std::vector<LoadedLog> load_logs(const std::vector<std::string>& given, std::vector<std::string>& warnings) {
+  const std::vector<std::string> arguments = expand_shards(given, warnings);
   std::vector<LoadedLog> logs;
   std::set<std::string> seen;
   for (const std::string& argument : arguments) {

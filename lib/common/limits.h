@@ -15,5 +15,6 @@ constexpr int64_t kMaxClasses = int64_t{1} << 24;         // classes, or a vocab
 constexpr int64_t kMaxSteps = 1000000;                    // warm-up or timed steps per batch size
 constexpr int64_t kMaxProfileSteps = 100;                  // profiled steps per batch size (each keeps its events)
 constexpr int64_t kMaxRepeats = 100;                       // passes of the ladder (repeats: R)
+constexpr int64_t kMaxShards = 9999;                       // shards of one sweep (their directories count to 4 digits)
 
 }  // namespace batchscope::limits

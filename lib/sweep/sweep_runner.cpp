@@ -20,8 +20,9 @@ namespace {
 
 RunRecord run_header(const SweepConfig& config, const SweepOptions& options, const Json& experiments,
                      bool resumed, PowerByDevice& power) {
-  RunRecord header = run_record(resumed ? record::kResume : record::kRun, options.command_line,
-                                {{"source", config.source}, {"experiments", experiments}});
+  Json recorded = {{"source", config.source}, {"experiments", experiments}};
+  if (!options.shard_plan.is_null()) recorded["shard"] = options.shard_plan;
+  RunRecord header = run_record(resumed ? record::kResume : record::kRun, options.command_line, recorded);
   header.timers = Json::object();
   for (const ExperimentConfig& e : config.experiments) {
     if (header.timers.contains(e.device)) continue;

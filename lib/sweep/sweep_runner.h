@@ -32,6 +32,9 @@ struct SweepOptions {
   // The shortest energy window; a batch size whose timed steps take less runs more steps inside the
   // window (not timed). 0: 20 updates of the source's counter (as observed), at least 100 ms.
   double min_energy_window_ms = 0;
+  // A shard of a plan shared out over a cluster: the whole plan with this shard's index, recorded in
+  // the run record as config.shard (null for a sweep that is not sharded).
+  Json shard_plan;
   // Opens a device's power source; power::open_power_source when empty (tests put a fake here).
   std::function<std::unique_ptr<power::PowerSource>(const torch::Device&, std::string& reason)> open_power;
 };

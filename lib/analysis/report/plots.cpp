@@ -16,7 +16,7 @@
 #include "lib/analysis/report/profile_report.h"
 #include "lib/analysis/report/gnuplot_script.h"
 #include "lib/common/errors.h"
-#include "lib/analysis/report/program_runner.h"
+#include "lib/common/program_runner.h"
 
 namespace batchscope {
 namespace {

@@ -1,4 +1,4 @@
-#include "lib/analysis/report/program_runner.h"
+#include "lib/common/program_runner.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -33,9 +34,40 @@ std::optional<std::string> find_program(const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+
+// Everything that can still be read from fd, until its writers have closed it.
+void read_all(int fd, std::string& into) {
+  char buffer[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      into.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments,
-                       const std::string& dir) {
+                       const std::string& dir, Stdout stdout_kept) {
   ProgramRun run;
+  // stdout goes into its own file, read once the program has ended: two pipes read one after the other
+  // could fill up and stop the program.
+  std::FILE* output_file = stdout_kept == Stdout::Keep ? std::tmpfile() : nullptr;
+  if (stdout_kept == Stdout::Keep && output_file == nullptr) {
+    run.failure = std::string("cannot create a file for its output (") + std::strerror(errno) + ")";
+    return run;
+  }
+  struct FileCloser {
+    std::FILE* file;
+    ~FileCloser() {
+      if (file != nullptr) std::fclose(file);
+    }
+  } closer{output_file};
+  const int output_fd = output_file != nullptr ? ::fileno(output_file) : -1;
   int errors_pipe[2];
   int exec_pipe[2];  // close-on-exec: the child writes to it only when chdir or exec fails
   if (::pipe2(errors_pipe, O_CLOEXEC) != 0) {
@@ -62,6 +94,7 @@ ProgramRun run_program(const std::string& program, const std::vector<std::string
       ::dup2(null_fd, 0);
       ::dup2(null_fd, 1);
     }
+    if (output_fd >= 0) ::dup2(output_fd, 1);
     ::dup2(errors_pipe[1], 2);
     int failure[2] = {0, 0};
     if (::chdir(dir.c_str()) != 0) {
@@ -83,15 +116,7 @@ ProgramRun run_program(const std::string& program, const std::vector<std::string
     ::close(exec_pipe[0]);
     return run;
   }
-  char buffer[4096];
-  for (;;) {
-    ssize_t n = ::read(errors_pipe[0], buffer, sizeof buffer);
-    if (n > 0) {
-      run.errors.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
+  read_all(errors_pipe[0], run.errors);
   ::close(errors_pipe[0]);
   int failure[2] = {0, 0};
   ssize_t got;
@@ -108,6 +133,7 @@ ProgramRun run_program(const std::string& program, const std::vector<std::string
     return run;
   }
   run.started = true;
+  if (output_fd >= 0 && ::lseek(output_fd, 0, SEEK_SET) == 0) read_all(output_fd, run.output);
   run.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }

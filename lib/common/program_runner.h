@@ -15,11 +15,14 @@ struct ProgramRun {
   std::string failure;  // why it could not be started
   int exit_status = -1;
   std::string errors;  // what it wrote to stderr
+  std::string output;  // what it wrote to stdout, where asked to keep it
 };
 
-// Runs program with arguments inside dir, stdin and stdout on /dev/null, and waits for it. argv only,
-// no shell: paths and labels are never parsed by anything but the program.
+enum class Stdout { Discard, Keep };
+
+// Runs program with arguments inside dir, stdin on /dev/null and stdout discarded or kept, and waits for
+// it. argv only, no shell: paths and labels are never parsed by anything but the program.
 ProgramRun run_program(const std::string& program, const std::vector<std::string>& arguments,
-                       const std::string& dir);
+                       const std::string& dir, Stdout stdout_kept = Stdout::Discard);
 
 }  // namespace batchscope
