@@ -1,6 +1,12 @@
 #include "lib/records/run_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "lib/records/csv_writer.h"
@@ -40,7 +46,28 @@ std::string damage(const Json& r, const Json& experiments) {
   return "";
 }
 
+// Holds dir/.lock for as long as the store is open, so that two sweeps never write into one directory
+// at once (a shard resubmitted while its first task still runs). The lock goes with the process.
+int lock_directory(const std::string& dir) {
+  const std::string path = (fs::path(dir) / ".lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw UserError(located(path, 0, std::string("cannot be opened (") + std::strerror(errno) + ")",
+                            "choose an --out directory you can write to"));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    throw UserError(located(dir, 0, "is being written by another batchscope sweep right now",
+                            "wait for it to end (or stop it) before running this one there"));
+  }
+  return fd;
+}
+
 }  // namespace
+
+RunStore::DirectoryLock::~DirectoryLock() {
+  if (fd >= 0) ::close(fd);
+}
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     : dir_(dir),
@@ -56,6 +83,7 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     throw UserError(located(jsonl_path_, 0, "is not a regular file, so no sweep can be written or resumed there",
                             "move it away, or choose another --out directory"));
   }
+  lock_.fd = lock_directory(dir);
   const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {

@@ -20,6 +20,7 @@ namespace batchscope {
 class RunStore {
  public:
   // experiments: the resolved experiments of this sweep (to_json of each), compared on resume.
+  // Refuses (UserError) a directory that another sweep is writing to now.
   RunStore(const std::string& dir, const Json& experiments, bool force);
 
   bool resuming() const { return resuming_; }
@@ -52,6 +53,14 @@ class RunStore {
   std::unique_ptr<JsonlWriter> writer_;
   std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile
   std::string run_id_;  // the session's, for the rows of steps.csv
+  // dir/.lock, held while the store is open (and released if opening it fails part-way).
+  struct DirectoryLock {
+    int fd = -1;
+    DirectoryLock() = default;
+    DirectoryLock(const DirectoryLock&) = delete;
+    DirectoryLock& operator=(const DirectoryLock&) = delete;
+    ~DirectoryLock();
+  } lock_;
 };
 
 }  // namespace batchscope
