@@ -24,5 +24,7 @@ RUN bash /usr/src/batchscope/scripts/build-torch.sh --build-dir /tmp/batchscope-
 COPY configs /opt/batchscope/configs
 
 WORKDIR /opt/batchscope
+# On PATH, for the Slurm and Kubernetes jobs that batchscope submit writes (they run `batchscope sweep ...`).
+ENV PATH=/opt/batchscope/bin:$PATH
 ENTRYPOINT ["/opt/batchscope/bin/batchscope"]
 CMD ["sweep", "configs/quick.yaml"]

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what batchscope needs from Debian's packages (only what is missing), then configures and
-# builds it into build/. Usage: scripts/setup.sh [--bench] [--packages-only]   (--bench adds PyTorch for
-# Python, the reference of build/bench_overhead; --packages-only installs and does not build)
+# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--packages-only]   (--bench adds
+# PyTorch for Python, the reference of build/bench_overhead; --cluster adds Slurm, munge and the Kubernetes
+# client's models, which the cluster tests run a single-node Slurm with and check manifests against;
+# --packages-only installs and does not build)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,8 +14,9 @@ build=1
 for a in "$@"; do
   case "$a" in
     --bench) packages+=(python3-torch) ;;
+    --cluster) packages+=(slurmctld slurmd slurm-client munge python3-kubernetes) ;;
     --packages-only) build=0 ;;
-    *) echo "setup.sh: unknown option $a; use --bench and/or --packages-only" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option $a; use --bench, --cluster and/or --packages-only" >&2; exit 2 ;;
   esac
 done
 

@@ -32,6 +32,8 @@ fi
 
 packages="libtorch-dev,python3-torch,libyaml-cpp-dev,libspdlog-dev,libcxxopts-dev,nlohmann-json3-dev,libgtest-dev"
 packages+=",gnuplot-nox,libopenblas0-openmp,zlib1g-dev,cmake,make,g++,python3,ccache,mount"
+# The Kubernetes client's models, whose trixie version knows every field batchscope's Job uses.
+packages+=",python3-kubernetes"
 root="$batchscope_cache/trixie-root"
 stamp="$packages $(trixie_mirror)"
 t0=$SECONDS

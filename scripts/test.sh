@@ -2,6 +2,7 @@
 # Installs what is missing, builds, and runs every test: unit tests and the real binary on the CPU.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-# --bench adds PyTorch for Python: the reference the sequence models' parameter counts are checked against.
-scripts/setup.sh --bench
+# --bench adds PyTorch for Python: the reference the sequence models' parameter counts are checked against;
+# --cluster adds Slurm and munge (a single-node Slurm runs a sharded sweep) and python3-kubernetes.
+scripts/setup.sh --bench --cluster
 ctest --test-dir build --output-on-failure -j "$(nproc)"
