@@ -39,9 +39,10 @@ export ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=0:strict_string_checks=1
 export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 if [ "$run_tests" -eq 1 ]; then
-  # Every unit and CLI test; the campaign smoke run and the install test add nothing a sanitizer sees
-  # that the others do not (the same binary on the same paths) and take minutes.
-  ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -E '^(campaign_smoke|cli_install)$'
+  # Every unit and CLI test; the campaign smoke run, the install test and the Slurm cluster add nothing a
+  # sanitizer sees that the others do not (the same binary on the same paths: cli_shards runs the shards
+  # without Slurm) and take minutes.
+  ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -E '^(campaign_smoke|cli_install|slurm_cluster)$'
 fi
 if [ "$run_fuzz" -eq 1 ]; then
   tests/fuzz/run.sh build-sanitize "$fuzz_seconds"
