@@ -1,8 +1,5 @@
-#include <cerrno>
-#include <cstring>
 #include <cxxopts.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -14,31 +11,11 @@
 #include "lib/analysis/report/plots.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 
 namespace batchscope::app {
 namespace fs = std::filesystem;
 namespace {
-
-// Replaces path as a whole: a reader never sees half a report, and a failed write leaves the old one.
-void write_file(const fs::path& path, const std::string& content) {
-  const fs::path temporary = path.string() + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      throw UserError(located(temporary.string(), 0,
-                              std::string("cannot be written (") + std::strerror(errno) + ")",
-                              "choose an --out directory you can write to"));
-    }
-  }
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    throw UserError(located(path.string(), 0, "cannot be replaced (" + ec.message() + ")",
-                            "choose an --out directory you can write to"));
-  }
-}
 
 // --tile 128x64: the GEMM tile of the prediction.
 Tile tile_option(const std::string& text) {
@@ -103,8 +80,8 @@ PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyz
   }
   std::ostringstream report;
   write_report(report, analysis, plots, "plots");
-  write_file(out_dir / "analysis.json", analysis_to_json(analysis, analyze).dump(2) + "\n");
-  write_file(out_dir / "report.md", report.str());
+  replace_file((out_dir / "analysis.json").string(), analysis_to_json(analysis, analyze).dump(2) + "\n");
+  replace_file((out_dir / "report.md").string(), report.str());
   return plots;
 }
 

@@ -12,6 +12,7 @@
 #include "lib/cluster/shard_plan.h"
 #include "lib/cluster/shard_status.h"
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/common/program_runner.h"
 
 // batchscope status and batchscope submit: a sweep shared out over a cluster.
@@ -19,20 +20,6 @@
 namespace batchscope::app {
 namespace fs = std::filesystem;
 namespace {
-
-// Replaces path as a whole, so that a reader never sees half of it.
-void write_text(const fs::path& path, const std::string& text, bool executable) {
-  const fs::path temporary = path.string() + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    if (!out) throw UserError(located(temporary.string(), 0, "cannot be written", "choose an --out directory you can write to"));
-  }
-  if (executable) fs::permissions(temporary, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
-  std::error_code ec;
-  fs::rename(temporary, path, ec);
-  if (ec) throw UserError(located(path.string(), 0, "cannot be written (" + ec.message() + ")", "choose an --out directory you can write to"));
-}
 
 std::string read_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -157,7 +144,7 @@ int submit_slurm(const cxxopts::ParseResult& result, const std::vector<std::stri
   slurm.log_dir = (s.out / "slurm-logs").string();
   fs::create_directories(slurm.log_dir);
   const fs::path script = s.out / "slurm.sbatch";
-  write_text(script, slurm_script(s.job, slurm), /*executable=*/true);
+  replace_file(script.string(), slurm_script(s.job, slurm), /*executable=*/true);
   std::cout << "written: " << script.string() << " (" << s.job.shards << " shards of " << s.config.source << ", plan "
             << s.plan.plan_id << ")\n";
 
@@ -215,7 +202,7 @@ int submit_k8s(const cxxopts::ParseResult& result, const std::vector<std::string
   s.job.program = result["program"].as<std::string>();
   s.job.out_dir = k8s.results_mount + "/" + s.job.name;
   const fs::path manifest = s.out / "k8s-job.yaml";
-  write_text(manifest, k8s_manifest(s.job, k8s), /*executable=*/false);
+  replace_file(manifest.string(), k8s_manifest(s.job, k8s));
   std::cout << "written: " << manifest.string() << " (" << s.job.shards << " shards of " << s.config.source << ", plan "
             << s.plan.plan_id << ")\n"
             << "apply it: kubectl apply -f " << manifest.string() << "\n"

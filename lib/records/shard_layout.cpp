@@ -9,9 +9,8 @@
 #include <regex>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/records/records.h"
 
 namespace fs = std::filesystem;
@@ -209,17 +208,7 @@ void write_plan_file(const std::string& root, const ShardPlanRecord& plan) {
   fs::create_directories(root, ec);
   ShardPlanRecord whole = plan;
   whole.index = -1;
-  // Named for this process, so that shards starting together never write into one another's file.
-  const fs::path temporary = file.string() + "." + std::to_string(::getpid()) + ".partial";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << to_json(whole).dump(2) << "\n";
-    if (!out) {
-      throw UserError(located(temporary.string(), 0, "cannot be written", "choose an --out directory you can write to"));
-    }
-  }
-  fs::rename(temporary, file, ec);
-  if (ec) throw UserError(located(file.string(), 0, "cannot be written (" + ec.message() + ")", "choose an --out directory you can write to"));
+  replace_file(file.string(), to_json(whole).dump(2) + "\n");
 }
 
 std::optional<ShardedRun> find_shards(const std::string& root) {
