@@ -367,6 +367,9 @@ TEST(JobScripts, SlurmScriptIsAJobArrayThatRunsTheSweep) {
             std::string::npos)
       << script;
   EXPECT_EQ(slurm_script(job(0), slurm).find("--gres"), std::string::npos) << "no GPU asked for";
+  ShardedJob newline = job(1);
+  newline.written_by = "batchscope submit slurm 'a\nrm -rf ~'";
+  EXPECT_EQ(slurm_script(newline, slurm).find("\nrm -rf"), std::string::npos) << "a newline stays in its comment";
   slurm.container = "nvcr.io/me/batchscope:1";
   EXPECT_NE(slurm_script(job(1), slurm).find("srun --ntasks=1 --container-image=nvcr.io/me/batchscope:1"), std::string::npos);
   slurm.container_runtime = "apptainer";

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "lib/common/errors.h"
+
 namespace fs = std::filesystem;
 
 namespace batchscope {
@@ -103,15 +105,17 @@ std::string dns_name(const std::string& text) {
 
 std::string slurm_script(const ShardedJob& job, const SlurmOptions& slurm) {
   std::ostringstream s;
+  // The comments quote the user's words: a newline in them must not start a line of the script.
+  const std::string config = printable(job.config_path), out = printable(job.out_dir);
   const std::string array = "0-" + std::to_string(job.shards - 1) +
                             (job.max_parallel > 0 ? "%" + std::to_string(job.max_parallel) : "");
   s << "#!/bin/bash\n"
-    << "# batchscope: " << job.shards << " shards of " << job.config_path << " as a Slurm job array (plan "
-    << job.plan_id << ").\n"
-    << "# Task I runs shard I and writes " << job.out_dir << "/shard-000I-of-...; a task that is cancelled,\n"
-    << "# preempted or fails resumes its shard when it runs again: sbatch --array=I " << job.out_dir << "/slurm.sbatch\n"
-    << "# Follow it with: batchscope status " << job.out_dir << "; then: batchscope analyze " << job.out_dir << "\n"
-    << "# Written by: " << job.written_by << "\n"
+    << "# batchscope: " << job.shards << " shards of " << config << " as a Slurm job array (plan " << job.plan_id
+    << ").\n"
+    << "# Task I runs shard I and writes " << out << "/shard-000I-of-...; a task that is cancelled,\n"
+    << "# preempted or fails resumes its shard when it runs again: sbatch --array=I " << out << "/slurm.sbatch\n"
+    << "# Follow it with: batchscope status " << out << "; then: batchscope analyze " << out << "\n"
+    << "# Written by: " << printable(job.written_by) << "\n"
     << "#SBATCH --job-name=" << job.name << "\n"
     << "#SBATCH --array=" << array << "\n"
     << "#SBATCH --ntasks=1\n";
@@ -152,9 +156,9 @@ std::string slurm_script(const ShardedJob& job, const SlurmOptions& slurm) {
 std::string k8s_manifest(const ShardedJob& job, const K8sOptions& k8s) {
   const std::string config_map = job.name + "-config";
   YAML::Emitter y;
-  y << YAML::Comment("batchscope: " + std::to_string(job.shards) + " shards of " + k8s.config_file_name +
+  y << YAML::Comment("batchscope: " + std::to_string(job.shards) + " shards of " + printable(k8s.config_file_name) +
                      " as a Kubernetes Indexed Job (plan " + job.plan_id + "); apply with kubectl apply -f");
-  y << YAML::Newline << YAML::Comment("Written by: " + job.written_by);
+  y << YAML::Newline << YAML::Comment("Written by: " + printable(job.written_by));
   y << YAML::BeginDoc << YAML::BeginMap;
   y << YAML::Key << "apiVersion" << YAML::Value << "v1";
   y << YAML::Key << "kind" << YAML::Value << "ConfigMap";
