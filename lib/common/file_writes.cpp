@@ -14,7 +14,11 @@ namespace fs = std::filesystem;
 namespace batchscope {
 
 void replace_file(const std::string& path, const std::string& content, bool executable) {
-  const fs::path temporary = path + "." + std::to_string(::getpid()) + ".partial";
+  // Named for this host and process: tasks on other nodes (every one of them pid 1 in its container) may
+  // write the same file on a shared volume at the same moment.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const fs::path temporary = path + "." + host + "." + std::to_string(::getpid()) + ".partial";
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << content;
