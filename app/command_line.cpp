@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "lib/device/cpu_memory.h"
+#include "lib/device/cpu_threads.h"
 #include "lib/common/errors.h"
 #include "models/registry.h"
 
@@ -260,7 +261,14 @@ std::string model_option(const cxxopts::ParseResult& result) {
 }
 
 void apply_threads_option(const cxxopts::ParseResult& result) {
-  if (result.count("threads")) torch::set_num_threads(static_cast<int>(whole_option(result, "threads", 1, kMaxThreads)));
+  if (!result.count("threads")) return;  // main() applied the default
+  cpu_threads::apply(static_cast<int>(whole_option(result, "threads", 1, kMaxThreads)), cpu_threads::threading_environment());
+}
+
+std::string threads_help(const std::string& what) {
+  return what + " (default: one per physical core this process may use, " +
+         std::to_string(cpu_threads::usable_physical_cores(cpu_threads::allowed_cpus())) +
+         " here; OMP_NUM_THREADS decides where it is set)";
 }
 
 std::vector<int64_t> parse_input_shape(const std::string& text) {

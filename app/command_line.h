@@ -56,6 +56,8 @@ double real_option(const cxxopts::ParseResult& result, const std::string& name, 
 
 // --threads, where given: LibTorch's intra-op threads for the rest of the run.
 void apply_threads_option(const cxxopts::ParseResult& result);
+// The help of a --threads option: `what` and the default this machine gets.
+std::string threads_help(const std::string& what);
 // The most --threads accepts.
 inline constexpr int64_t kMaxThreads = 4096;
 

@@ -11,6 +11,7 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/common/errors.h"
+#include "lib/device/cpu_threads.h"
 #include "lib/timing/step_runner.h"
 
 int main(int argc, char** argv) {
@@ -32,6 +33,9 @@ int main(int argc, char** argv) {
   const std::string command = all[0];
   const std::vector<std::string> args(all.begin() + 1, all.end());
   try {
+    // Before any command touches LibTorch: one thread per usable physical core unless the environment
+    // or --threads says otherwise.
+    batchscope::cpu_threads::apply(std::nullopt, batchscope::cpu_threads::threading_environment());
     if (command == "sweep") return app::run_sweep_command(args);
     if (command == "analyze") return app::run_analyze_command(args);
     if (command == "status") return app::run_status_command(args);

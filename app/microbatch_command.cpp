@@ -95,7 +95,7 @@ cxxopts::Options microbatch_options() {
       ("steps", "timed train steps per configuration", cxxopts::value<std::string>()->default_value("10"))
       ("warmup", "untimed runs before each measurement", cxxopts::value<std::string>()->default_value("3"))
       ("repeats", "timed runs per cost (layer or size)", cxxopts::value<std::string>()->default_value("5"))
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
+      ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/microbatch-MODEL)", cxxopts::value<std::string>())
       ("force", "replace a complete result in the output directory")
       ("q,quiet", "no progress lines")

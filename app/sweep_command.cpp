@@ -17,6 +17,7 @@
 #include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/sweep_plan.h"
 #include "lib/sweep/sweep_runner.h"
+#include "lib/sweep/time_spent.h"
 
 // batchscope sweep: the command line into experiments and options, the sweep, its table.
 
@@ -60,7 +61,7 @@ cxxopts::Options sweep_options() {
       ("config", "YAML experiment file", cxxopts::value<std::string>());
   add_experiment_options(options, kSweepOptions);
   options.add_options()
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
+      ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
       ("trace", "with --profile (which it implies): keep a Chrome trace of one profiled step per batch size in OUT/traces/, to open in Perfetto")
       ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
@@ -201,6 +202,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
                  outcome.jsonl_path);
     return 130;
   }
+  spdlog::info("time spent: {}", describe_time_spent(outcome.time_spent));
   std::cout << format_summary_table(outcome.records) << "\n"
             << (outcome.resumed ? "resumed and completed: " : "written: ") << outcome.jsonl_path << ", "
             << outcome.csv_path << "\n";

@@ -68,7 +68,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("lr", "learning rate", cxxopts::value<std::string>()->default_value("0.01"))
       ("optimizer", "sgd, momentum (0.9) or adam", cxxopts::value<std::string>()->default_value("momentum"))
       ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
-      ("threads", "CPU threads for LibTorch (default: LibTorch's own choice)", cxxopts::value<std::string>())
+      ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
       ("limit-train", "train on the first N training images only", cxxopts::value<std::string>())
       ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
@@ -126,7 +126,7 @@ int run_eval_command(const std::vector<std::string>& args) {
       ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
       ("b,batch", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"))
       ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<std::string>())
-      ("threads", "CPU threads for LibTorch; training's count reproduces its numbers exactly", cxxopts::value<std::string>())
+      ("threads", threads_help("CPU threads for LibTorch; the same count reproduces training's numbers exactly"), cxxopts::value<std::string>())
       ("json", "print JSON")
       ("h,help", "this help");
   // clang-format on

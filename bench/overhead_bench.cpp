@@ -1,181 +1,301 @@
-// batchscope's measured training step against PyTorch-in-Python's, on the same backend, model
-// (mnist_cnn), batch and optimizer (SGD), on the CPU, in one run.
+// batchscope's measured step against PyTorch-in-Python's, on the same backend, model, batch, phase,
+// optimizer (SGD) and threads, on the CPU.
 //
-// The Python reference (bench/pytorch_reference.py) runs as a child process driven over a pipe. For each
-// batch size both warm up, then take turns in short bursts of steps (alternating which goes first), so
-// that the machine's changing speed hits both alike. batchscope's side is the sweep's own timed loop
-// (run_timed_steps on a Workload). Both are pinned to one core. Printed per batch size: the median step time
-// of each, their ratio, and the median and range of the per-burst ratios; then the timer's own cost per step.
-#include <sched.h>
-#include <sys/wait.h>
+// Each side is a child process speaking one line protocol (bench/pytorch_reference.py describes it):
+// PyTorch-in-Python, and this program itself in --worker mode, which runs the sweep's own timed loop
+// (run_timed_steps on a Workload). Both are bound to the same CPUs and only one runs at a time: the
+// other is stopped with all its threads. For each batch size both warm up, then take turns of timed
+// steps, alternating who goes first, so that the machine's changing speed hits both alike. A round is
+// one pair of fresh processes through every batch size; several rounds show how far one run's answer
+// can be trusted. Per case (model, phase, threads) it prints a table: the median step time of each
+// side, the median of the rounds' ratios batchscope/PyTorch and their range, and the goal.
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cxxopts.hpp>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
-#include "lib/config/batch_spec.h"
+#include "bench/step_process.h"
 #include "lib/common/statistics.h"
+#include "lib/config/batch_spec.h"
+#include "lib/device/cpu_threads.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 
 namespace {
 
 using batchscope::median;
+using batchscope::bench::StepProcess;
+using Json = nlohmann::json;
 
-// The reference process with a line protocol on its stdin and stdout.
-class PythonReference {
- public:
-  PythonReference(const std::string& python, const std::string& script, int threads) {
-    int to_child[2], from_child[2];
-    if (pipe(to_child) != 0 || pipe(from_child) != 0) throw std::runtime_error("pipe failed");
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      dup2(to_child[0], STDIN_FILENO);
-      dup2(from_child[1], STDOUT_FILENO);
-      close(to_child[1]);
-      close(from_child[0]);
-      const std::string t = std::to_string(threads);
-      execl(python.c_str(), python.c_str(), script.c_str(), "--threads", t.c_str(),
-            static_cast<char*>(nullptr));
-      std::perror(("cannot start " + python).c_str());
-      _exit(127);
-    }
-    close(to_child[0]);
-    close(from_child[1]);
-    in_ = fdopen(to_child[1], "w");
-    out_ = fdopen(from_child[0], "r");
-    header_ = nlohmann::json::parse(read_line());
-  }
-  ~PythonReference() {
-    std::fputs("quit\n", in_);
-    std::fclose(in_);
-    std::fclose(out_);
-    waitpid(pid_, nullptr, 0);
-  }
-
-  const nlohmann::json& header() const { return header_; }
-  void prepare(int64_t batch, int warmup) {
-    send("batch " + std::to_string(batch) + " " + std::to_string(warmup));
-    if (read_line() != "ready") throw std::runtime_error("the reference did not get ready");
-  }
-  std::vector<double> steps(int n) {
-    send("steps " + std::to_string(n));
-    return nlohmann::json::parse(read_line()).get<std::vector<double>>();
-  }
-
- private:
-  void send(const std::string& line) {
-    std::fputs((line + "\n").c_str(), in_);
-    std::fflush(in_);
-  }
-  std::string read_line() {
-    std::string line;
-    for (int c = std::fgetc(out_); c != EOF && c != '\n'; c = std::fgetc(out_)) line += static_cast<char>(c);
-    if (line.empty())
-      throw std::runtime_error("the reference process stopped (is PyTorch installed for it?)");
-    return line;
-  }
-
-  pid_t pid_ = -1;
-  std::FILE* in_ = nullptr;
-  std::FILE* out_ = nullptr;
-  nlohmann::json header_;
+struct Model {
+  std::string name, input;
+  int64_t classes;
 };
+const std::vector<Model> kModels = {{"mnist_cnn", "1,28,28", 10}, {"vgg16", "3,32,32", 10}};
+
+const Model& find_model(const std::string& name) {
+  for (const Model& m : kModels) {
+    if (m.name == name) return m;
+  }
+  throw std::runtime_error("no model " + name + " in the benchmark: use mnist_cnn or vgg16");
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');) {
+    if (!part.empty()) parts.push_back(part);
+  }
+  return parts;
+}
+
+std::vector<int64_t> shape_of(const std::string& text) {
+  std::vector<int64_t> shape;
+  for (const std::string& s : split(text)) shape.push_back(std::stoll(s));
+  return shape;
+}
+
+// --worker: batchscope's side of the protocol.
+int run_worker(const cxxopts::ParseResult& args) {
+  torch::set_num_threads(std::stoi(args["threads"].as<std::string>()));
+  batchscope::ExperimentConfig e;
+  e.name = "bench";
+  e.model = args["model"].as<std::string>();
+  e.input_shape = shape_of(args["input"].as<std::string>());
+  e.classes = args["classes"].as<int64_t>();
+  e.phase = args["phase"].as<std::string>() == "infer" ? batchscope::Phase::Infer : batchscope::Phase::Train;
+  e.device = "cpu";
+  batchscope::Workload workload(e, torch::Device("cpu"));
+  batchscope::HostStepTimer timer;
+  int64_t parameters = 0;
+  for (const auto& p : workload.network().parameters()) parameters += p.numel();
+  std::cout << Json{{"torch", TORCH_VERSION},
+                    {"threads", torch::get_num_threads()},
+                    {"interop_threads", torch::get_num_interop_threads()},
+                    {"parameters", parameters}}
+                   .dump()
+            << std::endl;
+  for (std::string line; std::getline(std::cin, line);) {
+    std::istringstream words(line);
+    std::string command;
+    words >> command;
+    if (command == "batch") {
+      int64_t batch = 0;
+      int warmup = 0;
+      words >> batch >> warmup;
+      workload.prepare_batch(batch);
+      // Timed as the reference times its warm-up, to size the turns; untimed steps as in a sweep.
+      const std::vector<double> times = batchscope::run_timed_steps(workload, timer, warmup).times_ms;
+      std::printf("ready %.6f\n", times.empty() ? 0.0 : median(times));
+      std::fflush(stdout);
+    } else if (command == "steps") {
+      int n = 0;
+      words >> n;
+      std::cout << Json(batchscope::run_timed_steps(workload, timer, n).times_ms).dump() << std::endl;
+    } else {
+      break;
+    }
+  }
+  return 0;
+}
+
+struct Settings {
+  std::vector<int64_t> batches;
+  int rounds, turns, warmup, max_steps;
+  double turn_ms;
+  std::string python, reference, self;
+};
+
+struct Row {
+  int64_t batch = 0;
+  int steps_per_turn = 0;
+  std::vector<double> py, bs, round_ratios;
+};
+
+// The CPUs a case with `threads` threads runs on: the last ones this process may use.
+std::vector<int> cpus_for(int threads) {
+  const std::vector<int> allowed = batchscope::cpu_threads::allowed_cpus();
+  if (threads >= static_cast<int>(allowed.size())) return allowed;
+  return {allowed.end() - threads, allowed.end()};
+}
+
+std::string cpu_list(const std::vector<int>& cpus) {
+  std::string text;
+  for (int c : cpus) text += (text.empty() ? "" : ",") + std::to_string(c);
+  return text;
+}
+
+// One round: a fresh pair of processes through every batch size.
+void run_round(const Settings& s, const Model& model, const std::string& phase, int threads, int round,
+               std::vector<Row>& rows, Json& headers) {
+  const std::vector<int> cpus = cpus_for(threads);
+  const std::vector<std::string> common = {"--model", model.name, "--input", model.input, "--classes",
+                                           std::to_string(model.classes), "--phase", phase, "--threads",
+                                           std::to_string(threads)};
+  std::vector<std::string> py_argv = {s.python, s.reference};
+  std::vector<std::string> bs_argv = {s.self, "--worker"};
+  py_argv.insert(py_argv.end(), common.begin(), common.end());
+  bs_argv.insert(bs_argv.end(), common.begin(), common.end());
+  StepProcess py(py_argv, cpus);
+  py.pause();
+  StepProcess bs(bs_argv, cpus);
+  bs.pause();
+  for (const auto* side : {&py, &bs}) {
+    if (side->header().value("threads", 0) != threads) {
+      throw std::runtime_error("a side runs " + side->header().dump() + " instead of " + std::to_string(threads) +
+                               " thread(s)");
+    }
+  }
+  if (py.header().value("parameters", 0LL) != bs.header().value("parameters", 0LL)) {
+    throw std::runtime_error("the models differ: PyTorch's has " + py.header().value("parameters", Json()).dump() +
+                             " parameters, batchscope's " + bs.header().value("parameters", Json()).dump());
+  }
+  headers = {{"pytorch", py.header()}, {"batchscope", bs.header()}};
+  for (Row& row : rows) {
+    double warm_ms = 0;
+    for (StepProcess* side : {&py, &bs}) {
+      warm_ms = std::max(warm_ms, side->prepare(row.batch, s.warmup));
+      side->pause();
+    }
+    if (round == 0) {
+      row.steps_per_turn = static_cast<int>(std::clamp(std::ceil(s.turn_ms / std::max(warm_ms, 1e-3)), 1.0,
+                                                       static_cast<double>(s.max_steps)));
+    }
+    std::vector<double> py_round, bs_round;
+    for (int turn = 0; turn < s.turns; ++turn) {
+      const bool python_first = (turn + round) % 2 == 0;
+      for (int k = 0; k < 2; ++k) {
+        const bool python = python_first == (k == 0);
+        StepProcess& side = python ? py : bs;
+        const std::vector<double> times = side.steps(row.steps_per_turn);
+        side.pause();
+        (python ? py_round : bs_round).insert((python ? py_round : bs_round).end(), times.begin(), times.end());
+      }
+    }
+    row.round_ratios.push_back(median(bs_round) / median(py_round));
+    row.py.insert(row.py.end(), py_round.begin(), py_round.end());
+    row.bs.insert(row.bs.end(), bs_round.begin(), bs_round.end());
+  }
+}
+
+// One table: returns the goals it missed.
+int run_case(const Settings& s, const Model& model, const std::string& phase, int threads, Json& report) {
+  std::vector<Row> rows;
+  for (int64_t b : s.batches) rows.push_back(Row{b, 0, {}, {}, {}});
+  Json headers;
+  for (int round = 0; round < s.rounds; ++round) run_round(s, model, phase, threads, round, rows, headers);
+
+  std::printf("\n%s %s, %s, %d thread(s) on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
+              "%d round(s) of fresh processes, each %d alternating turns per batch size; the idle side stopped\n",
+              model.name.c_str(), model.input.c_str(), phase.c_str(), threads, cpu_list(cpus_for(threads)).c_str(),
+              headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION, s.rounds, s.turns);
+  std::printf("%6s %6s %12s %14s %8s %18s %6s %s\n", "batch", "steps", "pytorch ms", "batchscope ms", "ratio",
+              "rounds' range", "goal", "");
+  int missed = 0;
+  Json table = Json::array();
+  for (const Row& row : rows) {
+    const double ratio = median(row.round_ratios);
+    const double goal = row.batch == 1 ? 0.90 : 1.00;
+    const auto [low, high] = std::minmax_element(row.round_ratios.begin(), row.round_ratios.end());
+    missed += ratio > goal;
+    std::printf("%6lld %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %6.2f %s\n", static_cast<long long>(row.batch),
+                row.steps_per_turn, median(row.py), median(row.bs), ratio, *low, *high, goal,
+                ratio <= goal ? "met" : "MISSED");
+    std::fflush(stdout);
+    table.push_back({{"batch", row.batch}, {"steps_per_turn", row.steps_per_turn},
+                     {"pytorch_median_ms", median(row.py)}, {"batchscope_median_ms", median(row.bs)},
+                     {"ratio", ratio}, {"round_ratios", row.round_ratios}, {"goal", goal}});
+  }
+  report.push_back({{"model", model.name}, {"input", model.input}, {"phase", phase}, {"threads", threads},
+                    {"cpus", cpus_for(threads)}, {"processes", headers}, {"rows", table}});
+  return missed;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  const int all = batchscope::cpu_threads::usable_physical_cores(batchscope::cpu_threads::allowed_cpus());
   cxxopts::Options options("bench_overhead",
-                           "batchscope's training step against PyTorch-in-Python's (mnist_cnn, CPU).");
+                           "batchscope's step against PyTorch-in-Python's on the same LibTorch, model, batch and "
+                           "threads (CPU).\nGoals: ratio batchscope/PyTorch <= 0.90 at batch 1, <= 1.00 at every "
+                           "other batch size; exit code 1 where one is missed.");
   // clang-format off
   options.add_options()
-      ("batch", "batch sizes", cxxopts::value<std::string>()->default_value("1,2,4,8,16,32,64"))
-      ("bursts", "turns each side takes per batch size", cxxopts::value<int>()->default_value("15"))
-      ("steps", "timed steps per turn", cxxopts::value<int>()->default_value("10"))
-      ("warmup", "untimed steps per batch size", cxxopts::value<int>()->default_value("20"))
-      ("threads", "CPU threads for both", cxxopts::value<int>()->default_value("1"))
-      ("cpu", "pin both processes to this CPU (default: the last one; -1: no pinning)", cxxopts::value<int>())
+      ("models", "mnist_cnn (1x28x28) and/or vgg16 (3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn,vgg16"))
+      ("phases", "train and/or infer", cxxopts::value<std::string>()->default_value("train,infer"))
+      ("threads", "thread counts, each a case of its own; \"all\" is one per usable physical core (" +
+                  std::to_string(all) + " here)", cxxopts::value<std::string>()->default_value("1,all"))
+      ("batch", "batch sizes", cxxopts::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256"))
+      ("rounds", "pairs of fresh processes per case", cxxopts::value<int>()->default_value("3"))
+      ("turns", "timed turns each side takes per batch size and round", cxxopts::value<int>()->default_value("4"))
+      ("turn-ms", "a turn's length: its steps are as many as fill it", cxxopts::value<double>()->default_value("250"))
+      ("max-steps", "the most timed steps in a turn", cxxopts::value<int>()->default_value("50"))
+      ("warmup", "untimed steps per batch size and round", cxxopts::value<int>()->default_value("3"))
+      ("json", "also write the tables to this JSON file", cxxopts::value<std::string>())
       ("python", "the Python with PyTorch", cxxopts::value<std::string>()->default_value("/usr/bin/python3"))
       ("reference", "the reference script", cxxopts::value<std::string>()->default_value("bench/pytorch_reference.py"))
+      ("worker", "internal: run batchscope's side of the protocol")
+      ("model", "internal (--worker)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
+      ("input", "internal (--worker)", cxxopts::value<std::string>()->default_value("1,28,28"))
+      ("classes", "internal (--worker)", cxxopts::value<int64_t>()->default_value("10"))
+      ("phase", "internal (--worker)", cxxopts::value<std::string>()->default_value("train"))
       ("h,help", "this help");
   // clang-format on
-  const auto args = options.parse(argc, argv);
-  if (args.count("help")) {
-    std::cout << options.help();
-    return 0;
-  }
   try {
-    const int threads = args["threads"].as<int>();
-    const int bursts = args["bursts"].as<int>();
-    const int steps = args["steps"].as<int>();
-    const int warmup = args["warmup"].as<int>();
-    // One core for both: unpinned, whichever process lands beside the machine's other work is slower for
-    // reasons that are not its own.
-    const int cpu =
-        args.count("cpu") ? args["cpu"].as<int>() : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1;
-    if (cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      sched_setaffinity(0, sizeof set, &set);  // the child inherits it
+    const auto args = options.parse(argc, argv);
+    if (args.count("help")) {
+      std::cout << options.help();
+      return 0;
     }
-    torch::set_num_threads(threads);
-    PythonReference python(args["python"].as<std::string>(), args["reference"].as<std::string>(), threads);
+    if (args.count("worker")) return run_worker(args);
+    Settings s;
+    s.batches = batchscope::parse_batch_spec(args["batch"].as<std::string>());
+    s.rounds = std::max(1, args["rounds"].as<int>());
+    s.turns = std::max(1, args["turns"].as<int>());
+    s.warmup = std::max(1, args["warmup"].as<int>());
+    s.max_steps = std::max(1, args["max-steps"].as<int>());
+    s.turn_ms = args["turn-ms"].as<double>();
+    s.python = args["python"].as<std::string>();
+    s.reference = args["reference"].as<std::string>();
+    char self[4096] = {};
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    s.self = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : argv[0];
 
-    batchscope::ExperimentConfig e;
-    e.name = "bench";
-    e.model = "mnist_cnn";
-    e.input_shape = {1, 28, 28};
-    e.classes = 10;
-    e.device = "cpu";
-    batchscope::Workload workload(e, torch::Device("cpu"));
+    std::vector<int> thread_counts;
+    for (const std::string& t : split(args["threads"].as<std::string>())) {
+      const int count = t == "all" ? all : std::stoi(t);
+      if (count < 1) throw std::runtime_error("--threads " + t + " is not a thread count");
+      if (std::find(thread_counts.begin(), thread_counts.end(), count) == thread_counts.end())
+        thread_counts.push_back(count);
+    }
     batchscope::HostStepTimer timer;
-    const double overhead_ms = batchscope::measure_timer_overhead_ms(timer, 1000);
-
-    std::printf(
-        "mnist_cnn training step (SGD, lr 0.01) on the CPU, %d thread(s): PyTorch %s in Python vs batchscope "
-        "on LibTorch %s\n%d turns of %d timed steps each per batch size, alternating\n",
-        threads, python.header().value("torch", "?").c_str(), TORCH_VERSION, bursts, steps);
-    std::printf("%6s %12s %14s %8s %16s %22s\n", "batch", "pytorch ms", "batchscope ms", "ratio",
-                "turn ratio med", "turn ratio range");
-    int missed = 0;
-    for (int64_t batch : batchscope::parse_batch_spec(args["batch"].as<std::string>())) {
-      python.prepare(batch, warmup);
-      workload.prepare_batch(batch);
-      workload.warm_up(warmup);
-      std::vector<double> py_all, bs_all, turn_ratios;
-      for (int b = 0; b < bursts; ++b) {
-        std::vector<double> py, bs;
-        if (b % 2 == 0) {
-          py = python.steps(steps);
-          bs = batchscope::run_timed_steps(workload, timer, steps).times_ms;
-        } else {
-          bs = batchscope::run_timed_steps(workload, timer, steps).times_ms;
-          py = python.steps(steps);
+    std::printf("timer overhead per step: %.3f us (median of 1000 empty start/stop pairs)\n",
+                batchscope::measure_timer_overhead_ms(timer, 1000) * 1e3);
+    int missed = 0, cases = 0;
+    Json report = Json::array();
+    for (const std::string& name : split(args["models"].as<std::string>())) {
+      const Model& model = find_model(name);
+      for (const std::string& phase : split(args["phases"].as<std::string>())) {
+        if (phase != "train" && phase != "infer") throw std::runtime_error("--phases takes train and infer");
+        for (int threads : thread_counts) {
+          missed += run_case(s, model, phase, threads, report);
+          ++cases;
         }
-        turn_ratios.push_back(median(bs) / median(py));
-        py_all.insert(py_all.end(), py.begin(), py.end());
-        bs_all.insert(bs_all.end(), bs.begin(), bs.end());
       }
-      const double ratio = median(bs_all) / median(py_all);
-      const double goal = batch == 1 ? 0.90 : 1.00;
-      missed += ratio > goal;
-      std::printf("%6lld %12.4f %14.4f %8.3f %16.3f %13.3f-%-8.3f <= %.2f %s\n",
-                  static_cast<long long>(batch), median(py_all), median(bs_all), ratio, median(turn_ratios),
-                  *std::min_element(turn_ratios.begin(), turn_ratios.end()),
-                  *std::max_element(turn_ratios.begin(), turn_ratios.end()), goal,
-                  ratio <= goal ? "met" : "MISSED");
-      std::fflush(stdout);
     }
-    std::printf("timer overhead per step: %.3f us (median of 1000 empty start/stop pairs)\n%s\n",
-                overhead_ms * 1e3,
+    if (args.count("json")) std::ofstream(args["json"].as<std::string>()) << report.dump(2) << "\n";
+    std::printf("\n%d case(s): %s\n", cases,
                 missed == 0 ? "all goals met" : (std::to_string(missed) + " goal(s) missed").c_str());
     return missed == 0 ? 0 : 1;
   } catch (const std::exception& error) {

@@ -1,14 +1,18 @@
-"""The reference for batchscope's per-step overhead: the same mnist_cnn training step in
+"""The reference for batchscope's per-step overhead: the same model's training (or inference) step in
 PyTorch-in-Python, timed the way batchscope times it (each step on its own, monotonic clock, warm-up
 first, nothing but the step between the timestamps).
 
-Driven by bench/overhead_bench over stdin/stdout, one command a line:
-  batch B W   make the data of batch size B and run W untimed steps; answers "ready"
+Driven by bench_overhead over stdin/stdout, one command a line (bench_overhead --worker speaks the same):
+  batch B W   make the data of batch size B and run W untimed steps; answers "ready MS", MS the median
+              warm-up step in ms
   steps N     run N timed steps; answers a JSON list of their times in ms
   quit
+The first line it prints is a JSON header: the PyTorch version, the threads in effect and the model's
+parameter count, which bench_overhead checks against batchscope's own model.
 """
 import argparse
 import json
+import statistics
 import sys
 import time
 
@@ -20,7 +24,7 @@ import torch.nn.functional as F
 class MnistCnn(nn.Module):
     """The classic Keras MNIST CNN, layer for layer as batchscope's mnist_cnn (in-place ReLUs too)."""
 
-    def __init__(self, classes=10):
+    def __init__(self, classes):
         super().__init__()
         self.conv1 = nn.Conv2d(1, 32, 3)
         self.conv2 = nn.Conv2d(32, 64, 3)
@@ -37,34 +41,71 @@ class MnistCnn(nn.Module):
         return self.fc2(self.drop2(x))
 
 
+def vgg16(classes):
+    """torchvision's vgg16 without batch norm, written out so that torchvision is not needed."""
+    layers, channels = [], 3
+    for entry in [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]:
+        if entry == "M":
+            layers.append(nn.MaxPool2d(2, 2))
+        else:
+            layers += [nn.Conv2d(channels, entry, 3, padding=1), nn.ReLU(inplace=True)]
+            channels = entry
+    return nn.Sequential(
+        nn.Sequential(*layers),
+        nn.AdaptiveAvgPool2d((7, 7)),
+        nn.Flatten(),
+        nn.Sequential(nn.Linear(512 * 7 * 7, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5),
+                      nn.Linear(4096, 4096), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(4096, classes)))
+
+
+MODELS = {"mnist_cnn": MnistCnn, "vgg16": vgg16}
+
+
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", default="mnist_cnn", choices=sorted(MODELS))
+    p.add_argument("--input", default="1,28,28", help="C,H,W of one sample")
+    p.add_argument("--classes", type=int, default=10)
+    p.add_argument("--phase", default="train", choices=["train", "infer"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.01)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = MnistCnn()
-    model.train()
-    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr)
+    shape = [int(s) for s in a.input.split(",")]
+    model = MODELS[a.model](a.classes)
+    train = a.phase == "train"
+    model.train(train)
+    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr) if train else None
     x = y = None
 
-    def step():
+    def train_step():
         optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         optimizer.step()
 
-    print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads()}), flush=True)
+    def infer_step():
+        with torch.no_grad():
+            model(x)
+
+    step = train_step if train else infer_step
+    header = {"torch": torch.__version__, "threads": torch.get_num_threads(),
+              "interop_threads": torch.get_num_interop_threads(),
+              "parameters": sum(t.numel() for t in model.parameters())}
+    print(json.dumps(header), flush=True)
     for line in sys.stdin:
         words = line.split()
         if words[0] == "batch":
             batch, warmup = int(words[1]), int(words[2])
-            x = torch.randn(batch, 1, 28, 28)
-            y = torch.randint(10, (batch,))
+            x = torch.randn(batch, *shape)
+            y = torch.randint(a.classes, (batch,))
+            times = []
             for _ in range(warmup):
+                t0 = time.perf_counter()
                 step()
-            print("ready", flush=True)
+                times.append((time.perf_counter() - t0) * 1e3)
+            print("ready %.6f" % (statistics.median(times) if times else 0.0), flush=True)
         elif words[0] == "steps":
             n = int(words[1])
             times = [0.0] * n

@@ -39,6 +39,8 @@ struct FakeLog {
   bool end = true;
   // The energy fields of a batch size's point record, from its step-time level; none where unset or null.
   std::function<Json(int64_t batch, double level_ms, int steps)> energy;
+  // The point's host_median_ms from its step-time level; none where unset.
+  std::function<double(int64_t batch, double level_ms)> host;
 
   std::string text() const {
     const bool cpu = gpu == "cpu";
@@ -86,6 +88,7 @@ struct FakeLog {
       p.update(common);
       p["batch_size"] = b;
       p["flops_per_step"] = 1e9 * static_cast<double>(b);
+      if (host) p["host_median_ms"] = host(b, level(b));
       if (energy) {
         const Json fields = energy(b, level(b), steps);
         if (fields.is_object()) p.update(fields);

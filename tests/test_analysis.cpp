@@ -280,5 +280,37 @@ TEST(GoldenAnalysis, FixedLogGivesTheReviewedAnalysisJson) {
   EXPECT_EQ(a.groups[0].jumps.jumps[0].from_batch, 16);
 }
 
+// A GPU step whose issuing takes nearly all of it leaves the device waiting: flagged. The same host
+// times on the CPU, where the issuing thread is the work, flag nothing.
+TEST_F(AnalyzeTest, GpuSizesWhoseHostTimeNearsTheStepAreLaunchBound) {
+  FakeLog log;
+  log.batches = range(1, 12);
+  log.level = [](int64_t b) { return 2.0 + 0.5 * static_cast<double>(b); };
+  // Issuing costs 2.3 ms whatever the batch: above 90% of the step up to batch 1, below from batch 2.
+  log.host = [](int64_t, double) { return 2.3; };
+  const Analysis gpu = analyze_logs({write("gpu.jsonl", log.text())}, {});
+  ASSERT_EQ(gpu.groups.size(), 1u);
+  EXPECT_EQ(gpu.groups[0].launch_bound, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(gpu.groups[0].points[0].launch_bound);
+  EXPECT_FALSE(gpu.groups[0].points[1].launch_bound);
+  ASSERT_TRUE(gpu.groups[0].points[1].host_median_ms.has_value());
+  EXPECT_DOUBLE_EQ(*gpu.groups[0].points[1].host_median_ms, 2.3);
+
+  log.host = [](int64_t, double level) { return 0.95 * level; };
+  const Analysis all = analyze_logs({write("gpu_all.jsonl", log.text())}, {});
+  EXPECT_EQ(all.groups[0].launch_bound, range(1, 12));
+
+  log.gpu = "cpu";
+  const Analysis cpu = analyze_logs({write("cpu.jsonl", log.text())}, {});
+  ASSERT_EQ(cpu.groups.size(), 1u);
+  EXPECT_TRUE(cpu.groups[0].launch_bound.empty());
+  // Logs from before host times were recorded: nothing flagged, nothing made up.
+  log.gpu = "GPU A";
+  log.host = nullptr;
+  const Analysis old = analyze_logs({write("old.jsonl", log.text())}, {});
+  EXPECT_TRUE(old.groups[0].launch_bound.empty());
+  EXPECT_FALSE(old.groups[0].points[0].host_median_ms.has_value());
+}
+
 }  // namespace
 }  // namespace batchscope

@@ -205,7 +205,7 @@ TEST(Csv, OneLinePerBatchRecordWithEscaping) {
   append_csv(path, {oom}, session);
   const std::string text = slurp(path);
   EXPECT_EQ(text.rfind(csv_header_line() + "\n", 0), 0u);
-  EXPECT_NE(text.find("step,first,tiny,mnist_cnn,train,fp32,cpu,excluded,2,,1,3.25,1.0,"), std::string::npos) << text;
+  EXPECT_NE(text.find("step,first,tiny,mnist_cnn,train,fp32,cpu,excluded,2,,1,3.25,,1.0,"), std::string::npos) << text;
   EXPECT_NE(text.find("oom,second,"), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);
 }
@@ -258,6 +258,14 @@ TEST(GoldenRecords, TheStructsWriteTheLinesTheOldWritersWrote) {
   records.push_back(OomRecord{batch_key(e, "cuda:0", 4096), "CUDA out of memory. Tried to allocate 2.00 GiB"});
   records.push_back(SkippedRecord{batch_key(e, "cuda:0", 8192), "batch size 4096 ran out of memory"});
   records.push_back(EndRecord{"2026-11-23T10:00:00Z", true});
+  // Host times, and an end record that says where the time went.
+  StepRecord timed{batch_key(infer, "cuda:0", 3), 1, 7.25, std::nullopt, std::nullopt, 0.125};
+  records.push_back(timed);
+  p = point_record(batch_key(infer, "cuda:0", 3), {7.25}, 3e9, std::nullopt);
+  p.host_median_ms = 0.125;
+  records.push_back(p);
+  records.push_back(EndRecord{"2026-11-24T10:00:00Z", true,
+                              SweepTimeSpent{12.5, {{"timed_steps", 10.0}, {"warm_up", 2.0}, {"other", 0.5}}}});
 
   const TempDir dir;
   {

@@ -82,7 +82,25 @@ TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
     ++steps[r["batch_size"].get<int64_t>()];
     EXPECT_GT(r["time_ms"].get<double>(), 0.0);
     EXPECT_TRUE(r["loss"].is_number());
+    // The issuing thread's CPU time: the step's own work on one thread, never more than its wall time
+    // by more than the two clock reads around the timer's.
+    ASSERT_TRUE(r.contains("host_ms"));
+    EXPECT_GT(r["host_ms"].get<double>(), 0.0);
+    if (torch::get_num_threads() == 1) EXPECT_LE(r["host_ms"].get<double>(), r["time_ms"].get<double>() + 0.5);
   }
+  // The end record says where the session's time went, part by part, adding up to the whole.
+  const EndRecord& end = std::get<EndRecord>(outcome.records.back());
+  ASSERT_TRUE(end.time_spent.has_value());
+  ASSERT_EQ(end.time_spent->parts.size(), std::size(kSweepParts));
+  double sum = 0;
+  for (std::size_t i = 0; i < end.time_spent->parts.size(); ++i) {
+    EXPECT_EQ(end.time_spent->parts[i].first, kSweepParts[i]);
+    EXPECT_GE(end.time_spent->parts[i].second, 0.0);
+    sum += end.time_spent->parts[i].second;
+  }
+  EXPECT_NEAR(sum, end.time_spent->total_s, 1e-6);
+  EXPECT_GT(end.time_spent->parts[0].second, 0.0) << "timed steps";
+  EXPECT_GT(end.time_spent->parts[4].second, 0.0) << "model building";
   // Each batch size: its three timed steps and one point, no more, no other size.
   EXPECT_EQ(steps, (std::map<int64_t, int>{{1, 3}, {2, 3}, {3, 3}}));
   EXPECT_EQ(points, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));

@@ -41,10 +41,19 @@ struct PointStats {
   double samples_per_s = 0;
   std::optional<double> tflops;
   std::optional<int64_t> peak_memory_bytes;
+  // The median CPU time of the thread that issued the steps (logs from before it was recorded: none).
+  std::optional<double> host_median_ms;
+  // On a GPU: the host's time to issue a step is at least kLaunchBoundShare of the step, so the device
+  // waits for the host, and a faster GPU would not make this batch size faster.
+  bool launch_bound = false;
   // Fewer samples than the analysis asks for: shown, but kept out of the trend, jumps and bests.
   bool too_few_samples = false;
   std::optional<PointEnergyStats> energy;  // only where the point record carries energy fields
 };
+
+// The share of a GPU step's time that the host's issuing time must reach for the step to count as
+// launch-bound: the device then idles between kernels for want of work.
+inline constexpr double kLaunchBoundShare = 0.9;
 
 // Theil–Sen line through the medians: robust to the jumps themselves and to outlying points.
 struct Trend {
@@ -127,6 +136,7 @@ struct GroupAnalysis {
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
   std::vector<int64_t> flagged;            // sizes with too few samples
+  std::vector<int64_t> launch_bound;       // GPU sizes whose steps wait for the host (PointStats)
   std::optional<GroupEnergy> energy;
   std::optional<GroupProfile> profile;  // where the sweep profiled its batch sizes (sweep --profile)
   // Predicted jumps (tile and wave quantization) beside the measured ones, where an SM count is known

@@ -55,6 +55,7 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
     if (raw.point->flops_per_step && p.median_ms > 0)
       p.tflops = *raw.point->flops_per_step / (p.median_ms / 1e3) / 1e12;
     p.peak_memory_bytes = raw.point->peak_memory_bytes;
+    p.host_median_ms = raw.point->host_median_ms;
     if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
   }
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
@@ -218,6 +219,13 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   g.logs = raw.logs;
   g.run_ids = raw.run_ids;
   for (const auto& [batch, point] : raw.points) g.points.push_back(stats_of(point, options.min_samples));
+  if (g.identity.contains("cuda")) {
+    // Only a GPU runs a step apart from the thread that issues it; on the CPU that thread is the work.
+    for (PointStats& p : g.points) {
+      p.launch_bound = p.host_median_ms && p.median_ms > 0 && *p.host_median_ms >= kLaunchBoundShare * p.median_ms;
+      if (p.launch_bound) g.launch_bound.push_back(p.batch_size);
+    }
+  }
 
   std::vector<double> xs, ys;
   std::vector<LevelPoint> levels;

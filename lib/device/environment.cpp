@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "lib/device/cpu_threads.h"
 #include "lib/device/gpu.h"
 
 namespace batchscope {
@@ -84,12 +85,16 @@ nlohmann::json collect_environment() {
       {"cuda_in_libtorch", gpu::built_with_cuda()},
       {"cuda_runtime_version", gpu::cuda_runtime_version()},
       {"cudnn_version", gpu::cudnn_version()},
-      {"cpu",
-       {{"model", cpu_model()},
-        {"logical_cores", std::thread::hardware_concurrency()},
-        {"torch_threads", torch::get_num_threads()},
-        {"torch_interop_threads", torch::get_num_interop_threads()}}},
   };
+  const cpu_threads::InEffect threads = cpu_threads::in_effect();
+  nlohmann::json cpu = {{"model", cpu_model()},
+                        {"logical_cores", std::thread::hardware_concurrency()},
+                        {"usable_physical_cores", threads.usable_cores},
+                        {"torch_threads", threads.intra_op},
+                        {"torch_interop_threads", threads.inter_op},
+                        {"threads_from", cpu_threads::to_json(threads)["from"]}};
+  if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
+  env["cpu"] = cpu;
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
   env["gpus"] = gpus;
@@ -109,7 +114,9 @@ std::string format_environment(const nlohmann::json& env) {
     out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
   const auto& cpu = env.at("cpu");
   out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0)
-      << " logical cores, " << cpu.value("torch_threads", 0) << " torch threads\n";
+      << " logical cores, " << cpu.value("usable_physical_cores", 0) << " usable physical cores, "
+      << cpu.value("torch_threads", 0) << " torch threads (" << cpu.value("threads_from", "") << "), "
+      << cpu.value("torch_interop_threads", 0) << " inter-op\n";
   if (env.at("gpus").empty()) out << "gpus:          none\n";
   for (const auto& g : env.at("gpus")) {
     out << "gpu " << g.value("index", 0) << ":         " << g.value("name", "") << ", "

@@ -126,7 +126,9 @@ std::string run_problem(const Json& r) {
     problem = check_fields(r["cpu"], {{"model", text, "text"},
                                       {"logical_cores", count, "a whole number"},
                                       {"torch_threads", count, "a whole number"},
-                                      {"torch_interop_threads", count, "a whole number"}},
+                                      {"torch_interop_threads", count, "a whole number"},
+                                      {"usable_physical_cores", count, "a whole number"},
+                                      {"threads_from", text, "text"}},
                            "cpu.");
     if (!problem.empty()) return problem;
   }
@@ -188,7 +190,9 @@ std::string batch_problem(const std::string& type, const Json& r) {
   if (!problem.empty()) return problem;
   if (type == record::kStep) {
     if (!r.contains("time_ms") || !positive_duration(r["time_ms"])) return "has a time_ms that is not a positive duration";
-    return check_fields(r, {{"step", count, "a whole number"}, {"loss", number_or_null, "a number or null"}});
+    return check_fields(r, {{"step", count, "a whole number"},
+                            {"loss", number_or_null, "a number or null"},
+                            {"host_ms", duration, "a duration"}});
   }
   if (type == record::kPoint) {
     // The statistics of the timed steps; analyze recomputes them from the step records, so a point
@@ -212,6 +216,7 @@ std::string batch_problem(const std::string& type, const Json& r) {
                                {"samples_per_s", number_or_null, "a number or null"},
                                {"flops_per_step", number_or_null, "a number or null"},
                                {"tflops", number_or_null, "a number or null"},
+                               {"host_median_ms", duration, "a duration"},
                                {"energy_method", [](const Json& j) { return j.is_null() || j.is_string(); },
                                 "text or null"},
                                {"energy_scope", [](const Json& j) { return j.is_null() || j.is_string(); },
@@ -237,6 +242,12 @@ std::string record_problem(const Json& r) {
   if (!r.is_object() || !r.contains("type") || !r["type"].is_string()) return "has no text \"type\"";
   const std::string type = r["type"].get<std::string>();
   if (type == record::kRun || type == record::kResume) return run_problem(r);
+  if (type == record::kEnd && r.contains("time_spent_s")) {
+    if (!r["time_spent_s"].is_object()) return "has a time_spent_s that is not an object";
+    for (const auto& [part, seconds] : r["time_spent_s"].items()) {
+      if (!duration(seconds)) return "has a time_spent_s." + part + " that is not a duration";
+    }
+  }
   if (type == record::kStep || type == record::kPoint || type == record::kOom || type == record::kSkipped)
     return batch_problem(type, r);
   return "";

@@ -213,7 +213,7 @@ PointRecord point_record(const BatchKey& key, const std::vector<double>& times_m
   return p;
 }
 
-EndRecord end_record() { return {iso8601_utc_now(), true}; }
+EndRecord end_record(std::optional<SweepTimeSpent> time_spent) { return {iso8601_utc_now(), true, std::move(time_spent)}; }
 
 Json to_json(const RunRecord& r) {
   Json j = {{"type", r.type}, {"run_id", r.run_id}, {"start_time", r.start_time}};
@@ -230,6 +230,7 @@ Json to_json(const StepRecord& r) {
   Json j = key_json(record::kStep, r.key);
   j["step"] = optional_json(r.step);
   j["time_ms"] = r.time_ms;
+  if (r.host_ms) j["host_ms"] = *r.host_ms;
   j["loss"] = optional_json(r.loss);
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   return j;
@@ -241,6 +242,7 @@ Json to_json(const PointRecord& r) {
   write_present_fields(j, r, kSummaryFields);
   write_fields(j, r, kSpreadFields);
   write_present_fields(j, r, kRateFields);
+  if (r.host_median_ms) j["host_median_ms"] = *r.host_median_ms;
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   if (r.energy) add_energy_fields(j, *r.energy);
   return j;
@@ -261,6 +263,11 @@ Json to_json(const SkippedRecord& r) {
 Json to_json(const EndRecord& r) {
   Json j = {{"type", record::kEnd}, {"time", r.time}};
   if (r.complete) j["complete"] = *r.complete;
+  if (r.time_spent) {
+    Json spent = {{"total", r.time_spent->total_s}};
+    for (const auto& [part, seconds] : r.time_spent->parts) spent[part] = seconds;
+    j["time_spent_s"] = spent;
+  }
   return j;
 }
 
@@ -297,7 +304,7 @@ SweepRecord sweep_record_from_json(const Json& j) {
   }
   if (type == record::kStep) {
     return StepRecord{key_from(j), whole(j, "step"), *number(j, "time_ms"), number(j, "loss"),
-                      whole(j, "peak_memory_bytes")};
+                      whole(j, "peak_memory_bytes"), number(j, "host_ms")};
   }
   if (type == record::kPoint) {
     PointRecord p;
@@ -306,6 +313,7 @@ SweepRecord sweep_record_from_json(const Json& j) {
     read_fields(j, p, kSummaryFields);
     read_fields(j, p, kSpreadFields);
     read_fields(j, p, kRateFields);
+    p.host_median_ms = number(j, "host_median_ms");
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
     return p;
@@ -315,6 +323,17 @@ SweepRecord sweep_record_from_json(const Json& j) {
   if (type == record::kEnd) {
     EndRecord end{text(j, "time"), std::nullopt};
     if (j.contains("complete") && j["complete"].is_boolean()) end.complete = j["complete"].get<bool>();
+    if (j.contains("time_spent_s")) {
+      SweepTimeSpent spent;
+      for (const auto& [part, seconds] : j["time_spent_s"].items()) {
+        if (part == "total") {
+          spent.total_s = seconds.get<double>();
+        } else {
+          spent.parts.emplace_back(part, seconds.get<double>());
+        }
+      }
+      end.time_spent = spent;
+    }
     return end;
   }
   throw BadRecord("has type \"" + type + "\", which a sweep log does not hold");

@@ -70,6 +70,9 @@ struct StepRecord {
   double time_ms = 0;
   std::optional<double> loss;  // none for inference
   std::optional<int64_t> peak_memory_bytes;
+  // CPU time of the thread that issued the step, from its start to its stop (before any wait for the
+  // device): on a GPU, where it nears time_ms the device waits for the host.
+  std::optional<double> host_ms = std::nullopt;
 };
 
 // The energy side of one batch size, measured where the device has a power source (NVML for a GPU,
@@ -107,6 +110,7 @@ struct PointRecord {
   std::optional<double> samples_per_s;
   std::optional<double> flops_per_step;  // the work of one step (forward, or forward+backward for train)
   std::optional<double> tflops;
+  std::optional<double> host_median_ms;  // the median of the steps' host_ms
   std::optional<int64_t> peak_memory_bytes;
   std::optional<PointEnergy> energy;  // only where the device had a power source
 };
@@ -122,9 +126,20 @@ struct SkippedRecord {
   std::string reason;
 };
 
+// How one sweep session's wall time was spent, in seconds: the parts in kSweepParts' order, and the
+// whole from the start of the sweep to its end record.
+struct SweepTimeSpent {
+  double total_s = 0;
+  std::vector<std::pair<std::string, double>> parts;
+};
+// What a sweep spends its time on; "other" is the rest of the whole (the run record, waits, freeing).
+inline const char* const kSweepParts[] = {"timed_steps",     "warm_up",   "energy_windows", "idle_baseline",
+                                          "model_building", "data_preparation", "profiling", "writing", "other"};
+
 struct EndRecord {
   std::string time;
   std::optional<bool> complete;
+  std::optional<SweepTimeSpent> time_spent = std::nullopt;  // absent in logs written before it was recorded
 };
 
 using SweepRecord = std::variant<RunRecord, StepRecord, PointRecord, OomRecord, SkippedRecord, EndRecord>;
@@ -138,7 +153,7 @@ RunRecord run_record(const char* type, const std::string& command_line, const Js
 BatchKey batch_key(const ExperimentConfig& e, const std::string& device, int64_t batch_size);
 PointRecord point_record(const BatchKey& key, const std::vector<double>& times_ms, double flops_per_step,
                          std::optional<int64_t> peak_memory_bytes);
-EndRecord end_record();  // now, complete
+EndRecord end_record(std::optional<SweepTimeSpent> time_spent = std::nullopt);  // now, complete
 
 // The record that opens the logs of the other commands (train, compare, maxbatch, microbatch).
 Json context_record(const char* type, const std::string& command_line, const Json& config);

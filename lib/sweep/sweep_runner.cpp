@@ -6,10 +6,12 @@
 
 #include <random>
 
+#include "lib/common/statistics.h"
 #include "lib/device/gpu.h"
 #include "lib/records/run_store.h"
 #include "lib/sweep/progress.h"
 #include "lib/sweep/sweep_power.h"
+#include "lib/sweep/time_spent.h"
 #include "lib/timing/measure_batch.h"
 #include "lib/timing/profiled_steps.h"
 #include "lib/timing/step_runner.h"
@@ -45,10 +47,12 @@ std::vector<SweepRecord> measured_records(const BatchKey& key, const BatchMeasur
   for (std::size_t i = 0; i < steps.times_ms.size(); ++i) {
     StepRecord step{key, static_cast<int64_t>(i), steps.times_ms[i], std::nullopt, m.peak_memory_bytes};
     if (!steps.losses.empty()) step.loss = steps.losses[i];
+    if (i < steps.host_ms.size()) step.host_ms = steps.host_ms[i];
     records.push_back(std::move(step));
   }
   PointRecord point = point_record(key, steps.times_ms, flops_per_step, m.peak_memory_bytes);
   point.energy = m.energy;
+  if (!steps.host_ms.empty()) point.host_median_ms = median(steps.host_ms);
   records.push_back(std::move(point));
   return records;
 }
@@ -69,6 +73,7 @@ struct Session {
   PowerByDevice& power;
   Progress& progress;
   const LoadedData& loaded;
+  TimeSpent& spent;
 
   bool stop_requested() const { return options.stop_requested != nullptr && options.stop_requested->load(); }
 };
@@ -93,7 +98,7 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
       if (e.repeats > 1) key.pass = pass;
       // A size that is not run is recorded as skipped, with why.
       const auto skip = [&](const std::string& reason) {
-        s.store.write({SkippedRecord{key, reason}});
+        s.spent.measure("writing", [&] { s.store.write({SkippedRecord{key, reason}}); });
         s.progress.work_done(work);
       };
       if (oom_at && batch_size > *oom_at) {
@@ -108,14 +113,21 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
       try {
         if (!workload) {
           const auto found = s.loaded.find(e.data);
-          workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+          s.spent.measure("model_building", [&] {
+            workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+          });
         }
         s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
         const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
+        s.spent.add("data_preparation", m.prepare_s);
+        s.spent.add("warm_up", m.warm_up_s);
+        s.spent.add("timed_steps", m.timed_s);
+        s.spent.add("energy_windows", m.energy_s);
         if (e.profile && pass == 1) {
           // After the timed steps, never among them; in the first pass only.
           const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
-          s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+          s.spent.measure("profiling",
+                          [&] { s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace)); });
         }
         workload->release_batch();
         records = measured_records(key, m, workload->flops_per_step(batch_size));
@@ -140,7 +152,7 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         const std::string message = error.what();
         records = {OomRecord{key, message.substr(0, message.find('\n'))}};
       }
-      s.store.write(records);
+      s.spent.measure("writing", [&] { s.store.write(records); });
       s.progress.work_done(work);
       s.progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
     }
@@ -165,13 +177,15 @@ std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass) {
 }
 
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
-  const LoadedData loaded = load_data(config);
+  TimeSpent spent;
+  const LoadedData loaded = spent.measure("data_preparation", [&] { return load_data(config); });
   Json experiments = Json::array();
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
-  RunStore store(options.out_dir, experiments, options.force);
+  RunStore store = spent.measure("writing", [&] { return RunStore(options.out_dir, experiments, options.force); });
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
-  PowerByDevice power = open_power(config, options);
-  store.write({run_header(config, options, experiments, store.resuming(), power)});
+  PowerByDevice power = spent.measure("idle_baseline", [&] { return open_power(config, options); });
+  const RunRecord header = run_header(config, options, experiments, store.resuming(), power);
+  spent.measure("writing", [&] { store.write({header}); });
 
   Progress progress(progress_stream, options.show_progress);
   double total_work = 0;
@@ -184,7 +198,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   }
   progress.begin_sweep(total_work);
 
-  Session session{options, store, power, progress, loaded};
+  Session session{options, store, power, progress, loaded, spent};
   bool stopped = false;  // only where batch sizes were left undone
   const int count = static_cast<int>(config.experiments.size());
   for (int index = 0; index < count && !stopped; ++index) {
@@ -192,8 +206,9 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   }
   SweepOutcome outcome;
   outcome.interrupted = stopped;
-  if (!outcome.interrupted) store.write({end_record()});
   progress.finish();
+  outcome.time_spent = spent.so_far();
+  if (!outcome.interrupted) store.write({end_record(outcome.time_spent)});
 
   outcome.jsonl_path = store.jsonl_path();
   outcome.csv_path = store.csv_path();

@@ -44,6 +44,7 @@ struct SweepOutcome {
   bool resumed = false;
   bool interrupted = false;   // stopped on request before the end; the same command resumes it
   std::vector<SweepRecord> records;  // every record of the run, earlier sessions included
+  SweepTimeSpent time_spent;         // this session's wall time, part by part (also in the end record)
 };
 
 // Runs every experiment of a config resolved for this machine (resolve_for_machine), writing to

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "lib/common/statistics.h"
@@ -43,10 +44,20 @@ int64_t lengthen_window(Workload& workload, StepTimer& timer, const power::Energ
 BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
                                power::DevicePower& power) {
   const torch::Device& device = workload.device();
-  workload.prepare_batch(batch_size);
-  workload.warm_up(e.warmup_steps);
-  reset_peak_memory(device);
   BatchMeasurement result;
+  auto mark = std::chrono::steady_clock::now();
+  // Seconds since the last mark, and a new mark.
+  const auto lap = [&mark] {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - mark).count();
+    mark = now;
+    return seconds;
+  };
+  workload.prepare_batch(batch_size);
+  result.prepare_s = lap();
+  workload.warm_up(e.warmup_steps);
+  result.warm_up_s = lap();
+  reset_peak_memory(device);
   std::optional<power::EnergyMeter> meter;
   PointEnergy energy;
   if (power.source) {
@@ -54,7 +65,9 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
     meter.emplace(*power.source);
     meter->begin();
   }
+  result.energy_s = lap();  // the meter's start reading
   result.steps = run_timed_steps(workload, timer, e.timed_steps);
+  result.timed_s = lap();
   if (meter) {
     energy.steps = lengthen_window(workload, timer, *meter, power.min_window_ms, e.timed_steps,
                                    summarize(result.steps.times_ms).median);
@@ -75,6 +88,7 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
     }
   }
   result.peak_memory_bytes = peak_memory(device);
+  result.energy_s += lap();  // the window's lengthening steps and its end reading
   return result;
 }
 

@@ -17,6 +17,9 @@ struct BatchMeasurement {
   TimedSteps steps;
   std::optional<int64_t> peak_memory_bytes;
   std::optional<PointEnergy> energy;
+  // Wall time of each part, in seconds: making the batch, the warm-up, the timed steps, and the steps
+  // that lengthened the energy window.
+  double prepare_s = 0, warm_up_s = 0, timed_s = 0, energy_s = 0;
 };
 
 // Prepares the workload at this batch size, warms it up, and times e.timed_steps steps with the

@@ -4,6 +4,7 @@
 #include <torch/version.h>
 
 #include <cstring>
+#include <ctime>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -268,18 +269,28 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
   const auto n = static_cast<std::size_t>(steps);
   const bool train = workload.training();
   std::vector<torch::Tensor> losses(train ? n : 0);
+  // The issuing thread's CPU time, read just outside the timer's own two timestamps.
+  std::vector<timespec> cpu_start(n), cpu_stop(n);
   timer.reserve(steps);
-  for (int i = 0; i < steps; ++i) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const int step = static_cast<int>(i);
     workload.stage();
-    timer.start(i);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_start[i]);
+    timer.start(step);
     workload.step();
-    timer.stop(i);
+    timer.stop(step);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_stop[i]);
     workload.synchronize();
-    if (train) losses[static_cast<std::size_t>(i)] = workload.last_loss();
+    if (train) losses[i] = workload.last_loss();
   }
   TimedSteps out;
   out.times_ms.resize(n);
-  for (int i = 0; i < steps; ++i) out.times_ms[static_cast<std::size_t>(i)] = timer.elapsed_ms(i);
+  out.host_ms.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    out.times_ms[i] = timer.elapsed_ms(static_cast<int>(i));
+    out.host_ms[i] = static_cast<double>(cpu_stop[i].tv_sec - cpu_start[i].tv_sec) * 1e3 +
+                     static_cast<double>(cpu_stop[i].tv_nsec - cpu_start[i].tv_nsec) / 1e6;
+  }
   for (const auto& l : losses) out.losses.push_back(l.item<double>());
   return out;
 }

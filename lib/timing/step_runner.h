@@ -91,6 +91,7 @@ class Workload {
 
 struct TimedSteps {
   std::vector<double> times_ms;
+  std::vector<double> host_ms;  // CPU time of the issuing thread per step
   std::vector<double> losses;  // train only
 };
 

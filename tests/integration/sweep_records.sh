@@ -42,4 +42,27 @@ python3 -c 'import json,sys; b=[json.loads(l)["batch_size"] for l in open(sys.ar
 
 "$bin" models --json | python3 -c 'import json,sys; m={x["name"]:x for x in json.load(sys.stdin)}; assert m["vgg16"]["parameters"]==138357544, m["vgg16"]; assert m["mnist_cnn"]["gflops_per_sample"]>0'
 "$bin" env --json | python3 -c 'import json,sys; e=json.load(sys.stdin); assert e["libtorch_version"] and "cpu" in e'
+
+# Threads: one per usable physical core by default, whatever LibTorch would pick; OMP_NUM_THREADS where
+# set; --threads over both. The run record says which, with the counts in effect.
+cores="$(getconf _NPROCESSORS_ONLN)"  # nproc would follow OMP_NUM_THREADS
+env -u OMP_NUM_THREADS -u MKL_NUM_THREADS "$bin" env --json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["cpu"]
+assert c["threads_from"] == "physical cores", c
+assert c["torch_threads"] == c["usable_physical_cores"] and 1 <= c["torch_threads"] <= int(sys.argv[1]), c' "$cores"
+OMP_NUM_THREADS=1 "$bin" env --json | python3 -c '
+import json, sys
+c = json.load(sys.stdin)["cpu"]
+assert c["threads_from"] == "OMP_NUM_THREADS" and c["torch_threads"] == 1, c
+assert c["threading_environment"]["OMP_NUM_THREADS"] == "1", c'
+"$bin" sweep --model mnist_cnn --batch 2 --device cpu --steps 2 --warmup 0 --threads 1 --out "$work/threads" --quiet > /dev/null
+python3 -c '
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+assert run["cpu"]["threads_from"] == "--threads" and run["cpu"]["torch_threads"] == 1, run["cpu"]
+end = [json.loads(l) for l in open(sys.argv[1])][-1]
+spent = end["time_spent_s"]
+assert spent["timed_steps"] > 0 and abs(sum(v for k, v in spent.items() if k != "total") - spent["total"]) < 1e-6, spent' \
+  "$work/threads/steps.jsonl"
 echo "sweep_records: ok"

@@ -65,6 +65,8 @@ Json point_json(const PointStats& p) {
               {"samples_per_s", p.samples_per_s},
               {"tflops", optional_json(p.tflops)},
               {"peak_memory_bytes", optional_json(p.peak_memory_bytes)},
+              {"host_median_ms", optional_json(p.host_median_ms)},
+              {"launch_bound", p.launch_bound},
               {"too_few_samples", p.too_few_samples}};
   // Only with repeated passes, so that analyses of single-pass logs keep their keys.
   if (!p.pass_medians.empty()) {
@@ -162,7 +164,8 @@ Json group_json(const GroupAnalysis& g) {
                 {"largest_fitting", optional_json(g.largest_fitting)},
                 {"first_oom", optional_json(g.first_oom)},
                 {"skipped", g.skipped},
-                {"flagged", g.flagged}}}};
+                {"flagged", g.flagged},
+                {"launch_bound", g.launch_bound}}}};
 }
 
 // Only where the logs measured energy, so that analyses of older logs keep their keys.

@@ -203,6 +203,11 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   if (!g.flagged.empty()) {
     out << "- flagged, too few timed steps to use: " << batch_list(g.flagged) << "\n";
   }
+  if (!g.launch_bound.empty()) {
+    out << "- launch-bound, the GPU waits for the host (issuing a step takes at least "
+        << static_cast<int>(kLaunchBoundShare * 100) << "% of it): " << batch_list(g.launch_bound)
+        << "; a faster GPU would not speed these up, CUDA graphs or larger batches would\n";
+  }
   out << "\n";
   write_points_table(out, g);
   write_profile_section(out, g, plots, dir);
