@@ -194,6 +194,8 @@ struct LogSummary {
   bool truncated_tail = false;
   std::vector<std::string> warnings;
   nlohmann::ordered_json environment;  // from its first run record (null without one)
+  // Where the session that completed the sweep spent its wall time (its end record), where recorded.
+  std::optional<SweepTimeSpent> time_spent;
 };
 
 // A `batchscope microbatch` log: its configuration and, per policy, the predicted and measured speedup

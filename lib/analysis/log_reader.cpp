@@ -55,8 +55,11 @@ void keep(LoadedLog& log, const Json& r, const std::string& type, int line) {
       log.summary.environment = env;
     }
   }
-  if (type == record::kEnd) log.summary.complete = true;
   log.records.push_back(sweep_record_from_json(r));
+  if (type == record::kEnd) {
+    log.summary.complete = true;
+    log.summary.time_spent = std::get<EndRecord>(log.records.back()).time_spent;
+  }
   log.lines.push_back(line);
 }
 

@@ -1,5 +1,8 @@
 #include "lib/records/records.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "lib/common/statistics.h"
 #include "lib/device/environment.h"
 
@@ -337,6 +340,33 @@ SweepRecord sweep_record_from_json(const Json& j) {
     return end;
   }
   throw BadRecord("has type \"" + type + "\", which a sweep log does not hold");
+}
+
+std::string describe_time_spent(const SweepTimeSpent& spent) {
+  std::vector<std::pair<std::string, double>> parts = spent.parts;
+  std::stable_sort(parts.begin(), parts.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (const auto& [part, seconds] : parts) {
+    const double share = spent.total_s > 0 ? 100.0 * seconds / spent.total_s : 0.0;
+    if (share < 0.5) continue;
+    std::string words = part;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    char line[96];
+    std::snprintf(line, sizeof line, "%s%.0f%% %s", text.empty() ? "" : ", ", share, words.c_str());
+    text += line;
+  }
+  char total[48];
+  std::snprintf(total, sizeof total, " of %.1f s", spent.total_s);
+  return text + total;
+}
+
+double stepping_share(const SweepTimeSpent& spent) {
+  if (spent.total_s <= 0) return 0;
+  double stepping = 0;
+  for (const auto& [part, seconds] : spent.parts) {
+    if (part == "timed_steps" || part == "warm_up") stepping += seconds;
+  }
+  return stepping / spent.total_s;
 }
 
 }  // namespace batchscope

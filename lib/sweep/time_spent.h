@@ -36,7 +36,4 @@ class TimeSpent {
   std::map<std::string, double> seconds_;
 };
 
-// "82% timed steps, 11% warm-up, 4% writing, ... of 41.2 s": the parts over 0.5%, largest first.
-std::string describe_time_spent(const SweepTimeSpent& spent);
-
 }  // namespace batchscope

@@ -65,4 +65,17 @@ end = [json.loads(l) for l in open(sys.argv[1])][-1]
 spent = end["time_spent_s"]
 assert spent["timed_steps"] > 0 and abs(sum(v for k, v in spent.items() if k != "total") - spent["total"]) < 1e-6, spent' \
   "$work/threads/steps.jsonl"
+# analyze carries the end record's time spent into analysis.json and the report.
+"$bin" analyze "$work/threads" --out "$work/threads/analysis" --no-plots > /dev/null
+python3 -c '
+import json, sys
+log = json.load(open(sys.argv[1]))["logs"][0]
+end = [json.loads(l) for l in open(sys.argv[2])][-1]
+assert log["time_spent_s"] == end["time_spent_s"], (log, end)
+spent = end["time_spent_s"]
+share = (spent["timed_steps"] + spent["warm_up"]) / spent["total"]
+assert abs(log["stepping_share"] - share) < 1e-9, (log["stepping_share"], share)' \
+  "$work/threads/analysis/analysis.json" "$work/threads/steps.jsonl"
+grep -q "Time spent by the session that completed .*timed steps.*warm-up and timed steps)" "$work/threads/analysis/report.md" \
+  || { echo "sweep_records: the report does not say where the time went"; exit 1; }
 echo "sweep_records: ok"

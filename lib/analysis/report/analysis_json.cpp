@@ -298,6 +298,13 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
                         {"complete", l.complete},
                         {"truncated_tail", l.truncated_tail},
                         {"warnings", l.warnings}});
+    // Only where the end record has it, so that analyses of older logs keep their keys.
+    if (l.time_spent) {
+      Json spent = {{"total", l.time_spent->total_s}};
+      for (const auto& [part, seconds] : l.time_spent->parts) spent[part] = seconds;
+      logs.back()["time_spent_s"] = spent;
+      logs.back()["stepping_share"] = stepping_share(*l.time_spent);
+    }
   }
   Json groups = Json::array(), comparisons = Json::array();
   for (const GroupAnalysis& g : analysis.groups) groups.push_back(with_profile(with_energy(group_json(g), g), g));

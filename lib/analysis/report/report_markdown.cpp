@@ -315,6 +315,14 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
         << (log.truncated_tail ? ", unfinished last line ignored" : "") << " |\n";
   }
   out << "\n";
+  for (const LogSummary& log : a.logs) {
+    if (!log.time_spent) continue;
+    out << "Time spent by the session that completed `" << log.path << "`: "
+        << describe_time_spent(*log.time_spent) << " (" << significant(100 * stepping_share(*log.time_spent), 3)
+        << "% warm-up and timed steps).\n";
+  }
+  if (std::any_of(a.logs.begin(), a.logs.end(), [](const LogSummary& l) { return l.time_spent.has_value(); }))
+    out << "\n";
   if (!plots.made) out << "Plots were skipped: " << plots.skipped_reason << "\n\n";
 
   const bool energy =
