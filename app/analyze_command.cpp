@@ -11,6 +11,7 @@
 #include "lib/analysis/report/plots.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/common/file_writes.h"
 
 namespace batchscope::app {
@@ -43,7 +44,7 @@ cxxopts::Options analyze_options() {
       ("logs", "sweep logs", cxxopts::value<std::vector<std::string>>())
       ("o,out", "directory for report.md, analysis.json and plots/ (default: analysis/ beside the first log); "
                 "analyze replaces its own files there", cxxopts::value<std::string>())
-      ("min-samples", "timed steps a batch size needs to be used; fewer are flagged", cxxopts::value<std::string>()->default_value("5"))
+      ("min-samples", "timed steps a batch size needs to be used; fewer are flagged", cxxopts::value<std::string>()->default_value(std::to_string(limits::kMinAnalyzedSteps)))
       ("threshold", "a jump must exceed the local trend by this many noise deviations", cxxopts::value<std::string>()->default_value("5"))
       ("min-jump", "a jump must also be at least this percentage of the step time", cxxopts::value<std::string>()->default_value("2"))
       ("window", "consecutive differences on each side that give the local slope", cxxopts::value<std::string>()->default_value("8"))
@@ -56,6 +57,7 @@ cxxopts::Options analyze_options() {
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
       ("q,quiet", "no summary on the terminal")
+      ("json", "print the analysis (what analysis.json holds: per group, every batch size) as JSON on stdout instead of the summary")
       ("h,help", "this help");
   // clang-format on
   options.parse_positional({"logs"});
@@ -122,14 +124,21 @@ int run_analyze_command(const std::vector<std::string>& args) {
   for (const std::string& w : analysis.warnings) std::cerr << "batchscope: warning: " << w << "\n";
   for (const std::string& w : plots.warnings) std::cerr << "batchscope: warning: " << w << "\n";
   if (!plots.made) std::cerr << "batchscope: plots skipped: " << plots.skipped_reason << "\n";
-  if (!result.count("quiet")) {
+  std::ostream& said = result.count("json") ? std::cerr : std::cout;
+  if (result.count("json")) {
+    // Standard output holds the JSON alone (what analysis.json holds), for a pipe.
+    std::cout << analysis_to_json(analysis, analyze).dump(2) << "\n";
+  } else if (!result.count("quiet")) {
     write_terminal_summary(std::cout, analysis);
     std::cout << "\n";
   }
-  std::cout << "written: " << (out_dir / "report.md").string() << ", "
-            << (out_dir / "analysis.json").string();
-  if (plots.made) std::cout << ", " << plots.files.size() << " plots in " << (out_dir / "plots").string();
-  std::cout << "\n";
+  said << "written: " << (out_dir / "report.md").string() << ", " << (out_dir / "analysis.json").string();
+  if (plots.made) said << ", " << counted(plots.plots, "plot") << " in " << (out_dir / "plots").string();
+  if (!plots.removed.empty()) {
+    said << " (removed " << counted(static_cast<long long>(plots.removed.size()), "file")
+         << " of plots an earlier analysis drew there)";
+  }
+  said << "\n";
   return 0;
 }
 

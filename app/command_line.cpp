@@ -47,6 +47,9 @@ std::string option_given(const std::vector<std::string>& args, const std::string
 }  // namespace
 
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args) {
+  // The positional arguments (a sweep's CONFIG, eval's CHECKPOINT, analyze's LOGs) are options too, and
+  // --help lists them with the rest.
+  options.show_positional_help();
   try {
     return parse_with_cxxopts(options, args);
   } catch (const CommandLineError& error) {
@@ -146,6 +149,19 @@ double real_option(const cxxopts::ParseResult& result, const std::string& name, 
   return value;
 }
 
+double percent_option(const cxxopts::ParseResult& result, const std::string& name, double most_percent) {
+  std::string text = result[name].as<std::string>();
+  const std::string given = text;
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  char* end = nullptr;
+  const double value = text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ? std::nan("")
+                                                                                          : std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(value) || value < 0 || value > most_percent) {
+    refuse_value(name, given, "a percentage from 0% to " + number_text(most_percent) + "%", "5%");
+  }
+  return value / 100.0;
+}
+
 void refuse(const std::string& problem, const std::string& fix) {
   throw UserError(located("command line", 0, problem, fix));
 }
@@ -212,12 +228,35 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.cudnn_benchmark = r[n].template as<bool>(); }},
   {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
    [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
-  {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile (default 3)", false,
+  {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile", false,
    [](const auto& r, const auto& n, auto& o) { o.profile_steps = whole_option(r, n); }},
-  {ExperimentOption::Repeats, "repeats", "passes over the whole ladder, each in a new shuffled order; drift shows as spread between passes (default 1)", false,
+  {ExperimentOption::Repeats, "repeats", "passes over the whole ladder, each in a new shuffled order; drift shows as spread between passes", false,
    [](const auto& r, const auto& n, auto& o) { o.repeats = whole_option(r, n); }},
 };
 // clang-format on
+
+// The value an experiment has where neither its file nor the command line gives one, as --help shows
+// it; nullopt where the help says it already (the model's input and classes) or there is none.
+std::optional<std::string> default_shown(ExperimentOption id) {
+  const ExperimentConfig d;
+  switch (id) {
+    case ExperimentOption::Device: return d.device;
+    case ExperimentOption::Steps: return std::to_string(d.timed_steps);
+    case ExperimentOption::Warmup: return std::to_string(d.warmup_steps);
+    case ExperimentOption::Phase: return to_string(d.phase);
+    case ExperimentOption::Precision: return to_string(d.precision);
+    case ExperimentOption::Optimizer: return to_string(d.optimizer.kind);
+    case ExperimentOption::Lr: return number_text(d.optimizer.lr);
+    case ExperimentOption::Data: return d.data;
+    case ExperimentOption::Transfer: return to_string(d.transfer);
+    case ExperimentOption::Chunk: return d.chunk == 0 ? std::string("0, the whole batch") : std::to_string(d.chunk);
+    case ExperimentOption::Order: return to_string(d.order);
+    case ExperimentOption::Seed: return std::to_string(d.seed);
+    case ExperimentOption::ProfileSteps: return std::to_string(d.profile_steps);
+    case ExperimentOption::Repeats: return std::to_string(d.repeats);
+    default: return std::nullopt;
+  }
+}
 
 std::string long_name(const char* flags) {
   const std::string f = flags;
@@ -234,10 +273,14 @@ void add_experiment_options(cxxopts::Options& options, const std::vector<Experim
       if (spec.id != id) continue;
       // A switch is a bool with cxxopts' implicit "true"; every other value is read as text and
       // checked by the reader, so that a wrong one is named with its option.
+      // The default is shown in the help only: a default value would hide whether the option was given,
+      // and a given option replaces the file's value.
+      const std::optional<std::string> shown = default_shown(id);
+      const std::string help = shown ? std::string(spec.help) + " (default: " + *shown + ")" : spec.help;
       if (spec.flag) {
-        adder(spec.flags, spec.help, cxxopts::value<bool>());
+        adder(spec.flags, help, cxxopts::value<bool>());
       } else {
-        adder(spec.flags, spec.help, cxxopts::value<std::string>());
+        adder(spec.flags, help, cxxopts::value<std::string>());
       }
     }
   }

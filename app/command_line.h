@@ -54,6 +54,9 @@ uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name
 double real_option(const cxxopts::ParseResult& result, const std::string& name, double least, double most,
                    bool least_excluded = false);
 
+// A share given as a percentage, "5%" or "5", from 0 to most_percent: returned as a fraction (0.05).
+double percent_option(const cxxopts::ParseResult& result, const std::string& name, double most_percent);
+
 // --threads, where given: LibTorch's intra-op threads for the rest of the run.
 void apply_threads_option(const cxxopts::ParseResult& result);
 // The help of a --threads option: `what` and the default this machine gets.

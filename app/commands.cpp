@@ -2,6 +2,16 @@
 
 namespace batchscope::app {
 
+const std::vector<std::pair<std::string, CommandRunner>>& commands() {
+  static const std::vector<std::pair<std::string, CommandRunner>> all = {
+      {"sweep", run_sweep_command},       {"analyze", run_analyze_command}, {"compare", run_compare_command},
+      {"status", run_status_command},
+      {"submit", run_submit_command},     {"maxbatch", run_maxbatch_command}, {"train", run_train_command},
+      {"eval", run_eval_command},         {"microbatch", run_microbatch_command}, {"models", run_models_command},
+      {"env", run_env_command},           {"completion", run_completion_command}};
+  return all;
+}
+
 std::string usage() {
   return "batchscope " BATCHSCOPE_VERSION
          " - what a batch size really costs: per-step timed training and inference sweeps\n\n"
@@ -11,6 +21,8 @@ std::string usage() {
          "energy\n"
          "  analyze LOG... [options]       find the trend, jumps and periods in sweep logs; report and "
          "plots\n"
+         "  compare BASELINE CONTENDER     per batch size, slower or faster beyond the noise and a threshold; "
+         "exit 1 if slower\n"
          "  status OUT [--json]            which shards of a sharded sweep are complete, running, stopped or "
          "missing\n"
          "  submit slurm|k8s CONFIG.yaml   share a sweep out over a Slurm job array or a Kubernetes Indexed "
@@ -25,7 +37,9 @@ std::string usage() {
          "input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds, and how energy is "
          "measured\n\n"
-         "batchscope COMMAND --help describes a command's options.\n";
+         "  completion bash                print a bash completion script (scripts/setup.sh installs it)\n\n"
+         "batchscope COMMAND --help (or batchscope help COMMAND) describes a command's options, with their\n"
+         "defaults; batchscope --version prints the version.\n";
 }
 
 }  // namespace batchscope::app

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/config/config.h"
@@ -24,6 +25,13 @@ int run_submit_command(const std::vector<std::string>& args);
 // The experiments of CONFIG as `batchscope sweep CONFIG SWEEP_ARGS` reads them, before any device is
 // resolved: what batchscope submit plans. Options that belong to submit are refused.
 SweepConfig submitted_sweep_config(const std::string& config_path, const std::vector<std::string>& sweep_args);
+
+int run_compare_command(const std::vector<std::string>& args);
+int run_completion_command(const std::vector<std::string>& args);
+
+// Every command by its name, in the order usage() lists them: what main runs and completion completes.
+using CommandRunner = int (*)(const std::vector<std::string>& args);
+const std::vector<std::pair<std::string, CommandRunner>>& commands();
 
 std::string usage();
 

@@ -16,12 +16,14 @@
 
 int main(int argc, char** argv) {
   using namespace batchscope;
-  const std::vector<std::string> all(argv + 1, argv + argc);
+  std::vector<std::string> all(argv + 1, argv + argc);
+  // batchscope help COMMAND: that command's --help.
+  if (all.size() >= 2 && all[0] == "help") all = {all[1], "--help"};
   if (all.empty() || all[0] == "-h" || all[0] == "--help" || all[0] == "help") {
     std::cout << app::usage();
     return all.empty() ? 2 : 0;
   }
-  if (all[0] == "--version") {
+  if (all[0] == "--version" || all[0] == "-V") {
     std::cout << "batchscope " << BATCHSCOPE_VERSION << "\n";
     return 0;
   }
@@ -36,19 +38,13 @@ int main(int argc, char** argv) {
     // Before any command touches LibTorch: one thread per usable physical core unless the environment
     // or --threads says otherwise.
     batchscope::cpu_threads::apply(std::nullopt, batchscope::cpu_threads::threading_environment());
-    if (command == "sweep") return app::run_sweep_command(args);
-    if (command == "analyze") return app::run_analyze_command(args);
-    if (command == "status") return app::run_status_command(args);
-    if (command == "submit") return app::run_submit_command(args);
-    if (command == "maxbatch") return app::run_maxbatch_command(args);
-    if (command == "train") return app::run_train_command(args);
-    if (command == "eval") return app::run_eval_command(args);
-    if (command == "microbatch") return app::run_microbatch_command(args);
-    if (command == "models") return app::run_models_command(args);
-    if (command == "env") return app::run_env_command(args);
+    std::string names;
+    for (const auto& [name, run] : app::commands()) {
+      if (name == command) return run(args);
+      names += (names.empty() ? "" : ", ") + name;
+    }
     throw UserError(located("command line", 0, "unknown command '" + command + "'",
-                            "use one of sweep, analyze, status, submit, maxbatch, train, eval, microbatch, models, env "
-                            "(batchscope --help lists them)"));
+                            "use one of " + names + " (batchscope --help lists them)"));
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << printable(error.what()) << "\n";
     return 2;

@@ -19,6 +19,7 @@
 #include "lib/sweep/max_batch.h"
 #include "lib/records/records.h"
 #include "lib/sweep/sweep_runner.h"
+#include "lib/common/words.h"
 #include "models/registry.h"
 
 namespace batchscope::app {
@@ -55,6 +56,11 @@ std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& r
   text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision) + ") on " +
           e.device;
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
+  if (result.margin > 0) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%g%%", 100 * result.margin);
+    text += std::string(", leaving ") + share + " of the memory free";
+  }
   return text;
 }
 
@@ -79,8 +85,14 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
         break;
       }
     }
+    if (result.stopped_by == "granularity" || result.stopped_by == "tolerance" || result.stopped_by == "try limit") {
+      text += "; the search stopped at its " + result.stopped_by + ", so sizes up to " +
+              std::to_string(*result.first_failure - 1) + " were not tried";
+    }
+  } else if (result.stopped_by == "try limit") {
+    text += "; the try limit stopped the growth, so larger sizes were not tried";
   }
-  return text + ")";
+  return text + ", " + counted(static_cast<long long>(result.tries.size()), "try", "tries") + ")";
 }
 
 Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
@@ -120,6 +132,11 @@ MaxBatchOptions search_options(const cxxopts::ParseResult& result, const Experim
   search.upper_bound = whole_option(result, "upper", 1, limits::kMaxBatchSize);
   search.start = whole_option(result, "start", 1, limits::kMaxBatchSize);
   search.confirm_steps = static_cast<int>(whole_option(result, "confirm", 1, limits::kMaxSteps));
+  search.granularity = whole_option(result, "granularity", 1, limits::kMaxBatchSize);
+  search.tolerance = percent_option(result, "tolerance", 99);
+  search.max_tries = static_cast<int>(whole_option(result, "max-tries", 0, 1000));
+  if (search.max_tries == 1) refuse("--max-tries 1 leaves no try to bisect with", "give 2 or more, or 0 for no limit");
+  search.margin = percent_option(result, "margin", 90);
   if (search.upper_bound < search.start) {
     refuse(
         "--upper " + std::to_string(search.upper_bound) + " is below --start " + std::to_string(search.start),
@@ -162,6 +179,10 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
       ("upper", "the largest batch size tried", cxxopts::value<std::string>()->default_value("65536"))
       ("start", "the first batch size tried", cxxopts::value<std::string>()->default_value("1"))
       ("confirm", "steps in a row the answer must run", cxxopts::value<std::string>()->default_value("3"))
+      ("granularity", "stop bisecting once the size that fit and the one that did not are this close; the tries fall on its multiples", cxxopts::value<std::string>()->default_value("1"))
+      ("tolerance", "stop bisecting once they are within this share of the size that did not fit, e.g. 5%", cxxopts::value<std::string>()->default_value("0%"))
+      ("max-tries", "the most tries growing and bisecting may take before the answer is confirmed; 0: no limit", cxxopts::value<std::string>()->default_value("0"))
+      ("margin", "leave this share of the memory free: the largest size that fits in the rest, e.g. 10%", cxxopts::value<std::string>()->default_value("0%"))
       ("json", "print the result as JSON")
       ("o,out", "append a record per try and the result to this JSON-lines file", cxxopts::value<std::string>())
       ("q,quiet", "no line per try")

@@ -1,6 +1,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cxxopts.hpp>
@@ -11,6 +12,7 @@
 #include "app/commands.h"
 #include "lib/cluster/shard_plan.h"
 #include "lib/common/errors.h"
+#include "lib/common/limits.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/summary_table.h"
@@ -58,7 +60,8 @@ cxxopts::Options sweep_options() {
   options.positional_help("[CONFIG.yaml]");
   // clang-format off
   options.add_options()
-      ("config", "YAML experiment file", cxxopts::value<std::string>());
+      ("config", "YAML experiment file", cxxopts::value<std::string>())
+      ("experiment", "run only the experiment of CONFIG with this name (repeatable)", cxxopts::value<std::vector<std::string>>(), "NAME");
   add_experiment_options(options, kSweepOptions);
   options.add_options()
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -70,6 +73,7 @@ cxxopts::Options sweep_options() {
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
       ("force", "replace a complete run, or a different one, in the output directory")
       ("q,quiet", "no progress line")
+      ("json", "print the summary (a row per experiment and batch size) as JSON on stdout instead of the table")
       ("shard", "run shard I of N (from 0) of the experiments' batch sizes, in OUT/shard-IIII-of-NNNN/; without it the "
                 "shard comes from SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX where they are set; none: never shard", cxxopts::value<std::string>(), "I/N")
       ("shards", "the shard count, with the index from the cluster (a Slurm array task id, a Kubernetes completion index)", cxxopts::value<std::string>())
@@ -79,6 +83,26 @@ cxxopts::Options sweep_options() {
   // clang-format on
   options.parse_positional({"config"});
   return options;
+}
+
+// --experiment NAME (repeatable): only the named experiments of the file, in the file's order.
+SweepConfig only_named_experiments(SweepConfig config, const cxxopts::ParseResult& result, bool from_file) {
+  if (!result.count("experiment")) return config;
+  if (!from_file) refuse("--experiment chooses among the experiments of a file", "give a CONFIG.yaml, or leave it out");
+  const auto names = result["experiment"].as<std::vector<std::string>>();
+  std::string known;
+  for (const ExperimentConfig& e : config.experiments) known += (known.empty() ? "" : ", ") + e.name;
+  for (const std::string& name : names) {
+    const bool found = std::any_of(config.experiments.begin(), config.experiments.end(),
+                                   [&](const ExperimentConfig& e) { return e.name == name; });
+    if (!found) refuse("--experiment: the file has no experiment named '" + name + "'", "give one of " + known);
+  }
+  std::vector<ExperimentConfig> kept;
+  for (const ExperimentConfig& e : config.experiments) {
+    if (std::find(names.begin(), names.end(), e.name) != names.end()) kept.push_back(e);
+  }
+  config.experiments = kept;
+  return config;
 }
 
 // How the sweep runs and where it writes, from the command line.
@@ -144,7 +168,7 @@ SweepConfig submitted_sweep_config(const std::string& config_path, const std::ve
   SweepOverrides o;
   read_experiment_options(result, kSweepOptions, o);
   if (result.count("trace")) o.profile = true;
-  return load_sweep_config(config_path, o);
+  return only_named_experiments(load_sweep_config(config_path, o), result, /*from_file=*/true);
 }
 
 int run_sweep_command(const std::vector<std::string>& args) {
@@ -164,8 +188,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
   apply_threads_option(result);
 
   const bool from_file = result.count("config") > 0;
-  const SweepConfig parsed =
-      from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o);
+  const SweepConfig parsed = only_named_experiments(
+      from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o), result, from_file);
   const int64_t shards = result.count("shards") ? whole_option(result, "shards", 1, limits::kMaxShards) : 0;
   if (result.count("plan")) {
     nlohmann::json plan = sweep_plan(parsed);
@@ -203,9 +227,15 @@ int run_sweep_command(const std::vector<std::string>& args) {
     return 130;
   }
   spdlog::info("time spent: {}", describe_time_spent(outcome.time_spent));
-  std::cout << format_summary_table(outcome.records) << "\n"
-            << (outcome.resumed ? "resumed and completed: " : "written: ") << outcome.jsonl_path << ", "
-            << outcome.csv_path << "\n";
+  const std::string written = std::string(outcome.resumed ? "resumed and completed: " : "written: ") +
+                              outcome.jsonl_path + ", " + outcome.csv_path;
+  if (result.count("json")) {
+    // Standard output holds the JSON alone, for a pipe; where it was written goes to the log.
+    std::cout << summary_json(outcome.records).dump(2) << "\n";
+    spdlog::info("{}", written);
+    return 0;
+  }
+  std::cout << format_summary_table(outcome.records) << "\n" << written << "\n";
   return 0;
 }
 

@@ -36,19 +36,20 @@ std::pair<std::string, std::string> device_pair(const std::string& text) {
   return {first, second};
 }
 
-std::string epoch_table(const TrainingOutcome& outcome) {
-  std::string out;
+// The epoch table, a line at a time: its header, then a row per epoch.
+std::string epoch_table_header() {
   char line[160];
   std::snprintf(line, sizeof line, "%5s  %10s  %9s  %10s  %9s  %9s  %10s\n", "epoch", "train loss",
                 "train acc", "test loss", "test acc", "seconds", "samples/s");
-  out += line;
-  for (const EpochResult& r : outcome.epochs) {
-    std::snprintf(line, sizeof line, "%5d  %10.4f  %8.2f%%  %10.4f  %8.2f%%  %9.1f  %10.0f\n", r.epoch,
-                  r.train_loss, 100 * r.train_accuracy, r.test.loss, 100 * r.test.accuracy, r.epoch_seconds,
-                  r.samples_per_s);
-    out += line;
-  }
-  return out;
+  return line;
+}
+
+std::string epoch_table_row(const EpochResult& r) {
+  char line[160];
+  std::snprintf(line, sizeof line, "%5d  %10.4f  %8.2f%%  %10.4f  %8.2f%%  %9.1f  %10.0f\n", r.epoch,
+                r.train_loss, 100 * r.train_accuracy, r.test.loss, 100 * r.test.accuracy, r.epoch_seconds,
+                r.samples_per_s);
+  return line;
 }
 
 }  // namespace
@@ -74,7 +75,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
       ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch", cxxopts::value<std::string>())
       ("force", "replace a complete training run in the output directory")
-      ("q,quiet", "no per-epoch log lines")
+      ("q,quiet", "the epoch table at the end only, not a row as each epoch ends")
       ("h,help", "this help");
   // clang-format on
   const auto result = parse_command_line(options, args);
@@ -109,8 +110,21 @@ int run_train_command(const std::vector<std::string>& args) {
               << comparison.first.jsonl_path << ", " << comparison.second.jsonl_path << "\n";
     return 0;
   }
+  // The table on standard output, each row as its epoch ends (with --quiet, all rows at the end); no
+  // log line repeats them.
+  const bool quiet = result.count("quiet") > 0;
+  if (!quiet) {
+    std::cout << epoch_table_header() << std::flush;
+    o.on_epoch = [](const EpochResult& r) { std::cout << epoch_table_row(r) << std::flush; };
+  } else {
+    o.on_epoch = [](const EpochResult&) {};
+  }
   const TrainingOutcome outcome = train_model(o);
-  std::cout << epoch_table(outcome) << "written: " << outcome.jsonl_path << ", " << outcome.checkpoint_path
+  if (quiet) {
+    std::cout << epoch_table_header();
+    for (const EpochResult& r : outcome.epochs) std::cout << epoch_table_row(r);
+  }
+  std::cout << "written: " << outcome.jsonl_path << ", " << outcome.checkpoint_path
             << "\n";
   return 0;
 }

@@ -3,12 +3,13 @@
 //
 // Each side is a child process speaking one line protocol (bench/pytorch_reference.py describes it):
 // PyTorch-in-Python, and this program itself in --worker mode, which runs the sweep's own timed loop
-// (run_timed_steps on a Workload). Both are bound to the same CPUs and only one runs at a time: the
-// other is stopped with all its threads. For each batch size both warm up, then take turns of timed
-// steps, alternating who goes first, so that the machine's changing speed hits both alike. A round is
-// one pair of fresh processes through every batch size; several rounds show how far one run's answer
-// can be trusted. Per case (model, phase, threads) it prints a table: the median step time of each
-// side, the median of the rounds' ratios batchscope/PyTorch and their range, and the goal.
+// (run_timed_steps on a Workload, with the progress line told of every step). Both are bound to the
+// same CPUs and only one runs at a time: the other is stopped with all its threads. For each batch
+// size both warm up, then take turns of timed steps, alternating who goes first, so that the machine's
+// changing speed hits both alike. A round is one pair of fresh processes through every batch size;
+// several rounds show how far one run's answer can be trusted. Per case (model, phase, threads) it
+// prints a table: the median step time of each side, the median of the rounds' ratios
+// batchscope/PyTorch and their range, and the goal.
 #include <torch/torch.h>
 #include <torch/version.h>
 #include <unistd.h>
@@ -27,8 +28,10 @@
 
 #include "bench/step_process.h"
 #include "lib/common/statistics.h"
+#include "lib/common/words.h"
 #include "lib/config/batch_spec.h"
 #include "lib/device/cpu_threads.h"
+#include "lib/sweep/progress.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 
@@ -78,6 +81,10 @@ int run_worker(const cxxopts::ParseResult& args) {
   e.device = "cpu";
   batchscope::Workload workload(e, torch::Device("cpu"));
   batchscope::HostStepTimer timer;
+  // The sweep's progress line, told of every step as in a sweep; drawn into a stream nobody reads, so
+  // that its cost (a clock read a step, a redraw every 0.25 s) is in batchscope's times.
+  std::ostringstream discarded;
+  batchscope::Progress progress(discarded, /*enabled=*/true);
   int64_t parameters = 0;
   for (const auto& p : workload.network().parameters()) parameters += p.numel();
   std::cout << Json{{"torch", TORCH_VERSION},
@@ -95,6 +102,9 @@ int run_worker(const cxxopts::ParseResult& args) {
       int warmup = 0;
       words >> batch >> warmup;
       workload.prepare_batch(batch);
+      progress.begin_sweep({{e.name, batch, 1 << 30}});
+      progress.begin_size(e.name, 1, 1, batch, 0, 1 << 30);
+      discarded.str("");
       // Timed as the reference times its warm-up, to size the turns; untimed steps as in a sweep.
       const std::vector<double> times = batchscope::run_timed_steps(workload, timer, warmup).times_ms;
       std::printf("ready %.6f\n", times.empty() ? 0.0 : median(times));
@@ -102,7 +112,9 @@ int run_worker(const cxxopts::ParseResult& args) {
     } else if (command == "steps") {
       int n = 0;
       words >> n;
-      std::cout << Json(batchscope::run_timed_steps(workload, timer, n).times_ms).dump() << std::endl;
+      std::cout << Json(batchscope::run_timed_steps(workload, timer, n, &progress.observer()).times_ms).dump()
+                << std::endl;
+      discarded.str("");
     } else {
       break;
     }
@@ -196,10 +208,14 @@ int run_case(const Settings& s, const Model& model, const std::string& phase, in
   Json headers;
   for (int round = 0; round < s.rounds; ++round) run_round(s, model, phase, threads, round, rows, headers);
 
-  std::printf("\n%s %s, %s, %d thread(s) on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
-              "%d round(s) of fresh processes, each %d alternating turns per batch size; the idle side stopped\n",
-              model.name.c_str(), model.input.c_str(), phase.c_str(), threads, cpu_list(cpus_for(threads)).c_str(),
-              headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION, s.rounds, s.turns);
+  const std::string thread_count = batchscope::counted(threads, "thread");
+  const std::string round_count = batchscope::counted(s.rounds, "round");
+  const std::string turn_count = batchscope::counted(s.turns, "alternating turn");
+  std::printf("\n%s %s, %s, %s on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
+              "%s of fresh processes, each %s per batch size; the idle side stopped\n",
+              model.name.c_str(), model.input.c_str(), phase.c_str(), thread_count.c_str(),
+              cpu_list(cpus_for(threads)).c_str(), headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION,
+              round_count.c_str(), turn_count.c_str());
   std::printf("%6s %6s %12s %14s %8s %18s %6s %s\n", "batch", "steps", "pytorch ms", "batchscope ms", "ratio",
               "rounds' range", "goal", "");
   int missed = 0;
@@ -295,8 +311,8 @@ int main(int argc, char** argv) {
       }
     }
     if (args.count("json")) std::ofstream(args["json"].as<std::string>()) << report.dump(2) << "\n";
-    std::printf("\n%d case(s): %s\n", cases,
-                missed == 0 ? "all goals met" : (std::to_string(missed) + " goal(s) missed").c_str());
+    std::printf("\n%s: %s\n", batchscope::counted(cases, "case").c_str(),
+                missed == 0 ? "all goals met" : (batchscope::counted(missed, "goal") + " missed").c_str());
     return missed == 0 ? 0 : 1;
   } catch (const std::exception& error) {
     std::cerr << "bench_overhead: " << error.what() << "\n";

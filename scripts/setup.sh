@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what batchscope needs from Debian's packages (only what is missing), then configures and
-# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--packages-only]   (--bench adds
-# PyTorch for Python, the reference of build/bench_overhead; --cluster adds Slurm, munge and the Kubernetes
-# client's models, which the cluster tests run a single-node Slurm with and check manifests against;
-# --packages-only installs and does not build)
+# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--packages-only]
+#   --bench adds PyTorch for Python (the reference of build/bench_overhead) and pandas (a test reads logs
+#   with it as the README shows); --cluster adds Slurm, munge and the Kubernetes client's models, which
+#   the cluster tests run a single-node Slurm with and check manifests against; --packages-only installs
+#   and does not build.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -13,7 +14,7 @@ packages=(g++ cmake make python3 libtorch-dev libyaml-cpp-dev libspdlog-dev libc
 build=1
 for a in "$@"; do
   case "$a" in
-    --bench) packages+=(python3-torch) ;;
+    --bench) packages+=(python3-torch python3-pandas) ;;
     --cluster) packages+=(slurmctld slurmd slurm-client munge python3-kubernetes) ;;
     --packages-only) build=0 ;;
     *) echo "setup.sh: unknown option $a; use --bench, --cluster and/or --packages-only" >&2; exit 2 ;;
@@ -28,3 +29,9 @@ jobs="$(nproc)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build build -j "$jobs"
 echo "setup: built build/batchscope"
+# Bash completion made from the program's own options, where bash-completion looks for a user's own.
+completions="${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions"
+if mkdir -p "$completions" 2> /dev/null && build/batchscope completion bash > "$completions/batchscope.new"; then
+  mv "$completions/batchscope.new" "$completions/batchscope"
+  echo "setup: bash completion in $completions/batchscope (new shells complete batchscope's commands and options)"
+fi

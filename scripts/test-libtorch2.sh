@@ -34,6 +34,8 @@ packages="libtorch-dev,python3-torch,libyaml-cpp-dev,libspdlog-dev,libcxxopts-de
 packages+=",gnuplot-nox,libopenblas0-openmp,zlib1g-dev,cmake,make,g++,python3,ccache,mount"
 # The Kubernetes client's models, whose trixie version knows every field batchscope's Job uses.
 packages+=",python3-kubernetes"
+# pandas, which a test reads logs with as the README shows.
+packages+=",python3-pandas"
 root="$batchscope_cache/trixie-root"
 stamp="$packages $(trixie_mirror)"
 t0=$SECONDS

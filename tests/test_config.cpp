@@ -409,7 +409,7 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
   EXPECT_EQ(back.phase, e.phase);
   EXPECT_EQ(back.optimizer.kind, e.optimizer.kind);
   EXPECT_EQ(back.optimizer.lr, e.optimizer.lr);
-  EXPECT_EQ(back.optimizer.momentum, e.optimizer.momentum);
+  EXPECT_EQ(back.optimizer.momentum, OptimizerConfig{}.momentum);  // Adam has none: not kept
   EXPECT_EQ(back.optimizer.weight_decay, e.optimizer.weight_decay);
   EXPECT_EQ(back.optimizer.beta1, e.optimizer.beta1);
   EXPECT_EQ(back.optimizer.beta2, e.optimizer.beta2);
@@ -441,6 +441,37 @@ TEST(Config, JsonRoundTripOfEveryEnumValue) {
           e.order = o;
           EXPECT_EQ(to_json(experiment_from_json(to_json(e))), to_json(e));
         }
+}
+
+TEST(Config, TheRecordKeepsOnlyTheSettingsItsOptimizerUses) {
+  ExperimentConfig e;
+  e.optimizer.kind = OptimizerKind::SGD;
+  nlohmann::json o = to_json(e).at("optimizer");
+  EXPECT_FALSE(o.contains("momentum")) << o;
+  EXPECT_FALSE(o.contains("betas")) << o;
+  EXPECT_FALSE(o.contains("eps")) << o;
+  EXPECT_EQ(o.at("weight_decay"), 0.0);
+  e.optimizer.kind = OptimizerKind::Momentum;
+  e.optimizer.momentum = 0.8;
+  o = to_json(e).at("optimizer");
+  EXPECT_EQ(o.at("momentum"), 0.8);
+  EXPECT_FALSE(o.contains("betas")) << o;
+  EXPECT_EQ(experiment_from_json(to_json(e)).optimizer.momentum, 0.8);
+  e.optimizer.kind = OptimizerKind::Adam;
+  o = to_json(e).at("optimizer");
+  EXPECT_FALSE(o.contains("momentum")) << o;
+  EXPECT_EQ(o.at("betas").size(), 2u);
+  EXPECT_TRUE(o.contains("eps"));
+}
+
+TEST(Config, ARecordOfTheEarlierLayoutWithEveryOptimizerSettingReadsBack) {
+  nlohmann::json j = to_json(ExperimentConfig{});
+  j["optimizer"] = {{"type", "sgd"}, {"lr", 0.05}, {"momentum", 0.9}, {"weight_decay", 0.0},
+                    {"betas", {0.9, 0.999}}, {"eps", 1e-8}};
+  const ExperimentConfig back = experiment_from_json(j);
+  EXPECT_EQ(back.optimizer.kind, OptimizerKind::SGD);
+  EXPECT_EQ(back.optimizer.lr, 0.05);
+  EXPECT_FALSE(to_json(back).at("optimizer").contains("momentum"));
 }
 
 TEST(Config, JsonWithAMissingOrBadFieldIsRejected) {

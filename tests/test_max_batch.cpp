@@ -184,6 +184,75 @@ TEST(FindMaxBatch, ReportsEveryTryAsItEnds) {
   EXPECT_EQ(to_json(result.tries.back())["stage"], "confirm");
 }
 
+TEST(FindMaxBatch, GranularityStopsOnItsMultiplesAndSaysSo) {
+  FakeDevice device{1000, 1000, {}};
+  MaxBatchOptions options;
+  options.granularity = 8;
+  const MaxBatchResult exact = [&] { FakeDevice d{1000, 1000, {}}; return search(d); }();
+  const MaxBatchResult result = search(device, options);
+  ASSERT_TRUE(result.max_batch.has_value());
+  EXPECT_EQ(result.stopped_by, "granularity");
+  EXPECT_LE(*result.first_failure - *result.max_batch, 8);
+  EXPECT_LE(*result.max_batch, 1000);
+  EXPECT_GT(*result.first_failure, 1000);
+  EXPECT_LT(result.tries.size(), exact.tries.size());
+  for (const MaxBatchTry& t : result.tries) {
+    if (t.stage == TryStage::Bisect) EXPECT_EQ(t.batch_size % 8, 0) << t.batch_size;
+  }
+  EXPECT_EQ(exact.stopped_by, "exact");
+}
+
+TEST(FindMaxBatch, ToleranceStopsWithinItsShareOfTheFailure) {
+  FakeDevice device{1000, 1000, {}};
+  MaxBatchOptions options;
+  options.tolerance = 0.05;
+  const MaxBatchResult result = search(device, options);
+  ASSERT_TRUE(result.max_batch.has_value());
+  EXPECT_EQ(result.stopped_by, "tolerance");
+  EXPECT_LE(*result.first_failure - *result.max_batch, 0.05 * *result.first_failure);
+  EXPECT_GE(*result.max_batch, 950);
+}
+
+TEST(FindMaxBatch, TheTryLimitStopsTheSearchAndTheAnswerIsStillConfirmed) {
+  FakeDevice device{1000, 1000, {}};
+  MaxBatchOptions options;
+  options.max_tries = 6;  // grows 1..32 and stops: six tries, then the confirmation
+  const MaxBatchResult result = search(device, options);
+  ASSERT_TRUE(result.max_batch.has_value());
+  EXPECT_EQ(result.stopped_by, "try limit");
+  EXPECT_EQ(*result.max_batch, 32);
+  EXPECT_EQ(result.tries.size(), 7u);
+  EXPECT_EQ(result.tries.back().stage, TryStage::Confirm);
+  options.max_tries = 14;  // grows to 1024 (11 tries), fails, bisects 3 times
+  FakeDevice again{1000, 1000, {}};
+  const MaxBatchResult bisected = search(again, options);
+  EXPECT_EQ(bisected.stopped_by, "try limit");
+  EXPECT_EQ(bisected.tries.size(), 15u);
+  EXPECT_LE(*bisected.max_batch, 1000);
+  EXPECT_GE(*bisected.max_batch, 512);
+}
+
+TEST_F(CpuMemory, AMarginLeavesThatShareOfTheLimitFree) {
+  ExperimentConfig e;
+  e.name = "mnist_margin";
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.device = "cpu";
+  MaxBatchOptions options;
+  options.cpu_memory_limit = 48 * kMiB;
+  const MaxBatchResult full = run_max_batch(e, torch::Device("cpu"), options, {});
+  options.margin = 0.5;
+  const MaxBatchResult half = run_max_batch(e, torch::Device("cpu"), options, {});
+  ASSERT_TRUE(full.max_batch && half.max_batch);
+  EXPECT_LT(*half.max_batch, *full.max_batch);
+  EXPECT_EQ(half.cpu_memory_limit, 24 * kMiB);
+  EXPECT_EQ(half.margin, 0.5);
+  ASSERT_TRUE(half.peak_memory_bytes.has_value());
+  EXPECT_LE(*half.peak_memory_bytes, 24 * kMiB);
+  EXPECT_FALSE(cpu_memory::limit().has_value());
+}
+
 TEST(FindMaxBatch, RefusesOptionsThatCannotWork) {
   FakeDevice device{10, 10, {}};
   MaxBatchOptions options;
@@ -194,6 +263,18 @@ TEST(FindMaxBatch, RefusesOptionsThatCannotWork) {
   EXPECT_THROW(search(device, options), std::invalid_argument);
   options = {};
   options.confirm_steps = 0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.granularity = 0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.tolerance = 1.0;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.max_tries = 1;
+  EXPECT_THROW(search(device, options), std::invalid_argument);
+  options = {};
+  options.margin = 0.95;
   EXPECT_THROW(search(device, options), std::invalid_argument);
   EXPECT_TRUE(device.calls.empty());
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/common/errors.h"
+#include "lib/config/config.h"
 #include "lib/records/run_store.h"
 #include "tests/test_support.h"
 
@@ -108,6 +109,29 @@ TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
   const Json other = Json::array({{{"name", "a"}, {"batch", {1, 2, 4}}}});
   EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, other, false); }, {"steps.jsonl:1", "different experiments"}));
   EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
+}
+
+TEST_F(RunStoreTest, ARunRecordOfTheEarlierOptimizerLayoutResumesAndAnotherLrDoesNot) {
+  ExperimentConfig e;
+  e.name = "a";
+  e.batch_sizes = {1, 2, 3};
+  const Json now = Json::array({Json(to_json(e))});
+  Json before = now;  // plain SGD, written with every optimizer setting as earlier versions did
+  before[0]["optimizer"]["momentum"] = 0.9;
+  before[0]["optimizer"]["betas"] = {0.9, 0.999};
+  before[0]["optimizer"]["eps"] = 1e-8;
+  {
+    RunStore store(dir_, before, false);
+    store.write(typed({run_record(before), point("a", 1)}));
+  }
+  {
+    RunStore store(dir_, now, false);
+    EXPECT_TRUE(store.resuming());
+    EXPECT_TRUE(store.done("a", 1));
+  }
+  Json other_lr = now;
+  other_lr[0]["optimizer"]["lr"] = 0.1;
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, other_lr, false); }, {"different experiments"}));
 }
 
 TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {

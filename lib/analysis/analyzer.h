@@ -8,11 +8,12 @@
 #include "lib/analysis/cost.h"
 #include "lib/analysis/grouping.h"
 #include "lib/analysis/tile_model.h"
+#include "lib/common/limits.h"
 
 namespace batchscope {
 
 struct AnalyzeOptions {
-  int min_samples = 5;  // fewer timed steps than this flag a batch size instead of using it
+  int min_samples = limits::kMinAnalyzedSteps;  // fewer timed steps than this flag a batch size instead of using it
   JumpDetectorOptions detector;
   GroupingOptions grouping;
   // The tile/wave prediction of jumps: the SM count where the run record gives none (a CPU log, or

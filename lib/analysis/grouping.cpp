@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 
 namespace batchscope {
 namespace {
@@ -176,7 +177,7 @@ std::string describe_identity(const Json& id) {
     device = "CPU";
     if (!text_of(id, "cpu").empty()) device += " " + text_of(id, "cpu");
     if (id.contains("threads") && id["threads"].is_number()) {
-      device += ", " + std::to_string(id["threads"].get<int>()) + " thread(s)";
+      device += ", " + counted(id["threads"].get<int>(), "thread");
     }
   }
   return out + " · " + device;

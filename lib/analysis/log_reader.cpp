@@ -164,8 +164,12 @@ void load_profiles(LoadedLog& log) {
 
 std::string log_file_for(const std::string& argument) {
   std::error_code ec;
-  if (fs::is_directory(argument, ec)) return (fs::path(argument) / "steps.jsonl").string();
-  return argument;
+  if (!fs::is_directory(argument, ec)) return argument;
+  // A sweep's directory, else a micro-batch study's.
+  const fs::path sweep = fs::path(argument) / "steps.jsonl";
+  const fs::path microbatch = fs::path(argument) / "microbatch.jsonl";
+  if (!fs::exists(sweep, ec) && fs::is_regular_file(microbatch, ec)) return microbatch.string();
+  return sweep.string();
 }
 
 std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::string>& warnings) {
@@ -174,8 +178,9 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   if (!fs::is_regular_file(path, ec)) {
     const bool dir = path != argument;
     warnings.push_back(located(path, 0,
-                               dir ? "is missing (the directory holds no sweep log)" : "does not exist",
-                               "pass a steps.jsonl written by batchscope sweep, or its directory"));
+                               dir ? "is missing (the directory holds no sweep or micro-batch log)" : "does not exist",
+                               "pass a steps.jsonl written by batchscope sweep, a microbatch.jsonl written by "
+                               "batchscope microbatch, or their directory"));
     return std::nullopt;
   }
   JsonlContents contents;

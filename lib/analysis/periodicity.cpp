@@ -97,6 +97,8 @@ std::string join(const std::vector<int64_t>& values) {
 std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& measured,
                     const Periodicity& result, int tried) {
   std::ostringstream out;
+  if (jumps.empty() && measured.size() < 3)
+    return "Not tested: fewer than three batch sizes have enough timed steps to look for jumps.";
   if (jumps.empty()) return "No jumps: step time follows the trend.";
   if (jumps.size() == 1) {
     out << "One jump (" << jumps[0].from_batch << "\u2192" << jumps[0].to_batch

@@ -17,4 +17,8 @@ constexpr int64_t kMaxProfileSteps = 100;                  // profiled steps per
 constexpr int64_t kMaxRepeats = 100;                       // passes of the ladder (repeats: R)
 constexpr int64_t kMaxShards = 9999;                       // shards of one sweep (their directories count to 4 digits)
 
+// The fewest timed steps a batch size needs for analyze to use it (its median, jumps, best size), unless
+// analyze --min-samples says otherwise; a sweep with fewer warns before it starts.
+constexpr int kMinAnalyzedSteps = 5;
+
 }  // namespace batchscope::limits

@@ -14,6 +14,22 @@ std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
 std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
 std::string to_string(Transfer t) { return name_of(kTransfers, t); }
 
+namespace {
+
+// Only the settings the optimizer uses: plain SGD has no momentum, and only Adam has betas and eps.
+nlohmann::json optimizer_json(const OptimizerConfig& o) {
+  nlohmann::json j = {{"type", to_string(o.kind)}, {"lr", o.lr}};
+  if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
+  j["weight_decay"] = o.weight_decay;
+  if (o.kind == OptimizerKind::Adam) {
+    j["betas"] = {o.beta1, o.beta2};
+    j["eps"] = o.eps;
+  }
+  return j;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const ExperimentConfig& e) {
   const OptimizerConfig& o = e.optimizer;
   nlohmann::json to_max = nullptr;
@@ -28,13 +44,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"batch", e.batch_sizes},
           {"batch_to_max", to_max},
           {"phase", to_string(e.phase)},
-          {"optimizer",
-           {{"type", to_string(o.kind)},
-            {"lr", o.lr},
-            {"momentum", o.momentum},
-            {"weight_decay", o.weight_decay},
-            {"betas", {o.beta1, o.beta2}},
-            {"eps", o.eps}}},
+          {"optimizer", optimizer_json(o)},
           {"precision", to_string(e.precision)},
           {"channels_last", e.channels_last},
           {"cudnn_benchmark", e.cudnn_benchmark},
@@ -79,14 +89,16 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     const nlohmann::json& o = j.at("optimizer");
     e.optimizer.kind = enum_at(o, "type", kOptimizers);
     e.optimizer.lr = o.at("lr").get<double>();
-    e.optimizer.momentum = o.at("momentum").get<double>();
-    e.optimizer.weight_decay = o.at("weight_decay").get<double>();
-    const auto betas = o.at("betas").get<std::vector<double>>();
+    // Records written before only the used settings were kept have all of them; either reads back.
+    const OptimizerConfig defaults;
+    e.optimizer.momentum = o.value("momentum", defaults.momentum);
+    e.optimizer.weight_decay = o.value("weight_decay", defaults.weight_decay);
+    const auto betas = o.value("betas", std::vector<double>{defaults.beta1, defaults.beta2});
     if (betas.size() != 2)
       throw std::invalid_argument("the experiment record's optimizer betas are not two numbers");
     e.optimizer.beta1 = betas[0];
     e.optimizer.beta2 = betas[1];
-    e.optimizer.eps = o.at("eps").get<double>();
+    e.optimizer.eps = o.value("eps", defaults.eps);
     e.precision = enum_at(j, "precision", kPrecisions);
     e.channels_last = j.at("channels_last").get<bool>();
     e.cudnn_benchmark = j.at("cudnn_benchmark").get<bool>();

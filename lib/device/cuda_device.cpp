@@ -90,6 +90,10 @@ void synchronize(int index) {
 
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
+void set_memory_fraction(int index, double fraction) {
+  c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(index));
+}
+
 void reset_peak_memory(int index) {
   c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(index));
 }

@@ -24,6 +24,8 @@ std::string cudnn_version();
 void synchronize(int index);
 void empty_cache();
 void reset_peak_memory(int index);
+// The share of the GPU's memory LibTorch's caching allocator may use (1: all of it); more is out of memory.
+void set_memory_fraction(int index, double fraction);
 int64_t peak_memory_bytes(int index);
 
 std::unique_ptr<StepTimer> make_event_timer(int index);

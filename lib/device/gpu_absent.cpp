@@ -19,6 +19,7 @@ std::string cudnn_version() { return ""; }
 void synchronize(int) { no_cuda(); }
 void empty_cache() {}
 void reset_peak_memory(int) { no_cuda(); }
+void set_memory_fraction(int, double) { no_cuda(); }
 int64_t peak_memory_bytes(int) { no_cuda(); }
 std::unique_ptr<StepTimer> make_event_timer(int) { no_cuda(); }
 

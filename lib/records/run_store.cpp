@@ -9,13 +9,33 @@
 #include <cstring>
 #include <filesystem>
 
-#include "lib/records/csv_writer.h"
 #include "lib/common/errors.h"
+#include "lib/config/config.h"
+#include "lib/records/csv_writer.h"
 
 namespace fs = std::filesystem;
 
 namespace batchscope {
 namespace {
+
+// Experiments as this version writes them, so that a run record of an earlier layout (every optimizer
+// setting kept, whichever the optimizer used) still compares equal to the same command today.
+Json as_written_now(const Json& experiments) {
+  if (!experiments.is_array()) return experiments;
+  Json out = Json::array();
+  for (const Json& e : experiments) {
+    try {
+      out.push_back(Json(to_json(experiment_from_json(e))));
+    } catch (const std::exception&) {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+bool same_experiments(const Json& written, const Json& asked) {
+  return written == asked || as_written_now(written) == as_written_now(asked);
+}
 
 // A record of the log being resumed that would decide what is already done is refused unless its values
 // are valid: a batch size is measured or out of memory only when its records say so, in range, for a
@@ -99,7 +119,7 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     }
     const Json& front = records.front();
     const bool same = front.contains("config") && front["config"].contains("experiments") &&
-                      front["config"]["experiments"] == experiments;
+                      same_experiments(front["config"]["experiments"], experiments);
     if (!same) {
       throw UserError(located(jsonl_path_, 1,
                               "holds a sweep of different experiments than this command asks for",

@@ -5,6 +5,8 @@
 #include <map>
 #include <sstream>
 
+#include "lib/records/jsonl.h"
+
 namespace batchscope {
 namespace {
 
@@ -32,11 +34,15 @@ void add_row(std::ostringstream& out, const SweepRecord& r, bool energy) {
   out << line;
 }
 
-}  // namespace
-
-std::string format_summary_table(const std::vector<SweepRecord>& records) {
+// The rows of the summary, per experiment in the order they first appear, each batch size's point (its
+// passes pooled into one) or what happened instead.
+struct SummaryRows {
   std::vector<std::string> order;
-  std::map<std::string, std::map<int64_t, const SweepRecord*>> rows;
+  std::map<std::string, std::map<int64_t, SweepRecord>> rows;
+};
+
+SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
+  SummaryRows out;
   // With repeated passes, a batch size's row pools the steps of all its passes.
   std::map<std::pair<std::string, int64_t>, std::vector<double>> pooled_times;
   for (const SweepRecord& r : records) {
@@ -44,44 +50,81 @@ std::string format_summary_table(const std::vector<SweepRecord>& records) {
       pooled_times[{step->key.experiment, step->key.batch_size}].push_back(step->time_ms);
     }
   }
-  std::vector<SweepRecord> pooled;
-  pooled.reserve(records.size());
   for (const SweepRecord& r : records) {
     if (std::holds_alternative<StepRecord>(r)) continue;
     const BatchKey* key = batch_key_of(r);
     if (key == nullptr) continue;
-    if (rows.find(key->experiment) == rows.end()) order.push_back(key->experiment);
+    if (out.rows.find(key->experiment) == out.rows.end()) out.order.push_back(key->experiment);
     const auto* point = std::get_if<PointRecord>(&r);
     const auto times = pooled_times.find({key->experiment, key->batch_size});
     if (point != nullptr && times != pooled_times.end()) {
       BatchKey all = point->key;
       all.pass.reset();
-      pooled.push_back(point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes));
-      rows[key->experiment][key->batch_size] = &pooled.back();
+      out.rows[key->experiment].insert_or_assign(
+          key->batch_size, point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes));
       continue;
     }
-    rows[key->experiment][key->batch_size] = &r;
+    out.rows[key->experiment].insert_or_assign(key->batch_size, r);
   }
+  return out;
+}
+
+}  // namespace
+
+std::string format_summary_table(const std::vector<SweepRecord>& records) {
+  const SummaryRows summary = summary_rows(records);
+  const auto& order = summary.order;
+  auto rows = summary.rows;
   std::ostringstream out;
   for (const std::string& name : order) {
     const auto& by_batch = rows[name];
-    const BatchKey& first = *batch_key_of(*by_batch.begin()->second);
+    const BatchKey& first = *batch_key_of(by_batch.begin()->second);
     out << "\n"
         << name << "  (" << first.model << ", " << first.phase << ", " << first.precision << ", " << first.device
         << ")\n";
     // Energy columns where this experiment's points carry energy.
     bool energy = false;
     for (const auto& [batch, r] : by_batch) {
-      const auto* p = std::get_if<PointRecord>(r);
+      const auto* p = std::get_if<PointRecord>(&r);
       energy = energy || (p != nullptr && p->energy);
     }
     char line[200];
     std::snprintf(line, sizeof line, "%8s %12s %12s %12s %14s %10s", "batch", "median ms", "p10 ms", "p90 ms",
                   "samples/s", "TFLOP/s");
     out << line << (energy ? "    avg W   J/sample  samples/J\n" : "\n");
-    for (const auto& [batch, r] : by_batch) add_row(out, *r, energy);
+    for (const auto& [batch, r] : by_batch) add_row(out, r, energy);
   }
   return out.str();
+}
+
+Json summary_json(const std::vector<SweepRecord>& records) {
+  const SummaryRows summary = summary_rows(records);
+  Json out = Json::array();
+  for (const std::string& name : summary.order) {
+    for (const auto& [batch, r] : summary.rows.at(name)) {
+      const BatchKey& key = *batch_key_of(r);
+      Json row = {{"experiment", key.experiment}, {"model", key.model},   {"phase", key.phase},
+                  {"precision", key.precision},   {"device", key.device}, {"batch_size", batch}};
+      if (const auto* p = std::get_if<PointRecord>(&r)) {
+        row["status"] = "measured";
+        row["samples"] = optional_json(p->samples);
+        row["median_ms"] = optional_json(p->median_ms);
+        row["p10_ms"] = optional_json(p->p10_ms);
+        row["p90_ms"] = optional_json(p->p90_ms);
+        row["samples_per_s"] = optional_json(p->samples_per_s);
+        row["tflops"] = optional_json(p->tflops);
+        if (p->energy) {
+          row["avg_power_w"] = optional_json(p->energy->avg_power_w);
+          row["j_per_sample"] = optional_json(p->energy->j_per_sample);
+          row["samples_per_j"] = optional_json(p->energy->samples_per_j);
+        }
+      } else {
+        row["status"] = std::holds_alternative<OomRecord>(r) ? "out of memory" : "skipped";
+      }
+      out.push_back(row);
+    }
+  }
+  return out;
 }
 
 }  // namespace batchscope

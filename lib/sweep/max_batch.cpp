@@ -25,6 +25,10 @@ void check_options(const MaxBatchOptions& o) {
     refuse("the confirmation needs 1 step or more, not " + std::to_string(o.confirm_steps));
   }
   if (o.cpu_memory_limit && *o.cpu_memory_limit <= 0) refuse("a CPU memory limit must be more than 0 bytes");
+  if (o.granularity < 1) refuse("the granularity must be 1 or more, not " + std::to_string(o.granularity));
+  if (!(o.tolerance >= 0 && o.tolerance < 1)) refuse("the tolerance must be from 0% to below 100%");
+  if (o.max_tries < 0 || o.max_tries == 1) refuse("the try limit must be 2 or more (or 0 for none)");
+  if (!(o.margin >= 0 && o.margin <= 0.9)) refuse("the memory margin must be from 0% to 90%");
 }
 
 std::string to_string(TryStage stage) {
@@ -54,7 +58,9 @@ Json to_json(const MaxBatchResult& r) {
             {"hit_upper_bound", r.hit_upper_bound},
             {"peak_memory_bytes", optional_json(r.peak_memory_bytes)},
             {"cpu_memory_limit_bytes", optional_json(r.cpu_memory_limit)},
-            {"tries", r.tries.size()}};
+            {"tries", r.tries.size()},
+            {"stopped_by", r.stopped_by},
+            {"margin", r.margin}};
   if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
@@ -84,6 +90,18 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
     return t.fits;
   };
 
+  const auto out_of_tries = [&] {
+    return options.max_tries > 0 && static_cast<int>(result.tries.size()) >= options.max_tries;
+  };
+  // Close enough to stop bisecting: why, or empty to go on.
+  const auto close_enough = [&](int64_t fit, int64_t fail) -> std::string {
+    if (fail - fit <= 1) return "exact";
+    if (fit == 0) return "";  // nothing has fit yet (a start above the answer): search on down
+    if (fail - fit <= options.granularity) return "granularity";
+    if (static_cast<double>(fail - fit) <= options.tolerance * static_cast<double>(fail)) return "tolerance";
+    if (out_of_tries()) return "try limit";
+    return "";
+  };
   // `fit` ran search_steps steps (0: nothing yet); `fail` is the smallest size that did not fit.
   int64_t fit = 0;
   std::optional<int64_t> fail;
@@ -94,18 +112,28 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
     }
     fit = b;
     if (b == options.upper_bound) break;
+    if (out_of_tries()) break;
     b = b > options.upper_bound / 2 ? options.upper_bound : 2 * b;
   }
+  result.stopped_by = fail ? "" : fit == options.upper_bound ? "upper bound" : "try limit";
   for (;;) {
-    while (fail && *fail - fit > 1) {
-      const int64_t middle = fit + (*fail - fit) / 2;
+    while (fail && (result.stopped_by = close_enough(fit, *fail)).empty()) {
+      // Halfway, on a multiple of the granularity where that lies strictly between the two.
+      int64_t middle = fit + (*fail - fit) / 2;
+      if (options.granularity > 1) {
+        const int64_t aligned = middle / options.granularity * options.granularity;
+        if (aligned > fit) middle = aligned;
+      }
       if (attempt(middle, TryStage::Bisect, options.search_steps)) {
         fit = middle;
       } else {
         fail = middle;
       }
     }
-    if (fit == 0) return result;
+    if (fit == 0) {
+      result.stopped_by = "nothing fits";
+      return result;
+    }
     if (attempt(fit, TryStage::Confirm, options.confirm_steps)) break;
     // A single step fits but repeated ones do not: search again below, from the largest size left.
     fail = fit;
@@ -161,13 +189,32 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
                                 ", where the GPU's own memory is the limit");
   }
   std::optional<cpu_memory::ScopedLimit> scoped_limit;
+  // The margin leaves that share of the memory free: a smaller limit on the CPU, a memory fraction
+  // of the CUDA allocator (put back to the whole when the search ends).
+  const auto less_margin = [&](std::optional<int64_t> limit) -> std::optional<int64_t> {
+    if (!limit) return limit;
+    return static_cast<int64_t>(static_cast<double>(*limit) * (1 - options.margin));
+  };
   if (device.is_cpu()) {
     cpu_memory::install();
     if (options.cpu_memory_limit) {
-      scoped_limit.emplace(options.cpu_memory_limit);
+      scoped_limit.emplace(less_margin(options.cpu_memory_limit));
     } else if (!cpu_memory::limit()) {
-      scoped_limit.emplace(default_cpu_memory_limit());
+      scoped_limit.emplace(less_margin(default_cpu_memory_limit()));
+    } else if (options.margin > 0) {
+      scoped_limit.emplace(less_margin(cpu_memory::limit()));
     }
+  }
+  struct FractionBack {
+    int index = -1;
+    ~FractionBack() {
+      if (index >= 0) gpu::set_memory_fraction(index, 1.0);
+    }
+  } fraction_back;
+  if (device.is_cuda() && options.margin > 0) {
+    const int index = device.has_index() ? device.index() : 0;
+    gpu::set_memory_fraction(index, 1 - options.margin);
+    fraction_back.index = index;
   }
   const std::optional<int64_t> limit_used = device.is_cpu() ? cpu_memory::limit() : std::nullopt;
   at::globalContext().setBenchmarkCuDNN(experiment.cudnn_benchmark);
@@ -190,6 +237,7 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
       [&](int64_t batch_size, int steps) { return probe_workload(*workload, batch_size, steps); }, options,
       on_try);
   result.cpu_memory_limit = limit_used;
+  result.margin = options.margin;
   return result;
 }
 

@@ -24,6 +24,16 @@ struct MaxBatchOptions {
   // nothing else stops an allocation before the kernel's OOM killer. run_max_batch refuses it on CUDA.
   // nullopt: the limit already in place, or where there is none, default_cpu_memory_limit().
   std::optional<int64_t> cpu_memory_limit;
+  // When the bisection may stop short of the exact size: once the largest size that fit and the
+  // smallest that did not are at most `granularity` apart, or within `tolerance` (a share of the
+  // smallest failure) of each other; 1 and 0 search to the exact size.
+  int64_t granularity = 1;
+  double tolerance = 0;
+  // The most tries growing and bisecting may take (0: no limit); the confirmation comes after them.
+  int max_tries = 0;
+  // The share of the device's memory the answer leaves free (0.1: the largest size that fits in 90%):
+  // the search runs with that much less memory (a smaller CPU limit, a CUDA memory fraction).
+  double margin = 0;
 };
 
 // Checks the options; throws std::invalid_argument with a sentence.
@@ -61,6 +71,10 @@ struct MaxBatchResult {
   std::string error;  // the out-of-memory message at first_failure (when nothing fits: at size 1)
   std::optional<int64_t> cpu_memory_limit;  // the limit the search ran under (run_max_batch on the CPU)
   std::vector<MaxBatchTry> tries;           // in the order they ran
+  // Why the bisection stopped: "exact" (next to a failure), "upper bound", "granularity", "tolerance",
+  // "try limit", or "nothing fits".
+  std::string stopped_by;
+  double margin = 0;  // the share of memory the search left free
 };
 
 Json to_json(const MaxBatchTry& t);

@@ -6,6 +6,7 @@
 
 #include <random>
 
+#include "lib/common/limits.h"
 #include "lib/common/statistics.h"
 #include "lib/device/gpu.h"
 #include "lib/records/run_store.h"
@@ -93,13 +94,13 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
     for (int64_t batch_size : batch_order(e, pass)) {
       if (s.store.done(e.name, batch_size, pass)) continue;
       if (s.stop_requested()) return false;
-      const double work = static_cast<double>(batch_size) * (e.warmup_steps + e.timed_steps);
+      const int steps = e.warmup_steps + e.timed_steps;
       BatchKey key = batch_key(e, e.device, batch_size);
       if (e.repeats > 1) key.pass = pass;
       // A size that is not run is recorded as skipped, with why.
       const auto skip = [&](const std::string& reason) {
         s.spent.measure("writing", [&] { s.store.write({SkippedRecord{key, reason}}); });
-        s.progress.work_done(work);
+        s.progress.end_size(e.name, batch_size, steps, /*measured=*/false);
       };
       if (oom_at && batch_size > *oom_at) {
         skip("batch size " + std::to_string(*oom_at) + " ran out of memory");
@@ -117,8 +118,9 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
             workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
           });
         }
-        s.progress.show(e.name, index + 1, count, batch_size, 0, e.timed_steps);
-        const BatchMeasurement m = measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device));
+        s.progress.begin_size(e.name, index + 1, count, batch_size, e.warmup_steps, e.timed_steps);
+        const BatchMeasurement m =
+            measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device), &s.progress.observer());
         s.spent.add("data_preparation", m.prepare_s);
         s.spent.add("warm_up", m.warm_up_s);
         s.spent.add("timed_steps", m.timed_s);
@@ -153,11 +155,21 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         records = {OomRecord{key, message.substr(0, message.find('\n'))}};
       }
       s.spent.measure("writing", [&] { s.store.write(records); });
-      s.progress.work_done(work);
-      s.progress.show(e.name, index + 1, count, batch_size, e.timed_steps, e.timed_steps);
+      s.progress.end_size(e.name, batch_size, steps, /*measured=*/!std::holds_alternative<OomRecord>(records.front()));
     }
   }
   return true;
+}
+
+// Experiments whose timed steps are fewer than analyze needs to use a batch size: said as the sweep
+// starts (once its directory is taken), before they run.
+void warn_of_too_few_steps(const SweepConfig& config) {
+  for (const ExperimentConfig& e : config.experiments) {
+    if (e.timed_steps >= limits::kMinAnalyzedSteps) continue;
+    spdlog::warn("experiment {}: {} timed step(s) per batch size, fewer than the {} analyze needs to use a batch "
+                 "size (its jumps, its best size); give --steps {} or more, or analyze with --min-samples {}",
+                 e.name, e.timed_steps, limits::kMinAnalyzedSteps, limits::kMinAnalyzedSteps, e.timed_steps);
+  }
 }
 
 }  // namespace
@@ -183,20 +195,23 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
   RunStore store = spent.measure("writing", [&] { return RunStore(options.out_dir, experiments, options.force); });
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
+  warn_of_too_few_steps(config);
   PowerByDevice power = spent.measure("idle_baseline", [&] { return open_power(config, options); });
   const RunRecord header = run_header(config, options, experiments, store.resuming(), power);
   spent.measure("writing", [&] { store.write({header}); });
 
   Progress progress(progress_stream, options.show_progress);
-  double total_work = 0;
+  std::vector<ProgressUnit> units;
   for (const ExperimentConfig& e : config.experiments) {
     for (int64_t b : e.batch_sizes) {
+      int steps = 0;
       for (int pass = 1; pass <= e.repeats; ++pass) {
-        if (!store.done(e.name, b, pass)) total_work += static_cast<double>(b) * (e.warmup_steps + e.timed_steps);
+        if (!store.done(e.name, b, pass)) steps += e.warmup_steps + e.timed_steps;
       }
+      if (steps > 0) units.push_back({e.name, b, steps});
     }
   }
-  progress.begin_sweep(total_work);
+  progress.begin_sweep(std::move(units));
 
   Session session{options, store, power, progress, loaded, spent};
   bool stopped = false;  // only where batch sizes were left undone

@@ -42,7 +42,7 @@ int64_t lengthen_window(Workload& workload, StepTimer& timer, const power::Energ
 }  // namespace
 
 BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
-                               power::DevicePower& power) {
+                               power::DevicePower& power, const StepObserver* observer) {
   const torch::Device& device = workload.device();
   BatchMeasurement result;
   auto mark = std::chrono::steady_clock::now();
@@ -55,7 +55,7 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
   };
   workload.prepare_batch(batch_size);
   result.prepare_s = lap();
-  workload.warm_up(e.warmup_steps);
+  workload.warm_up(e.warmup_steps, observer);
   result.warm_up_s = lap();
   reset_peak_memory(device);
   std::optional<power::EnergyMeter> meter;
@@ -66,7 +66,7 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
     meter->begin();
   }
   result.energy_s = lap();  // the meter's start reading
-  result.steps = run_timed_steps(workload, timer, e.timed_steps);
+  result.steps = run_timed_steps(workload, timer, e.timed_steps, observer);
   result.timed_s = lap();
   if (meter) {
     energy.steps = lengthen_window(workload, timer, *meter, power.min_window_ms, e.timed_steps,

@@ -26,7 +26,8 @@ struct BatchMeasurement {
 // peak-memory counter reset before them. Where power.source is set, an energy window covers the timed
 // steps, lengthened by more of the same steps (untimed for the result) to power.min_window_ms. A
 // power reading that fails mid-window costs the energy, not the times.
+// An observer is told of each warm-up and timed step (not of the energy window's extra steps).
 BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
-                               power::DevicePower& power);
+                               power::DevicePower& power, const StepObserver* observer = nullptr);
 
 }  // namespace batchscope

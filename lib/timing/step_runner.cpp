@@ -253,10 +253,14 @@ void Workload::restore_state(const State& state) {
   synchronize();
 }
 
-void Workload::warm_up(int steps) {
+void Workload::warm_up(int steps, const StepObserver* observer) {
   for (int i = 0; i < steps; ++i) {
     stage();
     step();
+    if (observer != nullptr) {
+      synchronize();  // the observer is told of finished steps; untimed here, so waiting costs nothing
+      (*observer)(StepPart::WarmUp, i + 1, steps);
+    }
   }
   synchronize();
 }
@@ -265,7 +269,7 @@ void Workload::synchronize() const {
   if (device_.is_cuda()) gpu::synchronize(device_.index());
 }
 
-TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, const StepObserver* observer) {
   const auto n = static_cast<std::size_t>(steps);
   const bool train = workload.training();
   std::vector<torch::Tensor> losses(train ? n : 0);
@@ -282,6 +286,7 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_stop[i]);
     workload.synchronize();
     if (train) losses[i] = workload.last_loss();
+    if (observer != nullptr) (*observer)(StepPart::Timed, step + 1, steps);
   }
   TimedSteps out;
   out.times_ms.resize(n);

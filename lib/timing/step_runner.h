@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -20,6 +21,13 @@ inline double step_flops(Phase phase, double forward_flops_per_sample, int64_t b
   const double forward = forward_flops_per_sample * static_cast<double>(batch_size);
   return phase == Phase::Train ? 3.0 * forward : forward;
 }
+
+// Which steps of a batch size a step is one of.
+enum class StepPart { WarmUp, Timed };
+// Told after each warm-up and timed step, outside its timed region, once the device has finished it:
+// the part, and how many of that part's steps are done of how many. It must cost nothing a step would
+// notice: the sweep's progress line reads a clock and returns until a redraw is due.
+using StepObserver = std::function<void(StepPart part, int done, int total)>;
 
 // One experiment's model, optimizer and batches on its device, ready to run steps. Everything a step
 // needs is made by prepare_batch() and stage(), so step() is the framework's work alone, plus the
@@ -57,8 +65,9 @@ class Workload {
   State save_state();
   void restore_state(const State& state);
 
-  // Untimed staged steps, then waits until the device has finished them.
-  void warm_up(int steps);
+  // Untimed staged steps, then waits until the device has finished them. An observer is told of
+  // each step once the device has finished it.
+  void warm_up(int steps, const StepObserver* observer = nullptr);
   // Waits for the device (a no-op on the CPU, where every op has finished when it returns).
   void synchronize() const;
   const torch::Device& device() const { return device_; }
@@ -98,7 +107,8 @@ struct TimedSteps {
 // The timed loop of every sweep and benchmark: `steps` steps of a prepared workload, each between its
 // own two timestamps with nothing else there. The device is synchronised after each stop, outside the
 // timed region, so that steps do not overlap; times and losses are read after the loop.
-TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps);
+// An observer is told of each step after the device has finished it, outside its timed region.
+TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, const StepObserver* observer = nullptr);
 
 // True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
 bool is_out_of_memory(const std::exception& error);

@@ -243,9 +243,13 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     writer.add(epoch_record(r));
     writer.flush();
-    spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,
-                 o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
-                 r.epoch_seconds, r.samples_per_s);
+    if (o.on_epoch) {
+      o.on_epoch(r);
+    } else {
+      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,
+                   o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
+                   r.epoch_seconds, r.samples_per_s);
+    }
     outcome.epochs.push_back(r);
   }
   writer.add(to_json(end_record()));

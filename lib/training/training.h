@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@ namespace batchscope {
 
 // One training run of `batchscope train`: a model of the zoo trained on MNIST-like data (1x28x28, 10
 // classes) in fp32, evaluated on the test split after every epoch.
+struct EpochResult;
+
 struct TrainingOptions {
   std::string model = "mnist_cnn";
   std::string data = "mnist";  // "mnist", "fashion-mnist" or a directory holding the four IDX files
@@ -28,6 +31,8 @@ struct TrainingOptions {
   std::string out_dir = "runs/train";
   bool force = false;        // replace a complete training run in out_dir
   std::string command_line;  // recorded in the run record
+  // Told of each epoch as it ends; without it, each epoch is a log line.
+  std::function<void(const EpochResult&)> on_epoch;
 };
 
 struct Evaluation {

@@ -65,6 +65,20 @@ for f in vgg16_train_fp32_nvidia_test_gpu_time.png vgg16_train_fp32_other_gpu_ti
 done
 grep -q "16→17" "$work/out" || fail "the terminal summary does not name the jumps"
 
+# The same --out analysed again with one log of another sweep: the earlier plots go, plots are counted.
+if "$bin" analyze "$work/cpu" --out "$work/cmp" > "$work/out" 2> "$work/err"; then
+  drawn="$(ls "$work/cmp/plots"/*.png | wc -l)"
+  if [ ! -e "$work/cmp/plots/vgg16_train_fp32_other_gpu_time.png" ] && [ ! -e "$work/cmp/plots/vgg16_train_fp32_other_gpu_time.dat" ] \
+     && [ -s "$work/cmp/plots/mnist_cnn_train_fp32_cpu_time.png" ] \
+     && grep -q "written: .*, $drawn plots in .* (removed [0-9]* files of plots an earlier analysis drew there)" "$work/out"; then
+    ok "a second analysis into the same --out: $(grep written "$work/out")"
+  else
+    fail "a second analysis into the same --out: $(cat "$work/out") / $(ls "$work/cmp/plots" | tr '\n' ' ')"
+  fi
+else
+  fail "the second analysis into the same --out: $(cat "$work/err")"
+fi
+
 # Damaged logs: analysed with a warning each, exit 0.
 { head -n 5 "$work/part2.jsonl"; echo "garbage line"; echo '{"type":"mystery"}'; tail -n +6 "$work/part2.jsonl" | head -n 40; printf '{"type":"step","ba'; } > "$work/damaged.jsonl"
 if "$bin" analyze "$work/damaged.jsonl" --out "$work/damaged" --no-plots > "$work/out" 2> "$work/err"; then

@@ -63,8 +63,12 @@ expect 2 "maxbatch of an unknown model" "unknown model vgg17" maxbatch --model v
 expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots
 
 # Training to an accuracy, its checkpoint evaluated, and two runs compared.
-expect 0 "train on the generated digits" "epoch 2/2" \
+expect 0 "train on the generated digits" "^ +2 +[0-9.]+ +[0-9.]+%" \
   train --data "$work/digits" --epochs 2 --batch 32 --device cpu --threads 1 --out "$work/train"
+# Each epoch is said once: a row of the table on stdout, and no log line on stderr that repeats it.
+[ "$(grep -cE '^ +[12] +[0-9.]+ ' "$work/out")" = 2 ] && [ "$(grep -c 'epoch' "$work/out")" = 1 ] \
+  && ! grep -q "epoch [12]/2" "$work/err" && ok "train says each epoch once" \
+  || fail "train's epochs: stdout: $(cat "$work/out"), stderr: $(cat "$work/err")"
 python3 - "$work/train/train.jsonl" <<'PY' || fail "train.jsonl"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]

@@ -31,7 +31,7 @@ PY
 
 expect 0 "whole-model accumulation of resnet18" "BatchNorm" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --mode model --policy powerOfTwo --device cpu --steps 2 --warmup 1 --repeats 2 --out "$work/model"
-expect 0 "analyze shows both studies" "written: .*report.md" analyze "$work/layer/microbatch.jsonl" "$work/model/microbatch.jsonl" --out "$work/analysis"
+expect 0 "analyze shows both studies" "written: .*report.md" analyze "$work/layer" "$work/model/microbatch.jsonl" --out "$work/analysis"
 grep -q "^## Micro-batching" "$work/analysis/report.md" || fail "analyze's report has no micro-batching section"
 [ "$(grep -c '^### resnet18, mini-batch 8' "$work/analysis/report.md")" -eq 2 ] || fail "analyze's report does not show both studies"
 

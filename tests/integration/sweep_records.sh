@@ -56,7 +56,10 @@ import json, sys
 c = json.load(sys.stdin)["cpu"]
 assert c["threads_from"] == "OMP_NUM_THREADS" and c["torch_threads"] == 1, c
 assert c["threading_environment"]["OMP_NUM_THREADS"] == "1", c'
-"$bin" sweep --model mnist_cnn --batch 2 --device cpu --steps 2 --warmup 0 --threads 1 --out "$work/threads" --quiet > /dev/null
+"$bin" sweep --model mnist_cnn --batch 2 --device cpu --steps 2 --warmup 0 --threads 1 --out "$work/threads" --quiet \
+  > /dev/null 2> "$work/threads.err"
+grep -q "2 timed step(s) per batch size, fewer than the 5 analyze needs" "$work/threads.err" \
+  || { echo "sweep_records: no warning of too few steps: $(cat "$work/threads.err")"; exit 1; }
 python3 -c '
 import json, sys
 run = json.loads(open(sys.argv[1]).readline())
@@ -78,4 +81,30 @@ assert abs(log["stepping_share"] - share) < 1e-9, (log["stepping_share"], share)
   "$work/threads/analysis/analysis.json" "$work/threads/steps.jsonl"
 grep -q "Time spent by the session that completed .*timed steps.*warm-up and timed steps)" "$work/threads/analysis/report.md" \
   || { echo "sweep_records: the report does not say where the time went"; exit 1; }
+# Nothing could be tested for jumps: the report says so and why, never "no jumps".
+grep -q "Jumps:\*\* not tested.*too few timed steps: 2" "$work/threads/analysis/report.md" \
+  && grep -q "Not tested: fewer than three batch sizes" "$work/threads/analysis/report.md" \
+  && ! grep -q "No jumps" "$work/threads/analysis/report.md" \
+  || { echo "sweep_records: the report claims what it did not test: $(grep -i jump "$work/threads/analysis/report.md")"; exit 1; }
+
+# --experiment runs only the named experiments of a file; an unknown name is refused with the known ones.
+cat > "$work/two.yaml" <<'YAML'
+device: cpu
+defaults: {warmup: 0, steps: 5}
+experiments:
+  - {name: first, model: mnist_cnn, batch: [1, 2]}
+  - {name: second, model: mnist_cnn, phase: infer, batch: [1, 2]}
+  - {name: third, model: mnist_cnn, phase: infer, batch: [3]}
+YAML
+"$bin" sweep "$work/two.yaml" --experiment third --experiment second --threads 1 --out "$work/named" --quiet > /dev/null
+python3 -c '
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert [e["name"] for e in records[0]["config"]["experiments"]] == ["second", "third"], records[0]["config"]
+assert sorted({r["experiment"] for r in records if r["type"] == "point"}) == ["second", "third"]' "$work/named/steps.jsonl"
+if "$bin" sweep "$work/two.yaml" --experiment fourth --out "$work/unnamed" > /dev/null 2> "$work/unnamed.err"; then
+  echo "sweep_records: an unknown --experiment ran"; exit 1
+fi
+grep -q "no experiment named 'fourth'; give one of first, second, third" "$work/unnamed.err" && [ ! -e "$work/unnamed" ] \
+  || { echo "sweep_records: unknown --experiment: $(cat "$work/unnamed.err")"; exit 1; }
 echo "sweep_records: ok"

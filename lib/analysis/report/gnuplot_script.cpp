@@ -83,7 +83,11 @@ PlotScript all_groups_plot(const std::string& name, const std::string& title, co
   plot.body += "set ylabel " + gp_string(ylabel) + "\n";
   plot.body += "set key below\nset bmargin 6\n";
   plot.body += x_range(first, last);
-  if (lowest > 0 && highest / lowest > 20) plot.body += "set logscale y\n";
+  if (lowest > 0 && highest / lowest > 20) {
+    // A log axis of the values' own span: gnuplot's autoscale would round it out to whole decades,
+    // empty ones included.
+    plot.body += "set logscale y\nset yrange [" + gp_number(lowest / 1.3) + ":" + gp_number(highest * 1.3) + "]\n";
+  }
   plot.body += join_plot(items);
   return plot;
 }
@@ -94,6 +98,8 @@ void finish_baseline_plot(PlotScript& plot, std::vector<std::string> items, cons
   plot.body += "set title " + gp_string(title) + "\n";
   plot.body += "set ylabel " + gp_string(ylabel) + "\n";
   plot.body += "set key below\nset bmargin 6\n";
+  // A speedup or a ratio is never below zero: the axis starts there.
+  plot.body += "set yrange [0:*]\n";
   plot.body += x_range(first, last);
   plot.body += join_plot(items);
 }

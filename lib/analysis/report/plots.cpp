@@ -10,6 +10,7 @@
 #include <iomanip>
 #include <locale>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "lib/analysis/report/energy_plots.h"
@@ -69,7 +70,9 @@ PlotScript time_plot(const GroupAnalysis& group) {
   const auto& jumps = group.jumps.jumps;
   for (size_t i = 0; i < jumps.size(); ++i) {
     const Jump& jump = jumps[i];
-    std::string x = gp_number(static_cast<double>(jump.from_batch) + 0.5);
+    // At the first batch size of the new level, where a reader looks for it (a marker between two
+    // sizes would stand where nothing was measured).
+    std::string x = gp_number(static_cast<double>(jump.to_batch));
     std::string text = std::to_string(jump.from_batch) + "→" + std::to_string(jump.to_batch) + " " +
                        percent_change(jump.delta_pct);
     // Staggered heights keep the labels of close jumps apart.
@@ -205,6 +208,30 @@ std::vector<PlotScript> plots_of(const Analysis& analysis) {
 
 }  // namespace
 
+namespace {
+
+// Removes from dir the files a plot writes (.png, .svg, .gp, .dat) whose plot is not among `plots`:
+// those of an earlier analysis into the same directory. Returns their names.
+std::vector<std::string> remove_stale_plot_files(const fs::path& dir, const std::vector<PlotScript>& plots) {
+  std::set<std::string> current;
+  for (const auto& plot : plots) current.insert(plot.name);
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& path = it->path();
+    const std::string extension = path.extension().string();
+    if (!it->is_regular_file(ec)) continue;
+    if (extension != ".png" && extension != ".svg" && extension != ".gp" && extension != ".dat") continue;
+    if (current.count(path.stem().string())) continue;
+    std::error_code removing;
+    if (fs::remove(path, removing)) removed.push_back(path.filename().string());
+  }
+  std::sort(removed.begin(), removed.end());
+  return removed;
+}
+
+}  // namespace
+
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -229,6 +256,7 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
   }
 
   const fs::path base(dir);
+  outcome.removed = remove_stale_plot_files(base, plots);
   for (const auto& plot : plots) {
     std::string script = plot.name + ".gp";
     if (!write_file(base / (plot.name + ".dat"), plot.data) ||
@@ -253,13 +281,16 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
                                  std::to_string(run.exit_status) + "): " + first_lines(run.errors));
       continue;
     }
+    bool drawn = false;
     for (const auto& image : images) {
       if (fs::is_regular_file(base / image, ec) && fs::file_size(base / image, ec) > 0) {
         outcome.files.push_back(image);
+        drawn = true;
       } else {
         outcome.warnings.push_back((base / script).string() + ": gnuplot did not write " + image);
       }
     }
+    if (drawn) ++outcome.plots;
   }
   return outcome;
 }

@@ -15,6 +15,8 @@ struct PlotOutcome {
   bool made = false;
   std::string skipped_reason;         // why no plots were made, when made is false
   std::vector<std::string> files;     // the PNG and SVG files written, relative to the plot directory
+  int plots = 0;                      // the plots drawn (each is a PNG and an SVG)
+  std::vector<std::string> removed;   // files of plots an earlier analysis drew there and this one does not
   std::vector<std::string> warnings;  // e.g. a gnuplot run that failed for one plot
 };
 
@@ -22,7 +24,9 @@ struct PlotOutcome {
 // the trend line and the jumps marked ("<id>_time"), and samples/s vs batch size ("<id>_throughput");
 // per comparison: speedup vs batch size ("<id>_speedup"); and, where the logs carry energy, the plots
 // of energy_plots.h; each as .png and .svg, with the .dat and .gp files gnuplot ran on kept beside them.
-// Without gnuplot nothing is drawn and the reason is given.
+// The files of plots that an earlier analysis into the same directory drew and this one does not are
+// removed, so that the directory holds this analysis's plots only. Without gnuplot nothing is drawn
+// (and nothing removed), and the reason is given.
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options = {});
 
 }  // namespace batchscope

@@ -8,6 +8,7 @@
 #include "lib/analysis/report/cost_report.h"
 #include "lib/analysis/report/energy_report.h"
 #include "lib/analysis/report/profile_report.h"
+#include "lib/common/words.h"
 
 namespace batchscope {
 namespace {
@@ -46,7 +47,7 @@ void write_environment(std::ostream& out, const Analysis& a) {
     out << ", " << text(env, "os") << ".\n";
     if (env.contains("cpu") && env["cpu"].is_object()) {
       out << "  - CPU: " << text(env["cpu"], "model") << ", " << text(env["cpu"], "logical_cores")
-          << " logical cores, " << text(env["cpu"], "torch_threads") << " LibTorch thread(s)\n";
+          << " logical cores, LibTorch threads: " << text(env["cpu"], "torch_threads") << "\n";
     }
     if (env.contains("gpus") && env["gpus"].is_array()) {
       for (const Json& g : env["gpus"]) {
@@ -62,7 +63,19 @@ void write_environment(std::ostream& out, const Analysis& a) {
 
 void write_jumps(std::ostream& out, const GroupAnalysis& g) {
   const JumpAnalysis& j = g.jumps;
-  if (j.jumps.empty()) {
+  if (j.tested_pairs == 0) {
+    const std::size_t usable = g.points.size() - g.flagged.size();
+    out << "**Jumps:** not tested. Finding one needs at least three batch sizes with enough timed steps, and "
+        << usable << " of " << g.points.size() << " have them";
+    if (!g.flagged.empty()) {
+      std::string sizes;
+      for (int64_t b : g.flagged) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+      out << " (too few timed steps: " << sizes << "; sweep with more `--steps`, or lower `analyze --min-samples`)";
+    } else {
+      out << " (sweep more batch sizes)";
+    }
+    out << ".\n\n";
+  } else if (j.jumps.empty()) {
     out << "**Jumps:** none. Across " << j.tested_pairs
         << " consecutive pairs the step time follows its trend within the noise (noise "
         << significant(j.noise_ms, 3) << " ms).\n\n";
@@ -168,7 +181,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   embed_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
   embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
   out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
-      << g.points.size() << " measured) from " << g.logs.size() << " log(s).\n\n";
+      << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log") << ".\n\n";
   if (g.trend) {
     out << "**Trend** (Theil–Sen over " << g.trend->points << " points): step time ≈ "
         << significant(g.trend->intercept_ms) << " ms + " << significant(g.trend->slope_ms_per_sample)

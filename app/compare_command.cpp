@@ -1,0 +1,90 @@
+#include <cxxopts.hpp>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "lib/analysis/log_reader.h"
+#include "lib/analysis/run_comparison.h"
+#include "lib/common/errors.h"
+#include "lib/common/limits.h"
+
+// batchscope compare BASELINE CONTENDER: per batch size, is the contender slower than the baseline
+// beyond the noise of their steps and a threshold? Exit code 1 where it is, for a CI job to gate on.
+
+namespace batchscope::app {
+namespace {
+
+LoadedLog load_or_refuse(const std::string& argument) {
+  std::vector<std::string> warnings;
+  std::optional<LoadedLog> log = load_log(argument, warnings);
+  for (std::size_t i = log ? 0 : 1; i < warnings.size(); ++i) std::cerr << "batchscope: warning: " << warnings[i] << "\n";
+  if (!log) throw UserError(warnings.empty() ? argument + ": cannot be read" : warnings.front());
+  return *log;
+}
+
+Json comparison_json(const RunComparison& c) {
+  Json sizes = Json::array();
+  for (const SizeComparison& s : c.sizes) {
+    sizes.push_back({{"experiment", s.experiment},
+                     {"batch_size", s.batch_size},
+                     {"baseline_median_ms", s.baseline_ms},
+                     {"contender_median_ms", s.contender_ms},
+                     {"ratio", s.ratio},
+                     {"noise", s.noise},
+                     {"verdict", s.verdict}});
+  }
+  return Json{{"threshold", c.threshold}, {"z", c.z},          {"slower", c.slower},
+              {"faster", c.faster},       {"sizes", sizes},    {"unmatched", c.unmatched}};
+}
+
+}  // namespace
+
+int run_compare_command(const std::vector<std::string>& args) {
+  cxxopts::Options options(
+      "batchscope compare",
+      "Set a contender sweep against a baseline, batch size by batch size: the ratio of their median step\n"
+      "times, a noise band from the spread of each run's steps (z standard errors of the ratio), and a\n"
+      "verdict. A size is slower or faster only beyond both its noise and the threshold. Exit code 1 when\n"
+      "any size is slower, so that a CI job can gate on it; 0 otherwise.");
+  options.positional_help("BASELINE CONTENDER  (steps.jsonl files or their sweep directories)");
+  // clang-format off
+  options.add_options()
+      ("logs", "the baseline's log, then the contender's", cxxopts::value<std::vector<std::string>>())
+      ("threshold", "the least difference that counts, e.g. 5%", cxxopts::value<std::string>()->default_value("5%"))
+      ("sigmas", "the noise band's width in standard errors of the ratio", cxxopts::value<std::string>()->default_value("3"))
+      ("min-samples", "timed steps a batch size needs in each run to be compared", cxxopts::value<std::string>()->default_value(std::to_string(limits::kMinAnalyzedSteps)))
+      ("json", "print the comparison as JSON")
+      ("h,help", "this help");
+  // clang-format on
+  options.parse_positional({"logs"});
+  const auto result = parse_command_line(options, args);
+  if (result.count("help")) {
+    std::cout << options.help()
+              << "\nExit codes: 0 no size slower, 1 a size slower beyond the noise and the threshold, 2 bad input.\n"
+                 "Example: batchscope compare runs/main runs/branch --threshold 5%\n";
+    return 0;
+  }
+  const auto logs = result.count("logs") ? result["logs"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (logs.size() != 2) refuse("compare takes two logs, the baseline's and the contender's", "e.g. batchscope compare runs/main runs/branch");
+  const double threshold = percent_option(result, "threshold", 1000);
+  const double z = real_option(result, "sigmas", 0, 100);
+  const int min_samples = static_cast<int>(whole_option(result, "min-samples", 1, limits::kMaxSteps));
+  const LoadedLog baseline = load_or_refuse(logs[0]);
+  const LoadedLog contender = load_or_refuse(logs[1]);
+  const RunComparison c = compare_runs(baseline, contender, threshold, z, min_samples);
+  if (c.sizes.empty()) {
+    throw UserError(located(logs[1], 0, "has no batch size in common with " + logs[0] + " (by experiment name, with " +
+                                            std::to_string(min_samples) + " timed steps or more in each)",
+                            "compare two sweeps of the same experiments"));
+  }
+  if (result.count("json")) {
+    std::cout << comparison_json(c).dump(2) << "\n";
+  } else {
+    std::cout << format_run_comparison(c);
+  }
+  return c.slower > 0 ? 1 : 0;
+}
+
+}  // namespace batchscope::app

@@ -1,0 +1,119 @@
+#include "lib/analysis/run_comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "lib/analysis/jump_detector.h"
+#include "lib/common/statistics.h"
+#include "lib/common/words.h"
+
+namespace batchscope {
+namespace {
+
+using SizeKey = std::pair<std::string, int64_t>;
+
+// Every timed step's time per (experiment, batch size), the passes of a repeated sweep together, and
+// the experiments in the order they first appear.
+struct StepTimes {
+  std::vector<std::string> order;
+  std::map<SizeKey, std::vector<double>> times;
+};
+
+StepTimes step_times(const LoadedLog& log) {
+  StepTimes out;
+  for (const SweepRecord& r : log.records) {
+    const auto* step = std::get_if<StepRecord>(&r);
+    if (step == nullptr) continue;
+    const std::string& experiment = step->key.experiment;
+    if (std::find(out.order.begin(), out.order.end(), experiment) == out.order.end()) out.order.push_back(experiment);
+    out.times[{experiment, step->key.batch_size}].push_back(step->time_ms);
+  }
+  return out;
+}
+
+std::string size_name(const SizeKey& key) { return key.first + " batch " + std::to_string(key.second); }
+
+}  // namespace
+
+RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender, double threshold, double z,
+                           int min_samples) {
+  RunComparison c;
+  c.threshold = threshold;
+  c.z = z;
+  const StepTimes base = step_times(baseline), other = step_times(contender);
+  for (const std::string& experiment : base.order) {
+    for (auto it = base.times.lower_bound({experiment, INT64_MIN});
+         it != base.times.end() && it->first.first == experiment; ++it) {
+      const auto found = other.times.find(it->first);
+      const std::vector<double>& b = it->second;
+      if (found == other.times.end() || static_cast<int>(b.size()) < min_samples ||
+          static_cast<int>(found->second.size()) < min_samples) {
+        c.unmatched.push_back(size_name(it->first));
+        continue;
+      }
+      const std::vector<double>& o = found->second;
+      SizeComparison s;
+      s.experiment = experiment;
+      s.batch_size = it->first.second;
+      s.baseline_ms = summarize(b).median;
+      s.contender_ms = summarize(o).median;
+      if (!(s.baseline_ms > 0)) {
+        c.unmatched.push_back(size_name(it->first));
+        continue;
+      }
+      s.ratio = s.contender_ms / s.baseline_ms;
+      const double rb = median_standard_error(b) / s.baseline_ms;
+      const double ro = s.contender_ms > 0 ? median_standard_error(o) / s.contender_ms : 0;
+      s.noise = z * s.ratio * std::sqrt(rb * rb + ro * ro);
+      const double difference = std::fabs(s.ratio - 1);
+      if (difference <= s.noise) {
+        s.verdict = "within noise";
+      } else if (difference <= threshold) {
+        s.verdict = "below threshold";
+      } else {
+        s.verdict = s.ratio > 1 ? "slower" : "faster";
+        (s.ratio > 1 ? c.slower : c.faster) += 1;
+      }
+      c.sizes.push_back(s);
+    }
+  }
+  for (const auto& [key, times] : other.times) {
+    if (base.times.find(key) == base.times.end()) c.unmatched.push_back(size_name(key));
+  }
+  return c;
+}
+
+std::string format_run_comparison(const RunComparison& c) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-28s %8s %13s %13s %8s %8s  %s\n", "experiment", "batch", "baseline ms",
+                "contender ms", "ratio", "noise ±", "verdict");
+  out += line;
+  for (const SizeComparison& s : c.sizes) {
+    std::snprintf(line, sizeof line, "%-28s %8lld %13.3f %13.3f %8.4f %8.4f  %s\n", s.experiment.c_str(),
+                  static_cast<long long>(s.batch_size), s.baseline_ms, s.contender_ms, s.ratio, s.noise,
+                  s.verdict.c_str());
+    out += line;
+  }
+  char threshold[32];
+  std::snprintf(threshold, sizeof threshold, "%g%%", 100 * c.threshold);
+  out += "\n" + counted(static_cast<long long>(c.sizes.size()), "batch size") + " compared";
+  if (c.slower == 0 && c.faster == 0) {
+    out += ": no difference beyond the noise and " + std::string(threshold) + ".\n";
+  } else {
+    out += ": " + std::to_string(c.slower) + " slower and " + std::to_string(c.faster) +
+           " faster beyond the noise and " + threshold + "; the rest the same.\n";
+  }
+  if (!c.unmatched.empty()) {
+    out += "Not compared (measured in one run only, or with too few steps): ";
+    for (std::size_t i = 0; i < c.unmatched.size(); ++i) out += (i ? ", " : "") + c.unmatched[i];
+    out += ".\n";
+  }
+  return out;
+}
+
+}  // namespace batchscope

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/log_reader.h"
+
+namespace batchscope {
+
+// One batch size of one experiment measured in both runs.
+struct SizeComparison {
+  std::string experiment;
+  int64_t batch_size = 0;
+  double baseline_ms = 0, contender_ms = 0;  // median step times
+  double ratio = 0;                          // contender / baseline: above 1 is slower
+  // Half the width of the ratio's noise band: z standard errors of the ratio, from the steps' spread
+  // in each run (the standard error of each median).
+  double noise = 0;
+  // "slower" or "faster" where the ratio differs from 1 by more than both its noise and the threshold;
+  // "within noise" or "below threshold" otherwise.
+  std::string verdict;
+};
+
+struct RunComparison {
+  double threshold = 0.05;
+  double z = 3;
+  std::vector<SizeComparison> sizes;  // by experiment (the baseline's order), then batch size
+  // "experiment batch N" measured in one run only, or with fewer steps than min_samples in either.
+  std::vector<std::string> unmatched;
+  int slower = 0, faster = 0;
+};
+
+// Sets the contender's sweep against the baseline's, batch size by batch size, matching experiments by
+// name (passes of a repeated sweep pooled). Sizes with fewer than min_samples timed steps in either run
+// are left out and listed.
+RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender, double threshold,
+                           double z = 3, int min_samples = 5);
+
+// The table and a closing sentence ("no difference beyond the noise and 5%", or what is slower).
+std::string format_run_comparison(const RunComparison& c);
+
+}  // namespace batchscope

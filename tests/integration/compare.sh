@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# batchscope compare: a run against itself and against a second run of the same command (no difference),
+# synthetic logs 30% slower (exit 1) and 2% slower (below the threshold, exit 0), and bad input (exit 2).
+set -uo pipefail
+bin="$1"; src="$2"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+make_log="$src/tests/data/analysis/make_log.py"
+source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
+
+for run in a b; do
+  "$bin" sweep --model mnist_cnn --batch 1,4,16 --device cpu --steps 10 --warmup 2 --threads 1 --out "$work/$run" --quiet \
+    > /dev/null || fail "sweep $run"
+done
+expect 0 "a run against itself" "3 batch sizes compared: no difference beyond the noise and 5%" compare "$work/a" "$work/a"
+grep -Eq " 1\.0000 +0\.[0-9]+  within noise" "$work/out" || fail "a run against itself: $(cat "$work/out")"
+# Two runs of the same command, one after the other on a machine that other tests share: their
+# differences stay within the noise and 25%.
+expect 0 "two runs of the same command" "no difference beyond the noise and 25%" compare "$work/a" "$work/b" --threshold 25%
+
+python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 1 > "$work/base.jsonl"
+python3 "$make_log" --batches 1:12 --base 13 --slope 0.65 --noise 0.005 --steps 10 --seed 2 > "$work/slow.jsonl"
+python3 "$make_log" --batches 1:12 --base 10.2 --slope 0.51 --noise 0.001 --steps 10 --seed 3 > "$work/near.jsonl"
+expect 1 "30% slower" "12 slower and 0 faster beyond the noise and 5%" compare "$work/base.jsonl" "$work/slow.jsonl"
+expect 0 "30% faster" "0 slower and 12 faster" compare "$work/slow.jsonl" "$work/base.jsonl"
+expect 0 "2% slower: below the threshold" "no difference beyond the noise and 5%" compare "$work/base.jsonl" "$work/near.jsonl"
+grep -q "below threshold" "$work/out" || fail "2% slower is not shown as below the threshold: $(cat "$work/out")"
+"$bin" compare "$work/base.jsonl" "$work/slow.jsonl" --json > "$work/cmp.json"
+python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["slower"] == 12 and c["threshold"] == 0.05, c
+assert all(abs(s["ratio"] - 1.3) < 0.05 and s["verdict"] == "slower" for s in c["sizes"]), c["sizes"]' "$work/cmp.json" \
+  && ok "compare --json" || fail "compare --json: $(head -c 400 "$work/cmp.json")"
+
+expect 2 "one log" "compare takes two logs" compare "$work/base.jsonl"
+python3 "$make_log" --batches 1:4 --experiment other --steps 10 > "$work/other.jsonl"
+expect 2 "nothing in common" "has no batch size in common" compare "$work/base.jsonl" "$work/other.jsonl"
+expect 2 "a bad threshold" "--threshold: 'lots' is not a percentage" compare "$work/base.jsonl" "$work/slow.jsonl" --threshold lots
+
+[ "$failures" -eq 0 ] || { echo "$failures failed"; exit 1; }
+echo "compare: ok"

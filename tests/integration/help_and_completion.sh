@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Help and completion: every option's default in --help, positional options listed, `help COMMAND`,
+# --version in the usage, parse errors that name the option, and the bash completion script made from
+# the same option definitions, run in bash.
+set -uo pipefail
+bin="$1"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+
+"$bin" sweep --help > "$work/sweep.txt"
+# The help wraps its lines: read it as one line of single spaces.
+tr -s ' \n' '  ' < "$work/sweep.txt" > "$work/sweep_flat.txt"
+for wanted in "--steps arg timed steps per batch size \(default: 20\)" "--warmup arg untimed warm-up steps per batch size \(default: 5\)" \
+              "--phase arg [^-]*\(default: train\)" "--precision arg [^-]*\(default: fp32\)" "--lr arg [^-]*\(default: 0.01\)" \
+              "--optimizer arg [^-]*\(default: sgd\)" "--device arg [^-]*\(default: auto\)" "--repeats arg [^-]*\(default: 1\)" \
+              "--config arg" "--experiment NAME" "--json"; do
+  grep -Eq -- "$wanted" "$work/sweep_flat.txt" && ok "sweep --help: $wanted" || fail "sweep --help lacks $wanted"
+done
+"$bin" eval --help | grep -q -- "--checkpoint arg" && ok "eval --help lists --checkpoint" || fail "eval --help lacks --checkpoint"
+"$bin" analyze --help | grep -q -- "--logs arg" && ok "analyze --help lists its logs" || fail "analyze --help lacks --logs"
+"$bin" help sweep > "$work/help_sweep.txt"
+cmp -s "$work/sweep.txt" "$work/help_sweep.txt" && ok "help sweep is sweep --help" || fail "help sweep differs from sweep --help"
+"$bin" --help | grep -q -- "--version" && ok "the usage lists --version" || fail "the usage does not list --version"
+"$bin" --version | grep -Eq "^batchscope [0-9]" && ok "--version" || fail "--version"
+
+# A parse error names its option, in one sentence, with exit code 2.
+"$bin" sweep --stpes 3 > /dev/null 2> "$work/err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "stpes" "$work/err" && [ "$(wc -l < "$work/err")" -eq 1 ] \
+  && ok "an unknown option is named: $(cat "$work/err")" || fail "unknown option: exit $rc, $(cat "$work/err")"
+"$bin" sweep --model mnist_cnn --steps > /dev/null 2> "$work/err"; rc=$?
+[ "$rc" -eq 2 ] && grep -q "steps" "$work/err" && ok "a missing value is named: $(cat "$work/err")" \
+  || fail "missing value: exit $rc, $(cat "$work/err")"
+
+# The completion script: valid bash, every option of sweep --help in it, and completing in bash.
+"$bin" completion bash > "$work/completion.bash" || fail "completion bash"
+bash -n "$work/completion.bash" && ok "the completion script is valid bash" || fail "the completion script does not parse"
+missing=""
+for option in $(grep -Eo -- "^ +(-[a-z], )?--[a-z0-9-]+" "$work/sweep.txt" | grep -Eo -- "--[a-z0-9-]+"); do
+  grep -q -- "[ \"]$option[ \"]" "$work/completion.bash" || missing+=" $option"
+done
+[ -z "$missing" ] && ok "every sweep option is in the completion" || fail "options missing from the completion:$missing"
+complete_words() {  # the words bash would offer for the command line "$@" (the last word being typed)
+  bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _batchscope; printf "%s\n" "${COMPREPLY[@]}"' \
+    _ "$work/completion.bash" "$@"
+}
+[ "$(complete_words batchscope sweep --ste | tr '\n' ' ')" = "--steps " ] && ok "completes --ste to --steps" \
+  || fail "completing --ste: $(complete_words batchscope sweep --ste | tr '\n' ' ')"
+[ "$(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')" = "vgg16 vgg19 " ] && ok "completes model names" \
+  || fail "completing a model: $(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')"
+complete_words batchscope ana | grep -qx analyze && ok "completes commands" || fail "completing a command"
+[ "$(complete_words batchscope submit s | tr '\n' ' ')" = "slurm " ] && ok "completes submit's engines" \
+  || fail "completing submit: $(complete_words batchscope submit s | tr '\n' ' ')"
+complete_words batchscope help swe | grep -qx sweep && ok "completes help's command" || fail "completing help"
+
+[ "$failures" -eq 0 ] || { echo "$failures failed"; exit 1; }
+echo "help_and_completion: ok"
