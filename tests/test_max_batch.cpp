@@ -52,6 +52,17 @@ int bit_length(int64_t k) {
   return bits;
 }
 
+// mnist_cnn on its 1x28x28 input and 10 classes, on the CPU, under this experiment name.
+ExperimentConfig mnist_on_cpu(const std::string& name) {
+  ExperimentConfig e;
+  e.name = name;
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.device = "cpu";
+  return e;
+}
+
 // Every CPU memory test leaves the process without a limit, whatever it asserted.
 class CpuMemory : public ::testing::Test {
  protected:
@@ -233,12 +244,7 @@ TEST(FindMaxBatch, TheTryLimitStopsTheSearchAndTheAnswerIsStillConfirmed) {
 }
 
 TEST_F(CpuMemory, AMarginLeavesThatShareOfTheLimitFree) {
-  ExperimentConfig e;
-  e.name = "mnist_margin";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
-  e.device = "cpu";
+  ExperimentConfig e = mnist_on_cpu("mnist_margin");
   MaxBatchOptions options;
   options.cpu_memory_limit = 48 * kMiB;
   const MaxBatchResult full = run_max_batch(e, torch::Device("cpu"), options, {});
@@ -368,12 +374,7 @@ TEST_F(CpuMemory, ConvolutionsRunUnderTheCountingAllocator) {
 }
 
 TEST_F(CpuMemory, RunMaxBatchFindsAConfirmedSizeForMnistUnderALimit) {
-  ExperimentConfig e;
-  e.name = "mnist_maxbatch";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
-  e.device = "cpu";
+  ExperimentConfig e = mnist_on_cpu("mnist_maxbatch");
   MaxBatchOptions options;
   options.cpu_memory_limit = 48 * kMiB;
   const MaxBatchResult result = run_max_batch(e, torch::Device("cpu"), options, {});
@@ -397,11 +398,7 @@ TEST_F(CpuMemory, RunMaxBatchFindsAConfirmedSizeForMnistUnderALimit) {
 }
 
 TEST_F(CpuMemory, RunMaxBatchSaysWhenTheModelAloneDoesNotFit) {
-  ExperimentConfig e;
-  e.name = "mnist_tiny_limit";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
+  ExperimentConfig e = mnist_on_cpu("mnist_tiny_limit");
   MaxBatchOptions options;
   options.cpu_memory_limit = 64 * 1024;
   const MaxBatchResult result = run_max_batch(e, torch::Device("cpu"), options, {});
@@ -411,10 +408,7 @@ TEST_F(CpuMemory, RunMaxBatchSaysWhenTheModelAloneDoesNotFit) {
 }
 
 TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
-  ExperimentConfig e;
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
+  ExperimentConfig e = mnist_on_cpu("mnist_on_cuda");
   MaxBatchOptions options;
   options.cpu_memory_limit = kMiB;
   EXPECT_THROW(run_max_batch(e, torch::Device("cuda:0"), options, {}), std::invalid_argument);
@@ -423,12 +417,7 @@ TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
 // A sweep with batch: 1:max that is resumed keeps the sizes of its run record rather than searching
 // again (a new search could answer differently and the resume would be refused); a fresh one searches.
 TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
-  ExperimentConfig e;
-  e.name = "tomax";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
-  e.device = "cpu";
+  ExperimentConfig e = mnist_on_cpu("tomax");
   e.batch_to_max = BatchToMax{1, 1, 2.0};
   const SweepConfig config{"test", {e}};
 

@@ -9,8 +9,20 @@ source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
 for run in a b; do
   "$bin" sweep --model mnist_cnn --batch 1,4,16 --device cpu --steps 10 --warmup 2 --threads 1 --out "$work/$run" --quiet \
-    > /dev/null || fail "sweep $run"
+    --json > "$work/$run.json" || fail "sweep $run"
 done
+# sweep --json and analyze --json: standard output is JSON alone, with the point records' medians.
+"$bin" analyze "$work/a" --json --no-plots > "$work/a_analysis.json" 2> /dev/null || fail "analyze --json"
+python3 -c '
+import json, sys
+rows = json.load(open(sys.argv[1]))
+analysis = json.load(open(sys.argv[2]))
+points = {r["batch_size"]: r["median_ms"] for r in map(json.loads, open(sys.argv[3])) if r["type"] == "point"}
+assert [r["batch_size"] for r in rows] == [1, 4, 16] and all(r["status"] == "measured" for r in rows), rows
+assert {r["batch_size"]: r["median_ms"] for r in rows} == points, (rows, points)
+assert {p["batch_size"]: p["median_ms"] for p in analysis["groups"][0]["points"]} == points, analysis["groups"][0]["points"]' \
+  "$work/a.json" "$work/a_analysis.json" "$work/a/steps.jsonl" && ok "sweep --json and analyze --json" \
+  || fail "sweep --json / analyze --json: $(head -c 300 "$work/a.json")"
 expect 0 "a run against itself" "3 batch sizes compared: no difference beyond the noise and 5%" compare "$work/a" "$work/a"
 grep -Eq " 1\.0000 +0\.[0-9]+  within noise" "$work/out" || fail "a run against itself: $(cat "$work/out")"
 # Two runs of the same command, one after the other on a machine that other tests share: their

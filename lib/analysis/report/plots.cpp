@@ -33,7 +33,9 @@ std::string full_script(const PlotScript& plot) {
   out += "set output " + gp_string(plot.name + ".png") + "\n";
   out += "set grid\n";
   out += "set xlabel 'batch size (samples)'\n";
-  out += "set offsets 0, 0, graph 0.05, graph 0.05\n";  // no line drawn along a frame edge
+  // No line drawn along the top edge; none below zero at the bottom, where the axes that start at 0
+  // (step time, speedup, power) would otherwise show negative room.
+  out += "set offsets 0, 0, graph 0.05, 0\n";
   out += plot.body;
   out += "set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'\n";
   out += "set output " + gp_string(plot.name + ".svg") + "\n";
