@@ -194,8 +194,17 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.batch = text(r, n); }},
   {ExperimentOption::Device, "d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", false,
    [](const auto& r, const auto& n, auto& o) { o.device = text(r, n); }},
-  {ExperimentOption::Steps, "steps", "timed steps per batch size", false,
-   [](const auto& r, const auto& n, auto& o) { o.timed_steps = whole_option(r, n); }},
+  {ExperimentOption::Steps, "steps", "timed steps per batch size, or auto: timed until the median is known to within the ci width, within the min and max time", false,
+   [](const auto& r, const auto& n, auto& o) {
+     if (text(r, n) == "auto") o.steps_auto = true;
+     else o.timed_steps = whole_option(r, n);
+   }},
+  {ExperimentOption::CiWidth, "ci-width", "steps auto: stop once the median's 95% confidence interval is within this share of it, e.g. 2%; implies steps auto", false,
+   [](const auto& r, const auto& n, auto& o) { o.ci_width = text(r, n); }},
+  {ExperimentOption::MinTime, "min-time", "steps auto: seconds of timed steps at least, per batch size; implies steps auto", false,
+   [](const auto& r, const auto& n, auto& o) { o.min_time = text(r, n); }},
+  {ExperimentOption::MaxTime, "max-time", "steps auto: seconds of timed steps at most, per batch size; implies steps auto", false,
+   [](const auto& r, const auto& n, auto& o) { o.max_time = text(r, n); }},
   {ExperimentOption::Warmup, "warmup", "untimed warm-up steps per batch size", false,
    [](const auto& r, const auto& n, auto& o) { o.warmup_steps = whole_option(r, n); }},
   {ExperimentOption::Phase, "phase", "train or infer", false,
@@ -242,6 +251,9 @@ std::optional<std::string> default_shown(ExperimentOption id) {
   switch (id) {
     case ExperimentOption::Device: return d.device;
     case ExperimentOption::Steps: return std::to_string(d.timed_steps);
+    case ExperimentOption::CiWidth: return number_text(AutoSteps{}.ci_width * 100) + "%";
+    case ExperimentOption::MinTime: return number_text(AutoSteps{}.min_time_s);
+    case ExperimentOption::MaxTime: return number_text(AutoSteps{}.max_time_s);
     case ExperimentOption::Warmup: return std::to_string(d.warmup_steps);
     case ExperimentOption::Phase: return to_string(d.phase);
     case ExperimentOption::Precision: return to_string(d.precision);

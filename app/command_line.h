@@ -32,7 +32,8 @@ std::string command_text(const std::string& command, const std::vector<std::stri
 // it takes; adding a sweep option is one entry in the table plus its use.
 enum class ExperimentOption {
   Model, Batch, Device, Steps, Warmup, Phase, Precision, Optimizer, Lr, Input, SeqLen, Classes, Data,
-  Transfer, Chunk, Order, Seed, ChannelsLast, CudnnBenchmark, Profile, ProfileSteps, Repeats
+  Transfer, Chunk, Order, Seed, ChannelsLast, CudnnBenchmark, Profile, ProfileSteps, Repeats, CiWidth, MinTime,
+  MaxTime
 };
 void add_experiment_options(cxxopts::Options& options, const std::vector<ExperimentOption>& which);
 // --model, which a command that takes one experiment needs: refused when missing or unknown, with the

@@ -47,7 +47,8 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Data,      ExperimentOption::Transfer,     ExperimentOption::Chunk,
     ExperimentOption::Order,     ExperimentOption::Seed,         ExperimentOption::ChannelsLast,
     ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps,
-    ExperimentOption::Repeats};
+    ExperimentOption::Repeats,   ExperimentOption::CiWidth,      ExperimentOption::MinTime,
+    ExperimentOption::MaxTime};
 
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.

@@ -3,20 +3,23 @@
 # from Debian's next release, syntax only, under the project's own flags: once against the CPU headers
 # (libtorch-dev) and once against the CUDA headers (libtorch-cuda-dev) with the CUDA toolkit and
 # BATCHSCOPE_WITH_CUDA, the way a PyTorch 2.x build with CUDA compiles it. Any diagnostic fails the check,
-# and so does a header that still comes from the system's own LibTorch.
+# and so does a header that still comes from the system's own LibTorch. The CUDA variant checks the units
+# that reach CUDA code (the others read the same headers as in the CPU variant); --all-units checks all.
 # Run before every use of a GPU host; CI runs it too.
-# Usage: scripts/check-libtorch2.sh [--variant cpu|cuda|both] [--jobs N]
+# Usage: scripts/check-libtorch2.sh [--variant cpu|cuda|both] [--jobs N] [--all-units]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . scripts/lib/trixie.sh
 
 variant=both
 jobs="$(nproc)"
+all_units=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --variant) variant="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --all-units) all_units=(--all-units); shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check-libtorch2.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;
   esac
 done
@@ -67,6 +70,6 @@ status=0
 for v in "${variants[@]}"; do
   python3 scripts/lib/syntax_check.py --compile-commands "$check_build/compile_commands.json" \
     --headers "$headers/$v/usr/include" --variant "$v" --cuda-include "$cuda_home/include" \
-    --jobs "$jobs" || status=1
+    --jobs "$jobs" ${all_units[@]+"${all_units[@]}"} || status=1
 done
 exit "$status"

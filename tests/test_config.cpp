@@ -8,6 +8,7 @@
 
 #include "lib/config/config.h"
 #include "lib/common/errors.h"
+#include "lib/common/limits.h"
 #include "models/registry.h"
 
 namespace batchscope {
@@ -681,11 +682,72 @@ TEST(ConfigErrors, DataTransferAndChunk) {
 TEST(ConfigErrors, StepCounts) {
   const std::string head = "model: vgg16\nbatch: 1\n";
   EXPECT_EQ(error_of(head + "steps: 0\n"),
-            "exp.yaml:3: steps 0 is too small; give 1 to 1000000 timed steps per batch size.");
+            "exp.yaml:3: steps 0 is too small; give 1 to 1000000 timed steps per batch size, or auto.");
   EXPECT_EQ(error_of(head + "warmup: -1\n"),
             "exp.yaml:3: warmup -1 is too small; give 0 to 1000000 warm-up steps.");
   EXPECT_TRUE(
       mentions(error_of(head + "steps: 99999999999\n"), {"exp.yaml:3: steps 99999999999 is too large"}));
+}
+
+TEST(Config, StepsAutoWithItsSettings) {
+  const std::string head = "model: mnist_cnn\nbatch: 1\n";
+  ExperimentConfig e = only_experiment(head + "steps: auto\n");
+  ASSERT_TRUE(e.auto_steps);
+  EXPECT_DOUBLE_EQ(e.auto_steps->ci_width, 0.01);
+  EXPECT_DOUBLE_EQ(e.auto_steps->min_time_s, 0);
+  EXPECT_DOUBLE_EQ(e.auto_steps->max_time_s, 10);
+  EXPECT_EQ(e.timed_steps, limits::kAutoFirstSteps);
+  e = only_experiment(head + "steps: auto\nci_width: 2.5%\nmin_time: 1\nmax_time: 30\n");
+  EXPECT_DOUBLE_EQ(e.auto_steps->ci_width, 0.025);
+  EXPECT_DOUBLE_EQ(e.auto_steps->min_time_s, 1);
+  EXPECT_DOUBLE_EQ(e.auto_steps->max_time_s, 30);
+  EXPECT_DOUBLE_EQ(only_experiment(head + "steps: auto\nci_width: 3\n").auto_steps->ci_width, 0.03);
+  EXPECT_FALSE(only_experiment(head + "steps: 7\n").auto_steps);
+
+  // The run record keeps it, and reads it back.
+  const ExperimentConfig back = experiment_from_json(to_json(e));
+  ASSERT_TRUE(back.auto_steps);
+  EXPECT_DOUBLE_EQ(back.auto_steps->ci_width, 0.025);
+  EXPECT_DOUBLE_EQ(back.auto_steps->max_time_s, 30);
+  EXPECT_EQ(back.timed_steps, e.timed_steps);
+  EXPECT_EQ(to_json(e)["steps"], "auto");
+  EXPECT_EQ(to_json(only_experiment(head))["steps"], 20);
+  EXPECT_FALSE(to_json(only_experiment(head)).contains("auto_steps"));
+}
+
+TEST(Config, AnAutoSettingOnTheCommandLineAsksForAutoSteps) {
+  const std::string file = "model: mnist_cnn\nbatch: 1\nsteps: 30\n";
+  SweepOverrides o;
+  o.min_time = "2";
+  ExperimentConfig e = only_experiment(file, o);
+  ASSERT_TRUE(e.auto_steps);
+  EXPECT_DOUBLE_EQ(e.auto_steps->min_time_s, 2);
+  o = {};
+  o.ci_width = "5%";
+  EXPECT_DOUBLE_EQ(only_experiment(file, o).auto_steps->ci_width, 0.05);
+  // A count on the command line wins over the file's auto, and then an auto setting is refused.
+  o = {};
+  o.timed_steps = 12;
+  EXPECT_FALSE(only_experiment("model: mnist_cnn\nbatch: 1\nsteps: auto\n", o).auto_steps);
+  o.max_time = "5";
+  EXPECT_EQ(error_of(file, o), "command line: --max-time applies to steps: auto only; remove it, or set steps: auto.");
+  o = {};
+  o.steps_auto = true;
+  EXPECT_TRUE(only_experiment(file, o).auto_steps);
+}
+
+TEST(ConfigErrors, AutoStepSettings) {
+  const std::string head = "model: mnist_cnn\nbatch: 1\n";
+  EXPECT_EQ(error_of(head + "ci_width: 1%\n"),
+            "exp.yaml:3: ci_width applies to steps: auto only; remove it, or set steps: auto.");
+  EXPECT_TRUE(mentions(error_of(head + "steps: 5\nmax_time: 3\n"), {"exp.yaml:4: max_time applies to steps: auto only"}));
+  EXPECT_TRUE(mentions(error_of(head + "steps: auto\nci_width: 0%\n"), {"exp.yaml:4: ci_width 0 is too small", "in percent"}));
+  EXPECT_TRUE(mentions(error_of(head + "steps: auto\nci_width: wide\n"), {"exp.yaml:4: ci_width", "must be a number"}));
+  EXPECT_TRUE(mentions(error_of(head + "steps: auto\nmax_time: 0\n"), {"exp.yaml:4: max_time 0 is too small"}));
+  EXPECT_EQ(error_of(head + "steps: auto\nmin_time: 20\n"),
+            "exp.yaml:4: min_time 20 s is longer than max_time 10 s; give a min_time no longer than max_time, or raise "
+            "max_time.");
+  EXPECT_TRUE(mentions(error_of(head + "steps: sometimes\n"), {"exp.yaml:3: steps", "must be a whole number", "or auto"}));
 }
 
 TEST(ConfigErrors, UnknownWords) {

@@ -283,6 +283,49 @@ TEST_F(FakePowercap, UndoesWrapArounds) {
   EXPECT_NEAR(*rapl->energy_j(), 0.400001, 1e-9);
 }
 
+TEST_F(FakePowercap, ReadsOftenEnoughForTheSmallestRange) {
+  auto rapl = open();
+  ASSERT_TRUE(rapl);
+  // package-1's 1000 J last 1 s at 1000 W; it is read twice in that time.
+  EXPECT_DOUBLE_EQ(rapl->read_every_ms(), 500.0);
+}
+
+TEST_F(FakePowercap, AWindowThatKeepsUpSeesEveryWrapAround) {
+  auto rapl = open();
+  ASSERT_TRUE(rapl);
+  double now_ms = 0;
+  EnergyMeter meter(*rapl, 10, [&now_ms] { return now_ms; });
+  meter.begin();  // package-1 at 999900000 uJ, 0.1 J below the top
+  // Three wrap-arounds of package-1, each seen by a reading between steps.
+  const uint64_t readings[] = {500000000, 999000000, 200000000, 900000000, 100000000};
+  for (const uint64_t uj : readings) {
+    set_energy("intel-rapl:1", uj);
+    now_ms += 600;
+    meter.keep_up();
+  }
+  set_energy("intel-rapl:1", 300000000);
+  const EnergyWindow window = meter.end();
+  // 0.1 + 1e-6 to the first wrap, three whole ranges less what remains, and 0.3 J after the last.
+  const double expected = (1e9 - 999900000 + 1 + 999000000 + (1e9 - 999000000) + 1 + 900000000 +
+                           (1e9 - 900000000) + 1 + 300000000) / 1e6;
+  EXPECT_NEAR(window.joules, expected, 1e-6);
+  EXPECT_GT(window.joules, 2000.0);
+}
+
+TEST_F(FakePowercap, KeepingUpReadsNoSoonerThanNeeded) {
+  auto rapl = open();
+  ASSERT_TRUE(rapl);
+  double now_ms = 0;
+  EnergyMeter meter(*rapl, 10, [&now_ms] { return now_ms; });
+  meter.begin();
+  set_energy("intel-rapl:1", 500000000);  // past the top
+  now_ms = 100;                           // less than read_every_ms(): not read
+  meter.keep_up();
+  set_energy("intel-rapl:1", 999950000);
+  // Unread, the wrap-around is invisible: the window holds only the 0.05 J between the two edges.
+  EXPECT_NEAR(meter.end().joules, 0.05, 1e-9);
+}
+
 TEST_F(FakePowercap, PowerIsTheEnergyRateSinceTheLastCall) {
   const double before_open = steady_now_ms();
   auto rapl = open();

@@ -104,5 +104,40 @@ TEST(Statistics, SummarizeOneSampleHasNoSpread) {
 
 TEST(Statistics, SummarizeRejectsAnEmptySample) { EXPECT_THROW(summarize({}), std::invalid_argument); }
 
+TEST(MedianInterval, NeedsSixSamplesForNinetyFivePercent) {
+  EXPECT_FALSE(median_confidence_interval({1, 2, 3, 4, 5}));
+  const auto six = median_confidence_interval({6, 2, 5, 1, 4, 3});
+  ASSERT_TRUE(six);
+  EXPECT_EQ(six->low, 1);  // with six samples only the extremes cover 95% (96.9%)
+  EXPECT_EQ(six->high, 6);
+  EXPECT_FALSE(median_confidence_interval({}));
+}
+
+TEST(MedianInterval, OrderStatisticsFromTheBinomial) {
+  // n = 20: P(B <= 5) = 0.0207 and P(B <= 6) = 0.0577 for B ~ Binomial(20, 1/2), so x(6) and x(15).
+  std::vector<double> xs;
+  for (int i = 20; i >= 1; --i) xs.push_back(i);
+  const auto ci = median_confidence_interval(xs);
+  ASSERT_TRUE(ci);
+  EXPECT_EQ(ci->low, 6);
+  EXPECT_EQ(ci->high, 15);
+  EXPECT_EQ(xs.front(), 20) << "the input is not reordered";
+  // A lower level gives a narrower interval: 80% at n = 20 is x(7), x(14) (P(B <= 6) = 0.0577 <= 0.1).
+  const auto narrow = median_confidence_interval(xs, 0.80);
+  ASSERT_TRUE(narrow);
+  EXPECT_EQ(narrow->low, 7);
+  EXPECT_EQ(narrow->high, 14);
+}
+
+TEST(MedianInterval, LargeSamplesFollowTheNormalApproximation) {
+  // n = 1000: the ranks are n/2 -+ 1.96 sqrt(n)/2, about 469 and 532.
+  std::vector<double> xs;
+  for (int i = 1; i <= 1000; ++i) xs.push_back(i);
+  const auto ci = median_confidence_interval(xs);
+  ASSERT_TRUE(ci);
+  EXPECT_NEAR(ci->low, 469, 1.5);
+  EXPECT_NEAR(ci->high, 1001 - ci->low, 1e-12);
+}
+
 }  // namespace
 }  // namespace batchscope

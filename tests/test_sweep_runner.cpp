@@ -6,6 +6,8 @@
 #include <map>
 
 #include "lib/common/errors.h"
+#include "lib/common/limits.h"
+#include "lib/common/statistics.h"
 #include "lib/timing/step_runner.h"
 #include "lib/sweep/sweep_runner.h"
 #include "tests/test_support.h"
@@ -105,6 +107,116 @@ TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
   EXPECT_EQ(steps, (std::map<int64_t, int>{{1, 3}, {2, 3}, {3, 3}}));
   EXPECT_EQ(points, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
   EXPECT_TRUE(progress.str().empty()) << "no progress line unless asked for";
+}
+
+namespace {
+
+// The steps and the point of each batch size of an auto-step sweep.
+struct AutoOutcome {
+  std::map<int64_t, std::vector<double>> steps;
+  std::map<int64_t, Json> points;
+};
+
+AutoOutcome run_auto(const AutoSteps& a, std::vector<int64_t> batches) {
+  const testing_support::TempDir dir;
+  SweepConfig config = tiny_sweep(std::move(batches));
+  config.experiments[0].auto_steps = a;
+  config.experiments[0].timed_steps = limits::kAutoFirstSteps;
+  SweepOptions options;
+  options.out_dir = dir / "records";
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
+  AutoOutcome out;
+  for (const SweepRecord& record : outcome.records) {
+    const Json r = to_json(record);
+    if (r["type"] == "step") out.steps[r["batch_size"].get<int64_t>()].push_back(r["time_ms"].get<double>());
+    if (r["type"] == "point") out.points[r["batch_size"].get<int64_t>()] = r;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(AutoSteps, AWideEnoughIntervalStopsTheSize) {
+  AutoSteps a;
+  a.ci_width = 0.5;
+  a.max_time_s = 60;
+  const AutoOutcome out = run_auto(a, {1, 2});
+  ASSERT_EQ(out.points.size(), 2u);
+  for (const auto& [batch, point] : out.points) {
+    EXPECT_EQ(point["steps_stopped_by"], kStoppedByCiWidth) << point.dump();
+    EXPECT_GE(out.steps.at(batch).size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
+    EXPECT_EQ(point["samples"].get<std::size_t>(), out.steps.at(batch).size());
+    // The interval the point records is the one the steps give, and it is within ±50% of the median.
+    const auto ci = median_confidence_interval(out.steps.at(batch));
+    ASSERT_TRUE(ci);
+    EXPECT_DOUBLE_EQ(point["median_ci_low_ms"].get<double>(), ci->low);
+    EXPECT_DOUBLE_EQ(point["median_ci_high_ms"].get<double>(), ci->high);
+    EXPECT_LE((ci->high - ci->low) / 2, 0.5 * point["median_ms"].get<double>());
+  }
+}
+
+TEST(AutoSteps, TheTimeLimitStopsAnIntervalThatCannotBeReached) {
+  AutoSteps a;
+  a.ci_width = 1e-9;
+  a.max_time_s = 0.2;
+  const AutoOutcome out = run_auto(a, {1});
+  ASSERT_EQ(out.points.size(), 1u);
+  EXPECT_EQ(out.points.at(1)["steps_stopped_by"], kStoppedByMaxTime);
+  // Blocks are sized to the time left: steps of a few milliseconds stop near 0.2 s, not at a block's end.
+  const std::vector<double>& steps = out.steps.at(1);
+  EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
+  double sum_ms = 0;
+  for (double t : steps) sum_ms += t;
+  EXPECT_LE(sum_ms, 1000.0);
+}
+
+TEST(AutoSteps, ASlowFirstStepKeepsToTheTimeLimit) {
+  // A limit shorter than one step: the first step runs alone and is the only one.
+  AutoSteps a;
+  a.max_time_s = 1e-6;
+  const AutoOutcome out = run_auto(a, {1});
+  EXPECT_EQ(out.points.at(1)["steps_stopped_by"], kStoppedByMaxTime);
+  EXPECT_EQ(out.steps.at(1).size(), 1u);
+  EXPECT_FALSE(out.points.at(1).contains("median_ci_low_ms")) << "one step has no interval";
+}
+
+TEST(AutoSteps, MinTimeKeepsTimingPastANarrowInterval) {
+  AutoSteps a;
+  a.ci_width = 0.5;
+  a.min_time_s = 0.3;
+  a.max_time_s = 60;
+  const AutoOutcome out = run_auto(a, {1});
+  ASSERT_EQ(out.points.size(), 1u);
+  EXPECT_EQ(out.points.at(1)["steps_stopped_by"], kStoppedByCiWidth);
+  // Steps of a few milliseconds: 0.3 s takes many more than the first block, and their own times
+  // make up most of it.
+  const std::vector<double>& steps = out.steps.at(1);
+  EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
+  double sum_ms = 0;
+  for (double t : steps) sum_ms += t;
+  EXPECT_GE(sum_ms, 150.0);
+}
+
+TEST(AutoSteps, AFixedCountRecordsNoReason) {
+  const AutoOutcome out = [] {
+    const testing_support::TempDir dir;
+    SweepOptions options;
+    options.out_dir = dir / "records";
+    std::ostringstream progress;
+    SweepConfig config = tiny_sweep({1});
+    config.experiments[0].timed_steps = 6;
+    const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
+    AutoOutcome o;
+    for (const SweepRecord& record : outcome.records) {
+      const Json r = to_json(record);
+      if (r["type"] == "point") o.points[r["batch_size"].get<int64_t>()] = r;
+    }
+    return o;
+  }();
+  const Json& point = out.points.at(1);
+  EXPECT_FALSE(point.contains("steps_stopped_by"));
+  EXPECT_TRUE(point.contains("median_ci_low_ms")) << "six steps have a 95% interval";
 }
 
 TEST(SweepRunner, UnknownCudaDeviceIsRefusedWithItsName) {

@@ -20,5 +20,9 @@ constexpr int64_t kMaxShards = 9999;                       // shards of one swee
 // The fewest timed steps a batch size needs for analyze to use it (its median, jumps, best size), unless
 // analyze --min-samples says otherwise; a sweep with fewer warns before it starts.
 constexpr int kMinAnalyzedSteps = 5;
+// steps: auto: the first block of timed steps, so that the median has a 95% confidence interval (6
+// steps at least) that means something; and the longest a batch size may be timed.
+constexpr int kAutoFirstSteps = 10;
+constexpr double kMaxAutoTimeS = 86400;
 
 }  // namespace batchscope::limits

@@ -52,6 +52,29 @@ std::optional<double> coefficient_of_variation(const std::vector<double>& xs) {
   return *s / m;
 }
 
+std::optional<Interval> median_confidence_interval(const std::vector<double>& xs, double level) {
+  const std::size_t n = xs.size();
+  if (n == 0 || !(level > 0 && level < 1)) return std::nullopt;
+  // P(B <= i) summed term by term in logs: C(n, i) / 2^n = exp(lgamma(n+1) - lgamma(i+1) - lgamma(n-i+1) - n ln 2).
+  const double tail_allowed = (1 - level) / 2;
+  const double log_total = std::lgamma(static_cast<double>(n) + 1) - static_cast<double>(n) * std::log(2.0);
+  double below = 0;  // P(B <= k - 1)
+  std::size_t k = 0;
+  while (k < n / 2) {
+    const auto i = static_cast<double>(k);
+    const double term = std::exp(log_total - std::lgamma(i + 1) - std::lgamma(static_cast<double>(n) - i + 1));
+    if (below + term > tail_allowed) break;
+    below += term;
+    ++k;
+  }
+  if (k == 0) return std::nullopt;
+  std::vector<double> sorted = xs;
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(k - 1), sorted.end());
+  const double low = sorted[k - 1];
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n - k), sorted.end());
+  return Interval{low, sorted[n - k]};
+}
+
 Summary summarize(const std::vector<double>& xs) {
   require_samples(xs, "a summary");
   Summary s;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <vector>
 
@@ -14,6 +15,14 @@ double percentile(const std::vector<double>& xs, double q);
 std::optional<double> stddev(const std::vector<double>& xs);
 // Coefficient of variation stddev / mean; nullopt with fewer than two samples or a zero mean.
 std::optional<double> coefficient_of_variation(const std::vector<double>& xs);
+
+// A distribution-free confidence interval for the median: the order statistics x(k) and x(n+1-k) with
+// the largest k whose coverage, 1 - 2 P(B <= k - 1) for B ~ Binomial(n, 1/2), is at least `level`.
+// nullopt where even the sample's extremes cover less (fewer than 6 samples for 95%).
+struct Interval {
+  double low = 0, high = 0;
+};
+std::optional<Interval> median_confidence_interval(const std::vector<double>& xs, double level = 0.95);
 
 struct Summary {
   int count = 0;

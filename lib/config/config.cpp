@@ -22,7 +22,12 @@
 //   precision        fp32 | fp16 | bf16 (fp32)
 //   channels_last, cudnn_benchmark   true | false (false)
 //   warmup           untimed steps per batch size, >= 0 (5)
-//   steps            timed steps per batch size, >= 1 (20)
+//   steps            timed steps per batch size, >= 1 (20), or auto: timed until the median's 95%
+//                    confidence interval is within ±ci_width of it and min_time has passed, or
+//                    until max_time
+//   ci_width         steps: auto only: the interval's half-width in percent of the median (1%)
+//   min_time         steps: auto only: seconds of timed steps at least, per batch size (0)
+//   max_time         steps: auto only: seconds of timed steps at most, per batch size (10)
 //   order            ascending | shuffled (ascending)
 //   data             synthetic | mnist | fashion-mnist | a directory of IDX files (synthetic); real
 //                    data sets input to [1, 28, 28] and classes to 10 (image models only)

@@ -41,6 +41,15 @@ struct ValueOrigin {
 };
 
 // One experiment after defaults and overrides are applied: everything a sweep needs.
+// steps: auto. Each batch size is timed in blocks of steps until the 95% confidence interval of its
+// median lies within ±ci_width of the median and min_time_s has passed, or until max_time_s (or
+// limits::kMaxSteps steps); the point record says which. The first block is limits::kAutoFirstSteps.
+struct AutoSteps {
+  double ci_width = 0.01;  // a share of the median
+  double min_time_s = 0;
+  double max_time_s = 10;
+};
+
 struct ExperimentConfig {
   std::string name;
   std::string model;
@@ -55,7 +64,8 @@ struct ExperimentConfig {
   bool channels_last = false;
   bool cudnn_benchmark = false;
   int warmup_steps = 5;
-  int timed_steps = 20;
+  int timed_steps = 20;  // with auto_steps, the fewest (the first block)
+  std::optional<AutoSteps> auto_steps;
   BatchOrder order = BatchOrder::Ascending;
   std::string data = "synthetic";  // or mnist, fashion-mnist, or a directory of IDX files
   Transfer transfer = Transfer::Excluded;
@@ -90,6 +100,10 @@ struct SweepOverrides {
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
+  bool steps_auto = false;                            // --steps auto
+  // steps: auto's settings as given (--ci-width 2%, --min-time 1, --max-time 30); any of them without
+  // --steps also sets steps: auto.
+  std::optional<std::string> ci_width, min_time, max_time;
   std::optional<uint64_t> seed;
   std::optional<double> lr;
   std::optional<bool> channels_last, cudnn_benchmark, profile;

@@ -49,7 +49,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"channels_last", e.channels_last},
           {"cudnn_benchmark", e.cudnn_benchmark},
           {"warmup", e.warmup_steps},
-          {"steps", e.timed_steps},
+          {"steps", e.auto_steps ? nlohmann::json("auto") : nlohmann::json(e.timed_steps)},
           {"order", to_string(e.order)},
           {"data", e.data},
           {"transfer", to_string(e.transfer)},
@@ -62,6 +62,12 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     j["profile_steps"] = e.profile_steps;
   }
   if (e.repeats > 1) j["repeats"] = e.repeats;
+  if (e.auto_steps) {
+    j["auto_steps"] = {{"ci_width", e.auto_steps->ci_width},
+                       {"min_time_s", e.auto_steps->min_time_s},
+                       {"max_time_s", e.auto_steps->max_time_s},
+                       {"first_steps", e.timed_steps}};
+  }
   return j;
 }
 
@@ -103,7 +109,14 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.channels_last = j.at("channels_last").get<bool>();
     e.cudnn_benchmark = j.at("cudnn_benchmark").get<bool>();
     e.warmup_steps = j.at("warmup").get<int>();
-    e.timed_steps = j.at("steps").get<int>();
+    if (j.at("steps").is_string() && j.at("steps").get<std::string>() == "auto") {
+      const nlohmann::json& a = j.at("auto_steps");
+      e.auto_steps = AutoSteps{a.at("ci_width").get<double>(), a.at("min_time_s").get<double>(),
+                               a.at("max_time_s").get<double>()};
+      e.timed_steps = a.at("first_steps").get<int>();
+    } else {
+      e.timed_steps = j.at("steps").get<int>();
+    }
     e.order = enum_at(j, "order", kOrders);
     e.data = j.at("data").get<std::string>();
     // Logs written before transfer and chunk existed ran with the defaults.

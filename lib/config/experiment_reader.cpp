@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -241,6 +242,16 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
   if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
   if (o.timed_steps) put("steps", "--steps", YAML::Node(*o.timed_steps));
+  if (o.steps_auto) put("steps", "--steps", YAML::Node("auto"));
+  if (o.ci_width) put("ci_width", "--ci-width", YAML::Node(*o.ci_width));
+  if (o.min_time) put("min_time", "--min-time", YAML::Node(*o.min_time));
+  if (o.max_time) put("max_time", "--max-time", YAML::Node(*o.max_time));
+  // A setting of steps: auto asks for it, whatever count the file has.
+  if (!o.timed_steps && !o.steps_auto) {
+    if (o.min_time) put("steps", "--min-time", YAML::Node("auto"));
+    else if (o.ci_width) put("steps", "--ci-width", YAML::Node("auto"));
+    else if (o.max_time) put("steps", "--max-time", YAML::Node("auto"));
+  }
   if (o.seed) put("seed", "--seed", YAML::Node(*o.seed));
   if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
@@ -328,6 +339,42 @@ void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c
   c.classes = 10;
 }
 
+// steps: a count, or auto with its ci_width (percent, "1%" or 1), min_time and max_time (seconds).
+void read_steps(const Keys& k, ExperimentConfig& c) {
+  const Entry& steps = k["steps"];
+  if (!(steps.node.IsScalar() && steps.node.Scalar() == "auto")) {
+    c.timed_steps = static_cast<int>(get_int(steps, 1, limits::kMaxSteps,
+                                             "give 1 to " + std::to_string(limits::kMaxSteps) +
+                                                 " timed steps per batch size, or auto"));
+    return;
+  }
+  AutoSteps a;
+  c.timed_steps = limits::kAutoFirstSteps;
+  if (k.has("ci_width")) {
+    const Entry& e = k["ci_width"];
+    std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
+    if (!text.empty() && text.back() == '%') text.pop_back();
+    a.ci_width = get_double(Entry{YAML::Node(text), e.where}, 0, false, 50.0000001,
+                            "give the half-width of the median's interval in percent, above 0 and up to 50, "
+                            "e.g. 1%") / 100;
+  }
+  if (k.has("min_time"))
+    a.min_time_s = get_double(k["min_time"], 0, true, limits::kMaxAutoTimeS, "give seconds from 0, less than a day, e.g. 2");
+  if (k.has("max_time"))
+    a.max_time_s = get_double(k["max_time"], 0, false, limits::kMaxAutoTimeS, "give seconds above 0, less than a day, e.g. 10");
+  if (a.min_time_s > a.max_time_s) {
+    const Entry& e = k.has("min_time") ? k["min_time"] : steps;
+    const auto seconds = [](double s) {
+      std::ostringstream out;
+      out << s << " s";
+      return out.str();
+    };
+    fail(e.where, "min_time " + seconds(a.min_time_s) + " is longer than max_time " + seconds(a.max_time_s),
+         "give a min_time no longer than max_time, or raise max_time");
+  }
+  c.auto_steps = a;
+}
+
 uint64_t get_seed(const Entry& e) {
   uint64_t seed = 0;
   const std::string text = e.node.IsScalar() ? e.node.Scalar() : "";
@@ -384,10 +431,10 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
     c.warmup_steps = static_cast<int>(get_int(k["warmup"], 0, limits::kMaxSteps,
                                               "give 0 to " + std::to_string(limits::kMaxSteps) + " warm-up steps"));
   }
-  if (k.has("steps")) {
-    c.timed_steps =
-        static_cast<int>(get_int(k["steps"], 1, limits::kMaxSteps,
-                                 "give 1 to " + std::to_string(limits::kMaxSteps) + " timed steps per batch size"));
+  if (k.has("steps")) read_steps(k, c);
+  for (const char* key : {"ci_width", "min_time", "max_time"}) {
+    if (k.has(key) && !c.auto_steps)
+      fail(k[key].where, k[key].where.label + " applies to steps: auto only", "remove it, or set steps: auto");
   }
   if (k.has("data")) read_data(k, spec, c);
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);

@@ -88,6 +88,7 @@ void EnergyMeter::begin() {
   sampler_.reset();
   open_ = true;
   begin_ms_ = clock_();
+  last_read_ms_ = begin_ms_;
   const auto joules = source_.energy_j();
   sampled_ = !joules;
   if (joules) {
@@ -99,6 +100,15 @@ void EnergyMeter::begin() {
 }
 
 double EnergyMeter::elapsed_ms() const { return clock_() - begin_ms_; }
+
+void EnergyMeter::keep_up() {
+  if (!open_ || sampled_) return;
+  const double now_ms = clock_();
+  if (now_ms - last_read_ms_ < source_.read_every_ms()) return;
+  // The reading itself is not needed: the source undoes a wrap-around only when it sees one.
+  source_.energy_j();
+  last_read_ms_ = now_ms;
+}
 
 EnergyWindow EnergyMeter::end() {
   TORCH_CHECK(open_, "EnergyMeter::end() without begin()");
@@ -142,7 +152,13 @@ EnergyWindow EnergyMeter::end() {
 EnergyWindow measure_idle(PowerSource& source, double seconds, Clock clock) {
   EnergyMeter meter(source, kIdleSamplePeriodMs, std::move(clock));
   meter.begin();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  // In pieces no longer than the counter may go unread, so that its wrap-arounds are seen.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const std::chrono::duration<double, std::milli> piece(source.read_every_ms());
+  for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
+    std::this_thread::sleep_for(std::min<std::chrono::duration<double, std::milli>>(until - now, piece));
+    meter.keep_up();
+  }
   return meter.end();
 }
 

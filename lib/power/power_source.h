@@ -1,6 +1,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -32,6 +33,10 @@ class PowerSource {
   virtual std::optional<double> power_w() = 0;
   // How often energy_j() or power_w() change. A window must span many of these to be trusted.
   virtual double resolution_ms() const = 0;
+  // How often energy_j() must be read for its wrap-arounds to be undone: a counter that wraps is read
+  // at least this often during a window. Infinite for counters that never wrap and for sources
+  // without one.
+  virtual double read_every_ms() const { return std::numeric_limits<double>::infinity(); }
   virtual Telemetry telemetry() = 0;
   // Static facts for the run record: power limit, PCIe link, device name, counter availability.
   virtual nlohmann::json info() = 0;

@@ -212,6 +212,10 @@ PointRecord point_record(const BatchKey& key, const std::vector<double>& times_m
   p.samples_per_s = static_cast<double>(key.batch_size) / (s.median / 1e3);
   p.flops_per_step = flops_per_step;
   p.tflops = flops_per_step / (s.median / 1e3) / 1e12;
+  if (const std::optional<Interval> ci = median_confidence_interval(times_ms)) {
+    p.median_ci_low_ms = ci->low;
+    p.median_ci_high_ms = ci->high;
+  }
   p.peak_memory_bytes = peak_memory_bytes;
   return p;
 }
@@ -246,6 +250,9 @@ Json to_json(const PointRecord& r) {
   write_fields(j, r, kSpreadFields);
   write_present_fields(j, r, kRateFields);
   if (r.host_median_ms) j["host_median_ms"] = *r.host_median_ms;
+  if (r.median_ci_low_ms) j["median_ci_low_ms"] = *r.median_ci_low_ms;
+  if (r.median_ci_high_ms) j["median_ci_high_ms"] = *r.median_ci_high_ms;
+  if (r.steps_stopped_by) j["steps_stopped_by"] = *r.steps_stopped_by;
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   if (r.energy) add_energy_fields(j, *r.energy);
   return j;
@@ -317,6 +324,10 @@ SweepRecord sweep_record_from_json(const Json& j) {
     read_fields(j, p, kSpreadFields);
     read_fields(j, p, kRateFields);
     p.host_median_ms = number(j, "host_median_ms");
+    p.median_ci_low_ms = number(j, "median_ci_low_ms");
+    p.median_ci_high_ms = number(j, "median_ci_high_ms");
+    if (j.contains("steps_stopped_by") && j["steps_stopped_by"].is_string())
+      p.steps_stopped_by = j["steps_stopped_by"].get<std::string>();
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
     return p;

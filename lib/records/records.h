@@ -111,9 +111,18 @@ struct PointRecord {
   std::optional<double> flops_per_step;  // the work of one step (forward, or forward+backward for train)
   std::optional<double> tflops;
   std::optional<double> host_median_ms;  // the median of the steps' host_ms
+  // The median's 95% confidence interval from the steps' order statistics; absent with fewer than 6.
+  std::optional<double> median_ci_low_ms, median_ci_high_ms;
+  // steps: auto: why this size's timing stopped (kStoppedBy...); absent for a fixed step count.
+  std::optional<std::string> steps_stopped_by;
   std::optional<int64_t> peak_memory_bytes;
   std::optional<PointEnergy> energy;  // only where the device had a power source
 };
+
+// Why the timed steps of a batch size under steps: auto stopped.
+inline constexpr const char* kStoppedByCiWidth = "ci_width";    // the median's interval was narrow enough
+inline constexpr const char* kStoppedByMaxTime = "max_time";    // the time limit came first
+inline constexpr const char* kStoppedByMaxSteps = "max_steps";  // the largest step count came first
 
 struct OomRecord {
   BatchKey key;

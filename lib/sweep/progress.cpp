@@ -1,6 +1,7 @@
 #include "lib/sweep/progress.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -85,6 +86,7 @@ void Progress::begin_size(const std::string& experiment, int experiment_index, i
   batch_size_ = batch_size;
   warmup_steps_ = warmup_steps;
   timed_steps_ = timed_steps;
+  planned_steps_ = warmup_steps + timed_steps;
   part_ = warmup_steps > 0 ? StepPart::WarmUp : StepPart::Timed;
   done_ = 0;
   size_begin_ = Clock::now();
@@ -92,9 +94,11 @@ void Progress::begin_size(const std::string& experiment, int experiment_index, i
   if (enabled_) draw();
 }
 
-void Progress::step(StepPart part, int done, int /*total*/) {
+void Progress::step(StepPart part, int done, int total) {
   part_ = part;
   done_ = done;
+  // steps: auto plans its timed steps a block at a time.
+  if (part == StepPart::Timed) timed_steps_ = std::max(timed_steps_, total);
   if (!enabled_) return;
   const Clock::time_point now = Clock::now();
   if (now - last_draw_ < std::chrono::duration<double>(kRedrawSeconds)) return;
@@ -115,6 +119,10 @@ void Progress::end_size(const std::string& experiment, int64_t batch_size, int s
   if (measured && running_ && experiment == experiment_ && batch_size == batch_size_ && steps > 0) {
     const double seconds = std::chrono::duration<double>(Clock::now() - size_begin_).count();
     seen_[experiment].push_back({batch_size, seconds / steps});
+    // With steps: auto a size takes more steps than planned; the experiment's other sizes likely do too.
+    Stretch& st = stretch_[experiment];
+    st.run += steps;
+    st.planned += planned_steps_;
   }
   take_unit(experiment, batch_size, steps);
   running_ = false;
@@ -123,6 +131,11 @@ void Progress::end_size(const std::string& experiment, int64_t batch_size, int s
 
 std::optional<double> Progress::remaining_s() const {
   std::vector<ProgressUnit> left = left_;
+  for (ProgressUnit& u : left) {
+    const auto found = stretch_.find(u.experiment);
+    if (found != stretch_.end() && found->second.planned > 0)
+      u.steps = static_cast<int>(std::lround(u.steps * found->second.run / found->second.planned));
+  }
   if (running_) {
     // The running size's own steps so far say best what its remaining steps take.
     const int steps_done = part_ == StepPart::WarmUp ? done_ : warmup_steps_ + done_;

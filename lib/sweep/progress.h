@@ -77,6 +77,12 @@ class Progress {
   int experiment_index_ = 0, experiments_ = 0;
   int64_t batch_size_ = 0;
   int warmup_steps_ = 0, timed_steps_ = 0;
+  int planned_steps_ = 0;  // warm-up and timed steps as the size began
+  // Per experiment: the steps its measured sizes took against those planned for them.
+  struct Stretch {
+    double run = 0, planned = 0;
+  };
+  std::map<std::string, Stretch> stretch_;
   StepPart part_ = StepPart::WarmUp;
   int done_ = 0;  // of the current part
   Clock::time_point size_begin_{};

@@ -54,6 +54,7 @@ std::vector<SweepRecord> measured_records(const BatchKey& key, const BatchMeasur
   PointRecord point = point_record(key, steps.times_ms, flops_per_step, m.peak_memory_bytes);
   point.energy = m.energy;
   if (!steps.host_ms.empty()) point.host_median_ms = median(steps.host_ms);
+  if (!m.steps_stopped_by.empty()) point.steps_stopped_by = m.steps_stopped_by;
   records.push_back(std::move(point));
   return records;
 }
@@ -111,6 +112,7 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         continue;
       }
       std::vector<SweepRecord> records;
+      int steps_run = steps;  // with steps: auto, what the size took
       try {
         if (!workload) {
           const auto found = s.loaded.find(e.data);
@@ -133,6 +135,7 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         }
         workload->release_batch();
         records = measured_records(key, m, workload->flops_per_step(batch_size));
+        steps_run = e.warmup_steps + static_cast<int>(m.steps.times_ms.size());
       } catch (const std::exception& error) {
         if (const auto missing = unsupported_operation(error)) {
           // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
@@ -155,7 +158,8 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
         records = {OomRecord{key, message.substr(0, message.find('\n'))}};
       }
       s.spent.measure("writing", [&] { s.store.write(records); });
-      s.progress.end_size(e.name, batch_size, steps, /*measured=*/!std::holds_alternative<OomRecord>(records.front()));
+      s.progress.end_size(e.name, batch_size, steps_run,
+                          /*measured=*/!std::holds_alternative<OomRecord>(records.front()));
     }
   }
   return true;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "lib/common/limits.h"
 #include "lib/common/statistics.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
@@ -28,15 +29,73 @@ std::optional<int64_t> peak_memory(const torch::Device& device) {
 // more of the same steps, run as the timed ones are, so the energy per step is read to within a few
 // percent. Returns the steps the window covered.
 int64_t lengthen_window(Workload& workload, StepTimer& timer, const power::EnergyMeter& meter, double min_window_ms,
-                        int timed_steps, double median_ms) {
+                        int timed_steps, double median_ms, const StepObserver& keep_up) {
   int64_t steps = timed_steps;
   while (meter.elapsed_ms() < min_window_ms) {
     const double remaining_ms = min_window_ms - meter.elapsed_ms();
     const int more = static_cast<int>(std::clamp(std::ceil(remaining_ms / std::max(median_ms, 1e-3)), 1.0, 1000.0));
-    run_timed_steps(workload, timer, more);
+    run_timed_steps(workload, timer, more, &keep_up);
     steps += more;
   }
   return steps;
+}
+
+void append(TimedSteps& to, TimedSteps&& more) {
+  to.times_ms.insert(to.times_ms.end(), more.times_ms.begin(), more.times_ms.end());
+  to.host_ms.insert(to.host_ms.end(), more.host_ms.begin(), more.host_ms.end());
+  to.losses.insert(to.losses.end(), more.losses.begin(), more.losses.end());
+}
+
+// steps: auto. Blocks of timed steps until the median's 95% confidence interval is within ±ci_width of
+// it and min_time has passed (judged once the first e.timed_steps have run), or until max_time or
+// limits::kMaxSteps. The first step runs alone, so that a slow model's first block already keeps to
+// max_time. Each later block is sized to what the interval (narrowing as 1/sqrt(n)) and min_time still
+// need, at most as many steps as have run, and no more than fit in the time left. The observer sees
+// one count across blocks, its total being the steps planned so far.
+TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const ExperimentConfig& e, const StepObserver* observer,
+                          std::string& stopped_by) {
+  const AutoSteps& a = *e.auto_steps;
+  const auto first = static_cast<int64_t>(e.timed_steps);
+  TimedSteps all;
+  int64_t block = 1;
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const auto done = static_cast<int>(all.times_ms.size());
+    const int planned = done + static_cast<int>(std::max(block, first - done));
+    const StepObserver counting = [observer, done, planned](StepPart part, int step, int) {
+      if (observer != nullptr) (*observer)(part, done + step, planned);
+    };
+    append(all, run_timed_steps(workload, timer, static_cast<int>(block), &counting));
+    const auto n = static_cast<int64_t>(all.times_ms.size());
+    const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double wanted = static_cast<double>(first - n);
+    if (n >= first) {
+      const double med = median(all.times_ms);
+      const std::optional<Interval> ci = median_confidence_interval(all.times_ms);
+      // Relative half-width of the interval; unknown (infinite) while it has too few steps.
+      const double width = ci && med > 0 ? (ci->high - ci->low) / 2 / med : INFINITY;
+      if (width <= a.ci_width && elapsed_s >= a.min_time_s) {
+        stopped_by = kStoppedByCiWidth;
+        break;
+      }
+      wanted = std::isfinite(width) ? static_cast<double>(n) * ((width / a.ci_width) * (width / a.ci_width) - 1)
+                                    : static_cast<double>(n);
+      const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
+      wanted = std::min(std::max(wanted, (a.min_time_s - elapsed_s) / per_step_s), static_cast<double>(n));
+    }
+    if (elapsed_s >= a.max_time_s) {
+      stopped_by = kStoppedByMaxTime;
+      break;
+    }
+    if (n >= limits::kMaxSteps) {
+      stopped_by = kStoppedByMaxSteps;
+      break;
+    }
+    const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
+    const double fit = std::max(std::floor((a.max_time_s - elapsed_s) / per_step_s), 1.0);
+    block = static_cast<int64_t>(std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n)));
+  }
+  return all;
 }
 
 }  // namespace
@@ -65,12 +124,23 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
     meter.emplace(*power.source);
     meter->begin();
   }
+  // Between steps, the meter reads a counter that wraps often enough to see every wrap-around.
+  // The window's lengthening steps are not shown as progress.
+  const StepObserver keep_up = [&meter](StepPart, int, int) {
+    if (meter) meter->keep_up();
+  };
+  const StepObserver keep_up_and_report = [&meter, observer](StepPart part, int done, int total) {
+    if (meter) meter->keep_up();
+    if (observer != nullptr) (*observer)(part, done, total);
+  };
   result.energy_s = lap();  // the meter's start reading
-  result.steps = run_timed_steps(workload, timer, e.timed_steps, observer);
+  result.steps = e.auto_steps ? run_auto_steps(workload, timer, e, &keep_up_and_report, result.steps_stopped_by)
+                               : run_timed_steps(workload, timer, e.timed_steps, &keep_up_and_report);
   result.timed_s = lap();
   if (meter) {
-    energy.steps = lengthen_window(workload, timer, *meter, power.min_window_ms, e.timed_steps,
-                                   summarize(result.steps.times_ms).median);
+    energy.steps = lengthen_window(workload, timer, *meter, power.min_window_ms,
+                                   static_cast<int>(result.steps.times_ms.size()),
+                                   summarize(result.steps.times_ms).median, keep_up);
     try {
       const power::EnergyWindow window = meter->end();
       energy.end = power.source->telemetry();

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "lib/config/config.h"
 #include "lib/power/device_power.h"
@@ -20,9 +21,12 @@ struct BatchMeasurement {
   // Wall time of each part, in seconds: making the batch, the warm-up, the timed steps, and the steps
   // that lengthened the energy window.
   double prepare_s = 0, warm_up_s = 0, timed_s = 0, energy_s = 0;
+  // steps: auto: why the timed steps stopped (kStoppedBy...); empty for a fixed count.
+  std::string steps_stopped_by;
 };
 
-// Prepares the workload at this batch size, warms it up, and times e.timed_steps steps with the
+// Prepares the workload at this batch size, warms it up, and times e.timed_steps steps (or, with
+// e.auto_steps, as many as the median's confidence interval needs) with the
 // peak-memory counter reset before them. Where power.source is set, an energy window covers the timed
 // steps, lengthened by more of the same steps (untimed for the result) to power.min_window_ms. A
 // power reading that fails mid-window costs the energy, not the times.

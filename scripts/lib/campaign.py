@@ -26,7 +26,7 @@ MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
             "--precision", "fp32", "--warmup", "5", "--steps", "20"]
 # Smoke mode: the same items on the CPU with tiny shapes.
-SMOKE_IMAGE = ["--input", "3,64,64", "--classes", "10", "--batch", "1:3", "--warmup", "1", "--steps", "2"]
+SMOKE_IMAGE = ["--input", "3,64,64", "--classes", "10", "--batch", "1:2", "--warmup", "1", "--steps", "2"]
 SMOKE_COMMON = ["--device", "cpu", "--idle-seconds", "0"]
 
 # Sustained FLOP/s assumed by the estimates (a training step of a large CNN; small steps are floored).
@@ -78,7 +78,8 @@ class Campaign:
         jumps = os.path.join(r, "jumps")
         if smoke:
             # Six sizes, so that a short budget stops it half-way (the smoke test resumes it).
-            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile"] + with_option(SMOKE_IMAGE, "--batch", "1:6"),
+            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
+                  with_option(SMOKE_IMAGE, "--batch", "1:6"),
                   os.path.join(r, "vgg16_jumps"))
         else:
             # Profiled, so that analyze can put every jump on the layers and kernels that cause it.

@@ -5,6 +5,11 @@ Called by scripts/check-libtorch2.sh. Each command keeps the project's own flags
 include directories are replaced by the given ones, and `-H` lists the headers each file reads, so that a
 header still taken from the system's LibTorch (one that the other version lacks) fails the check instead
 of passing unseen. Any diagnostic fails it too: the project's flags turn warnings into errors.
+
+LibTorch's CUDA header package is its CPU one plus three CUDA-only headers, so a translation unit that
+reaches no CUDA header and never tests BATCHSCOPE_WITH_CUDA reads the same text in both variants. The
+CUDA variant checks only the units that do (the others are compiled against the CPU headers), unless
+--all-units is given.
 """
 import argparse
 import concurrent.futures
@@ -18,6 +23,31 @@ import time
 
 SYSTEM_TORCH = [os.path.join("/usr/include", d) for d in ("ATen", "c10", "torch", "caffe2", "kineto")]
 HEADER_LINE = re.compile(r"^\.+ (.+)$")
+QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+# What makes a file read differently where LibTorch has CUDA.
+CUDA_MARK = re.compile(r'BATCHSCOPE_WITH_CUDA|C10_CUDA_NO_CMAKE_CONFIGURE_FILE|'
+                       r'^\s*#\s*include\s*[<"](?:c10/cuda|ATen/cuda|torch/cuda|THC|cuda|cudnn|cublas|nvml)',
+                       re.M)
+
+
+def reaches_cuda(source, root, seen=None):
+    """True when the file, or a project header it includes (at any depth), has a CUDA_MARK."""
+    seen = set() if seen is None else seen
+    if source in seen or not os.path.isfile(source):
+        return False
+    seen.add(source)
+    with open(source, errors="replace") as f:
+        text = f.read()
+    if CUDA_MARK.search(text):
+        return True
+    for name in QUOTED_INCLUDE.findall(text):
+        for base in (os.path.dirname(source), root):
+            candidate = os.path.normpath(os.path.join(base, name))
+            if os.path.isfile(candidate):
+                if reaches_cuda(candidate, root, seen):
+                    return True
+                break
+    return False
 
 
 def is_torch_include(path):
@@ -91,6 +121,9 @@ def main():
     parser.add_argument("--variant", choices=["cpu", "cuda"], required=True)
     parser.add_argument("--cuda-include", default="/usr/local/cuda/include")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--all-units", action="store_true",
+                        help="cuda: check every unit, not only those that reach CUDA code")
+    parser.add_argument("--root", default=os.getcwd(), help="the project's root, where its includes start")
     a = parser.parse_args()
     with open(a.compile_commands) as f:
         entries = json.load(f)
@@ -98,6 +131,15 @@ def main():
     if not todo:
         print(f"{a.variant}: {a.compile_commands} lists no translation unit", file=sys.stderr)
         return 1
+    if a.variant == "cuda" and not a.all_units:
+        same = [t for t in todo if not reaches_cuda(t[0], a.root)]
+        todo = [t for t in todo if reaches_cuda(t[0], a.root)]
+        print(f"check-libtorch2: cuda: {len(todo)} translation units reach CUDA code "
+              f"({', '.join(os.path.relpath(t[0], a.root) for t in todo)}); the other {len(same)} read the same "
+              "headers as in the cpu variant")
+        if not todo:
+            print("cuda: no translation unit reaches CUDA code, which the GPU build needs", file=sys.stderr)
+            return 1
     start = time.monotonic()
     failed = 0
     root = os.getcwd()

@@ -12,7 +12,8 @@ ok() { echo "ok   $*"; }
 "$bin" sweep --help > "$work/sweep.txt"
 # The help wraps its lines: read it as one line of single spaces.
 tr -s ' \n' '  ' < "$work/sweep.txt" > "$work/sweep_flat.txt"
-for wanted in "--steps arg timed steps per batch size \(default: 20\)" "--warmup arg untimed warm-up steps per batch size \(default: 5\)" \
+for wanted in "--steps arg timed steps per batch size, or auto[^-]*\(default: 20\)" "--ci-width arg [^-]*\(default: 1%\)" \
+              "--min-time arg [^-]*\(default: 0\)" "--max-time arg [^-]*\(default: 10\)" "--warmup arg untimed warm-up steps per batch size \(default: 5\)" \
               "--phase arg [^-]*\(default: train\)" "--precision arg [^-]*\(default: fp32\)" "--lr arg [^-]*\(default: 0.01\)" \
               "--optimizer arg [^-]*\(default: sgd\)" "--device arg [^-]*\(default: auto\)" "--repeats arg [^-]*\(default: 1\)" \
               "--config arg" "--experiment NAME" "--json"; do
