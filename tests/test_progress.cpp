@@ -68,6 +68,26 @@ TEST(ProgressLine, MovesBetweenStepsThrottledAndLearnsFromTheSizeRunning) {
   EXPECT_DOUBLE_EQ(progress.remaining_s().value_or(-1), 0.0);
 }
 
+TEST(ProgressLine, AutoStepsShowTheStepsPlannedAndStretchTheEstimate) {
+  std::ostringstream out;
+  Progress progress(out, /*enabled=*/true);
+  // Planned at 1 warm-up and 10 timed steps a size (steps: auto's first block).
+  progress.begin_sweep({{"a", 1, 11}, {"a", 2, 11}});
+  progress.begin_size("a", 1, 1, 1, 1, 10);
+  const StepObserver& tell = progress.observer();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // A second block took the plan to 40 steps.
+  tell(StepPart::Timed, 25, 40);
+  EXPECT_NE(out.str().find("step 25/40"), std::string::npos) << out.str();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  progress.end_size("a", 1, 41, /*measured=*/true);
+  // Size 1 took 41 steps where 11 were planned: size 2's 11 planned steps count as 41, each twice as
+  // long as one of size 1's (0.4 s or more over 41 steps).
+  const auto left = progress.remaining_s();
+  ASSERT_TRUE(left.has_value());
+  EXPECT_GE(*left, 0.9 * 41 * 2 * (0.4 / 41));
+}
+
 TEST(ProgressLine, DisabledWritesNothing) {
   std::ostringstream out;
   Progress progress(out, /*enabled=*/false);

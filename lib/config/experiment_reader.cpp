@@ -369,7 +369,8 @@ void read_steps(const Keys& k, ExperimentConfig& c) {
       out << s << " s";
       return out.str();
     };
-    fail(e.where, "min_time " + seconds(a.min_time_s) + " is longer than max_time " + seconds(a.max_time_s),
+    const std::string max_label = k.has("max_time") ? k["max_time"].where.label : "max_time";
+    fail(e.where, e.where.label + " " + seconds(a.min_time_s) + " is longer than " + max_label + " " + seconds(a.max_time_s),
          "give a min_time no longer than max_time, or raise max_time");
   }
   c.auto_steps = a;

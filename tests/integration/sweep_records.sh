@@ -34,6 +34,25 @@ check "$work/yaml" 2 1,2,3,4 2
   --out "$work/cli" --quiet > /dev/null 2>&1
 check "$work/cli" 1 1,2,16000,20000 3 --oom-at 16000
 
+# steps: auto from the command line: each point says why its steps stopped and carries the median's
+# interval; the CSV has the same columns.
+"$bin" sweep --model mnist_cnn --batch 1,4 --device cpu --warmup 1 --steps auto --ci-width 50% --max-time 2 \
+  --out "$work/auto" --quiet > /dev/null
+python3 - "$work/auto" <<'PY'
+import csv, json, os, sys
+records = [json.loads(l) for l in open(os.path.join(sys.argv[1], "steps.jsonl"))]
+assert records[0]["config"]["experiments"][0]["steps"] == "auto", records[0]["config"]["experiments"][0]
+points = [r for r in records if r["type"] == "point"]
+assert [p["batch_size"] for p in points] == [1, 4], points
+for p in points:
+    steps = [r["time_ms"] for r in records if r["type"] == "step" and r["batch_size"] == p["batch_size"]]
+    assert p["steps_stopped_by"] in ("ci_width", "max_time"), p
+    assert p["samples"] == len(steps) >= 10 or p["steps_stopped_by"] == "max_time", p
+    assert p["median_ci_low_ms"] <= p["median_ms"] <= p["median_ci_high_ms"], p
+rows = [r for r in csv.DictReader(open(os.path.join(sys.argv[1], "steps.csv"))) if r["type"] == "point"]
+assert [r["steps_stopped_by"] for r in rows] == [p["steps_stopped_by"] for p in points], rows
+PY
+
 # Shuffled order: every size once, not in ascending order.
 "$bin" sweep --model mnist_cnn --batch 1:6 --device cpu --steps 2 --warmup 0 --order shuffled --seed 3 \
   --out "$work/shuffled" --quiet > /dev/null
