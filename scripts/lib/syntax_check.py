@@ -30,6 +30,10 @@ CUDA_MARK = re.compile(r'BATCHSCOPE_WITH_CUDA|C10_CUDA_NO_CMAKE_CONFIGURE_FILE|'
                        re.M)
 
 
+def units(n):
+    return f"{n} translation unit" + ("" if n == 1 else "s")
+
+
 def reaches_cuda(source, root, seen=None):
     """True when the file, or a project header it includes (at any depth), has a CUDA_MARK."""
     seen = set() if seen is None else seen
@@ -134,7 +138,7 @@ def main():
     if a.variant == "cuda" and not a.all_units:
         same = [t for t in todo if not reaches_cuda(t[0], a.root)]
         todo = [t for t in todo if reaches_cuda(t[0], a.root)]
-        print(f"check-libtorch2: cuda: {len(todo)} translation units reach CUDA code "
+        print(f"check-libtorch2: cuda: {units(len(todo))} reach{'es' if len(todo) == 1 else ''} CUDA code "
               f"({', '.join(os.path.relpath(t[0], a.root) for t in todo)}); the other {len(same)} read the same "
               "headers as in the cpu variant")
         if not todo:
@@ -156,7 +160,7 @@ def main():
             for header in stale[:10]:
                 print(f"reads the system's LibTorch header {header}, which {a.headers} lacks")
     seconds = time.monotonic() - start
-    print(f"check-libtorch2: {a.variant}: {len(todo)} translation units, {failed} failed ({seconds:.0f} s)")
+    print(f"check-libtorch2: {a.variant}: {units(len(todo))}, {failed} failed ({seconds:.0f} s)")
     return 1 if failed else 0
 
 
