@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cxxopts.hpp>
 #include <fstream>
 #include <iostream>
@@ -259,6 +260,7 @@ int main(int argc, char** argv) {
       ("max-steps", "the most timed steps in a turn", cxxopts::value<int>()->default_value("50"))
       ("warmup", "untimed steps per batch size and round", cxxopts::value<int>()->default_value("3"))
       ("json", "also write the tables to this JSON file", cxxopts::value<std::string>())
+      ("glibc-default", "leave glibc's malloc to move its mmap and trim thresholds as it likes (see the README)")
       ("python", "the Python with PyTorch", cxxopts::value<std::string>()->default_value("/usr/bin/python3"))
       ("reference", "the reference script", cxxopts::value<std::string>()->default_value("bench/pytorch_reference.py"))
       ("worker", "internal: run batchscope's side of the protocol")
@@ -284,6 +286,23 @@ int main(int argc, char** argv) {
     s.turn_ms = args["turn-ms"].as<double>();
     s.python = args["python"].as<std::string>();
     s.reference = args["reference"].as<std::string>();
+    // glibc's malloc hands blocks above its mmap threshold back to the system when they are freed and
+    // moves the threshold as the process's history goes, so each step of a large tensor may fault its
+    // pages in again, or not: one process of a pair lands in one regime and the other by chance, 4-5x
+    // apart on the same step. Both sides get the same fixed thresholds (unless the environment or
+    // --glibc-default says otherwise) so the comparison is of the two steps, not of that chance.
+    if (!args.count("glibc-default")) {
+      setenv("MALLOC_MMAP_THRESHOLD_", "33554432", /*overwrite=*/0);
+      setenv("MALLOC_TRIM_THRESHOLD_", "4294967296", /*overwrite=*/0);
+    }
+    const char* mmap_threshold = std::getenv("MALLOC_MMAP_THRESHOLD_");
+    const char* trim_threshold = std::getenv("MALLOC_TRIM_THRESHOLD_");
+    std::printf("glibc malloc of both sides: %s\n",
+                mmap_threshold || trim_threshold
+                    ? ("MALLOC_MMAP_THRESHOLD_=" + std::string(mmap_threshold ? mmap_threshold : "(default)") +
+                       " MALLOC_TRIM_THRESHOLD_=" + std::string(trim_threshold ? trim_threshold : "(default)"))
+                          .c_str()
+                    : "glibc's own moving thresholds (--glibc-default)");
     char self[4096] = {};
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     s.self = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : argv[0];

@@ -13,6 +13,7 @@ status=0
 cat "$work/bench.txt"
 # 0: every goal met, 1: one missed; 2 is a failure of the benchmark itself.
 [ "$status" -le 1 ] || { echo "bench_overhead failed with $status"; exit 1; }
+grep -q "glibc malloc of both sides: MALLOC_MMAP_THRESHOLD_=" "$work/bench.txt"
 grep -q "mnist_cnn 1,28,28, train, 1 thread on" "$work/bench.txt"
 grep -q "mnist_cnn 1,28,28, infer, 1 thread on" "$work/bench.txt"
 "$python" - "$work/bench.json" <<'PY'
