@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
@@ -166,9 +167,7 @@ TEST(AutoSteps, TheTimeLimitStopsAnIntervalThatCannotBeReached) {
   // Blocks are sized to the time left: steps of a few milliseconds stop near 0.2 s, not at a block's end.
   const std::vector<double>& steps = out.steps.at(1);
   EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
-  double sum_ms = 0;
-  for (double t : steps) sum_ms += t;
-  EXPECT_LE(sum_ms, 1000.0);
+  EXPECT_LE(std::accumulate(steps.begin(), steps.end(), 0.0), 1000.0);
 }
 
 TEST(AutoSteps, ASlowFirstStepKeepsToTheTimeLimit) {
@@ -193,9 +192,7 @@ TEST(AutoSteps, MinTimeKeepsTimingPastANarrowInterval) {
   // make up most of it.
   const std::vector<double>& steps = out.steps.at(1);
   EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
-  double sum_ms = 0;
-  for (double t : steps) sum_ms += t;
-  EXPECT_GE(sum_ms, 150.0);
+  EXPECT_GE(std::accumulate(steps.begin(), steps.end(), 0.0), 150.0);
 }
 
 TEST(AutoSteps, AFixedCountRecordsNoReason) {
