@@ -320,8 +320,13 @@ def with_option(argv, name, value):
     return out
 
 
+def step_count(e):
+    """An experiment's timed steps; steps: auto counts its first block (more follow as it runs)."""
+    return e["auto_steps"]["first_steps"] if e["steps"] == "auto" else e["steps"]
+
+
 def timed_steps(it):
-    return max([e["steps"] for e in it["plan"]["experiments"]] or [0])
+    return max([step_count(e) for e in it["plan"]["experiments"]] or [0])
 
 
 def warmup_steps(it):
@@ -340,8 +345,8 @@ def estimate(it, rate, steps):
         total = 4.0  # model build and idle baseline
         for e in it["plan"]["experiments"]:
             r = half if e["precision"] in ("fp16", "bf16") else fp32
-            n_timed = min(e["steps"], steps) if steps else e["steps"]
-            n_warm = min(e["warmup"], 3) if steps and e["steps"] > steps else e["warmup"]
+            n_timed = min(step_count(e), steps) if steps else step_count(e)
+            n_warm = min(e["warmup"], 3) if steps and step_count(e) > steps else e["warmup"]
             sizes = list(e["flops_per_step"])
             if e.get("batch_to_max"):
                 # Sizes found at run time: assume the dataset's size (or 4096), after a search of ~25 tries.
