@@ -2,10 +2,13 @@
 
 #include <ATen/Parallel.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <fstream>
 
 #include "lib/device/cpu_threads.h"
+#include "lib/device/environment.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -84,4 +87,17 @@ TEST(CpuThreads, TheChoiceAndItsSourceAreRecorded) {
   EXPECT_EQ(at::get_num_threads(), cpu_threads::usable_physical_cores(cpu_threads::allowed_cpus()));
   EXPECT_EQ(cpu_threads::in_effect().usable_cores, at::get_num_threads());
   at::set_num_threads(before);
+}
+
+TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
+  const char* before = std::getenv("MALLOC_MMAP_THRESHOLD_");
+  const std::string kept = before ? before : "";
+  setenv("MALLOC_MMAP_THRESHOLD_", "33554432", 1);
+  const nlohmann::json cpu = collect_environment()["cpu"];
+  unsetenv("MALLOC_MMAP_THRESHOLD_");
+  const nlohmann::json without = collect_environment()["cpu"];
+  if (before) setenv("MALLOC_MMAP_THRESHOLD_", kept.c_str(), 1);
+  ASSERT_TRUE(cpu.contains("allocator_environment")) << cpu.dump();
+  EXPECT_EQ(cpu["allocator_environment"]["MALLOC_MMAP_THRESHOLD_"], "33554432");
+  EXPECT_FALSE(without.value("allocator_environment", nlohmann::json::object()).contains("MALLOC_MMAP_THRESHOLD_"));
 }

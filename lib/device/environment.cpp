@@ -8,12 +8,15 @@
 #include <chrono>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "lib/device/cpu_threads.h"
 #include "lib/device/gpu.h"
+
+extern char** environ;
 
 namespace batchscope {
 namespace {
@@ -74,6 +77,24 @@ std::string iso8601_utc_now() {
   return text;
 }
 
+namespace {
+
+// The variables that change how host memory is allocated (glibc's MALLOC_* thresholds, an allocator
+// put in by LD_PRELOAD), which can change a CPU step's time severalfold: by name.
+std::map<std::string, std::string> allocator_environment() {
+  std::map<std::string, std::string> found;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::size_t equals = text.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string name = text.substr(0, equals);
+    if (name.rfind("MALLOC_", 0) == 0 || name == "LD_PRELOAD") found[name] = text.substr(equals + 1);
+  }
+  return found;
+}
+
+}  // namespace
+
 nlohmann::json collect_environment() {
   utsname os{};
   uname(&os);
@@ -94,6 +115,7 @@ nlohmann::json collect_environment() {
                         {"torch_interop_threads", threads.inter_op},
                         {"threads_from", cpu_threads::to_json(threads)["from"]}};
   if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
+  if (const auto allocator = allocator_environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
   env["cpu"] = cpu;
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
