@@ -139,18 +139,25 @@ InEffect in_effect() {
   return threads;
 }
 
-std::map<std::string, std::string> threading_environment() {
+std::map<std::string, std::string> environment_variables(const std::function<bool(const std::string& name)>& wanted) {
   std::map<std::string, std::string> found;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     const std::string text = *entry;
     const std::size_t equals = text.find('=');
     if (equals == std::string::npos) continue;
     const std::string name = text.substr(0, equals);
-    for (const char* prefix : {"OMP_", "GOMP_", "MKL_", "OPENBLAS_", "KMP_"}) {
-      if (name.rfind(prefix, 0) == 0) found[name] = text.substr(equals + 1);
-    }
+    if (wanted(name)) found[name] = text.substr(equals + 1);
   }
   return found;
+}
+
+std::map<std::string, std::string> threading_environment() {
+  return environment_variables([](const std::string& name) {
+    for (const char* prefix : {"OMP_", "GOMP_", "MKL_", "OPENBLAS_", "KMP_"}) {
+      if (name.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  });
 }
 
 const char* to_string(Source source) {

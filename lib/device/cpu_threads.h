@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,6 +53,8 @@ void apply(std::optional<int> requested, const std::map<std::string, std::string
 // The threads in effect now and where their count came from.
 InEffect in_effect();
 
+// The variables of this process's environment whose names `wanted` keeps, by name.
+std::map<std::string, std::string> environment_variables(const std::function<bool(const std::string& name)>& wanted);
 // The threading variables of this process's environment (OMP_*, GOMP_*, MKL_*, OPENBLAS_*,
 // KMP_* ones that set counts or waiting), by name.
 std::map<std::string, std::string> threading_environment();

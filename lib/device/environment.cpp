@@ -16,8 +16,6 @@
 #include "lib/device/cpu_threads.h"
 #include "lib/device/gpu.h"
 
-extern char** environ;
-
 namespace batchscope {
 namespace {
 
@@ -82,15 +80,8 @@ namespace {
 // The variables that change how host memory is allocated (glibc's MALLOC_* thresholds, an allocator
 // put in by LD_PRELOAD), which can change a CPU step's time severalfold: by name.
 std::map<std::string, std::string> allocator_environment() {
-  std::map<std::string, std::string> found;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    const std::string text = *entry;
-    const std::size_t equals = text.find('=');
-    if (equals == std::string::npos) continue;
-    const std::string name = text.substr(0, equals);
-    if (name.rfind("MALLOC_", 0) == 0 || name == "LD_PRELOAD") found[name] = text.substr(equals + 1);
-  }
-  return found;
+  return cpu_threads::environment_variables(
+      [](const std::string& name) { return name.rfind("MALLOC_", 0) == 0 || name == "LD_PRELOAD"; });
 }
 
 }  // namespace
