@@ -154,7 +154,7 @@ EnergyWindow measure_idle(PowerSource& source, double seconds, Clock clock) {
   meter.begin();
   // In pieces no longer than the counter may go unread, so that its wrap-arounds are seen.
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  const std::chrono::duration<double, std::milli> piece(source.read_every_ms());
+  const std::chrono::duration<double, std::milli> piece(std::max(source.read_every_ms(), 1.0));
   for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
     std::this_thread::sleep_for(std::min<std::chrono::duration<double, std::milli>>(until - now, piece));
     meter.keep_up();
