@@ -326,8 +326,7 @@ SweepRecord sweep_record_from_json(const Json& j) {
     p.host_median_ms = number(j, "host_median_ms");
     p.median_ci_low_ms = number(j, "median_ci_low_ms");
     p.median_ci_high_ms = number(j, "median_ci_high_ms");
-    if (j.contains("steps_stopped_by") && j["steps_stopped_by"].is_string())
-      p.steps_stopped_by = j["steps_stopped_by"].get<std::string>();
+    if (std::string why = text(j, "steps_stopped_by"); !why.empty()) p.steps_stopped_by = std::move(why);
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
     return p;

@@ -68,6 +68,7 @@ TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const Experiment
     append(all, run_timed_steps(workload, timer, static_cast<int>(block), &counting));
     const auto n = static_cast<int64_t>(all.times_ms.size());
     const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
     double wanted = static_cast<double>(first - n);
     if (n >= first) {
       const double med = median(all.times_ms);
@@ -80,7 +81,6 @@ TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const Experiment
       }
       wanted = std::isfinite(width) ? static_cast<double>(n) * ((width / a.ci_width) * (width / a.ci_width) - 1)
                                     : static_cast<double>(n);
-      const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
       wanted = std::min(std::max(wanted, (a.min_time_s - elapsed_s) / per_step_s), static_cast<double>(n));
     }
     if (elapsed_s >= a.max_time_s) {
@@ -91,7 +91,6 @@ TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const Experiment
       stopped_by = kStoppedByMaxSteps;
       break;
     }
-    const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
     const double fit = std::max(std::floor((a.max_time_s - elapsed_s) / per_step_s), 1.0);
     block = static_cast<int64_t>(std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n)));
   }
