@@ -160,14 +160,16 @@ TEST(AutoSteps, AWideEnoughIntervalStopsTheSize) {
 TEST(AutoSteps, TheTimeLimitStopsAnIntervalThatCannotBeReached) {
   AutoSteps a;
   a.ci_width = 1e-9;
-  a.max_time_s = 0.2;
+  a.max_time_s = 1.0;
   const AutoOutcome out = run_auto(a, {1});
   ASSERT_EQ(out.points.size(), 1u);
   EXPECT_EQ(out.points.at(1)["steps_stopped_by"], kStoppedByMaxTime);
-  // Blocks are sized to the time left: steps of a few milliseconds stop near 0.2 s, not at a block's end.
+  // Blocks are sized to the time left: the steps fill most of the second and stop near it, not at the end
+  // of a block planned without regard to the limit (however slow a loaded machine makes each step).
   const std::vector<double>& steps = out.steps.at(1);
-  EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
-  EXPECT_LE(std::accumulate(steps.begin(), steps.end(), 0.0), 1000.0);
+  const double timed_ms = std::accumulate(steps.begin(), steps.end(), 0.0);
+  EXPECT_GE(timed_ms, 500.0);
+  EXPECT_LE(timed_ms, 1000.0 + 2 * *std::max_element(steps.begin(), steps.end()));
 }
 
 TEST(AutoSteps, ASlowFirstStepKeepsToTheTimeLimit) {
@@ -183,16 +185,18 @@ TEST(AutoSteps, ASlowFirstStepKeepsToTheTimeLimit) {
 TEST(AutoSteps, MinTimeKeepsTimingPastANarrowInterval) {
   AutoSteps a;
   a.ci_width = 0.5;
-  a.min_time_s = 0.3;
+  a.min_time_s = 1.0;
   a.max_time_s = 60;
   const AutoOutcome out = run_auto(a, {1});
   ASSERT_EQ(out.points.size(), 1u);
   EXPECT_EQ(out.points.at(1)["steps_stopped_by"], kStoppedByCiWidth);
-  // Steps of a few milliseconds: 0.3 s takes many more than the first block, and their own times
-  // make up most of it.
+  // The interval is wide enough after the first block, yet timing goes on until the steps' own times
+  // make up most of the second (steps of a few milliseconds, or tens on a loaded machine).
   const std::vector<double>& steps = out.steps.at(1);
-  EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
-  EXPECT_GE(std::accumulate(steps.begin(), steps.end(), 0.0), 150.0);
+  EXPECT_GE(std::accumulate(steps.begin(), steps.end(), 0.0), 500.0);
+  if (steps.front() * limits::kAutoFirstSteps < 500.0) {
+    EXPECT_GT(steps.size(), static_cast<std::size_t>(limits::kAutoFirstSteps));
+  }
 }
 
 TEST(AutoSteps, AFixedCountRecordsNoReason) {
