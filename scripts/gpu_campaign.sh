@@ -93,8 +93,9 @@ print(re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") if gpus els
   mkdir -p "$results/campaign"
   [ -n "${build_log:-}" ] && mv "$build_log" "$results/campaign/build-$(date +%Y%m%d-%H%M%S).log"
   "$bin" env --json > "$results/campaign/env.json"
-  if [ "$skip_tests" -eq 0 ] && [ ! -f "$results/campaign/tests.passed" ] && [ -d build-gpu ]; then
-    # Once per results directory; a failing test is reported but does not cost the campaign its GPU time.
+  if [ "$skip_tests" -eq 0 ] && [ ! -f "$results/campaign/tests.ran" ] && [ -d build-gpu ]; then
+    # Once per results directory, passed or not (tests.passed says which; remove tests.ran to run them
+    # again): a failing test is reported but costs the campaign no more of its GPU time.
     # The GPU-path tests by default (CI runs the rest against LibTorch 2.6); --all-tests: the whole suite.
     if [ "$all_tests" -eq 1 ]; then
       note "running the whole test suite in build-gpu/ (at most 240 s)"
@@ -105,7 +106,9 @@ print(re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") if gpus els
       timeout 180 tests/integration/gpu_paths.sh "$bin" "$PWD" > "$results/campaign/tests.log" 2>&1 &&
         touch "$results/campaign/tests.passed"
     fi
+    touch "$results/campaign/tests.ran"
     tail -3 "$results/campaign/tests.log"
+    grep '^FAIL' "$results/campaign/tests.log" || true
     grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)' "$results/campaign/tests.log" || true
   fi
 fi

@@ -3,7 +3,9 @@
 # root filesystem made from Debian's packages with mmdebstrap (libtorch-dev 2.6, python3-torch 2.6, GCC 14
 # and every other dependency). The system's own packages are not touched. The root filesystem (and a
 # compiler cache in it) is kept in the cache directory and made again only when its package list changes.
-# Usage: scripts/test-libtorch2.sh [--jobs N] [--new-root]
+# The tests labelled orchestration (input checking, help, sharding, cluster jobs, the campaign's script:
+# nothing LibTorch takes part in) run in the main suite only; --all-tests runs them here too.
+# Usage: scripts/test-libtorch2.sh [--jobs N] [--new-root] [--all-tests]
 #   BATCHSCOPE_CACHE (default ~/.cache/batchscope) is where the root filesystem lives (about 2 GB).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,11 +14,13 @@ project="$(pwd)"
 
 jobs="$(nproc)"
 new_root=0
+selection="-LE orchestration"
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --new-root) new_root=1; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --all-tests) selection=""; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test-libtorch2.sh: unknown argument '$1'; see --help" >&2; exit 2 ;;
   esac
 done
@@ -74,7 +78,7 @@ start=\$(date +%s)
 cmake --build /build -j $jobs
 echo "test-libtorch2: build \$(( \$(date +%s) - start )) s"
 start=\$(date +%s)
-ctest --test-dir /build --output-on-failure -j $jobs
+ctest --test-dir /build --output-on-failure -j $jobs $selection
 echo "test-libtorch2: tests \$(( \$(date +%s) - start )) s"
 EOF
 )

@@ -47,7 +47,7 @@ if power.get("available"):
         if p.get("energy_j") is not None:
             assert p["energy_j"] > 0 and 5 < p["avg_power_w"] < 2000, (p["energy_j"], p["avg_power_w"])
     print(f"     energy by {power.get('method')}, counter updates every {power.get('update_period_ms')} ms, "
-          f"idle {power.get('idle', {}).get('power_w')} W")
+          f"idle {(power.get('idle') or {}).get('power_w')} W")
 print(f"     {len(points)} sizes: " + ", ".join(f"b{p['batch_size']} {p['median_ms']:.3f} ms" for p in points))
 PY
 }
@@ -102,11 +102,25 @@ for r in results:
 PY
 expect 0 "training compared between the CPU and the GPU" "written" train --data "$work/idx" --epochs 1 --batch 32 \
   --compare cpu,cuda:0 --quiet --out "$work/train"
-python3 - "$work/train/compare.jsonl" <<'PY' && ok "CPU and GPU agree to 3 significant digits" || fail "CPU/GPU agreement"
-import json, sys
+# mnist_cnn's dropout masks come from each device's own generator, so the two runs part from the first
+# step as two seeds would: on 512 images and one epoch they need not agree to any given digit (on an H100
+# they agreed to 1). The check is that both trained and were compared quantity by quantity.
+python3 - "$work/train/compare.jsonl" <<'PY' && ok "CPU and GPU runs compared epoch by epoch" || fail "CPU/GPU comparison"
+import json, math, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"comparison"' in l]
-assert rows and all(r["min_digits"] >= 3 for r in rows), [r["min_digits"] for r in rows]
-print(f"     agreement: {min(r['min_digits'] for r in rows)} significant digits")
+assert rows, "no comparison rows"
+for r in rows:
+    assert r["devices"] == ["cpu", "cuda:0"], r["devices"]
+    digits = []
+    for q in ("train_loss", "train_accuracy", "test_loss", "test_accuracy"):
+        a, b = r[q]["values"]
+        assert math.isfinite(a) and math.isfinite(b), (q, a, b)
+        if q.endswith("accuracy"):
+            assert 0 <= a <= 1 and 0 <= b <= 1, (q, a, b)
+        digits.append(r[q]["digits"])
+    assert r["min_digits"] == min(digits), (r["min_digits"], digits)
+    print(f"     epoch {r['epoch']}: " + ", ".join(f"{q} {r[q]['values'][0]:.4g}/{r[q]['values'][1]:.4g}"
+          for q in ("train_loss", "test_accuracy")) + f", {r['min_digits']} digits at worst")
 PY
 
 echo "$failures failures"
