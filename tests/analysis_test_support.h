@@ -41,6 +41,8 @@ struct FakeLog {
   std::function<Json(int64_t batch, double level_ms, int steps)> energy;
   // The point's host_median_ms from its step-time level; none where unset.
   std::function<double(int64_t batch, double level_ms)> host;
+  // The run record's tf32 object (a LibTorch with CUDA writes one); none where null.
+  Json tf32;
 
   std::string text() const {
     const bool cpu = gpu == "cpu";
@@ -60,6 +62,7 @@ struct FakeLog {
                 {"gpus", cpu ? Json::array() : Json::array({{{"index", 0}, {"name", gpu}}})},
                 {"libtorch_version", libtorch},
                 {"config", {{"experiments", {config}}}}};
+    if (!tf32.is_null()) run["tf32"] = tf32;
     std::ostringstream out;
     out << run.dump() << "\n";
     const Json common = {{"experiment", experiment},

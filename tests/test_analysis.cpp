@@ -233,6 +233,22 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
       << report.str();
 }
 
+TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {
+  // On the GPU, LibTorch's default lets cuDNN's fp32 convolutions run in TF32: the report says so.
+  FakeLog log;
+  log.batches = range(1, 8);
+  log.tf32 = {{"cudnn_convolutions", true}, {"cublas_matmul", false}};
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream with, without;
+  write_report(with, analyze_logs({write("tf32.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_NE(with.str().find("fp32 convolutions in TF32 and matrix products in fp32"), std::string::npos)
+      << with.str();
+  log.tf32 = nullptr;
+  write_report(without, analyze_logs({write("cpu_only.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_EQ(without.str().find("TF32"), std::string::npos) << without.str();
+}
+
 TEST(Significant, KeepsDigitsWithoutExponents) {
   EXPECT_EQ(significant(12.3456), "12.35");
   EXPECT_EQ(significant(0.012345), "0.01235");

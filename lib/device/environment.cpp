@@ -108,6 +108,12 @@ nlohmann::json collect_environment() {
   if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
   if (const auto allocator = allocator_environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
   env["cpu"] = cpu;
+  if (gpu::built_with_cuda()) {
+    // LibTorch lets cuDNN run fp32 convolutions in TF32 unless told otherwise (matrix products stay fp32),
+    // so a GPU's "fp32" numbers say which math they were.
+    const at::Context& context = at::globalContext();
+    env["tf32"] = {{"cudnn_convolutions", context.allowTF32CuDNN()}, {"cublas_matmul", context.allowTF32CuBLAS()}};
+  }
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
   env["gpus"] = gpus;
@@ -125,6 +131,9 @@ std::string format_environment(const nlohmann::json& env) {
     out << "cuda runtime:  " << env["cuda_runtime_version"].get<std::string>() << "\n";
   if (!env.value("cudnn_version", "").empty())
     out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
+  if (env.contains("tf32"))
+    out << "fp32 in tf32:  convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "yes" : "no")
+        << ", matrix products " << (env["tf32"].value("cublas_matmul", false) ? "yes" : "no") << "\n";
   const auto& cpu = env.at("cpu");
   out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0)
       << " logical cores, " << cpu.value("usable_physical_cores", 0) << " usable physical cores, "
