@@ -228,6 +228,20 @@ TEST_F(Training, RefusesToReplaceACompleteRunWithoutForce) {
   EXPECT_EQ(records[1]["test_samples"], 50);
 }
 
+TEST(DeviceComparisonTable, DevicesOfTwoKindsAreSaidToDrawDifferentRandomNumbers) {
+  // As on a GPU: dropout's masks differ between the CPU's generator and CUDA's, so the runs part.
+  DeviceComparison c;
+  c.first_device = "cpu";
+  c.second_device = "cuda:0";
+  c.rows = {{1, "test_accuracy", 0.7734, 0.7813, 1}};
+  c.min_digits = 1;
+  const std::string table = format_comparison_table(c);
+  EXPECT_NE(table.find("cpu and cuda:0 agree to 1 significant digits at worst (epoch 1, test_accuracy)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("each device's own generator"), std::string::npos) << table;
+}
+
 TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   TrainingOptions o = options("compare");
   o.epochs = 1;
@@ -243,6 +257,7 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   const std::string table = format_comparison_table(c);
   EXPECT_NE(table.find("cpu and cpu agree to ≥ 15 significant digits"), std::string::npos) << table;
   EXPECT_NE(table.find("test_accuracy"), std::string::npos) << table;
+  EXPECT_EQ(table.find("own generator"), std::string::npos) << "one kind of device: one generator";
 
   const std::vector<Json> records = read_jsonl(c.jsonl_path).records;
   ASSERT_EQ(records.size(), 3u);

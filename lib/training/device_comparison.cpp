@@ -23,6 +23,9 @@ std::string device_dir_name(std::string device) {
   return device;
 }
 
+// "cpu" or "cuda" of "cuda:1": devices of one kind share their random-number generator's algorithm.
+std::string device_kind(const std::string& device) { return device.substr(0, device.find(':')); }
+
 std::string significant(double v) {
   char text[40];
   std::snprintf(text, sizeof text, "%.15g", v);
@@ -136,6 +139,10 @@ std::string format_comparison_table(const DeviceComparison& c) {
              std::to_string(r.epoch) + ", " + r.quantity + ")\n";
       break;
     }
+  }
+  if (device_kind(c.first_device) != device_kind(c.second_device)) {
+    out += "Random draws (dropout's masks) come from each device's own generator, so the two runs part from the "
+           "first step as two seeds would: the digits above measure that as well as the devices' arithmetic.\n";
   }
   return out;
 }
