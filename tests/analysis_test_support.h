@@ -43,6 +43,8 @@ struct FakeLog {
   std::function<double(int64_t batch, double level_ms)> host;
   // The run record's tf32 object (a LibTorch with CUDA writes one); none where null.
   Json tf32;
+  // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
+  std::string tf32_setting;
 
   std::string text() const {
     const bool cpu = gpu == "cpu";
@@ -56,6 +58,7 @@ struct FakeLog {
                    {"channels_last", false},
                    {"cudnn_benchmark", cudnn_benchmark},
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
+    if (!tf32_setting.empty()) config["tf32"] = tf32_setting;
     Json run = {{"type", "run"},
                 {"run_id", run_id},
                 {"cpu", {{"model", "Test CPU"}, {"torch_threads", 4}}},

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -231,6 +233,19 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
                         "2 of 2 multiples of 16 in the range have a jump."),
       std::string::npos)
       << report.str();
+}
+
+TEST_F(AnalyzeTest, Tf32SetOffIsAGroupOfItsOwnBesideLibTorchsDefault) {
+  FakeLog plain, ieee;
+  plain.batches = ieee.batches = range(1, 10);
+  ieee.tf32_setting = "off";
+  ieee.experiment = "vgg16_fp32_ieee";
+  const Analysis a = analyze_logs({write("plain.jsonl", plain.text()), write("ieee.jsonl", ieee.text())}, {});
+  ASSERT_EQ(a.groups.size(), 2u);
+  std::set<std::string> labels;
+  for (const GroupAnalysis& g : a.groups) labels.insert(g.label);
+  EXPECT_TRUE(labels.count("vgg16 train fp32 · GPU A · tf32 default")) << *labels.begin();
+  EXPECT_TRUE(labels.count("vgg16 train fp32 · GPU A · tf32 off")) << *labels.rbegin();
 }
 
 TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {

@@ -226,6 +226,23 @@ TEST(Config, RealDataSetsTheImageShapeAndClasses) {
   EXPECT_EQ(cli.transfer, Transfer::Included);
 }
 
+TEST(Config, Tf32FromTheFileOrTheCommandLine) {
+  const ExperimentConfig off = only_experiment("model: vgg16\nbatch: 1:4\ntf32: off\n");
+  EXPECT_EQ(off.tf32, Tf32::Off);
+  EXPECT_EQ(to_json(off).at("tf32"), "off");
+  EXPECT_EQ(experiment_from_json(to_json(off)).tf32, Tf32::Off);
+  // LibTorch's default is not written: records of runs with it stay as they were.
+  const ExperimentConfig plain = only_experiment("model: vgg16\nbatch: 1:4\n");
+  EXPECT_EQ(plain.tf32, Tf32::Default);
+  EXPECT_FALSE(to_json(plain).contains("tf32"));
+  EXPECT_EQ(experiment_from_json(to_json(plain)).tf32, Tf32::Default);
+  SweepOverrides o;
+  o.model = "vgg16";
+  o.batch = "1:4";
+  o.tf32 = "on";
+  EXPECT_EQ(sweep_from_overrides(o).experiments.at(0).tf32, Tf32::On);
+}
+
 TEST(Config, SequenceLengthSetsTheSequenceAxisOfTheInput) {
   EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\nseq_len: 70\n").input_shape, (Sizes{70}));
   EXPECT_EQ(only_experiment("model: deepspeech2\nbatch: 1:4\nseq_len: 300\n").input_shape,
@@ -674,6 +691,8 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:4: classes is not 10"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ntransfer: sometimes\n"),
                        {"exp.yaml:3: transfer sometimes is not recognised", "excluded or included"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ntf32: maybe\n"),
+                       {"exp.yaml:3: tf32 maybe is not recognised", "default, on or off"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n"),
                        {"exp.yaml:3: chunk applies to phase: infer only"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));

@@ -89,6 +89,26 @@ TEST(CpuThreads, TheChoiceAndItsSourceAreRecorded) {
   at::set_num_threads(before);
 }
 
+TEST(Environment, Tf32IsSetPerExperimentAndLibTorchsOwnSettingComesBack) {
+  // LibTorch's own: cuDNN's fp32 convolutions may use TF32, cuBLAS's matrix products may not.
+  const Tf32Settings defaults = libtorch_tf32_defaults();
+  EXPECT_TRUE(defaults.cudnn_convolutions);
+  EXPECT_FALSE(defaults.cublas_matmul);
+  set_tf32(false);
+  EXPECT_FALSE(current_tf32().cudnn_convolutions);
+  EXPECT_FALSE(current_tf32().cublas_matmul);
+  set_tf32(true);
+  EXPECT_TRUE(current_tf32().cudnn_convolutions);
+  EXPECT_TRUE(current_tf32().cublas_matmul);
+  set_tf32(std::nullopt);
+  EXPECT_EQ(current_tf32().cudnn_convolutions, defaults.cudnn_convolutions);
+  EXPECT_EQ(current_tf32().cublas_matmul, defaults.cublas_matmul);
+  // What LibTorch had before the first change, whatever was set since.
+  set_tf32(false);
+  EXPECT_TRUE(libtorch_tf32_defaults().cudnn_convolutions);
+  set_tf32(std::nullopt);
+}
+
 TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
   const char* before = std::getenv("MALLOC_MMAP_THRESHOLD_");
   const std::string kept = before ? before : "";

@@ -46,6 +46,8 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
       if (config->contains(key)) id[key] = (*config)[key];
     }
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
+    // Written only where an experiment set it: records without it ran with LibTorch's default.
+    if (config->contains("tf32")) id["tf32"] = (*config)["tf32"];
   }
   const std::string& device = r.device;
   const Json env = environment.is_object() ? environment : Json::object();

@@ -17,12 +17,16 @@ enum class OptimizerKind { SGD, Momentum, Adam };
 enum class BatchOrder { Ascending, Shuffled };
 // Whether a step's time includes copying its batch from host memory to the device.
 enum class Transfer { Excluded, Included };
+// Whether fp32 convolutions (cuDNN) and matrix products (cuBLAS) on a GPU may run in TF32: LibTorch's own
+// default (convolutions may, matrix products may not), both, or neither (IEEE fp32 throughout).
+enum class Tf32 { Default, On, Off };
 
 std::string to_string(Phase p);
 std::string to_string(Precision p);
 std::string to_string(OptimizerKind k);
 std::string to_string(BatchOrder o);
 std::string to_string(Transfer t);
+std::string to_string(Tf32 t);
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::SGD;
@@ -63,6 +67,7 @@ struct ExperimentConfig {
   Precision precision = Precision::FP32;
   bool channels_last = false;
   bool cudnn_benchmark = false;
+  Tf32 tf32 = Tf32::Default;
   int warmup_steps = 5;
   int timed_steps = 20;  // with auto_steps, the fewest (the first block)
   std::optional<AutoSteps> auto_steps;
@@ -96,7 +101,7 @@ struct SweepConfig {
 
 // Command-line values that replace the YAML's (or stand alone when no YAML is given).
 struct SweepOverrides {
-  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer;
+  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer, tf32;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values

@@ -13,6 +13,7 @@ std::string to_string(Precision p) { return name_of(kPrecisions, p); }
 std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
 std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
 std::string to_string(Transfer t) { return name_of(kTransfers, t); }
+std::string to_string(Tf32 t) { return name_of(kTf32Modes, t); }
 
 namespace {
 
@@ -62,6 +63,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     j["profile_steps"] = e.profile_steps;
   }
   if (e.repeats > 1) j["repeats"] = e.repeats;
+  // Likewise only where set: LibTorch's default is what records without it ran with.
+  if (e.tf32 != Tf32::Default) j["tf32"] = to_string(e.tf32);
   if (e.auto_steps) {
     j["auto_steps"] = {{"ci_width", e.auto_steps->ci_width},
                        {"min_time_s", e.auto_steps->min_time_s},
@@ -122,6 +125,7 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     // Logs written before transfer and chunk existed ran with the defaults.
     if (j.contains("transfer")) e.transfer = enum_at(j, "transfer", kTransfers);
     if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
+    if (j.contains("tf32")) e.tf32 = enum_at(j, "tf32", kTf32Modes);
     e.seed = j.at("seed").get<uint64_t>();
     e.device = j.at("device").get<std::string>();
     e.profile = j.value("profile", false);

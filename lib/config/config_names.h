@@ -22,6 +22,7 @@ inline const NameTable<BatchOrder> kOrders = {{"ascending", BatchOrder::Ascendin
                                               {"shuffled", BatchOrder::Shuffled}};
 inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},
                                                {"included", Transfer::Included}};
+inline const NameTable<Tf32> kTf32Modes = {{"default", Tf32::Default}, {"on", Tf32::On}, {"off", Tf32::Off}};
 
 template <typename E>
 std::string name_of(const NameTable<E>& table, E value) {

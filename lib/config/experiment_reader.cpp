@@ -255,6 +255,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.seed) put("seed", "--seed", YAML::Node(*o.seed));
   if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
+  if (o.tf32) put("tf32", "--tf32", YAML::Node(*o.tf32));
   if (o.profile) put("profile", "--profile", YAML::Node(*o.profile));
   if (o.profile_steps) put("profile_steps", "--profile-steps", YAML::Node(*o.profile_steps));
   if (o.repeats) put("repeats", "--repeats", YAML::Node(*o.repeats));
@@ -439,6 +440,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   }
   if (k.has("data")) read_data(k, spec, c);
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
+  if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
   if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");

@@ -86,6 +86,23 @@ std::map<std::string, std::string> allocator_environment() {
 
 }  // namespace
 
+Tf32Settings current_tf32() {
+  const at::Context& context = at::globalContext();
+  return {context.allowTF32CuDNN(), context.allowTF32CuBLAS()};
+}
+
+Tf32Settings libtorch_tf32_defaults() {
+  static const Tf32Settings defaults = current_tf32();
+  return defaults;
+}
+
+void set_tf32(std::optional<bool> allowed) {
+  const Tf32Settings defaults = libtorch_tf32_defaults();  // read before the first change
+  at::Context& context = at::globalContext();
+  context.setAllowTF32CuDNN(allowed.value_or(defaults.cudnn_convolutions));
+  context.setAllowTF32CuBLAS(allowed.value_or(defaults.cublas_matmul));
+}
+
 nlohmann::json collect_environment() {
   utsname os{};
   uname(&os);
@@ -110,9 +127,10 @@ nlohmann::json collect_environment() {
   env["cpu"] = cpu;
   if (gpu::built_with_cuda()) {
     // LibTorch lets cuDNN run fp32 convolutions in TF32 unless told otherwise (matrix products stay fp32),
-    // so a GPU's "fp32" numbers say which math they were.
-    const at::Context& context = at::globalContext();
-    env["tf32"] = {{"cudnn_convolutions", context.allowTF32CuDNN()}, {"cublas_matmul", context.allowTF32CuBLAS()}};
+    // so a GPU's "fp32" numbers say which math they were: LibTorch's defaults here, an experiment's tf32
+    // setting in its config where it has one.
+    const Tf32Settings defaults = libtorch_tf32_defaults();
+    env["tf32"] = {{"cudnn_convolutions", defaults.cudnn_convolutions}, {"cublas_matmul", defaults.cublas_matmul}};
   }
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
@@ -132,7 +150,7 @@ std::string format_environment(const nlohmann::json& env) {
   if (!env.value("cudnn_version", "").empty())
     out << "cudnn:         " << env["cudnn_version"].get<std::string>() << "\n";
   if (env.contains("tf32"))
-    out << "fp32 in tf32:  convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "yes" : "no")
+    out << "tf32 default:  convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "yes" : "no")
         << ", matrix products " << (env["tf32"].value("cublas_matmul", false) ? "yes" : "no") << "\n";
   const auto& cpu = env.at("cpu");
   out << "cpu:           " << cpu.value("model", "") << ", " << cpu.value("logical_cores", 0)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace batchscope {
@@ -16,6 +17,17 @@ nlohmann::json pcie_link_from_sysfs(const std::string& bus_id,
                                     const std::string& sysfs_root = "/sys/bus/pci/devices");
 // "16.0 GT/s PCIe" -> 4; 0 when the speed is not a known PCIe rate.
 int pcie_generation_from_speed(const std::string& speed);
+
+// Whether fp32 convolutions (cuDNN) and matrix products (cuBLAS) may run in TF32.
+struct Tf32Settings {
+  bool cudnn_convolutions = false;
+  bool cublas_matmul = false;
+};
+// LibTorch's own settings, as they were before set_tf32 first changed them.
+Tf32Settings libtorch_tf32_defaults();
+// Both allowed (true), both refused (false), or LibTorch's own settings again (nullopt).
+void set_tf32(std::optional<bool> allowed);
+Tf32Settings current_tf32();
 
 std::string iso8601_utc_now();
 

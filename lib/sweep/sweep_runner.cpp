@@ -8,6 +8,7 @@
 
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
+#include "lib/device/environment.h"
 #include "lib/device/gpu.h"
 #include "lib/records/run_store.h"
 #include "lib/sweep/progress.h"
@@ -86,6 +87,7 @@ struct Session {
 bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count) {
   const torch::Device device(e.device);
   at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
+  set_tf32(e.tf32 == Tf32::Default ? std::nullopt : std::optional<bool>(e.tf32 == Tf32::On));
   std::optional<int64_t> oom_at = s.store.out_of_memory_at(e.name);
   std::optional<std::string> unsupported;  // LibTorch's reason, once a step met an operation it lacks
   std::unique_ptr<Workload> workload;

@@ -45,7 +45,7 @@ void write_environment(std::ostream& out, const Analysis& a) {
     if (!text(env, "cuda_runtime_version").empty()) out << ", CUDA " << text(env, "cuda_runtime_version");
     if (!text(env, "cudnn_version").empty()) out << ", cuDNN " << text(env, "cudnn_version");
     if (env.contains("tf32") && env["tf32"].is_object()) {
-      out << ", fp32 convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "in TF32" : "in fp32")
+      out << ", by LibTorch's default fp32 convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "in TF32" : "in fp32")
           << " and matrix products " << (env["tf32"].value("cublas_matmul", false) ? "in TF32" : "in fp32");
     }
     out << ", " << text(env, "os") << ".\n";
