@@ -115,8 +115,6 @@ std::string describe_keys(const Json& identity, const std::vector<std::string>& 
       out += show(value);
     } else if (value.is_object()) {
       out += key + " " + value.dump();
-    } else if (value.is_null() && key == "tf32") {
-      out += "tf32 default";  // written only where an experiment set it
     } else {
       out += key + " " + (value.is_null() ? "none" : show(value));
     }

@@ -46,8 +46,6 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
       if (config->contains(key)) id[key] = (*config)[key];
     }
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
-    // Written only where an experiment set it: records without it ran with LibTorch's default.
-    if (config->contains("tf32")) id["tf32"] = (*config)["tf32"];
   }
   const std::string& device = r.device;
   const Json env = environment.is_object() ? environment : Json::object();
@@ -64,6 +62,9 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
     id["libtorch"] = env.value("libtorch_version", "");
     id["cuda"] = env.value("cuda_runtime_version", "");
     id["cudnn"] = env.value("cudnn_version", "");
+    // The record has it only where an experiment set it; the others ran with LibTorch's default. It means
+    // nothing on a CPU.
+    id["tf32"] = config != nullptr && config->contains("tf32") ? (*config)["tf32"] : Json("default");
   } else {
     id["device"] = device.empty() ? "unknown" : device;
     if (env.contains("cpu") && env["cpu"].is_object()) {

@@ -27,6 +27,7 @@ struct Tf32Settings {
 Tf32Settings libtorch_tf32_defaults();
 // Both allowed (true), both refused (false), or LibTorch's own settings again (nullopt).
 void set_tf32(std::optional<bool> allowed);
+// The settings in effect now.
 Tf32Settings current_tf32();
 
 std::string iso8601_utc_now();
