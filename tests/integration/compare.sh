@@ -7,10 +7,8 @@ work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 make_log="$src/tests/data/analysis/make_log.py"
 source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 
-for run in a b; do
-  "$bin" sweep --model mnist_cnn --batch 1,4,16 --device cpu --steps 10 --warmup 2 --threads 1 --out "$work/$run" --quiet \
-    --json > "$work/$run.json" || fail "sweep $run"
-done
+"$bin" sweep --model mnist_cnn --batch 1,4,16 --device cpu --steps 10 --warmup 2 --threads 1 --out "$work/a" --quiet \
+  --json > "$work/a.json" || fail "sweep a"
 # sweep --json and analyze --json: standard output is JSON alone, with the point records' medians.
 "$bin" analyze "$work/a" --json --no-plots > "$work/a_analysis.json" 2> /dev/null || fail "analyze --json"
 python3 -c '
@@ -25,9 +23,29 @@ assert {p["batch_size"]: p["median_ms"] for p in analysis["groups"][0]["points"]
   || fail "sweep --json / analyze --json: $(head -c 300 "$work/a.json")"
 expect 0 "a run against itself" "3 batch sizes compared: no difference beyond the noise and 5%" compare "$work/a" "$work/a"
 grep -Eq " 1\.0000 +0\.[0-9]+  within noise" "$work/out" || fail "a run against itself: $(cat "$work/out")"
-# Two runs of the same command, one after the other on a machine that other tests share: their
-# differences stay within the noise and 25%.
-expect 0 "two runs of the same command" "no difference beyond the noise and 25%" compare "$work/a" "$work/b" --threshold 25%
+# Two runs of the same command, one after the other: their differences stay within the noise and 25%.
+# Batch sizes of 10 ms steps or more, where a stall of the machine moves a median least. A machine
+# shared with other work can still slow one whole run (a neighbour's load for its few seconds), which
+# no step spread inside either run shows; so a pair that differs is run once more, said, and the
+# second pair must agree. A tool that finds differences in identical runs fails both pairs.
+same_command() {
+  local pair="$1"
+  for run in a b; do
+    "$bin" sweep --model mnist_cnn --batch 8,16,32 --device cpu --steps 15 --warmup 3 --threads 1 \
+      --out "$work/same$pair$run" --quiet > /dev/null || fail "sweep same$pair$run"
+  done
+  "$bin" compare "$work/same${pair}a" "$work/same${pair}b" --threshold 25% > "$work/out" 2> "$work/err"
+}
+if same_command 1 && grep -q "no difference beyond the noise and 25%" "$work/out"; then
+  ok "two runs of the same command: $(tail -1 "$work/out")"
+else
+  echo "note: the first pair of identical runs differed; once more:"; cat "$work/out"
+  if same_command 2 && grep -q "no difference beyond the noise and 25%" "$work/out"; then
+    ok "two runs of the same command (second pair): $(tail -1 "$work/out")"
+  else
+    fail "two runs of the same command, twice: $(cat "$work/out" "$work/err")"
+  fi
+fi
 
 python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 1 > "$work/base.jsonl"
 python3 "$make_log" --batches 1:12 --base 13 --slope 0.65 --noise 0.005 --steps 10 --seed 2 > "$work/slow.jsonl"
