@@ -39,7 +39,10 @@ std::string usage() {
          "measured\n\n"
          "  completion bash                print a bash completion script (scripts/setup.sh installs it)\n\n"
          "batchscope COMMAND --help (or batchscope help COMMAND) describes a command's options, with their\n"
-         "defaults; batchscope --version prints the version.\n";
+         "defaults; batchscope --version prints the version.\n\n"
+         "Every command fixes glibc's malloc thresholds (mmap 32 MiB, trim 2 GiB) so that CPU steps repeat,\n"
+         "unless MALLOC_* variables or an LD_PRELOAD allocator decide; BATCHSCOPE_MALLOC=dynamic keeps glibc's\n"
+         "own. The run record's cpu.malloc says which.\n";
 }
 
 }  // namespace batchscope::app

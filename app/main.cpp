@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "lib/common/errors.h"
 #include "lib/device/cpu_threads.h"
+#include "lib/device/host_allocator.h"
 #include "lib/timing/step_runner.h"
 
 int main(int argc, char** argv) {
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
     // Before any command touches LibTorch: one thread per usable physical core unless the environment
     // or --threads says otherwise.
     batchscope::cpu_threads::apply(std::nullopt, batchscope::cpu_threads::threading_environment());
+    // And glibc's malloc thresholds fixed, so that a CPU step's large blocks are served the same way in
+    // every run (lib/device/host_allocator.h), unless the environment decides.
+    batchscope::host_allocator::apply();
     std::string names;
     for (const auto& [name, run] : app::commands()) {
       if (name == command) return run(args);

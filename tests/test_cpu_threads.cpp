@@ -1,15 +1,27 @@
 #include <gtest/gtest.h>
 
 #include <ATen/Parallel.h>
+#include <malloc.h>
 
 #include <cstdlib>
+#include <map>
 #include <filesystem>
 #include <string>
 #include <fstream>
 
 #include "lib/device/cpu_threads.h"
 #include "lib/device/environment.h"
+#include "lib/device/host_allocator.h"
 #include "tests/test_support.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BATCHSCOPE_HAS_ASAN 1
+#endif
+#endif
+#ifndef BATCHSCOPE_HAS_ASAN
+#define BATCHSCOPE_HAS_ASAN 0
+#endif
 
 namespace fs = std::filesystem;
 using namespace batchscope;
@@ -120,4 +132,85 @@ TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
   ASSERT_TRUE(cpu.contains("allocator_environment")) << cpu.dump();
   EXPECT_EQ(cpu["allocator_environment"]["MALLOC_MMAP_THRESHOLD_"], "33554432");
   EXPECT_FALSE(without.value("allocator_environment", nlohmann::json::object()).contains("MALLOC_MMAP_THRESHOLD_"));
+}
+
+namespace {
+
+using host_allocator::Mode;
+
+// mmap-served bytes now (glibc's own count of blocks it mapped for malloc).
+std::size_t mapped_bytes() { return mallinfo2().hblkhd; }
+
+// One block of `bytes`, touched so that the allocation cannot be left out, and how many more bytes
+// glibc had mapped while it was held.
+std::size_t mapped_for_a_block_of(std::size_t bytes) {
+  const std::size_t before = mapped_bytes();
+  char* volatile block = static_cast<char*>(std::malloc(bytes));
+  block[0] = 1;
+  block[bytes - 1] = 1;
+  const std::size_t during = mapped_bytes();
+  std::free(block);
+  return during > before ? during - before : 0;
+}
+
+}  // namespace
+
+TEST(HostAllocator, FixedUnlessTheEnvironmentDecidesOrAsksForGlibcsOwn) {
+  EXPECT_EQ(host_allocator::choose({}).mode, Mode::Fixed);
+  EXPECT_EQ(host_allocator::choose({{"BATCHSCOPE_MALLOC", "fixed"}}).mode, Mode::Fixed);
+  EXPECT_EQ(host_allocator::choose({{"BATCHSCOPE_MALLOC", ""}}).mode, Mode::Fixed);
+  const auto dynamic = host_allocator::choose({{"BATCHSCOPE_MALLOC", "dynamic"}, {"MALLOC_MMAP_THRESHOLD_", "1"}});
+  EXPECT_EQ(dynamic.mode, Mode::Dynamic);
+  EXPECT_EQ(dynamic.decided_by, "BATCHSCOPE_MALLOC");
+  const auto trim = host_allocator::choose({{"MALLOC_TRIM_THRESHOLD_", "4294967296"}});
+  EXPECT_EQ(trim.mode, Mode::Environment);
+  EXPECT_EQ(trim.decided_by, "MALLOC_TRIM_THRESHOLD_");
+  EXPECT_EQ(host_allocator::choose({{"LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}}).decided_by,
+            "LD_PRELOAD");
+  // A preloaded library that is not an allocator, and tunables of something else, leave it fixed.
+  EXPECT_EQ(host_allocator::choose({{"LD_PRELOAD", "libstdbuf.so"}}).mode, Mode::Fixed);
+  EXPECT_EQ(host_allocator::choose({{"GLIBC_TUNABLES", "glibc.rtld.nns=2"}}).mode, Mode::Fixed);
+  EXPECT_EQ(host_allocator::choose({{"GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=65536"}}).mode,
+            Mode::Environment);
+  EXPECT_TRUE(testing_support::refuses_with([] { host_allocator::choose({{"BATCHSCOPE_MALLOC", "lots"}}); },
+                                            {"environment: BATCHSCOPE_MALLOC='lots' is not fixed or dynamic",
+                                             "unset it"}));
+}
+
+TEST(HostAllocator, TheRecordSaysWhichThresholds) {
+  const nlohmann::json fixed = host_allocator::to_json({Mode::Fixed, ""});
+  EXPECT_EQ(fixed["thresholds"], "fixed");
+  EXPECT_EQ(fixed["mmap_threshold_bytes"], 32 << 20);
+  EXPECT_EQ(fixed["trim_threshold_bytes"], 2147483647);
+  EXPECT_EQ(host_allocator::to_json({Mode::Environment, "LD_PRELOAD"}),
+            (nlohmann::json{{"thresholds", "environment"}, {"decided_by", "LD_PRELOAD"}}));
+  EXPECT_EQ(host_allocator::to_json({Mode::Dynamic, ""}), (nlohmann::json{{"thresholds", "glibc dynamic"}}));
+}
+
+TEST(HostAllocator, FixedThresholdsServeBlocksUpTo32MiBFromTheHeap) {
+  // This test process's own environment, without anything that would decide instead.
+  std::map<std::string, std::string> kept;
+  for (const char* name : {"BATCHSCOPE_MALLOC", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                           "MALLOC_MMAP_MAX_", "GLIBC_TUNABLES", "LD_PRELOAD"}) {
+    if (const char* value = std::getenv(name)) kept[name] = value;
+    unsetenv(name);
+  }
+  const host_allocator::InEffect applied = host_allocator::apply();
+  const std::size_t fixed_16 = mapped_for_a_block_of(16 << 20);
+  const std::size_t fixed_48 = mapped_for_a_block_of(48 << 20);
+  for (const auto& [name, value] : kept) setenv(name.c_str(), value.c_str(), 1);
+#if defined(__SANITIZE_ADDRESS__) || BATCHSCOPE_HAS_ASAN
+  // AddressSanitizer's allocator stands in for glibc's and may refuse mallopt, which the record then says.
+  EXPECT_TRUE(applied.mode == Mode::Fixed || (applied.mode == Mode::Dynamic && applied.decided_by == "mallopt"));
+  EXPECT_EQ(host_allocator::in_effect().mode, applied.mode);
+  (void)fixed_16;
+  (void)fixed_48;
+#else
+  EXPECT_EQ(applied.mode, Mode::Fixed);
+  EXPECT_EQ(host_allocator::in_effect().mode, Mode::Fixed);
+  EXPECT_EQ(collect_environment()["cpu"]["malloc"]["thresholds"], "fixed");
+  // glibc's starting threshold (128 KiB) would map a 16 MiB block; the fixed one serves it from the heap.
+  EXPECT_EQ(fixed_16, 0u) << "a 16 MiB block was still mapped with the threshold at 32 MiB";
+  EXPECT_GE(fixed_48, std::size_t{48} << 20) << "a 48 MiB block, above glibc's largest threshold, was not mapped";
+#endif
 }

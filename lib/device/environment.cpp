@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/device/cpu_threads.h"
+#include "lib/device/host_allocator.h"
 #include "lib/device/gpu.h"
 
 namespace batchscope {
@@ -124,6 +125,7 @@ nlohmann::json collect_environment() {
                         {"threads_from", cpu_threads::to_json(threads)["from"]}};
   if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
   if (const auto allocator = allocator_environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
+  cpu["malloc"] = host_allocator::to_json(host_allocator::in_effect());
   env["cpu"] = cpu;
   if (gpu::built_with_cuda()) {
     // LibTorch lets cuDNN run fp32 convolutions in TF32 unless told otherwise (matrix products stay fp32),
@@ -157,6 +159,19 @@ std::string format_environment(const nlohmann::json& env) {
       << " logical cores, " << cpu.value("usable_physical_cores", 0) << " usable physical cores, "
       << cpu.value("torch_threads", 0) << " torch threads (" << cpu.value("threads_from", "") << "), "
       << cpu.value("torch_interop_threads", 0) << " inter-op\n";
+  if (cpu.contains("malloc")) {
+    const auto& malloc = cpu["malloc"];
+    const std::string thresholds = malloc.value("thresholds", "");
+    out << "malloc:        ";
+    if (thresholds == "fixed") {
+      out << "glibc's thresholds fixed by batchscope (mmap " << (malloc.value("mmap_threshold_bytes", 0LL) >> 20)
+          << " MiB, trim " << (malloc.value("trim_threshold_bytes", 0LL) >> 20) << " MiB)\n";
+    } else {
+      out << (thresholds == "environment" ? "as the environment sets it" : "glibc's own moving thresholds");
+      if (malloc.contains("decided_by")) out << " (" << malloc.value("decided_by", "") << ")";
+      out << "\n";
+    }
+  }
   if (env.at("gpus").empty()) out << "gpus:          none\n";
   for (const auto& g : env.at("gpus")) {
     out << "gpu " << g.value("index", 0) << ":         " << g.value("name", "") << ", "

@@ -91,7 +91,9 @@ TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const Experiment
       stopped_by = kStoppedByMaxSteps;
       break;
     }
-    const double fit = std::max(std::floor((a.max_time_s - elapsed_s) / per_step_s), 1.0);
+    // At most half the time left, at the pace so far: a block planned to fill all of it overruns the
+    // limit by its whole length times any slowdown of the machine; halving ends within a step or two.
+    const double fit = std::max(std::floor(0.5 * (a.max_time_s - elapsed_s) / per_step_s), 1.0);
     block = static_cast<int64_t>(std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n)));
   }
   return all;
