@@ -106,9 +106,10 @@ int run_worker(const cxxopts::ParseResult& args) {
       progress.begin_sweep({{e.name, batch, 1 << 30}});
       progress.begin_size(e.name, 1, 1, batch, 0, 1 << 30);
       discarded.str("");
-      // Timed as the reference times its warm-up, to size the turns; untimed steps as in a sweep.
+      // Timed as the reference times its warm-up, to size the turns by the last (warm) step: the first
+      // pays for first-time allocations and kernel set-up, and would make a turn one or two steps long.
       const std::vector<double> times = batchscope::run_timed_steps(workload, timer, warmup).times_ms;
-      std::printf("ready %.6f\n", times.empty() ? 0.0 : median(times));
+      std::printf("ready %.6f\n", times.empty() ? 0.0 : times.back());
       std::fflush(stdout);
     } else if (command == "steps") {
       int n = 0;

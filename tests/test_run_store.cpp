@@ -57,6 +57,24 @@ TEST_F(RunStoreTest, FreshDirectoryIsCreated) {
   EXPECT_TRUE(fs::exists(store.csv_path()));
 }
 
+TEST_F(RunStoreTest, OneSweepAtATimeAndTheLockFileGoesWithTheLastOne) {
+  {
+    RunStore first(dir_, experiments_, false);
+    EXPECT_TRUE(fs::exists(dir_ + "/.lock"));
+    EXPECT_TRUE(testing_support::refuses_with([&] { RunStore second(dir_, experiments_, false); },
+                                              {dir_, "is being written by another batchscope sweep right now"}));
+    EXPECT_TRUE(fs::exists(dir_ + "/.lock")) << "a refused sweep removed the lock of the one that holds it";
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/.lock"));
+  {
+    // A lock file left by a killed sweep is taken over, and removed at the end.
+    std::ofstream(dir_ + "/.lock") << "";
+    RunStore again(dir_, experiments_, false);
+    EXPECT_TRUE(fs::exists(dir_ + "/.lock"));
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/.lock"));
+}
+
 TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
   {
     RunStore store(dir_, experiments_, false);

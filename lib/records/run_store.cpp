@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -67,26 +68,38 @@ std::string damage(const Json& r, const Json& experiments) {
 }
 
 // Holds dir/.lock for as long as the store is open, so that two sweeps never write into one directory
-// at once (a shard resubmitted while its first task still runs). The lock goes with the process.
-int lock_directory(const std::string& dir) {
-  const std::string path = (fs::path(dir) / ".lock").string();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw UserError(located(path, 0, std::string("cannot be opened (") + std::strerror(errno) + ")",
-                            "choose an --out directory you can write to"));
+// at once (a shard resubmitted while its first task still runs). The lock goes with the process; the
+// store removes the file while still holding it, so a sweep that locked a file just removed (opened
+// before the removal, locked after) sees that the path no longer names it and locks the new one.
+int lock_directory(const std::string& path, const std::string& dir) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      throw UserError(located(path, 0, std::string("cannot be opened (") + std::strerror(errno) + ")",
+                              "choose an --out directory you can write to"));
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      throw UserError(located(dir, 0, "is being written by another batchscope sweep right now",
+                              "wait for it to end (or stop it) before running this one there"));
+    }
+    struct stat held {}, named {};
+    if (::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+        held.st_ino == named.st_ino) {
+      return fd;
+    }
+    ::close(fd);  // removed (and perhaps made again) by the sweep that held it: try the path once more
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(fd);
-    throw UserError(located(dir, 0, "is being written by another batchscope sweep right now",
-                            "wait for it to end (or stop it) before running this one there"));
-  }
-  return fd;
+  throw UserError(located(path, 0, "keeps being removed and made again while this sweep tries to lock it",
+                          "make sure that only batchscope sweeps write to this --out directory"));
 }
 
 }  // namespace
 
 RunStore::DirectoryLock::~DirectoryLock() {
-  if (fd >= 0) ::close(fd);
+  if (fd < 0) return;
+  ::unlink(path.c_str());  // while still held: see lock_directory
+  ::close(fd);
 }
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
@@ -103,7 +116,8 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     throw UserError(located(jsonl_path_, 0, "is not a regular file, so no sweep can be written or resumed there",
                             "move it away, or choose another --out directory"));
   }
-  lock_.fd = lock_directory(dir);
+  lock_.path = (fs::path(dir) / ".lock").string();
+  lock_.fd = lock_directory(lock_.path, dir);
   const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {

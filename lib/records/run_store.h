@@ -53,9 +53,11 @@ class RunStore {
   std::unique_ptr<JsonlWriter> writer_;
   std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile
   std::string run_id_;  // the session's, for the rows of steps.csv
-  // dir/.lock, held while the store is open (and released if opening it fails part-way).
+  // dir/.lock, held while the store is open (and released if opening it fails part-way); the file is
+  // removed when the store closes, so that a finished sweep leaves only its records.
   struct DirectoryLock {
     int fd = -1;
+    std::string path;
     DirectoryLock() = default;
     DirectoryLock(const DirectoryLock&) = delete;
     DirectoryLock& operator=(const DirectoryLock&) = delete;
