@@ -233,7 +233,10 @@ int run_case(const Settings& s, const Model& model, const std::string& phase, in
     std::fflush(stdout);
     table.push_back({{"batch", row.batch}, {"steps_per_turn", row.steps_per_turn},
                      {"pytorch_median_ms", median(row.py)}, {"batchscope_median_ms", median(row.bs)},
-                     {"ratio", ratio}, {"round_ratios", row.round_ratios}, {"goal", goal}});
+                     {"ratio", ratio}, {"round_ratios", row.round_ratios}, {"goal", goal},
+                     // Every timed step in the order it ran (round by round, turn by turn, a turn's steps
+                     // together), so that a cost that comes with a turn's first steps can be seen.
+                     {"pytorch_steps_ms", row.py}, {"batchscope_steps_ms", row.bs}});
   }
   report.push_back({{"model", model.name}, {"input", model.input}, {"phase", phase}, {"threads", threads},
                     {"cpus", cpus_for(threads)}, {"processes", headers}, {"rows", table}});
