@@ -214,3 +214,14 @@ TEST(HostAllocator, FixedThresholdsServeBlocksUpTo32MiBFromTheHeap) {
   EXPECT_GE(fixed_48, std::size_t{48} << 20) << "a 48 MiB block, above glibc's largest threshold, was not mapped";
 #endif
 }
+
+TEST(HostAllocator, TheRecordListsTheVariablesThatDecide) {
+  const char* before = std::getenv("BATCHSCOPE_MALLOC");
+  const std::string kept = before ? before : "";
+  setenv("BATCHSCOPE_MALLOC", "dynamic", 1);
+  const nlohmann::json cpu = collect_environment()["cpu"];
+  if (before) setenv("BATCHSCOPE_MALLOC", kept.c_str(), 1); else unsetenv("BATCHSCOPE_MALLOC");
+  EXPECT_EQ(host_allocator::environment().count("BATCHSCOPE_MALLOC"), before ? 1u : 0u);
+  ASSERT_TRUE(cpu.contains("allocator_environment")) << cpu.dump();
+  EXPECT_EQ(cpu["allocator_environment"]["BATCHSCOPE_MALLOC"], "dynamic");
+}

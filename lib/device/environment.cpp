@@ -76,17 +76,6 @@ std::string iso8601_utc_now() {
   return text;
 }
 
-namespace {
-
-// The variables that change how host memory is allocated (glibc's MALLOC_* thresholds, an allocator
-// put in by LD_PRELOAD), which can change a CPU step's time severalfold: by name.
-std::map<std::string, std::string> allocator_environment() {
-  return cpu_threads::environment_variables(
-      [](const std::string& name) { return name.rfind("MALLOC_", 0) == 0 || name == "LD_PRELOAD"; });
-}
-
-}  // namespace
-
 Tf32Settings current_tf32() {
   const at::Context& context = at::globalContext();
   return {context.allowTF32CuDNN(), context.allowTF32CuBLAS()};
@@ -124,7 +113,7 @@ nlohmann::json collect_environment() {
                         {"torch_interop_threads", threads.inter_op},
                         {"threads_from", cpu_threads::to_json(threads)["from"]}};
   if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
-  if (const auto allocator = allocator_environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
+  if (const auto allocator = host_allocator::environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
   cpu["malloc"] = host_allocator::to_json(host_allocator::in_effect());
   env["cpu"] = cpu;
   if (gpu::built_with_cuda()) {

@@ -46,11 +46,15 @@ InEffect choose(const std::map<std::string, std::string>& environment) {
   return {Mode::Fixed, ""};
 }
 
-InEffect apply() {
-  InEffect choice = choose(cpu_threads::environment_variables([](const std::string& name) {
+std::map<std::string, std::string> environment() {
+  return cpu_threads::environment_variables([](const std::string& name) {
     return name == "BATCHSCOPE_MALLOC" || name == "LD_PRELOAD" || name == "GLIBC_TUNABLES" ||
            name.rfind("MALLOC_", 0) == 0;
-  }));
+  });
+}
+
+InEffect apply() {
+  InEffect choice = choose(environment());
   // Setting either threshold also stops glibc from moving them.
   if (choice.mode == Mode::Fixed && (mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMmapThreshold)) == 0 ||
                                      mallopt(M_TRIM_THRESHOLD, static_cast<int>(kTrimThreshold)) == 0)) {

@@ -34,6 +34,11 @@ struct InEffect {
   std::string decided_by;  // the variable that decided, for Mode::Environment and Mode::Dynamic
 };
 
+// The variables of this process that decide how host memory is allocated, by name: glibc's MALLOC_*
+// thresholds, GLIBC_TUNABLES, LD_PRELOAD and BATCHSCOPE_MALLOC (those that are set). The run record lists
+// them as cpu.allocator_environment.
+std::map<std::string, std::string> environment();
+
 // What `environment` (the process's variables, by name) asks for. BATCHSCOPE_MALLOC other than fixed or
 // dynamic is a UserError naming the variable.
 InEffect choose(const std::map<std::string, std::string>& environment);
