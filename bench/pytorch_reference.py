@@ -3,8 +3,8 @@ PyTorch-in-Python, timed the way batchscope times it (each step on its own, mono
 first, nothing but the step between the timestamps).
 
 Driven by bench_overhead over stdin/stdout, one command a line (bench_overhead --worker speaks the same):
-  batch B W   make the data of batch size B and run W untimed steps; answers "ready MS", MS the median
-              warm-up step in ms
+  batch B W   make the data of batch size B (0: an empty batch) and run W untimed steps; answers
+              "ready MS", MS the last warm-up step in ms
   steps N     run N timed steps; answers a JSON list of their times in ms
   quit
 The first line it prints is a JSON header: the PyTorch version, the threads in effect and the model's

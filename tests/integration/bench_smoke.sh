@@ -17,13 +17,34 @@ grep -q "glibc malloc of both sides: MALLOC_MMAP_THRESHOLD_=" "$work/bench.txt"
 grep -q "host memory touched once before the cases: 0.2 GiB" "$work/bench.txt"
 grep -q "mnist_cnn 1,28,28, train, 1 thread on" "$work/bench.txt"
 grep -q "mnist_cnn 1,28,28, infer, 1 thread on" "$work/bench.txt"
+[ "$(grep -c '^ *empty ' "$work/bench.txt")" = 2 ]
 "$python" - "$work/bench.json" <<'PY'
-import json, sys
+import json, statistics, sys
+
+def round_medians(row, side):
+    # 2 rounds of 2 turns: a round's steps lie together in the list.
+    n, steps = 2 * row["steps_per_turn"], row[side + "_steps_ms"]
+    return [statistics.median(steps[i * n:(i + 1) * n]) for i in range(2)]
+
 cases = json.load(open(sys.argv[1]))
 assert [(c["phase"], c["threads"]) for c in cases] == [("train", 1), ("infer", 1)], cases
 for c in cases:
     assert c["processes"]["pytorch"]["parameters"] == c["processes"]["batchscope"]["parameters"] > 0, c
-    assert [r["batch"] for r in c["rows"]] == [1, 3], c
+    # The empty batch first, not judged; the others with the bound it gives and the goal.
+    assert [r["batch"] for r in c["rows"]] == [0, 1, 3], c
+    empty = c["rows"][0]
+    assert empty["goal"] is None and "bound" not in empty, empty
+    for r in c["rows"][1:]:
+        assert len(r["round_bounds"]) == 2 and r["bound"] < 1, r
+        # Each round's bound is (PyTorch at b - PyTorch on the empty batch) / PyTorch at b.
+        py0, py = round_medians(empty, "pytorch"), round_medians(r, "pytorch")
+        for got, a, b in zip(r["round_bounds"], py0, py):
+            assert abs(got - (b - a) / b) < 1e-9, (r["round_bounds"], py0, py)
+        assert r["stated_goal"] == (0.90 if r["batch"] == 1 else 1.00), r
+        # 0.90 is moved to 1.00 exactly where the bound says no tool can reach it.
+        assert r["goal_out_of_reach"] == (r["bound"] > r["stated_goal"]), r
+        assert r["goal"] == (1.00 if r["goal_out_of_reach"] else r["stated_goal"]), r
+        assert r["met"] == (r["ratio"] <= r["goal"]), r
     for r in c["rows"]:
         assert len(r["round_ratios"]) == 2 and all(x > 0 for x in r["round_ratios"]), r
         assert r["pytorch_median_ms"] > 0 and r["batchscope_median_ms"] > 0, r
