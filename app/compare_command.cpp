@@ -33,6 +33,8 @@ Json comparison_json(const RunComparison& c) {
                      {"contender_median_ms", s.contender_ms},
                      {"ratio", s.ratio},
                      {"noise", s.noise},
+                     {"baseline_passes", s.baseline_passes},
+                     {"contender_passes", s.contender_passes},
                      {"verdict", s.verdict}});
   }
   return Json{{"threshold", c.threshold}, {"z", c.z},          {"slower", c.slower},
@@ -45,9 +47,10 @@ int run_compare_command(const std::vector<std::string>& args) {
   cxxopts::Options options(
       "batchscope compare",
       "Set a contender sweep against a baseline, batch size by batch size: the ratio of their median step\n"
-      "times, a noise band from the spread of each run's steps (z standard errors of the ratio), and a\n"
-      "verdict. A size is slower or faster only beyond both its noise and the threshold. Exit code 1 when\n"
-      "any size is slower, so that a CI job can gate on it; 0 otherwise.");
+      "times, a noise band from the spread of each run's steps, or of its passes' medians where the sweep\n"
+      "repeated them (repeats: R) and that is wider (z standard errors of the ratio), and a verdict. A\n"
+      "size is slower or faster only beyond both its noise and the threshold. Exit code 1 when any size\n"
+      "is slower, so that a CI job can gate on it; 0 otherwise.");
   options.positional_help("BASELINE CONTENDER  (steps.jsonl files or their sweep directories)");
   // clang-format off
   options.add_options()

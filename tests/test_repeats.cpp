@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "lib/analysis/analyzer.h"
+#include "lib/analysis/run_comparison.h"
+#include "lib/common/statistics.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/sweep_runner.h"
@@ -223,4 +225,57 @@ TEST(Repeats, TheSummaryTablePoolsThePasses) {
   // Six steps, three at 1 ms and three at 3 ms: the pooled median is 2 ms; one row.
   EXPECT_NE(table.find("       4        2.000"), std::string::npos) << table;
   EXPECT_EQ(table.find("3.000        3.000"), std::string::npos) << table;
+}
+
+namespace {
+
+// A log of one batch size whose passes' steps lie at the given levels, each pass's steps spread
+// +-0.1% around its level; pass 0 writes steps without a pass, as a sweep of one pass does.
+LoadedLog passes_at(const std::vector<double>& levels, bool with_pass = true) {
+  LoadedLog log;
+  BatchKey key{"e", "mnist_cnn", "train", "fp32", "cpu", "", 8, std::nullopt};
+  for (std::size_t p = 0; p < levels.size(); ++p) {
+    if (with_pass) key.pass = static_cast<int64_t>(p + 1);
+    for (double spread : {-0.001, -0.0005, 0.0, 0.0005, 0.001, -0.0002, 0.0002, 0.0}) {
+      log.records.push_back(StepRecord{key, 0, levels[p] * (1 + spread), std::nullopt, std::nullopt});
+    }
+  }
+  return log;
+}
+
+}  // namespace
+
+// Where each run's steps are tight, a 6% difference is beyond their noise: slower.
+TEST(RepeatsCompare, TightStepsMakeANarrowBand) {
+  const RunComparison c = compare_runs(passes_at({10.0}), passes_at({10.6}), 0.05);
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_EQ(c.sizes[0].verdict, "slower");
+  EXPECT_EQ(c.slower, 1);
+  EXPECT_LT(c.sizes[0].noise, 0.01);
+  EXPECT_EQ(c.sizes[0].baseline_passes, 1);
+}
+
+// Five passes, one of them 20% slower than the rest (what a busy machine does to a pass): the band
+// takes the spread of the pass medians, and a 6% difference is within noise, as analyze would judge a
+// jump. Pooled without their passes, the same steps are tight around the four quiet passes, and the 6%
+// is judged slower.
+TEST(RepeatsCompare, DriftBetweenPassesWidensTheBand) {
+  const std::vector<double> baseline = {10.0, 10.0, 10.0, 10.0, 12.0}, contender = {10.6, 10.6, 10.6, 10.6, 12.6};
+  const RunComparison c = compare_runs(passes_at(baseline), passes_at(contender), 0.05);
+  ASSERT_EQ(c.sizes.size(), 1u);
+  EXPECT_EQ(c.sizes[0].baseline_passes, 5);
+  EXPECT_EQ(c.sizes[0].contender_passes, 5);
+  EXPECT_NEAR(c.sizes[0].ratio, 1.06, 1e-9);
+  EXPECT_EQ(c.sizes[0].verdict, "within noise") << c.sizes[0].noise;
+  EXPECT_EQ(c.slower, 0);
+  // 3 standard errors of the ratio from the pass medians' spread: sd/sqrt(5) of each, relative.
+  const double rb = stddev(baseline).value() / std::sqrt(5.0) / c.sizes[0].baseline_ms;
+  const double ro = stddev(contender).value() / std::sqrt(5.0) / c.sizes[0].contender_ms;
+  EXPECT_NEAR(c.sizes[0].noise, 3 * c.sizes[0].ratio * std::sqrt(rb * rb + ro * ro), 1e-6);
+
+  const RunComparison pooled =
+      compare_runs(passes_at(baseline, /*with_pass=*/false), passes_at(contender, /*with_pass=*/false), 0.05);
+  EXPECT_EQ(pooled.sizes.at(0).baseline_passes, 1);
+  EXPECT_EQ(pooled.sizes[0].verdict, "slower") << pooled.sizes[0].noise;
+  EXPECT_EQ(pooled.slower, 1);
 }

@@ -16,11 +16,12 @@ namespace {
 
 using SizeKey = std::pair<std::string, int64_t>;
 
-// Every timed step's time per (experiment, batch size), the passes of a repeated sweep together, and
-// the experiments in the order they first appear.
+// Every timed step's time per (experiment, batch size), the passes of a repeated sweep together and
+// apart, and the experiments in the order they first appear.
 struct StepTimes {
   std::vector<std::string> order;
   std::map<SizeKey, std::vector<double>> times;
+  std::map<SizeKey, std::map<int64_t, std::vector<double>>> pass_times;  // by pass (0: a sweep of one)
 };
 
 StepTimes step_times(const LoadedLog& log) {
@@ -31,8 +32,24 @@ StepTimes step_times(const LoadedLog& log) {
     const std::string& experiment = step->key.experiment;
     if (std::find(out.order.begin(), out.order.end(), experiment) == out.order.end()) out.order.push_back(experiment);
     out.times[{experiment, step->key.batch_size}].push_back(step->time_ms);
+    out.pass_times[{experiment, step->key.batch_size}][step->key.pass.value_or(0)].push_back(step->time_ms);
   }
   return out;
+}
+
+// The standard error of a size's median, relative to it: the larger of the one from its steps' spread
+// and, where the sweep repeated its passes, the one from the spread of the pass medians (their standard
+// deviation / sqrt(passes)), which sees what the machine drifted between passes. The same noise as
+// analyze gives a size's level.
+double relative_error(const std::vector<double>& times, const std::map<int64_t, std::vector<double>>& passes,
+                      double median_ms) {
+  double se = median_standard_error(times);
+  if (passes.size() > 1) {
+    std::vector<double> medians;
+    for (const auto& [pass, pass_times] : passes) medians.push_back(median(pass_times));
+    se = std::max(se, stddev(medians).value_or(0.0) / std::sqrt(static_cast<double>(medians.size())));
+  }
+  return median_ms > 0 ? se / median_ms : 0;
 }
 
 std::string size_name(const SizeKey& key) { return key.first + " batch " + std::to_string(key.second); }
@@ -66,8 +83,12 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
         continue;
       }
       s.ratio = s.contender_ms / s.baseline_ms;
-      const double rb = median_standard_error(b) / s.baseline_ms;
-      const double ro = s.contender_ms > 0 ? median_standard_error(o) / s.contender_ms : 0;
+      const auto& b_passes = base.pass_times.at(it->first);
+      const auto& o_passes = other.pass_times.at(it->first);
+      s.baseline_passes = static_cast<int>(b_passes.size());
+      s.contender_passes = static_cast<int>(o_passes.size());
+      const double rb = relative_error(b, b_passes, s.baseline_ms);
+      const double ro = relative_error(o, o_passes, s.contender_ms);
       s.noise = z * s.ratio * std::sqrt(rb * rb + ro * ro);
       const double difference = std::fabs(s.ratio - 1);
       if (difference <= s.noise) {

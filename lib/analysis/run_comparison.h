@@ -14,9 +14,11 @@ struct SizeComparison {
   int64_t batch_size = 0;
   double baseline_ms = 0, contender_ms = 0;  // median step times
   double ratio = 0;                          // contender / baseline: above 1 is slower
-  // Half the width of the ratio's noise band: z standard errors of the ratio, from the steps' spread
-  // in each run (the standard error of each median).
+  // Half the width of the ratio's noise band: z standard errors of the ratio, from each run's standard
+  // error of its median: from its steps' spread, or from the spread of its pass medians where the sweep
+  // repeated its passes (repeats: R) and that is the larger.
   double noise = 0;
+  int baseline_passes = 1, contender_passes = 1;
   // "slower" or "faster" where the ratio differs from 1 by more than both its noise and the threshold;
   // "within noise" or "below threshold" otherwise.
   std::string verdict;

@@ -59,7 +59,8 @@ python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["slower"] == 12 and c["threshold"] == 0.05, c
-assert all(abs(s["ratio"] - 1.3) < 0.05 and s["verdict"] == "slower" for s in c["sizes"]), c["sizes"]' "$work/cmp.json" \
+assert all(abs(s["ratio"] - 1.3) < 0.05 and s["verdict"] == "slower" for s in c["sizes"]), c["sizes"]
+assert all(s["baseline_passes"] == s["contender_passes"] == 1 for s in c["sizes"]), c["sizes"]' "$work/cmp.json" \
   && ok "compare --json" || fail "compare --json: $(head -c 400 "$work/cmp.json")"
 
 expect 2 "one log" "compare takes two logs" compare "$work/base.jsonl"
