@@ -129,8 +129,9 @@ int run_worker(const cxxopts::ParseResult& args) {
 
 struct Settings {
   std::vector<int64_t> batches;
-  int rounds, turns, warmup, max_steps;
+  int rounds, turns, warmup, max_steps, confirm_rounds;
   double turn_ms;
+  double batch1_goal = 0.90, goal = 1.00;  // --goals
   std::string python, reference, self;
 };
 
@@ -244,10 +245,46 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
 
 // What a case's goals came to.
 struct Verdicts {
-  int missed = 0;        // goals missed in every round
-  int not_told_apart = 0; // goals missed by the rounds' median but met by one round or more
-  int out_of_reach = 0;   // batch-1 goals (0.90) out of any tool's reach, judged at 1.00 instead
+  int missed = 0;          // goals missed in every round
+  int not_told_apart = 0;  // goals missed by the rounds' median but met by one round or more
+  int out_of_reach = 0;    // batch-1 goals (0.90) out of any tool's reach, judged at 1.00 instead
+  int confirmed = 0;       // sizes given more rounds because every round missed
 };
+
+// A batch size judged by its rounds.
+struct Judgement {
+  double ratio = 0, low = 0, high = 0, bound = 0;
+  std::vector<double> bounds;
+  double stated_goal = 0, goal = 0;
+  bool out_of_reach = false, met = false, missed = false;
+  std::string verdict() const { return met ? "met" : missed ? "missed" : "not told apart"; }
+};
+
+Judgement judge(const Settings& s, const Row& row, const Row& empty) {
+  Judgement j;
+  j.ratio = median(row.round_ratios);
+  const auto [low, high] = std::minmax_element(row.round_ratios.begin(), row.round_ratios.end());
+  j.low = *low;
+  j.high = *high;
+  for (std::size_t r = 0; r < row.py_round_medians.size(); ++r) {
+    j.bounds.push_back(empty_batch_bound(empty.py_round_medians.at(r), row.py_round_medians[r]));
+  }
+  j.bound = median(j.bounds);
+  // The goals: 0.90 at batch 1 (a tool without Python's per-step work should save at least 10% there),
+  // 1.00 elsewhere (never slower). Where the bound shows that no tool can save 10% at batch 1, because
+  // Python's own work is less than that of the step, batch 1 is judged by 1.00 like the rest, and the
+  // table says so.
+  j.stated_goal = row.batch == 1 ? s.batch1_goal : s.goal;
+  j.out_of_reach = row.batch == 1 && j.bound > j.stated_goal;
+  j.goal = j.out_of_reach ? s.goal : j.stated_goal;
+  // Judged by the rounds, as the README asks a reader to: a goal is missed where every round missed
+  // it. Where the median misses it and a round meets it, the two sides are equal within what this
+  // machine tells apart. The rounds' range holds the median of the rounds' distribution with
+  // probability 1 - 2^(1-n) for n rounds, whatever the distribution: 75% at 3 rounds, 98% at 6.
+  j.met = j.ratio <= j.goal;
+  j.missed = j.low > j.goal;
+  return j;
+}
 
 // One table.
 Verdicts run_case(const Settings& s, const Model& model, const std::string& phase, int threads, Json& report) {
@@ -256,6 +293,22 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
   for (int64_t b : s.batches) rows.push_back(Row{b, 0, {}, {}, {}, {}, {}});
   Json headers;
   for (int round = 0; round < s.rounds; ++round) run_round(s, model, phase, threads, round, rows, headers);
+  // A size that missed in every round may be a real loss or a few rounds that fell the same way (with
+  // 3 rounds, one size in 8 where the two sides are equal): it runs --confirm-rounds more, with the
+  // empty batch, and is judged by all of its rounds.
+  Verdicts verdicts;
+  std::vector<std::size_t> doubtful;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    if (judge(s, rows[i], rows.front()).missed) doubtful.push_back(i);
+  }
+  if (s.confirm_rounds > 0 && !doubtful.empty()) {
+    std::vector<Row> again{rows.front()};
+    for (std::size_t i : doubtful) again.push_back(rows[i]);
+    for (int k = 0; k < s.confirm_rounds; ++k) run_round(s, model, phase, threads, s.rounds + k, again, headers);
+    rows.front() = again.front();
+    for (std::size_t k = 0; k < doubtful.size(); ++k) rows[doubtful[k]] = again[k + 1];
+    verdicts.confirmed = static_cast<int>(doubtful.size());
+  }
 
   const std::string thread_count = batchscope::counted(threads, "thread");
   const std::string round_count = batchscope::counted(s.rounds, "round");
@@ -265,11 +318,13 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
               model.name.c_str(), model.input.c_str(), phase.c_str(), thread_count.c_str(),
               cpu_list(cpus_for(threads)).c_str(), headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION,
               round_count.c_str(), turn_count.c_str());
+  if (verdicts.confirmed > 0) {
+    std::printf("%s missed in every round, run again for %s\n", batchscope::counted(verdicts.confirmed, "size").c_str(),
+                batchscope::counted(s.confirm_rounds, "round").c_str());
+  }
   std::printf("%6s %6s %12s %14s %8s %18s %6s %6s %s\n", "batch", "steps", "pytorch ms", "batchscope ms", "ratio",
               "rounds' range", "bound", "goal", "");
-  Verdicts verdicts;
   Json table = Json::array();
-  const Row& empty = rows.front();
   for (const Row& row : rows) {
     const double ratio = median(row.round_ratios);
     const auto [low, high] = std::minmax_element(row.round_ratios.begin(), row.round_ratios.end());
@@ -291,49 +346,37 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
       table.push_back(entry);
       continue;
     }
-    std::vector<double> bounds;
-    for (std::size_t r = 0; r < row.py_round_medians.size(); ++r) {
-      bounds.push_back(empty_batch_bound(empty.py_round_medians.at(r), row.py_round_medians[r]));
+    const Judgement j = judge(s, row, rows.front());
+    verdicts.missed += j.missed;
+    verdicts.not_told_apart += !j.met && !j.missed;
+    verdicts.out_of_reach += j.out_of_reach;
+    std::string verdict = j.met ? "met" : j.missed ? "MISSED" : "not told apart";
+    char shown[96];
+    if (row.round_ratios.size() > static_cast<std::size_t>(s.rounds)) {
+      std::snprintf(shown, sizeof shown, " (%zu rounds)", row.round_ratios.size());
+      verdict += shown;
     }
-    const double bound = median(bounds);
-    // The goals: 0.90 at batch 1 (a tool without Python's per-step work should save at least 10%
-    // there), 1.00 elsewhere (never slower). Where the bound shows that no tool can save 10% at batch 1,
-    // because Python's own work is less than that of the step, batch 1 is judged by 1.00 like the rest,
-    // and the table says so.
-    const double stated_goal = row.batch == 1 ? 0.90 : 1.00;
-    const bool out_of_reach = bound > stated_goal;
-    const double goal = out_of_reach ? 1.00 : stated_goal;
-    // Judged by the rounds, as the README asks a reader to: a goal is missed where every round missed
-    // it. Where the median misses it and a round meets it, the two sides are equal within what this
-    // machine tells apart. The rounds' range holds the median of the rounds' distribution with
-    // probability 1 - 2^(1-n) for n rounds, whatever the distribution: 75% at 3 rounds, 97% at 6.
-    const bool met = ratio <= goal;
-    const bool missed = *low > goal;
-    verdicts.missed += missed;
-    verdicts.not_told_apart += !met && !missed;
-    verdicts.out_of_reach += out_of_reach;
-    std::string verdict = met ? "met" : missed ? "MISSED" : "not told apart";
-    if (out_of_reach) {
-      char shown[64];
-      std::snprintf(shown, sizeof shown, " (0.90 out of reach: bound %.3f)", bound);
+    if (j.out_of_reach) {
+      std::snprintf(shown, sizeof shown, " (%.2f out of reach: bound %.3f)", j.stated_goal, j.bound);
       verdict += shown;
     }
     std::printf("%6lld %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %6.3f %6.2f %s\n", static_cast<long long>(row.batch),
-                row.steps_per_turn, median(row.py), median(row.bs), ratio, *low, *high, bound, goal,
+                row.steps_per_turn, median(row.py), median(row.bs), ratio, *low, *high, j.bound, j.goal,
                 verdict.c_str());
     std::fflush(stdout);
-    entry["bound"] = bound;
-    entry["round_bounds"] = bounds;
-    entry["stated_goal"] = stated_goal;
-    entry["goal"] = goal;
-    entry["goal_out_of_reach"] = out_of_reach;
-    entry["verdict"] = met ? "met" : missed ? "missed" : "not told apart";
+    entry["bound"] = j.bound;
+    entry["round_bounds"] = j.bounds;
+    entry["stated_goal"] = j.stated_goal;
+    entry["goal"] = j.goal;
+    entry["goal_out_of_reach"] = j.out_of_reach;
+    entry["verdict"] = j.verdict();
     table.push_back(entry);
   }
   std::printf("bound: (PyTorch's step - its step on an empty batch) / PyTorch's step, the ratio of a tool that "
               "spent nothing on a step but what grows with its samples\n");
   report.push_back({{"model", model.name}, {"input", model.input}, {"phase", phase}, {"threads", threads},
-                    {"cpus", cpus_for(threads)}, {"processes", headers}, {"rows", table}});
+                    {"cpus", cpus_for(threads)}, {"rounds", s.rounds}, {"confirm_rounds", s.confirm_rounds},
+                    {"processes", headers}, {"rows", table}});
   return verdicts;
 }
 
@@ -344,11 +387,12 @@ int main(int argc, char** argv) {
   cxxopts::Options options("bench_overhead",
                            "batchscope's step against PyTorch-in-Python's on the same LibTorch, model, batch and "
                            "threads (CPU).\nGoals: ratio batchscope/PyTorch <= 0.90 at batch 1, <= 1.00 at every "
-                           "other batch size; exit code 1 where one is missed in every round (a\nmedian above the goal with a round at or below it "
-                           "is \"not told apart\").\nAn empty batch is timed too: where "
-                           "PyTorch's step at batch 1 less its step on the empty batch is more than 0.90 of it, no "
-                           "tool\nthat runs the same kernels can reach 0.90, and batch 1 is judged at 1.00 (the "
-                           "table says so).");
+                           "other batch size. A size is judged by its rounds:\nmet by their median, missed where "
+                           "every round misses (and still does after --confirm-rounds more), not told apart\n"
+                           "otherwise; exit code 1 where a goal is missed. An empty batch is timed too: where "
+                           "PyTorch's step at batch 1,\nless its step on the empty batch, is more than 0.90 of it, "
+                           "no tool that runs the same operations can reach\n0.90, and batch 1 is judged at 1.00 "
+                           "(the table says so).");
   // clang-format off
   options.add_options()
       ("models", "mnist_cnn (1x28x28) and/or vgg16 (3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn,vgg16"))
@@ -357,6 +401,9 @@ int main(int argc, char** argv) {
                   std::to_string(all) + " here)", cxxopts::value<std::string>()->default_value("1,all"))
       ("batch", "batch sizes", cxxopts::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256"))
       ("rounds", "pairs of fresh processes per case", cxxopts::value<int>()->default_value("3"))
+      ("goals", "the goals: at batch 1, and at every other size", cxxopts::value<std::string>()->default_value("0.90,1.00"))
+      ("confirm-rounds", "more rounds for a size that missed its goal in every round, before it is judged",
+       cxxopts::value<int>()->default_value("3"))
       ("turns", "timed turns each side takes per batch size and round", cxxopts::value<int>()->default_value("4"))
       ("turn-ms", "a turn's length: its steps are as many as fill it", cxxopts::value<double>()->default_value("250"))
       ("max-steps", "the most timed steps in a turn", cxxopts::value<int>()->default_value("50"))
@@ -386,6 +433,16 @@ int main(int argc, char** argv) {
     s.batches = batchscope::parse_batch_spec(args["batch"].as<std::string>());
     s.rounds = std::max(1, args["rounds"].as<int>());
     s.turns = std::max(1, args["turns"].as<int>());
+    s.confirm_rounds = std::max(0, args["confirm-rounds"].as<int>());
+    const std::vector<std::string> goals = split(args["goals"].as<std::string>());
+    try {
+      if (goals.size() != 2) throw std::invalid_argument("two");
+      s.batch1_goal = std::stod(goals[0]);
+      s.goal = std::stod(goals[1]);
+    } catch (const std::exception&) {
+      throw std::runtime_error("--goals " + args["goals"].as<std::string>() +
+                               ": give two ratios, at batch 1 and elsewhere, e.g. 0.90,1.00");
+    }
     s.warmup = std::max(1, args["warmup"].as<int>());
     s.max_steps = std::max(1, args["max-steps"].as<int>());
     s.turn_ms = args["turn-ms"].as<double>();
@@ -454,8 +511,8 @@ int main(int argc, char** argv) {
                   batchscope::counted(not_told_apart, "size").c_str());
     }
     if (out_of_reach > 0) {
-      std::printf("0.90 at batch 1 out of any tool's reach in %s (bound above 0.90), judged at 1.00 there\n",
-                  batchscope::counted(out_of_reach, "case").c_str());
+      std::printf("%.2f at batch 1 out of any tool's reach in %s (bound above it), judged at %.2f there\n",
+                  s.batch1_goal, batchscope::counted(out_of_reach, "case").c_str(), s.goal);
     }
     return missed == 0 ? 0 : 1;
   } catch (const std::exception& error) {

@@ -9,7 +9,7 @@ work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 cd "$src"
 status=0
 "$bench" --models mnist_cnn --phases train,infer --threads 1 --batch 1,3 --rounds 2 --turns 2 --warmup 1 \
-  --turn-ms 1 --touch-gib 0.25 --python "$python" --json "$work/bench.json" > "$work/bench.txt" || status=$?
+  --turn-ms 1 --confirm-rounds 1 --touch-gib 0.25 --python "$python" --json "$work/bench.json" > "$work/bench.txt" || status=$?
 cat "$work/bench.txt"
 # 0: every goal met, 1: one missed; 2 is a failure of the benchmark itself.
 [ "$status" -le 1 ] || { echo "bench_overhead failed with $status"; exit 1; }
@@ -22,9 +22,9 @@ grep -q "mnist_cnn 1,28,28, infer, 1 thread on" "$work/bench.txt"
 import json, statistics, sys
 
 def round_medians(row, side):
-    # 2 rounds of 2 turns: a round's steps lie together in the list.
+    # Rounds of 2 turns: a round's steps lie together in the list.
     n, steps = 2 * row["steps_per_turn"], row[side + "_steps_ms"]
-    return [statistics.median(steps[i * n:(i + 1) * n]) for i in range(2)]
+    return [statistics.median(steps[i * n:(i + 1) * n]) for i in range(len(row["round_ratios"]))]
 
 cases = json.load(open(sys.argv[1]))
 assert [(c["phase"], c["threads"]) for c in cases] == [("train", 1), ("infer", 1)], cases
@@ -34,8 +34,16 @@ for c in cases:
     assert [r["batch"] for r in c["rows"]] == [0, 1, 3], c
     empty = c["rows"][0]
     assert empty["goal"] is None and "bound" not in empty, empty
+    assert c["rounds"] == 2 and c["confirm_rounds"] == 1, c
+    # A size missed in both rounds ran a third (and the empty batch with it); the others two.
+    confirmed = [r for r in c["rows"][1:] if len(r["round_ratios"]) == 3]
     for r in c["rows"][1:]:
-        assert len(r["round_bounds"]) == 2 and r["bound"] < 1, r
+        assert len(r["round_ratios"]) in (2, 3), r
+        assert (len(r["round_ratios"]) == 3) == all(x > r["goal"] for x in r["round_ratios"][:2]), r
+    assert len(empty["round_ratios"]) == (3 if confirmed else 2), (empty, confirmed)
+    print("sizes confirmed with a third round:", [(c["phase"], r["batch"]) for r in confirmed])
+    for r in c["rows"][1:]:
+        assert len(r["round_bounds"]) == len(r["round_ratios"]) and r["bound"] < 1, r
         # Each round's bound is (PyTorch at b - PyTorch on the empty batch) / PyTorch at b.
         py0, py = round_medians(empty, "pytorch"), round_medians(r, "pytorch")
         for got, a, b in zip(r["round_bounds"], py0, py):
@@ -50,12 +58,29 @@ for c in cases:
                     "missed" if min(r["round_ratios"]) > r["goal"] else "not told apart")
         assert r["verdict"] == expected, r
     for r in c["rows"]:
-        assert len(r["round_ratios"]) == 2 and all(x > 0 for x in r["round_ratios"]), r
+        assert all(x > 0 for x in r["round_ratios"]), r
         assert r["pytorch_median_ms"] > 0 and r["batchscope_median_ms"] > 0, r
-        # Every timed step of both sides, as many of each (2 rounds x 2 turns x the steps of a turn).
-        n = 2 * 2 * r["steps_per_turn"]
+        # Every timed step of both sides, as many of each (its rounds x 2 turns x the steps of a turn).
+        n = len(r["round_ratios"]) * 2 * r["steps_per_turn"]
         assert len(r["pytorch_steps_ms"]) == len(r["batchscope_steps_ms"]) == n, r
 PY
+# Goals no step can meet: every size misses both rounds, runs a third, still misses: exit code 1.
+status=0
+"$bench" --models mnist_cnn --phases infer --threads 1 --batch 1,3 --rounds 2 --turns 1 --warmup 1 --turn-ms 1 \
+  --confirm-rounds 1 --goals 0.01,0.01 --touch-gib 0 --python "$python" --json "$work/strict.json" \
+  > "$work/strict.txt" || status=$?
+cat "$work/strict.txt"
+[ "$status" = 1 ] || { echo "unmeetable goals gave exit code $status, not 1"; exit 1; }
+grep -q "2 sizes missed in every round, run again for 1 round" "$work/strict.txt"
+grep -q "2 goals missed in every round" "$work/strict.txt"
+"$python" - "$work/strict.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))[0]["rows"]
+assert [len(r["round_ratios"]) for r in rows] == [3, 3, 3], rows
+assert [r["verdict"] for r in rows[1:]] == ["missed", "missed"], rows
+PY
+if "$bench" --goals 0.9 --python "$python" > /dev/null 2> "$work/err.txt"; then exit 1; fi
+grep -q -- "--goals 0.9: give two ratios" "$work/err.txt"
 # A model the reference does not have is refused with exit code 2.
 if "$bench" --models resnet50 --python "$python" > /dev/null 2> "$work/err.txt"; then exit 1; fi
 grep -q "no model resnet50" "$work/err.txt"
