@@ -143,8 +143,8 @@ struct Row {
   std::vector<double> py_round_medians, bs_round_medians;
 };
 
-// The ratio no tool that runs the same kernels can get below, for a batch size, from one round's medians
-// of PyTorch's step at that size and at the empty batch: (py_b - py_0) / py_b.
+// The ratio no tool that runs the same kernels can get below (but for the rounds' noise), for a batch
+// size, from one round's medians of PyTorch's step at that size and at the empty batch: (py_b - py_0) / py_b.
 // Python's own work in a step (module calls, the optimizer's loop) does not depend on the batch, so all
 // of it is in py_0; a tool that skipped all of it, and every other cost that is there with no samples,
 // would still pay py_b - py_0. Loose where work at the empty batch is kernels too (the optimizer's update
@@ -247,7 +247,7 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
 struct Verdicts {
   int missed = 0;          // goals missed in every round
   int not_told_apart = 0;  // goals missed by the rounds' median but met by one round or more
-  int out_of_reach = 0;    // batch-1 goals (0.90) out of any tool's reach, judged at 1.00 instead
+  int out_of_reach = 0;    // batch-1 goals out of any tool's reach, judged at the other sizes' goal instead
   int confirmed = 0;       // sizes given more rounds because every round missed
 };
 
@@ -350,7 +350,7 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
     verdicts.missed += j.missed;
     verdicts.not_told_apart += !j.met && !j.missed;
     verdicts.out_of_reach += j.out_of_reach;
-    std::string verdict = j.met ? "met" : j.missed ? "MISSED" : "not told apart";
+    std::string verdict = j.missed ? "MISSED" : j.verdict();
     char shown[96];
     if (row.round_ratios.size() > static_cast<std::size_t>(s.rounds)) {
       std::snprintf(shown, sizeof shown, " (%zu rounds)", row.round_ratios.size());

@@ -66,6 +66,12 @@ TEST(Statistics, StddevNeedsTwoSamples) {
   EXPECT_FALSE(stddev({1}).has_value());
 }
 
+TEST(Statistics, StandardErrorOfTheMeanIsStddevOverRootN) {
+  EXPECT_DOUBLE_EQ(*standard_error_of_mean({4, 1, 3, 2}), std::sqrt(5.0 / 3.0) / 2.0);
+  EXPECT_DOUBLE_EQ(*standard_error_of_mean({-1, 1}), 1.0);
+  EXPECT_FALSE(standard_error_of_mean({7}).has_value());
+}
+
 TEST(Statistics, CoefficientOfVariation) {
   ASSERT_TRUE(coefficient_of_variation({4, 1, 3, 2}).has_value());
   EXPECT_DOUBLE_EQ(*coefficient_of_variation({4, 1, 3, 2}), std::sqrt(5.0 / 3.0) / 2.5);

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "lib/analysis/energy.h"
@@ -44,11 +43,7 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
       p.pass_medians[pass] = median(times);
       medians.push_back(p.pass_medians[pass]);
     }
-    const double mean = std::accumulate(medians.begin(), medians.end(), 0.0) / static_cast<double>(medians.size());
-    double squares = 0;
-    for (double m : medians) squares += (m - mean) * (m - mean);
-    const double n = static_cast<double>(medians.size());
-    p.between_pass_se_ms = std::sqrt(squares / (n - 1)) / std::sqrt(n);
+    p.between_pass_se_ms = standard_error_of_mean(medians);
   }
   p.samples_per_s = p.median_ms > 0 ? static_cast<double>(p.batch_size) / (p.median_ms / 1e3) : 0.0;
   if (raw.point) {

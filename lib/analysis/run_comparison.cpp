@@ -47,7 +47,7 @@ double relative_error(const std::vector<double>& times, const std::map<int64_t, 
   if (passes.size() > 1) {
     std::vector<double> medians;
     for (const auto& [pass, pass_times] : passes) medians.push_back(median(pass_times));
-    se = std::max(se, stddev(medians).value_or(0.0) / std::sqrt(static_cast<double>(medians.size())));
+    se = std::max(se, standard_error_of_mean(medians).value_or(0.0));
   }
   return median_ms > 0 ? se / median_ms : 0;
 }

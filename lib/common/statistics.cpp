@@ -44,6 +44,12 @@ std::optional<double> stddev(const std::vector<double>& xs) {
   return std::sqrt(squares / static_cast<double>(xs.size() - 1));
 }
 
+std::optional<double> standard_error_of_mean(const std::vector<double>& xs) {
+  const std::optional<double> s = stddev(xs);
+  if (!s) return std::nullopt;
+  return *s / std::sqrt(static_cast<double>(xs.size()));
+}
+
 std::optional<double> coefficient_of_variation(const std::vector<double>& xs) {
   const std::optional<double> s = stddev(xs);
   if (!s) return std::nullopt;

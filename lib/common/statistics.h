@@ -13,6 +13,8 @@ double median(const std::vector<double>& xs);
 double percentile(const std::vector<double>& xs, double q);
 // Sample standard deviation (n - 1); nullopt with fewer than two samples.
 std::optional<double> stddev(const std::vector<double>& xs);
+// Standard error of the mean, stddev / sqrt(n); nullopt with fewer than two samples.
+std::optional<double> standard_error_of_mean(const std::vector<double>& xs);
 // Coefficient of variation stddev / mean; nullopt with fewer than two samples or a zero mean.
 std::optional<double> coefficient_of_variation(const std::vector<double>& xs);
 
