@@ -73,7 +73,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
       ("limit-train", "train on the first N training images only", cxxopts::value<std::string>())
       ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
-      ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch", cxxopts::value<std::string>())
+      ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch; both draw dropout's masks on the host and keep fp32 without TF32, so that only their arithmetic differs (slower on a GPU)", cxxopts::value<std::string>())
       ("force", "replace a complete training run in the output directory")
       ("q,quiet", "the epoch table at the end only, not a row as each epoch ends")
       ("h,help", "this help");

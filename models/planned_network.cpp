@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "models/layer_scope.h"
+#include "models/portable_dropout.h"
 #include "models/splittable_conv.h"
 
 namespace batchscope::models {
@@ -44,7 +45,7 @@ torch::nn::AnyModule instantiate(const Layer& layer, FlopTally& shape, const std
       module = nn::AnyModule(nn::Flatten());
       break;
     case Layer::Kind::kDropout:
-      module = nn::AnyModule(nn::Dropout(nn::DropoutOptions(layer.probability)));
+      module = nn::AnyModule(PortableDropout(nn::DropoutOptions(layer.probability)));
       break;
     case Layer::Kind::kLinear:
       TORCH_CHECK(in.size() == 1, "a linear layer needs a flat activation; put a flatten before it");

@@ -228,18 +228,63 @@ TEST_F(Training, RefusesToReplaceACompleteRunWithoutForce) {
   EXPECT_EQ(records[1]["test_samples"], 50);
 }
 
-TEST(DeviceComparisonTable, DevicesOfTwoKindsAreSaidToDrawDifferentRandomNumbers) {
-  // As on a GPU: dropout's masks differ between the CPU's generator and CUDA's, so the runs part.
+TEST(DeviceComparisonTable, DevicesOfTwoKindsRunTheSameComputationOrSayWhatDiffers) {
   DeviceComparison c;
   c.first_device = "cpu";
   c.second_device = "cuda:0";
   c.rows = {{1, "test_accuracy", 0.7734, 0.7813, 1}};
   c.min_digits = 1;
-  const std::string table = format_comparison_table(c);
+  std::string table = format_comparison_table(c);
   EXPECT_NE(table.find("cpu and cuda:0 agree to 1 significant digits at worst (epoch 1, test_accuracy)"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("each device's own generator"), std::string::npos) << table;
+  EXPECT_NE(table.find("the same computation"), std::string::npos) << table;
+  EXPECT_NE(table.find("dropout masks (drawn on the host"), std::string::npos) << table;
+  EXPECT_EQ(table.find("own generator"), std::string::npos) << table;
+
+  // A model whose dropout LibTorch draws inside a module (attention, between recurrent layers).
+  c.first.drawn_on_device = {"encoder.layers.0.dropout", "rnn"};
+  table = format_comparison_table(c);
+  EXPECT_NE(table.find("Some random draws (encoder.layers.0.dropout, rnn) come from each device's own generator"),
+            std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("the same computation"), std::string::npos) << table;
+}
+
+TEST_F(Training, DeviceIndependentRunsDrawDropoutMasksOnTheHostAndEvalFollowsTheirPrecision) {
+  TrainingOptions o = options("independent");
+  o.device_independent = true;
+  const TrainingOutcome run = train_model(o);
+  const TrainingOutcome again = train_model([&] {
+    TrainingOptions a = options("independent_again");
+    a.device_independent = true;
+    return a;
+  }());
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_TRUE(run.drawn_on_device.empty());
+  for (std::size_t i = 0; i < run.epochs.size(); ++i) {
+    EXPECT_EQ(again.epochs[i].train_loss, run.epochs[i].train_loss);
+    EXPECT_EQ(again.epochs[i].test.loss, run.epochs[i].test.loss);
+  }
+  // Same seed, same weights and order: only the masks' generator differs from the plain run.
+  EXPECT_NE(run.epochs[0].train_loss, trained().epochs[0].train_loss);
+  EXPECT_GT(run.epochs.back().test.accuracy, 0.9);
+
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records[0]["config"]["dropout_masks"], "drawn on the host from the seed");
+  EXPECT_EQ(records[0]["config"]["tf32"], "off");
+  EXPECT_EQ(read_jsonl(trained().jsonl_path).records[0]["config"]["dropout_masks"], "the device's generator");
+
+  const fs::path dir = fs::path(run.jsonl_path).parent_path();
+  EXPECT_TRUE(read_checkpoint_info((dir / "checkpoint.json").string()).tf32_off);
+  EXPECT_FALSE(read_checkpoint_info((fs::path(trained().jsonl_path).parent_path() / "checkpoint.json").string())
+                   .tf32_off);
+  EvalOptions eval;
+  eval.checkpoint = dir.string();
+  eval.device = "cpu";
+  const CheckpointEvaluation e = evaluate_checkpoint(eval);
+  EXPECT_EQ(e.test.loss, run.epochs.back().test.loss);
+  EXPECT_EQ(e.test.correct, run.epochs.back().test.correct);
 }
 
 TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
@@ -258,10 +303,15 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   EXPECT_NE(table.find("cpu and cpu agree to ≥ 15 significant digits"), std::string::npos) << table;
   EXPECT_NE(table.find("test_accuracy"), std::string::npos) << table;
   EXPECT_EQ(table.find("own generator"), std::string::npos) << "one kind of device: one generator";
+  EXPECT_EQ(table.find("the same computation"), std::string::npos) << "said only of two kinds of device";
 
   const std::vector<Json> records = read_jsonl(c.jsonl_path).records;
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0]["type"], "run");
+  EXPECT_EQ(records[0]["config"]["dropout_masks"], "drawn on the host from the seed");
+  EXPECT_EQ(records[0]["config"]["drawn_on_device"], Json::array());
+  EXPECT_EQ(read_jsonl((fs::path(o.out_dir) / "cpu" / "train.jsonl").string()).records[0]["config"]["dropout_masks"],
+            "drawn on the host from the seed");
   EXPECT_EQ(records[1]["type"], "comparison");
   EXPECT_EQ(records[1]["epoch"], 1);
   EXPECT_EQ(records[1]["train_loss"]["digits"], 17);
@@ -297,6 +347,10 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
 
   std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
   EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
+
+  std::ofstream(bad / "checkpoint.json") << "{\"model\": \"mnist_cnn\", \"data\": {\"directory\": \"x\"}, \"tf32\": \"on\"}";
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                            {"checkpoint.json", "has a tf32 that is neither \"off\" nor \"default\""}));
 }
 
 TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {

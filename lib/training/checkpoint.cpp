@@ -89,6 +89,11 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
       refuse("has a limit_test that is not a whole number from 0 to 100000000");
     info.limit_test = l.get<int64_t>();
   }
+  if (json.contains("tf32")) {
+    const Json& t = json["tf32"];
+    if (!t.is_string() || (t != "off" && t != "default")) refuse("has a tf32 that is neither \"off\" nor \"default\"");
+    info.tf32_off = t == "off";
+  }
   info.weights = kLatestWeights;
   if (json.contains("weights")) {
     info.weights = text(json, "weights");

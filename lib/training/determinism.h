@@ -5,16 +5,20 @@
 
 #include <cstdlib>
 
+#include "lib/device/environment.h"
 #include "lib/records/records.h"
 
 namespace batchscope::training_parts {
 
-// Deterministic cuDNN and algorithms for one run on a CUDA device; the previous settings come back after.
+// Deterministic cuDNN and algorithms for one run on a CUDA device, and with tf32_off fp32 kept in fp32
+// there (no TF32 convolutions or matrix products); the previous settings come back after.
 class DeterminismScope {
  public:
-  explicit DeterminismScope(const torch::Device& device) : active_(device.is_cuda()) {
+  DeterminismScope(const torch::Device& device, bool tf32_off) : active_(device.is_cuda()), tf32_off_(tf32_off) {
     if (!active_) return;
     auto& context = at::globalContext();
+    tf32_ = current_tf32();
+    if (tf32_off_) set_tf32(false);
     cudnn_deterministic_ = context.deterministicCuDNN();
     cudnn_benchmark_ = context.benchmarkCuDNN();
     algorithms_ = context.deterministicAlgorithms();
@@ -31,6 +35,8 @@ class DeterminismScope {
     context.setDeterministicCuDNN(cudnn_deterministic_);
     context.setBenchmarkCuDNN(cudnn_benchmark_);
     context.setDeterministicAlgorithms(algorithms_, warn_only_);
+    context.setAllowTF32CuDNN(tf32_.cudnn_convolutions);
+    context.setAllowTF32CuBLAS(tf32_.cublas_matmul);
   }
   DeterminismScope(const DeterminismScope&) = delete;
   DeterminismScope& operator=(const DeterminismScope&) = delete;
@@ -42,11 +48,14 @@ class DeterminismScope {
             {"cudnn_deterministic", true},
             {"cudnn_benchmark", false},
             {"deterministic_algorithms", "on, warn only"},
-            {"cublas_workspace_config", cublas ? cublas : ""}};
+            {"cublas_workspace_config", cublas ? cublas : ""},
+            {"tf32", tf32_off_ ? "off" : "default"}};
   }
 
  private:
   bool active_;
+  bool tf32_off_;
+  Tf32Settings tf32_;
   bool cudnn_deterministic_ = false, cudnn_benchmark_ = false, algorithms_ = false, warn_only_ = false;
 };
 

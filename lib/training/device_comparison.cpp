@@ -58,6 +58,7 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   std::string second_name = device_dir_name(c.second_device);
   if (second_name == first_name) second_name += "_2";
   TrainingOptions first = options, second = options;
+  first.device_independent = second.device_independent = true;
   first.device = c.first_device;
   second.device = c.second_device;
   first.out_dir = (fs::path(options.out_dir) / first_name).string();
@@ -86,7 +87,11 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   JsonlWriter writer(c.jsonl_path);
   writer.add(context_record(
       record::kRun, options.command_line,
-      {{"devices", {c.first_device, c.second_device}}, {"runs", {c.first.jsonl_path, c.second.jsonl_path}}}));
+      {{"devices", {c.first_device, c.second_device}},
+       {"runs", {c.first.jsonl_path, c.second.jsonl_path}},
+       {"dropout_masks", "drawn on the host from the seed"},
+       {"tf32", "off"},
+       {"drawn_on_device", c.first.drawn_on_device}}));
   c.min_digits = 17;
   for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
     const EpochResult& a = c.first.epochs[i];
@@ -140,9 +145,16 @@ std::string format_comparison_table(const DeviceComparison& c) {
       break;
     }
   }
-  if (device_kind(c.first_device) != device_kind(c.second_device)) {
-    out += "Random draws (dropout's masks) come from each device's own generator, so the two runs part from the "
-           "first step as two seeds would: the digits above measure that as well as the devices' arithmetic.\n";
+  if (device_kind(c.first_device) == device_kind(c.second_device)) return out;
+  const std::vector<std::string>& on_device = c.first.drawn_on_device;
+  if (on_device.empty()) {
+    out += "Both ran the same computation: the same initial weights, order and dropout masks (drawn on the host "
+           "from the seed), and fp32 without TF32 on a GPU; the digits above measure the devices' arithmetic.\n";
+  } else {
+    std::string names;
+    for (const std::string& name : on_device) names += (names.empty() ? "" : ", ") + name;
+    out += "Some random draws (" + names + ") come from each device's own generator, so the two runs part from "
+           "the first step as two seeds would: the digits above measure that as well as the devices' arithmetic.\n";
   }
   return out;
 }

@@ -67,7 +67,8 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   }
   const std::string device_name = resolve_training_device(options.device);
   const torch::Device device(device_name);
-  const DeterminismScope determinism(device);  // the algorithms of training, so its numbers come back
+  // The algorithms and precision of training, so that its numbers come back.
+  const DeterminismScope determinism(device, info.tf32_off);
   std::shared_ptr<models::Network> model = build_network(info.model);
   try {
     torch::serialize::InputArchive archive;

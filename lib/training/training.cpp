@@ -1,5 +1,6 @@
 #include "lib/training/training.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <spdlog/spdlog.h>
 
@@ -19,12 +20,19 @@
 #include "lib/timing/optimizer.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
+#include "models/portable_dropout.h"
 #include "models/registry.h"
 
 namespace fs = std::filesystem;
 
 namespace batchscope {
 namespace training_parts {
+namespace {
+
+// Makes the dropout masks' seed differ from the weights' (any odd 64-bit constant would do).
+constexpr uint64_t kDropoutSeedSalt = 0x9e3779b97f4a7c15ULL;
+
+}  // namespace
 
 Json optimizer_json(const OptimizerConfig& o) {
   Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
@@ -177,13 +185,18 @@ Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
                           {"directory", fs::absolute(data.location.directory).string()},
                           {"train_samples", data.splits.train.size()},
                           {"test_samples", data.splits.test.size()}};
-  return {{"model", o.model},           {"input", kInput},       {"classes", kClasses},
-          {"data", data_json},          {"eval_batch_size", o.eval_batch_size}, {"limit_test", o.limit_test}};
+  return {{"model", o.model},
+          {"input", kInput},
+          {"classes", kClasses},
+          {"data", data_json},
+          {"eval_batch_size", o.eval_batch_size},
+          {"limit_test", o.limit_test},
+          {"tf32", o.device_independent ? "off" : "default"}};
 }
 
 // The run record's configuration: what rebuilds the model, then how it was trained.
 Json training_config(const TrainingOptions& o, const Json& rebuild, const std::string& device_name,
-                     const DeterminismScope& determinism) {
+                     const DeterminismScope& determinism, const std::vector<std::string>& drawn_on_device) {
   Json config = rebuild;
   config["epochs"] = o.epochs;
   config["batch_size"] = o.batch_size;
@@ -193,6 +206,8 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
+  config["dropout_masks"] = o.device_independent ? "drawn on the host from the seed" : "the device's generator";
+  if (!drawn_on_device.empty()) config["drawn_on_device"] = drawn_on_device;
   config["shuffle"] = "a permutation per epoch from seed + epoch";
   config["determinism"] = determinism.record();
   return config;
@@ -207,19 +222,24 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
                             "give a smaller --batch or a larger --limit-train"));
   }
   const torch::Device device(device_name);
-  const DeterminismScope determinism(device);
+  const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent);
+  TrainingOutcome outcome;
   torch::manual_seed(o.seed);
   std::shared_ptr<models::Network> model = build_network(o.model);
   model->to(device);
+  if (o.device_independent) {
+    // A stream of its own: the default generator's, from the same seed, drew the initial weights.
+    const at::Generator masks = at::make_generator<at::CPUGeneratorImpl>(o.seed ^ kDropoutSeedSalt);
+    outcome.drawn_on_device = models::draw_dropout_masks_on_host(*model, masks).unswitched;
+  }
   std::vector<torch::Tensor> parameters = model->parameters();
   std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
   data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
 
   const Json rebuild = rebuild_info(o, data);
-  const Json config = training_config(o, rebuild, device_name, determinism);
+  const Json config = training_config(o, rebuild, device_name, determinism, outcome.drawn_on_device);
 
   clear_output_dir(o.out_dir);
-  TrainingOutcome outcome;
   outcome.device = device_name;
   outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
   outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();

@@ -30,6 +30,10 @@ struct TrainingOptions {
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
   bool force = false;        // replace a complete training run in out_dir
+  // The same computation on every device: dropout's masks drawn on the host from the seed, and on a GPU
+  // fp32 kept in fp32 (no TF32), so that two devices' numbers differ by their arithmetic alone. Slower
+  // on a GPU (a host draw and a copy per dropout layer and step); `train --compare` sets it for both runs.
+  bool device_independent = false;
   std::string command_line;  // recorded in the run record
   // Told of each epoch as it ends; without it, each epoch is a log line.
   std::function<void(const EpochResult&)> on_epoch;
@@ -57,6 +61,9 @@ struct TrainingOutcome {
   std::string jsonl_path;
   std::string checkpoint_path;  // checkpoint.pt, the weights after the last epoch
   std::vector<EpochResult> epochs;
+  // With device_independent: the modules that still draw random numbers on the device (dropout inside
+  // attention or between recurrent layers), by their path; empty for the planned networks.
+  std::vector<std::string> drawn_on_device;
 };
 
 // Trains as the options say, writing into out_dir: train.jsonl (a "run" record, one "epoch" record per
@@ -86,6 +93,7 @@ struct CheckpointInfo {
   std::string data_dir;
   int64_t limit_test = 0;
   std::string weights;  // a file name in the checkpoint's directory
+  bool tf32_off = false;  // trained with fp32 kept in fp32 on a GPU, so evaluated so too
 };
 
 // Reads and checks checkpoint.json as strictly as a configuration: every field's type and range, a
