@@ -48,7 +48,8 @@ struct ModelSpec {
   // for models whose every input trains at batch 1. Throws as forward_flops does.
   std::function<int64_t(const SampleShape& input, int64_t classes)> smallest_train_batch;
   // One synthetic batch on the host, from torch's global generator: inputs and the targets of the
-  // model's loss. Images: standard normal pixels and uniform class indices.
+  // model's loss. Images: standard normal pixels and uniform class indices. The samples are independent
+  // and lie along the first dimension of both, so that blocks of them join into larger batches.
   std::function<Batch(int64_t batch, const SampleShape& input, int64_t classes)> synthetic_batch;
 };
 

@@ -112,20 +112,20 @@ void Workload::prepare_batch(int64_t batch_size) {
     loader_->start_epoch(epoch_);
     return;
   }
-  torch::manual_seed(seed);
-  // Made on the host and copied, so that the data are the same on every device for a seed.
-  const models::Batch batch =
-      spec_->synthetic_batch(batch_size, experiment_.input_shape, experiment_.classes);
-  const torch::Tensor& inputs = batch.inputs;
-  const torch::Tensor& targets = batch.targets;
-  if (timed_copy()) {
-    inputs_ = inputs.pin_memory();
-    targets_ = targets.pin_memory();
-  } else {
-    inputs_ = in_memory_format(inputs.to(device_));
-    targets_ = targets.to(device_);
-    synchronize();
+  if (!samples_) {
+    // Kept between batch sizes where the data is copied to a GPU. On the CPU each batch is made anew,
+    // so that a size's memory (what maxbatch and --memory-limit count there) is its own alone.
+    samples_ = std::make_unique<SyntheticSamples>(*spec_, experiment_.input_shape, experiment_.classes,
+                                                  experiment_.seed, /*keep=*/device_.is_cuda());
   }
+  // Made on the host and copied, so that the data are the same on every device for a seed.
+  const auto where = timed_copy() ? torch::TensorOptions().pinned_memory(true) : torch::TensorOptions().device(device_);
+  const models::Batch batch = samples_->first(batch_size, where);
+  // The steps' own draws (dropout) start from the same state at a batch size, whatever ran before.
+  torch::manual_seed(seed);
+  targets_ = batch.targets;
+  inputs_ = timed_copy() ? batch.inputs : in_memory_format(batch.inputs);
+  if (!timed_copy()) synchronize();
 }
 
 torch::Tensor Workload::in_memory_format(const torch::Tensor& inputs) const {

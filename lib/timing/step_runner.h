@@ -11,6 +11,7 @@
 #include "data/datasets.h"
 #include "lib/config/config.h"
 #include "lib/timing/step_timer.h"
+#include "lib/timing/synthetic_samples.h"
 #include "models/network.h"
 #include "models/registry.h"
 
@@ -94,6 +95,7 @@ class Workload {
   const data::Dataset* dataset_ = nullptr;
   std::unique_ptr<data::BatchLoader> loader_;
   int64_t epoch_ = 0;
+  std::unique_ptr<SyntheticSamples> samples_;  // synthetic data, made at the first batch size
   // The batch a step runs on: on the device, or in host memory when the step copies it.
   torch::Tensor inputs_, targets_, loss_;
 };

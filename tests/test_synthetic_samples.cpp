@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "lib/timing/synthetic_samples.h"
+#include "models/registry.h"
+
+namespace batchscope {
+namespace {
+
+using models::Batch;
+
+// The image classifiers' synthetic batches, counting how many samples were made.
+struct CountingSpec {
+  models::ModelSpec spec = *models::find_model("mnist_cnn");
+  int64_t samples_made = 0;
+  CountingSpec() {
+    spec.synthetic_batch = [this](int64_t batch, const models::SampleShape& input, int64_t classes) {
+      samples_made += batch;
+      return models::image_batch(batch, input, classes);
+    };
+  }
+};
+
+const torch::TensorOptions kCpu = torch::TensorOptions().device(torch::kCPU);
+
+void expect_same(const Batch& a, const Batch& b) {
+  EXPECT_TRUE(torch::equal(a.inputs, b.inputs));
+  EXPECT_TRUE(torch::equal(a.targets, b.targets));
+}
+
+Batch prefix(const Batch& b, int64_t count) { return {b.inputs.narrow(0, 0, count), b.targets.narrow(0, 0, count)}; }
+
+TEST(SyntheticSamples, ABatchIsTheStreamsFirstSamplesWhateverRanBefore) {
+  for (const bool keep : {true, false}) {
+    CountingSpec counting;
+    SyntheticSamples ascending(counting.spec, {1, 28, 28}, 10, 7, keep);
+    const Batch five = ascending.first(5, kCpu);
+    const Batch forty = ascending.first(40, kCpu);
+    ASSERT_EQ(forty.inputs.sizes(), (std::vector<int64_t>{40, 1, 28, 28}));
+    ASSERT_EQ(forty.targets.sizes(), (std::vector<int64_t>{40}));
+    expect_same(five, prefix(forty, 5));
+
+    SyntheticSamples descending(counting.spec, {1, 28, 28}, 10, 7, keep);
+    expect_same(descending.first(40, kCpu), forty);
+    expect_same(descending.first(5, kCpu), five);
+    // Blocks do not repeat: samples 16..31 are not samples 0..15 again.
+    EXPECT_FALSE(torch::equal(forty.inputs.narrow(0, 0, 16), forty.inputs.narrow(0, 16, 16)));
+
+    SyntheticSamples other_seed(counting.spec, {1, 28, 28}, 10, 8, keep);
+    EXPECT_FALSE(torch::equal(other_seed.first(5, kCpu).inputs, five.inputs));
+  }
+  // Kept or not, the same data: a GPU (which keeps them) and the CPU (which does not) see the same.
+  CountingSpec counting;
+  SyntheticSamples kept(counting.spec, {1, 28, 28}, 10, 3, true), made_anew(counting.spec, {1, 28, 28}, 10, 3, false);
+  expect_same(kept.first(37, kCpu), made_anew.first(37, kCpu));
+}
+
+TEST(SyntheticSamples, KeptBlocksAreMadeOnceAndOthersForEachBatch) {
+  CountingSpec kept_spec, anew_spec;
+  SyntheticSamples kept(kept_spec.spec, {1, 28, 28}, 10, 0, true);
+  SyntheticSamples anew(anew_spec.spec, {1, 28, 28}, 10, 0, false);
+  constexpr int64_t block = SyntheticSamples::kBlockSamples;
+  for (int64_t b = 1; b <= 70; ++b) {
+    kept.first(b, kCpu);
+    anew.first(b, kCpu);
+  }
+  const int64_t blocks_for_70 = (70 + block - 1) / block;
+  EXPECT_EQ(kept.blocks_made(), blocks_for_70);
+  EXPECT_EQ(kept_spec.samples_made, blocks_for_70 * block);
+  int64_t anew_blocks = 0;
+  for (int64_t b = 1; b <= 70; ++b) anew_blocks += (b + block - 1) / block;
+  EXPECT_EQ(anew.blocks_made(), anew_blocks);
+  EXPECT_EQ(anew_spec.samples_made, anew_blocks * block);
+}
+
+TEST(SyntheticSamples, EmptyBatchesAndSequenceBatchesKeepTheirShapes) {
+  CountingSpec counting;
+  SyntheticSamples images(counting.spec, {1, 28, 28}, 10, 0, true);
+  const Batch none = images.first(0, kCpu);
+  EXPECT_EQ(none.inputs.sizes(), (std::vector<int64_t>{0, 1, 28, 28}));
+  EXPECT_EQ(none.targets.sizes(), (std::vector<int64_t>{0}));
+  EXPECT_EQ(none.targets.scalar_type(), torch::kLong);
+
+  // Deep Speech 2: spectrograms and label sequences, both with their samples first.
+  const models::ModelSpec& speech = *models::find_model("deepspeech2");
+  SyntheticSamples spectrograms(speech, {1, 161, 50}, 29, 0, true);
+  const Batch twenty = spectrograms.first(20, kCpu);
+  const Batch three = spectrograms.first(3, kCpu);
+  EXPECT_EQ(twenty.inputs.sizes(), (std::vector<int64_t>{20, 1, 161, 50}));
+  EXPECT_EQ(twenty.targets.size(0), 20);
+  EXPECT_EQ(twenty.targets.scalar_type(), torch::kLong);
+  expect_same(three, prefix(twenty, 3));
+  const Batch tokens = SyntheticSamples(*models::find_model("lstm_lm"), {35}, 100, 0, false).first(17, kCpu);
+  EXPECT_EQ(tokens.inputs.sizes(), (std::vector<int64_t>{17, 35}));
+  EXPECT_LT(tokens.inputs.max().item<int64_t>(), 100);
+}
+
+}  // namespace
+}  // namespace batchscope
