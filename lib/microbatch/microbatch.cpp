@@ -322,8 +322,9 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   const bool layer = o.mode == MicroBatchMode::Layer;
 
   if (layer && models::convolutions(network).empty()) {
-    throw std::invalid_argument("layer mode splits convolution layers and " + experiment.model +
-                                " has none; use --mode model (gradient accumulation)");
+    throw UserError(located("command line", 0,
+                            "layer mode splits convolution layers and " + experiment.model + " has none",
+                            "use --mode model (gradient accumulation)"));
   }
   const models::ModelSpec* spec = models::find_model(experiment.model);
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");

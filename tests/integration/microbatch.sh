@@ -40,6 +40,8 @@ expect 2 "a complete study is not overwritten" "already holds" \
 expect 2 "unknown policy" "policy" microbatch --model alexnet --batch 8 --policy sometimes --device cpu --out "$work/x"
 expect 2 "batch 0" "batch" microbatch --model alexnet --batch 0 --device cpu --out "$work/x"
 expect 2 "unknown model" "unknown model" microbatch --model alexnet2 --batch 8 --device cpu --out "$work/x"
+expect 2 "layer mode without convolutions" "lstm_lm has none; use --mode model \(gradient accumulation\)\.$" \
+  microbatch --model lstm_lm --batch 8 --device cpu --out "$work/x"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all microbatch checks passed"
