@@ -21,7 +21,8 @@ torch::Tensor PortableDropoutImpl::forward(torch::Tensor input) {
 }
 
 void PortableDropoutImpl::draw_masks_from(std::optional<at::Generator> host_generator) {
-  TORCH_CHECK(!host_generator || host_generator->device().is_cpu(), "dropout's host generator must be a CPU one");
+  TORCH_CHECK(!host_generator || host_generator->device().is_cpu(),
+              "dropout's host generator must be a CPU one");
   host_generator_ = std::move(host_generator);
 }
 

@@ -173,7 +173,8 @@ void check_written_study(MicroBatchMode mode) {
       EXPECT_GT(r["measured"]["speedup"].get<double>(), 0);
       EXPECT_GT(r["predicted"]["speedup"].get<double>(), 0);
       EXPECT_EQ(r["mode"], to_string(mode));
-      EXPECT_EQ(to_json(microbatch_result_from_json(r)).dump(), r.dump()) << "read back, it writes the same line";
+      EXPECT_EQ(to_json(microbatch_result_from_json(r)).dump(), r.dump())
+          << "read back, it writes the same line";
       Json damaged = r;
       damaged["measured"]["undivided"]["median_ms"] = "fast";
       try {
@@ -201,8 +202,9 @@ TEST(MicroBatchStudy, RefusesBadOptions) {
   // A user's choice the command line cannot see: one sentence with its own fix.
   o.batch = 4;
   o.mode = MicroBatchMode::Layer;
-  EXPECT_TRUE(testing_support::refuses_with([&] { run_microbatch_study(tiny_experiment("lstm_lm", {5}, 50), o); },
-                                            {"lstm_lm has none", "use --mode model (gradient accumulation)"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { run_microbatch_study(tiny_experiment("lstm_lm", {5}, 50), o); },
+                                    {"lstm_lm has none", "use --mode model (gradient accumulation)"}));
 }
 
 }  // namespace

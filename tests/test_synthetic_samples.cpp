@@ -31,7 +31,9 @@ void expect_same(const Batch& a, const Batch& b) {
   EXPECT_TRUE(torch::equal(a.targets, b.targets));
 }
 
-Batch prefix(const Batch& b, int64_t count) { return {b.inputs.narrow(0, 0, count), b.targets.narrow(0, 0, count)}; }
+Batch prefix(const Batch& b, int64_t count) {
+  return {b.inputs.narrow(0, 0, count), b.targets.narrow(0, 0, count)};
+}
 
 TEST(SyntheticSamples, ABatchIsTheStreamsFirstSamplesWhateverRanBefore) {
   for (const bool keep : {true, false}) {
@@ -54,7 +56,8 @@ TEST(SyntheticSamples, ABatchIsTheStreamsFirstSamplesWhateverRanBefore) {
   }
   // Kept or not, the same data: a GPU (which keeps them) and the CPU (which does not) see the same.
   CountingSpec counting;
-  SyntheticSamples kept(counting.spec, {1, 28, 28}, 10, 3, true), made_anew(counting.spec, {1, 28, 28}, 10, 3, false);
+  SyntheticSamples kept(counting.spec, {1, 28, 28}, 10, 3, true),
+      made_anew(counting.spec, {1, 28, 28}, 10, 3, false);
   expect_same(kept.first(37, kCpu), made_anew.first(37, kCpu));
 }
 

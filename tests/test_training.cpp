@@ -245,8 +245,9 @@ TEST(DeviceComparisonTable, DevicesOfTwoKindsRunTheSameComputationOrSayWhatDiffe
   // A model whose dropout LibTorch draws inside a module (attention, between recurrent layers).
   c.first.drawn_on_device = {"encoder.layers.0.dropout", "rnn"};
   table = format_comparison_table(c);
-  EXPECT_NE(table.find("Some random draws (encoder.layers.0.dropout, rnn) come from each device's own generator"),
-            std::string::npos)
+  EXPECT_NE(
+      table.find("Some random draws (encoder.layers.0.dropout, rnn) come from each device's own generator"),
+      std::string::npos)
       << table;
   EXPECT_EQ(table.find("the same computation"), std::string::npos) << table;
 }
@@ -277,8 +278,9 @@ TEST_F(Training, DeviceIndependentRunsDrawDropoutMasksOnTheHostAndEvalFollowsThe
 
   const fs::path dir = fs::path(run.jsonl_path).parent_path();
   EXPECT_TRUE(read_checkpoint_info((dir / "checkpoint.json").string()).tf32_off);
-  EXPECT_FALSE(read_checkpoint_info((fs::path(trained().jsonl_path).parent_path() / "checkpoint.json").string())
-                   .tf32_off);
+  EXPECT_FALSE(
+      read_checkpoint_info((fs::path(trained().jsonl_path).parent_path() / "checkpoint.json").string())
+          .tf32_off);
   EvalOptions eval;
   eval.checkpoint = dir.string();
   eval.device = "cpu";
@@ -310,14 +312,16 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   EXPECT_EQ(records[0]["type"], "run");
   EXPECT_EQ(records[0]["config"]["dropout_masks"], "drawn on the host from the seed");
   EXPECT_EQ(records[0]["config"]["drawn_on_device"], Json::array());
-  EXPECT_EQ(read_jsonl((fs::path(o.out_dir) / "cpu" / "train.jsonl").string()).records[0]["config"]["dropout_masks"],
+  EXPECT_EQ(read_jsonl((fs::path(o.out_dir) / "cpu" / "train.jsonl").string())
+                .records[0]["config"]["dropout_masks"],
             "drawn on the host from the seed");
   EXPECT_EQ(records[1]["type"], "comparison");
   EXPECT_EQ(records[1]["epoch"], 1);
   EXPECT_EQ(records[1]["train_loss"]["digits"], 17);
   EXPECT_EQ(records[1]["identical"], true);
   EXPECT_EQ(records[2]["type"], "end");
-  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(o, "cpu", "cpu"); }, {"compare.jsonl", "already holds a complete comparison"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(o, "cpu", "cpu"); },
+                                            {"compare.jsonl", "already holds a complete comparison"}));
 }
 
 TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
@@ -325,12 +329,14 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
   EvalOptions eval;
   eval.device = "cpu";
   eval.checkpoint = (*root_ / "nowhere").string();
-  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"nowhere", "no such checkpoint"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"nowhere", "no such checkpoint"}));
 
   const fs::path bad = *root_ / "corrupt";
   fs::create_directories(bad);
   eval.checkpoint = bad.string();
-  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is missing"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is missing"}));
 
   fs::copy_file(good / "checkpoint.json", bad / "checkpoint.json");
   std::ofstream(bad / "checkpoint.pt") << "not a checkpoint";
@@ -343,14 +349,18 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
 
   fs::copy_file(good / "checkpoint.pt", bad / "checkpoint.pt", fs::copy_options::overwrite_existing);
   fs::resize_file(bad / "checkpoint.pt", fs::file_size(bad / "checkpoint.pt") / 2);
-  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.pt", "is not a readable mnist_cnn checkpoint"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                            {"checkpoint.pt", "is not a readable mnist_cnn checkpoint"}));
 
   std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
-  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
 
-  std::ofstream(bad / "checkpoint.json") << "{\"model\": \"mnist_cnn\", \"data\": {\"directory\": \"x\"}, \"tf32\": \"on\"}";
-  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
-                                            {"checkpoint.json", "has a tf32 that is neither \"off\" nor \"default\""}));
+  std::ofstream(bad / "checkpoint.json")
+      << "{\"model\": \"mnist_cnn\", \"data\": {\"directory\": \"x\"}, \"tf32\": \"on\"}";
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { evaluate_checkpoint(eval); },
+      {"checkpoint.json", "has a tf32 that is neither \"off\" nor \"default\""}));
 }
 
 TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
@@ -363,16 +373,19 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
     EXPECT_NE(std::string(error.what()).find("at least 32x32"), std::string::npos) << error.what();
   }
   o.model = "no_such_model";
-  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"unknown model no_such_model", "mnist_cnn"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { train_model(o); }, {"unknown model no_such_model", "mnist_cnn"}));
   o.model = "mnist_cnn";
   o.device = "cuda:99";
-  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"device cuda:99 is not available here"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { train_model(o); }, {"device cuda:99 is not available here"}));
   o.device = "tpu";
   EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"tpu"}));
   o.device = "cpu";
   o.epochs = 0;
   EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"--epochs 0 trains nothing"}));
-  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(options("refused"), "cpu", "cuda:99"); }, {"cuda:99"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(options("refused"), "cpu", "cuda:99"); },
+                                            {"cuda:99"}));
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
 }
 

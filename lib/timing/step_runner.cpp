@@ -119,7 +119,8 @@ void Workload::prepare_batch(int64_t batch_size) {
                                                   experiment_.seed, /*keep=*/device_.is_cuda());
   }
   // Made on the host and copied, so that the data are the same on every device for a seed.
-  const auto where = timed_copy() ? torch::TensorOptions().pinned_memory(true) : torch::TensorOptions().device(device_);
+  const auto where =
+      timed_copy() ? torch::TensorOptions().pinned_memory(true) : torch::TensorOptions().device(device_);
   const models::Batch batch = samples_->first(batch_size, where);
   // The steps' own draws (dropout) start from the same state at a batch size, whatever ran before.
   torch::manual_seed(seed);
@@ -299,7 +300,6 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
   for (const auto& l : losses) out.losses.push_back(l.item<double>());
   return out;
 }
-
 
 std::optional<std::string> unsupported_operation(const std::exception& error) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&error);

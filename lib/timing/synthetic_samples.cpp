@@ -31,8 +31,8 @@ models::Batch SyntheticSamples::block(int64_t index) {
   torch::manual_seed(mixed(seed_ ^ mixed(static_cast<uint64_t>(index))));
   models::Batch made = spec_.synthetic_batch(kBlockSamples, input_, classes_);
   ++blocks_made_;
-  TORCH_CHECK(made.inputs.size(0) == kBlockSamples && made.targets.size(0) == kBlockSamples,
-              spec_.name, "'s synthetic batch does not have its samples along the first dimension");
+  TORCH_CHECK(made.inputs.size(0) == kBlockSamples && made.targets.size(0) == kBlockSamples, spec_.name,
+              "'s synthetic batch does not have its samples along the first dimension");
   if (keep_) {
     TORCH_CHECK(index == static_cast<int64_t>(blocks_.size()), "kept blocks are made in order");
     blocks_.push_back(made);

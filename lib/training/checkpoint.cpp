@@ -91,7 +91,8 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   }
   if (json.contains("tf32")) {
     const Json& t = json["tf32"];
-    if (!t.is_string() || (t != "off" && t != "default")) refuse("has a tf32 that is neither \"off\" nor \"default\"");
+    if (!t.is_string() || (t != "off" && t != "default"))
+      refuse("has a tf32 that is neither \"off\" nor \"default\"");
     info.tf32_off = t == "off";
   }
   info.weights = kLatestWeights;

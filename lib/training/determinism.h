@@ -14,7 +14,8 @@ namespace batchscope::training_parts {
 // there (no TF32 convolutions or matrix products); the previous settings come back after.
 class DeterminismScope {
  public:
-  DeterminismScope(const torch::Device& device, bool tf32_off) : active_(device.is_cuda()), tf32_off_(tf32_off) {
+  DeterminismScope(const torch::Device& device, bool tf32_off)
+      : active_(device.is_cuda()), tf32_off_(tf32_off) {
     if (!active_) return;
     auto& context = at::globalContext();
     tf32_ = current_tf32();

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "lib/device/environment.h"
 #include "lib/common/errors.h"
+#include "lib/device/environment.h"
 #include "lib/training/training_parts.h"
 
 namespace batchscope {
@@ -85,13 +85,12 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
 
   fs::remove(c.jsonl_path, ec);
   JsonlWriter writer(c.jsonl_path);
-  writer.add(context_record(
-      record::kRun, options.command_line,
-      {{"devices", {c.first_device, c.second_device}},
-       {"runs", {c.first.jsonl_path, c.second.jsonl_path}},
-       {"dropout_masks", "drawn on the host from the seed"},
-       {"tf32", "off"},
-       {"drawn_on_device", c.first.drawn_on_device}}));
+  writer.add(context_record(record::kRun, options.command_line,
+                            {{"devices", {c.first_device, c.second_device}},
+                             {"runs", {c.first.jsonl_path, c.second.jsonl_path}},
+                             {"dropout_masks", "drawn on the host from the seed"},
+                             {"tf32", "off"},
+                             {"drawn_on_device", c.first.drawn_on_device}}));
   c.min_digits = 17;
   for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
     const EpochResult& a = c.first.epochs[i];
@@ -148,13 +147,16 @@ std::string format_comparison_table(const DeviceComparison& c) {
   if (device_kind(c.first_device) == device_kind(c.second_device)) return out;
   const std::vector<std::string>& on_device = c.first.drawn_on_device;
   if (on_device.empty()) {
-    out += "Both ran the same computation: the same initial weights, order and dropout masks (drawn on the host "
-           "from the seed), and fp32 without TF32 on a GPU; the digits above measure the devices' arithmetic.\n";
+    out +=
+        "Both ran the same computation: the same initial weights, order and dropout masks (drawn on the host "
+        "from the seed), and fp32 without TF32 on a GPU; the digits above measure the devices' arithmetic.\n";
   } else {
     std::string names;
     for (const std::string& name : on_device) names += (names.empty() ? "" : ", ") + name;
-    out += "Some random draws (" + names + ") come from each device's own generator, so the two runs part from "
-           "the first step as two seeds would: the digits above measure that as well as the devices' arithmetic.\n";
+    out += "Some random draws (" + names +
+           ") come from each device's own generator, so the two runs part from "
+           "the first step as two seeds would: the digits above measure that as well as the devices' "
+           "arithmetic.\n";
   }
   return out;
 }

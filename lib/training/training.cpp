@@ -14,8 +14,8 @@
 
 #include "data/batch_loader.h"
 #include "data/datasets.h"
-#include "lib/device/environment.h"
 #include "lib/common/errors.h"
+#include "lib/device/environment.h"
 #include "lib/device/gpu.h"
 #include "lib/timing/optimizer.h"
 #include "lib/training/determinism.h"
@@ -206,7 +206,8 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
-  config["dropout_masks"] = o.device_independent ? "drawn on the host from the seed" : "the device's generator";
+  config["dropout_masks"] =
+      o.device_independent ? "drawn on the host from the seed" : "the device's generator";
   if (!drawn_on_device.empty()) config["drawn_on_device"] = drawn_on_device;
   config["shuffle"] = "a permutation per epoch from seed + epoch";
   config["determinism"] = determinism.record();
@@ -266,8 +267,8 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
     if (o.on_epoch) {
       o.on_epoch(r);
     } else {
-      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s", epoch,
-                   o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
+      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s",
+                   epoch, o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
                    r.epoch_seconds, r.samples_per_s);
     }
     outcome.epochs.push_back(r);
