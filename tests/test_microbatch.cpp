@@ -199,12 +199,6 @@ TEST(MicroBatchStudy, RefusesBadOptions) {
   MicroBatchOptions o;
   o.batch = 0;
   EXPECT_THROW(run_microbatch_study(tiny_experiment("mnist_cnn", {1, 28, 28}, 10), o), std::invalid_argument);
-  // A user's choice the command line cannot see: one sentence with its own fix.
-  o.batch = 4;
-  o.mode = MicroBatchMode::Layer;
-  EXPECT_TRUE(
-      testing_support::refuses_with([&] { run_microbatch_study(tiny_experiment("lstm_lm", {5}, 50), o); },
-                                    {"lstm_lm has none", "use --mode model (gradient accumulation)"}));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <sstream>
 
 #include "lib/microbatch/microbatch.h"
-#include "lib/timing/step_runner.h"
 #include "lib/sweep/sweep_runner.h"
+#include "lib/timing/step_runner.h"
 #include "models/registry.h"
 #include "tests/test_support.h"
 
@@ -108,7 +108,11 @@ TEST(SequenceMicroBatching, ModelModeAccumulatesExactlyWithoutBatchStatistics) {
   try {
     run_microbatch_study(e, o);
     FAIL() << "layer mode ran on a model without convolutions";
-  } catch (const std::invalid_argument& error) {
-    EXPECT_NE(std::string(error.what()).find("--mode model"), std::string::npos) << error.what();
+  } catch (const UserError& error) {
+    // One sentence with its own fix, not a second generic one after it.
+    const std::string text = error.what();
+    EXPECT_NE(text.find("lstm_lm has none; use --mode model (gradient accumulation)."), std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("check --batch"), std::string::npos) << text;
   }
 }
