@@ -88,7 +88,7 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   writer.add(context_record(record::kRun, options.command_line,
                             {{"devices", {c.first_device, c.second_device}},
                              {"runs", {c.first.jsonl_path, c.second.jsonl_path}},
-                             {"dropout_masks", "drawn on the host from the seed"},
+                             {"dropout_masks", kMasksOnHost},
                              {"tf32", "off"},
                              {"drawn_on_device", c.first.drawn_on_device}}));
   c.min_digits = 17;

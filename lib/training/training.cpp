@@ -206,8 +206,7 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
-  config["dropout_masks"] =
-      o.device_independent ? "drawn on the host from the seed" : "the device's generator";
+  config["dropout_masks"] = o.device_independent ? kMasksOnHost : kMasksOnDevice;
   if (!drawn_on_device.empty()) config["drawn_on_device"] = drawn_on_device;
   config["shuffle"] = "a permutation per epoch from seed + epoch";
   config["determinism"] = determinism.record();

@@ -19,6 +19,9 @@ inline constexpr int64_t kClasses = 10;
 inline constexpr const char* kJsonlName = "train.jsonl";
 inline constexpr const char* kLatestWeights = "checkpoint.pt";
 inline constexpr const char* kCheckpointInfo = "checkpoint.json";
+// The run record's dropout_masks where TrainingOptions::device_independent is set, and where it is not.
+inline constexpr const char* kMasksOnHost = "drawn on the host from the seed";
+inline constexpr const char* kMasksOnDevice = "the device's generator";
 
 struct LoadedData {
   data::DatasetLocation location;
@@ -34,7 +37,8 @@ void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
 
 // The loss and accuracy of the model on a test split, in batches of batch_size (lib/training/evaluation.cpp).
-Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size, const torch::Device& device);
+Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
+                    const torch::Device& device);
 
 // Checkpoint files (lib/training/checkpoint.cpp), each written beside and renamed into place:
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
