@@ -8,7 +8,8 @@ const std::vector<std::pair<std::string, CommandRunner>>& commands() {
       {"status", run_status_command},
       {"submit", run_submit_command},     {"maxbatch", run_maxbatch_command}, {"train", run_train_command},
       {"eval", run_eval_command},         {"microbatch", run_microbatch_command}, {"models", run_models_command},
-      {"env", run_env_command},           {"completion", run_completion_command}};
+      {"env", run_env_command},           {"peak", run_peak_command},
+      {"completion", run_completion_command}};
   return all;
 }
 
@@ -36,7 +37,10 @@ std::string usage() {
          "  models [--json]                list the model zoo: parameters (against the references), default "
          "input, GFLOPs per sample\n"
          "  env [--json]                   print the environment a run record holds, and how energy is "
-         "measured\n\n"
+         "measured\n"
+         "  peak [--device D] [--json]     the device's dense matrix-product rate (fp32, TF32, bf16, fp16): "
+         "the peak\n"
+         "                                 a sweep's TFLOP/s is read against\n\n"
          "  completion bash                print a bash completion script (scripts/setup.sh installs it)\n\n"
          "batchscope COMMAND --help (or batchscope help COMMAND) describes a command's options, with their\n"
          "defaults; batchscope --version prints the version.\n\n"

@@ -18,6 +18,7 @@ int run_eval_command(const std::vector<std::string>& args);
 int run_microbatch_command(const std::vector<std::string>& args);
 int run_models_command(const std::vector<std::string>& args);
 int run_env_command(const std::vector<std::string>& args);
+int run_peak_command(const std::vector<std::string>& args);
 
 int run_status_command(const std::vector<std::string>& args);
 int run_submit_command(const std::vector<std::string>& args);

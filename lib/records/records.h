@@ -40,6 +40,8 @@ inline constexpr const char* kMaxBatch = "maxbatch";
 inline constexpr const char* kMaxBatchTry = "maxbatch_try";
 // Profiled steps of a sweep (profile.jsonl beside steps.jsonl).
 inline constexpr const char* kProfile = "profile";
+// batchscope peak: the device's matrix-product rates.
+inline constexpr const char* kPeak = "peak";
 }  // namespace record
 
 // The record that opens a log: its type, a new run id, the start time, the environment (host,

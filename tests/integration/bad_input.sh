@@ -182,6 +182,12 @@ expect option_min_samples "command line: --min-samples: '0' is not a whole numbe
 expect option_threshold "command line: --threshold: '-2' is not a number above 0" analyze --threshold -2 "$work/kept"
 expect option_microbatch_batch "command line: --batch: 'x' is not a whole number from 1 to 16777216" microbatch --model alexnet --batch x --out "$work/new1"
 expect option_maxbatch_confirm "command line: --confirm: '0' is not a whole number from 1" maxbatch --model mnist_cnn --confirm 0 --memory-limit 1GiB
+expect option_peak_precision "command line: --precision: 'fp8' is not a precision peak measures; give a comma-separated list of fp32, tf32, bf16 and fp16" peak --device cpu --precision fp8
+expect option_peak_size "command line: --size: '0' is not a whole number from 1 to 65536" peak --device cpu --size 0
+# Three 65536² fp32 matrices need 48 GiB: refused before any is made where less is free (as here).
+if [ "$(awk '/^MemAvailable:/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 44 ]; then
+  expect option_peak_size_memory "command line: --size 65536 needs 48.0 GiB for its three matrices, more than the .* this machine has free; give a smaller --size" peak --device cpu --size 65536
+fi
 expect option_eval_batch "command line: --batch: '0' is not a whole number from 1" eval --checkpoint "$work/ckpt" --batch 0
 expect option_idle_seconds "command line: --idle-seconds: '1e9' is not a number from 0 to 600" sweep --model mnist_cnn --batch 1 --idle-seconds 1e9 --out "$work/new1"
 mkdir -p "$work/dirlog/steps.jsonl"

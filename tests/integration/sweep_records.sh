@@ -146,4 +146,30 @@ if "$bin" sweep "$work/two.yaml" --experiment fourth --out "$work/unnamed" > /de
 fi
 grep -q "no experiment named 'fourth'; give one of first, second, third" "$work/unnamed.err" && [ ! -e "$work/unnamed" ] \
   || { echo "sweep_records: unknown --experiment: $(cat "$work/unnamed.err")"; exit 1; }
+# peak: the matrix-product rate per precision, each product timed; a precision the CPU has no mode for
+# is said, not measured; --out appends one record per run.
+"$bin" peak --device cpu --size 96 --steps 4 --warmup 1 --precision fp32,tf32 --out "$work/peak.jsonl" > "$work/peak.txt"
+"$bin" peak --device cpu --size 64 --steps 3 --warmup 0 --json --out "$work/peak.jsonl" > "$work/peak.json"
+grep -Eq "^fp32 +[0-9.e+-]+ +[0-9.e+-]+-[0-9.e+-]+ +[0-9.e+-]+$" "$work/peak.txt" \
+  && grep -q "^tf32 .*not measured: TF32" "$work/peak.txt" \
+  || { echo "sweep_records: peak's table: $(cat "$work/peak.txt")"; exit 1; }
+python3 - "$work/peak.jsonl" "$work/peak.json" <<'PY' || { echo "sweep_records: peak's records are wrong"; exit 1; }
+import json, statistics, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["type"] for r in lines] == ["peak", "peak"], lines
+printed = json.load(open(sys.argv[2]))
+assert printed["rates"] == lines[1]["rates"], (printed, lines[1])
+first = lines[0]
+assert first["config"]["size"] == 96 and first["config"]["precisions"] == ["fp32", "tf32"], first["config"]
+assert first["host"] and first["libtorch_version"] and "gpus" in first and first["command"].startswith("batchscope peak"), first
+fp32, tf32 = first["rates"]
+assert tf32 == {"precision": "tf32", "size": 96, "skipped": tf32["skipped"]} and "TF32" in tf32["skipped"], tf32
+assert len(fp32["times_ms"]) == 4 and min(fp32["times_ms"]) > 0, fp32
+assert fp32["flops_per_product"] == 2 * 96 ** 3 and fp32["timer"] == "steady_clock", fp32
+median = statistics.median(fp32["times_ms"])
+assert abs(fp32["median_ms"] - median) < 1e-9, (fp32["median_ms"], median)
+assert abs(fp32["median_tflops"] - 2 * 96 ** 3 / (median / 1e3) / 1e12) < 1e-9 * fp32["median_tflops"], fp32
+assert fp32["p10_tflops"] <= fp32["median_tflops"] <= fp32["p90_tflops"], fp32
+assert len(lines[1]["rates"]) == 1 and lines[1]["rates"][0]["size"] == 64 and len(lines[1]["rates"][0]["times_ms"]) == 3
+PY
 echo "sweep_records: ok"
