@@ -10,6 +10,7 @@
 
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
+#include "lib/analysis/peak_share.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/analysis/periodicity.h"
 #include "lib/records/microbatch_records.h"
@@ -144,6 +145,7 @@ struct GroupAnalysis {
   std::optional<Prediction> prediction;
   std::string no_prediction;
   std::optional<GroupCost> cost;  // where analyze was given a price for its device
+  std::optional<GroupPeak> peak;  // where analyze was given the measured peak of its device (--peak)
 };
 
 // One common batch size of an energy comparison: group samples/J / baseline samples/J, and the same

@@ -376,6 +376,29 @@ void price_groups(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOp
   }
 }
 
+// Each group's highest TFLOP/s against the measured peaks of its device (analyze --peak).
+void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOptions& options) {
+  if (options.peaks.entries.empty()) return;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    GroupAnalysis& g = a.groups[i];
+    const Json& id = raw[i].identity;
+    const std::string device = id.value("device", "");
+    const std::vector<std::string> precisions = peak_precisions_for(
+        id.value("precision", ""), id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
+        id.contains("cuda"));
+    g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions);
+    const bool has_rate = std::any_of(g.points.begin(), g.points.end(),
+                                      [](const PointStats& p) { return p.tflops && !p.too_few_samples; });
+    if (!g.peak && has_rate) {
+      std::string wanted;
+      for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
+      a.warnings.push_back(g.label + ": " + options.peaks.file + " has no " + wanted + " peak of " +
+                           (device == "cpu" ? "this CPU" : device) +
+                           "; run batchscope peak --out " + options.peaks.file + " on that device to read its rate against one");
+    }
+  }
+}
+
 }  // namespace
 
 Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& options) {
@@ -385,6 +408,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   a.comparisons = compare(raw, a.groups);
   a.transfer_verdicts = transfer_verdicts(raw, a.groups);
   price_groups(raw, a, options);
+  read_against_peaks(raw, a, options);
   for (const GroupAnalysis& g : a.groups) {
     if (!g.flagged.empty()) {
       a.warnings.push_back(g.label + ": " + std::to_string(g.flagged.size()) +

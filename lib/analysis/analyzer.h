@@ -6,6 +6,7 @@
 
 #include "lib/analysis/analysis.h"
 #include "lib/analysis/cost.h"
+#include "lib/analysis/peak_share.h"
 #include "lib/analysis/grouping.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/common/limits.h"
@@ -24,6 +25,8 @@ struct AnalyzeOptions {
   // (default: the training set of the experiment's dataset where known).
   PriceList prices;
   std::optional<int64_t> epoch_samples;
+  // The device's measured peak rates (analyze --peak), that each group's TFLOP/s is read against.
+  PeakTable peaks;
 };
 
 // Statistics, trend, jumps, periodicity and best batch sizes of each group, and speedups between

@@ -81,30 +81,36 @@ class Campaign:
                         "out": path, "resumable": True})
 
         jumps = os.path.join(r, "jumps")
+        bench_on = lambda m: sweep(f"{m}_bench_on", ["--model", m] + image + ["--cudnn-benchmark"],
+                                   os.path.join(jumps, f"{m}_bench_on"))
+        # First every claim's first answer, each item a few minutes at most, so that a short GPU window
+        # answers all of them; then the variants of claim 1, the largest batches, and benchmark mode.
+        # 1. VGG16's staircase, profiled, so that analyze can put every jump on its layers and kernels.
         if smoke:
             # Six sizes, so that a short budget stops it half-way (the smoke test resumes it).
             sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
                   with_option(SMOKE_IMAGE, "--batch", "1:6"),
                   os.path.join(r, "vgg16_jumps"))
         else:
-            # Profiled, so that analyze can put every jump on the layers and kernels that cause it.
             sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile"], os.path.join(r, "vgg16_jumps"))
-        for m in JUMP_MODELS_OFF:
-            sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
-        # cuDNN's search costs about 5 s a batch size: VGG16 answers what benchmark mode changes, and the
-        # other nets follow once every other question is answered.
-        bench_on = lambda m: sweep(f"{m}_bench_on", ["--model", m] + image + ["--cudnn-benchmark"],
-                                   os.path.join(jumps, f"{m}_bench_on"))
-        bench_on(JUMP_MODELS_ON[0])
-        bf16 = with_option(image, "--precision", "bf16")
-        sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
-              os.path.join(jumps, "vgg16_bf16_channels_last"))
-        sweep("vgg16_copy_included", ["--model", "vgg16"] + image + ["--transfer", "included"],
-              os.path.join(jumps, "vgg16_copy_included"))
+        # 5. The GPU's measured peak, that every sweep's TFLOP/s is read against.
+        peak = os.path.join(r, "peak.jsonl")
+        out.append({"id": "peak", "kind": "peak",
+                    "argv": ["peak", "--out", peak] + (["--size", "64", "--steps", "2", "--warmup", "0"] if smoke
+                                                       else []) + dev[:2],
+                    "out": peak, "resumable": False})
+        # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
-            mnist_args += ["--batch", "1:4:x2", "--warmup", "1", "--steps", "2", "--memory-limit", "256MiB"]
+            # Five timed steps, as many as analyze needs to use a size (and read it against the peak).
+            mnist_args += ["--batch", "1:4:x2", "--warmup", "1", "--steps", "5", "--memory-limit", "256MiB"]
         sweep("mnist_train_vs_infer", mnist_args, os.path.join(r, "mnist_train_vs_infer"))
+        path = os.path.join(r, "train_compare")
+        train = ["train", "--batch", "64", "--quiet", "--out", path] + (data or ["--data", "mnist"])
+        train += (["--epochs", "1", "--limit-train", "256", "--limit-test", "128", "--compare", "cpu,cpu"] if smoke
+                  else ["--epochs", "2", "--compare", "cpu,cuda:0"])
+        out.append({"id": "train_compare", "kind": "train", "argv": train, "out": path, "resumable": False})
+        # 3. µ-cuDNN's speedups, planned and measured.
         for m, b in (("alexnet", "256"), ("resnet18", "256")):
             path = os.path.join(r, "microbatch", m)
             extra = (["--batch", "4", "--input", "3,64,64", "--classes", "10", "--steps", "2", "--warmup", "1",
@@ -112,17 +118,24 @@ class Campaign:
             out.append({"id": f"microbatch_{m}", "kind": "microbatch",
                         "argv": ["microbatch", "--model", m, "--quiet", "--out", path] + extra + dev[:2],
                         "out": path, "resumable": False})
-        path = os.path.join(r, "train_compare")
-        train = ["train", "--batch", "64", "--quiet", "--out", path] + (data or ["--data", "mnist"])
-        train += (["--epochs", "1", "--limit-train", "256", "--limit-test", "128", "--compare", "cpu,cpu"] if smoke
-                  else ["--epochs", "2", "--compare", "cpu,cuda:0"])
-        out.append({"id": "train_compare", "kind": "train", "argv": train, "out": path, "resumable": False})
+        # 4. J/sample and the most efficient batch size.
         energy = "tests/data/campaign_smoke_energy.yaml" if smoke else "configs/energy_zoo.yaml"
         energy_args = [energy] + (["--warmup", "0", "--steps", "1"] if smoke else [])
         sweep("energy_zoo", energy_args, os.path.join(r, "energy_zoo"), energy=True)
-        # The tool's own spread: ResNet-50's sweep a second time, for `batchscope compare` with the first.
+        # 1. Which nets show the staircase; 5. the run-to-run spread: ResNet-50's sweep a second time,
+        # for `batchscope compare` with the first.
+        for m in JUMP_MODELS_OFF:
+            sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
         sweep("resnet50_bench_off_pass2", ["--model", "resnet50"] + image,
               os.path.join(jumps, "resnet50_bench_off_pass2"))
+        # 1. What bf16, the PCIe copy and benchmark mode change (cuDNN's search costs about 5 s a batch
+        # size: VGG16 first, the other nets last).
+        bf16 = with_option(image, "--precision", "bf16")
+        sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
+              os.path.join(jumps, "vgg16_bf16_channels_last"))
+        sweep("vgg16_copy_included", ["--model", "vgg16"] + image + ["--transfer", "included"],
+              os.path.join(jumps, "vgg16_copy_included"))
+        bench_on(JUMP_MODELS_ON[0])
         for m in (["resnet18"] if smoke else MAXBATCH_MODELS):
             for precision in ("fp32", "bf16"):
                 path = os.path.join(r, "maxbatch", f"{m}_{precision}.jsonl")
@@ -136,26 +149,36 @@ class Campaign:
             bench_on(m)
         return out
 
-    def make_plan(self):
+    def make_plan(self, previous=None):
+        """The plan: every item with its command and estimate, sweeps' step counts lowered to fit the
+        target. With a previous plan (--replan), the items it started or finished keep their commands
+        and estimates, so that a stopped sweep resumes with the same one; the rest are planned anew,
+        in the order items() gives, and only they are fitted into the target."""
         device = self.device_name()
         rate = next((v for k, v in RATES.items() if k in device.lower()), FALLBACK_RATE)
         if self.a.smoke and not self.a.assume_gpu:
             rate = RATES["cpu"]
-        items = self.items()
-        for it in items:
+        kept = {it["id"]: it for it in (previous or {}).get("items", [])
+                if self.state.get(it["id"]) == "done" or os.path.exists(it["out"])}
+        items = [kept.get(it["id"], it) for it in self.items()]
+        items += [it for it in kept.values() if it not in items]  # an item that is no longer planned
+        fresh = [it for it in items if it["id"] not in kept]
+        for it in fresh:
             it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare")
             if it["kind"] == "sweep":
                 it["plan"] = self.sweep_plan(it["argv"])
+        # What is left of the kept items counts whole: a stopped sweep's remaining sizes are not known here.
+        left_kept = sum(it["estimate_s"] for it in kept.values() if self.state.get(it["id"]) != "done")
         steps = None
-        total = sum(estimate(it, rate, None) for it in items)
+        total = left_kept + sum(estimate(it, rate, None) for it in fresh)
         if total > self.a.target_s:
             # One step count for every sweep, the largest that fits; never below what analyze needs.
             for candidate in range(19, 4, -1):
                 steps = candidate
-                total = sum(estimate(it, rate, steps) for it in items)
+                total = left_kept + sum(estimate(it, rate, steps) for it in fresh)
                 if total <= self.a.target_s:
                     break
-        for it in items:
+        for it in fresh:
             it["estimate_s"] = round(estimate(it, rate, steps), 1)
             if steps is not None and it["kind"] == "sweep" and timed_steps(it) > steps:
                 it["argv"] = with_option(it["argv"], "--steps", str(steps))
@@ -163,6 +186,9 @@ class Campaign:
             it.pop("plan", None)
         plan = {"device": device, "rate_flops": rate, "target_s": self.a.target_s, "lowered_steps": steps,
                 "estimate_s": round(total, 1), "items": items}
+        if previous:
+            plan["replanned_from"] = previous.get("made", "?")
+            plan["kept"] = [it["id"] for it in items if it["id"] in kept]
         return plan
 
     def device_name(self):
@@ -185,15 +211,19 @@ class Campaign:
 
     def run(self):
         plan_path = os.path.join(self.state_dir, "plan.json")
-        if os.path.exists(plan_path) and not self.a.replan:
-            plan = load_json(plan_path, None)
+        previous = load_json(plan_path, None)
+        if previous is not None and not self.a.replan:
+            plan = previous
             self.log(f"following the plan in {plan_path} (made {plan.get('made', '?')})")
         else:
-            plan = self.make_plan()
+            plan = self.make_plan(previous)
             plan["made"] = time.strftime("%Y-%m-%d %H:%M:%S")
             save_json(plan_path, plan)
+            if previous is not None:
+                self.log(f"planned again: the plan made {plan['replanned_from']} started or finished "
+                         f"{len(plan['kept'])} items, which keep their commands: {', '.join(plan['kept']) or 'none'}")
             self.log(f"plan for {plan['device']}: {len(plan['items'])} items, estimated {plan['estimate_s']:.0f} s "
-                     f"at {plan['rate_flops'][0] / 1e12:.3g}/{plan['rate_flops'][1] / 1e12:.3g} TFLOP/s "
+                     f"for what is left at {plan['rate_flops'][0] / 1e12:.3g}/{plan['rate_flops'][1] / 1e12:.3g} TFLOP/s "
                      f"(fp32/half) against a target of {plan['target_s']:.0f} s")
             if plan["lowered_steps"] is not None:
                 self.log(f"step counts lowered to {plan['lowered_steps']} timed steps per batch size in every sweep "
@@ -301,7 +331,10 @@ class Campaign:
                     interrupted = 3
 
     def analyze(self, it):
-        rc = subprocess.run([self.bin, "analyze", it["out"], "--quiet"], stdout=subprocess.DEVNULL,
+        # Each sweep's TFLOP/s against the GPU's measured peak, once the peak item has run.
+        peak = os.path.join(self.results, "peak.jsonl")
+        peak_args = ["--peak", peak] if os.path.isfile(peak) and os.path.getsize(peak) > 0 else []
+        rc = subprocess.run([self.bin, "analyze", it["out"], "--quiet"] + peak_args, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
         if rc.returncode != 0:
             self.log(f"{it['id']}: analyze exit {rc.returncode}: {rc.stderr.strip().splitlines()[-1:]}")
@@ -348,13 +381,14 @@ def estimate(it, rate, steps):
     """Seconds one item is expected to take, from its FLOPs per step at the assumed rate."""
     fp32, half = rate
     gpu = fp32 > 1e12
-    # A step's launches take milliseconds whatever its FLOPs (ResNet-50's batch-1 training step: 14 ms).
-    floor = 0.005 if gpu else 0.002
+    # A step's launches take milliseconds whatever its FLOPs (on an H100, VGG16's batch-1 training step
+    # took 5 ms, ResNet-50's 19 ms and MobileNetV2's 14 ms).
+    floor = 0.012 if gpu else 0.002
     if it["kind"] == "sweep":
         # The shortest energy window (20 counter updates) where energy is measured; a GPU's counter
         # updates every 10 to 100 ms.
         window = 1.0 if gpu and "--no-energy" not in it["argv"] else 0.0
-        total = 4.0  # model build and idle baseline
+        total = 6.0  # CUDA's start, the model's build and the idle baseline
         for e in it["plan"]["experiments"]:
             r = half if e["precision"] in ("fp16", "bf16") else fp32
             n_timed = min(step_count(e), steps) if steps else step_count(e)
@@ -371,14 +405,18 @@ def estimate(it, rate, steps):
                 sizes.append(per_sample * cap)
                 total += 25 * max(per_sample * cap / r, floor)
             # Profiled steps (--profile): a few more steps per size, each a profiler session of its own
-            # with about 0.2 s of start, stop and event collection.
+            # with its start, stop and event collection (VGG16 on an H100: about 0.06 s a step).
             n_profiled = (e.get("profile_steps") or 3) if (e.get("profile") or "--profile" in it["argv"]) else 0
             for flops in sizes:
                 t = max(flops / r, floor)
-                total += n_warm * t + max(n_timed * t, window) + 0.1 + (BENCHMARK_SEARCH_S[gpu] if e["cudnn_benchmark"] else 0)
-                total += n_profiled * (2 * t + 0.2)
+                # Per size beside its steps: the batch made and copied, memory released, records written
+                # (on the H100 about 0.2 s).
+                total += n_warm * t + max(n_timed * t, window) + 0.2 + (BENCHMARK_SEARCH_S[gpu] if e["cudnn_benchmark"] else 0)
+                total += n_profiled * (2 * t + 0.06)
         return total
     # Not planned by FLOPs: about 25 tries of the search, the layer costs at every split, two epochs.
+    if it["kind"] == "peak":
+        return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         return 40.0 if gpu else 20.0
     if it["kind"] == "microbatch":

@@ -123,5 +123,19 @@ expect2 split_across_gpus "elsewhere.jsonl: .*NVIDIA Test GPU vs Third GPU" "$wo
 expect2 no_logs "at least one log" --out "$work/x"
 expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0
 
+# --peak: the sweep's highest TFLOP/s against this CPU's measured fp32 peak, in the report, the summary and
+# analysis.json; a file that is not a peak file is refused with its line.
+"$bin" peak --device cpu --size 128 --steps 3 --warmup 1 --out "$work/peak.jsonl" > /dev/null
+if "$bin" analyze "$work/cpu" --peak "$work/peak.jsonl" --no-plots --out "$work/peaked" > "$work/out" 2> "$work/err" &&
+   grep -Eq "^- highest rate: batch [0-9]+, [0-9.e+-]+ TFLOP/s, [0-9.e+-]+% of the measured fp32 peak \([0-9.e+-]+ TFLOP/s, .*peak.jsonl:1\)$" "$work/peaked/report.md" &&
+   grep -Eq "^  highest rate: .*% of the measured fp32 peak" "$work/out" &&
+   python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"][0]["peak"]; assert g["of_peaks"][0]["precision"] == "fp32" and abs(g["of_peaks"][0]["share"] * g["of_peaks"][0]["peak_tflops"] - g["tflops"]) < 1e-9 * g["tflops"], g' "$work/peaked/analysis.json"; then
+  echo "ok   --peak: $(grep 'highest rate' "$work/out")"
+else
+  echo "FAIL --peak: $(cat "$work/err") $(grep -i 'rate' "$work/peaked/report.md" 2>/dev/null)"; failures=$((failures + 1))
+fi
+expect2 not_a_peak_file "cpu/steps.jsonl:1: holds a \"run\" record, not a peak record; give --peak the JSON-lines file that batchscope peak --out wrote" \
+  "$work/cpu" --peak "$work/cpu/steps.jsonl" --no-plots --out "$work/x"
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all analyze checks passed"

@@ -35,6 +35,29 @@ cp "$jsonl" "$work/first.jsonl" 2>/dev/null
 [ -f "$work/copy/r/vgg16_jumps/steps.jsonl" ] && ok "the stopped sweep's log was copied back" ||
   fail "nothing copied to --copy-to after the first run"
 
+# Planning again keeps the commands of what was started (the stopped sweep resumes with its own) and
+# plans the rest anew: a mark put on one started and one untouched item shows which entries were kept.
+python3 - "$work/r/campaign/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for it in plan["items"]:
+    if it["id"] in ("vgg16_jumps", "microbatch_alexnet"):
+        it["estimate_s"] = 999.0
+json.dump(plan, open(sys.argv[1], "w"))
+PY
+"${campaign[@]}" --plan-only --replan > "$work/replan.out" 2>&1
+rc=$?
+python3 - "$work/r/campaign/plan.json" <<'PY' && [ "$rc" -eq 0 ] && grep -q "planned again: .* started or finished 1 items, which keep their commands: vgg16_jumps" "$work/replan.out" \
+  && ok "planning again keeps the started sweep's command and plans the rest anew" || fail "replan: exit $rc, $(head -3 "$work/replan.out")"
+import json, sys
+plan = json.load(open(sys.argv[1]))
+by_id = {it["id"]: it for it in plan["items"]}
+assert plan["kept"] == ["vgg16_jumps"], plan["kept"]
+assert by_id["vgg16_jumps"]["estimate_s"] == 999.0, by_id["vgg16_jumps"]
+assert by_id["microbatch_alexnet"]["estimate_s"] != 999.0, by_id["microbatch_alexnet"]
+assert [it["id"] for it in plan["items"]][:2] == ["vgg16_jumps", "peak"], [it["id"] for it in plan["items"]]
+PY
+
 "${campaign[@]}" > "$work/second.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/second.out"; then
@@ -63,12 +86,16 @@ for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_bf16_channels
     fail "$item: no complete, analysed sweep"
 done
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
+python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["type"] == "peak" and r["rates"][0]["median_tflops"] > 0, r' \
+  "$work/r/peak.jsonl" || fail "peak: no measured rate"
+grep -q "% of the measured fp32 peak" "$work/r/mnist_train_vs_infer/analysis/report.md" &&
+  ok "sweeps after the peak are read against it" || fail "the MNIST report does not read its rate against the peak"
 [ -f "$work/r/microbatch/alexnet/report.md" ] || fail "microbatch: no report"
 [ -f "$work/r/train_compare/compare.jsonl" ] || fail "train --compare: no comparison"
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
   ! find "$work/copy" -name '*.png' | grep -q . && ok "reports and logs copied back, pictures not" ||
   fail "copies: $(find "$work/copy" -maxdepth 2 | head)"
-[ "$(wc -l < "$work/r/commands.txt")" -ge 17 ] && ok "commands.txt lists every command run" ||
+[ "$(wc -l < "$work/r/commands.txt")" -ge 18 ] && ok "commands.txt lists every command run" ||
   fail "commands.txt: $(wc -l < "$work/r/commands.txt") lines"
 
 "${campaign[@]}" > "$work/third.out" 2>&1

@@ -284,6 +284,16 @@ Json with_profile(Json group, const GroupAnalysis& g) {
                      {"epoch_samples", optional_json(g.cost->epoch_samples)}, {"points", points},
                      {"cheapest", cheapest}};
   }
+  if (g.peak) {
+    Json shares = Json::array();
+    for (const PeakShare& share : g.peak->shares) {
+      shares.push_back({{"precision", share.precision},
+                        {"peak_tflops", share.peak_tflops},
+                        {"share", share.share},
+                        {"peak_from", share.from}});
+    }
+    group["peak"] = {{"batch_size", g.peak->batch_size}, {"tflops", g.peak->tflops}, {"of_peaks", shares}};
+  }
   return group;
 }
 

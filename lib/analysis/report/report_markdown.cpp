@@ -28,6 +28,17 @@ std::string jump_name(const Jump& j) {
   return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch);
 }
 
+// "46% of the measured fp32 peak (51.2 TFLOP/s, peak.jsonl:1), 11% of the tf32 peak (...)"
+std::string peak_shares(const GroupPeak& peak, bool with_sources) {
+  std::string text;
+  for (std::size_t i = 0; i < peak.shares.size(); ++i) {
+    const PeakShare& s = peak.shares[i];
+    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
+            " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" + (with_sources ? ", " + s.from : "") + ")";
+  }
+  return text;
+}
+
 void write_environment(std::ostream& out, const Analysis& a) {
   out << "## Environment\n\n";
   std::set<std::string> shown;
@@ -200,6 +211,10 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
     out << "- highest throughput: batch " << g.fastest->batch_size << ", "
         << significant(g.fastest->samples_per_s) << " samples/s (" << significant(g.fastest->median_ms)
         << " ms per step)\n";
+  }
+  if (g.peak) {
+    out << "- highest rate: batch " << g.peak->batch_size << ", " << significant(g.peak->tflops) << " TFLOP/s, "
+        << peak_shares(*g.peak, /*with_sources=*/true) << "\n";
   }
   write_energy_bests(out, g);
   write_cost_best(out, g);
@@ -408,6 +423,10 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
           << " samples/s";
       if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
       out << "\n";
+      if (g.peak) {
+        out << "  highest rate: " << significant(g.peak->tflops) << " TFLOP/s at batch " << g.peak->batch_size << ", "
+            << peak_shares(*g.peak, /*with_sources=*/false) << "\n";
+      }
     }
     write_energy_terminal(out, g);
   }

@@ -1,0 +1,106 @@
+#include "lib/analysis/peak_share.h"
+
+#include <cmath>
+
+#include "lib/analysis/analysis.h"
+#include "lib/common/errors.h"
+#include "lib/records/jsonl.h"
+
+namespace batchscope {
+namespace {
+
+constexpr const char* kFix = "give --peak the JSON-lines file that batchscope peak --out wrote";
+
+// The device a peak record measured, by the name the sweeps' run records give it.
+std::string device_name(const Json& record, const std::string& path, int line) {
+  const Json* config = record.contains("config") && record["config"].is_object() ? &record["config"] : nullptr;
+  if (config == nullptr || !(*config).contains("device") || !(*config)["device"].is_string())
+    throw UserError(located(path, line, "the peak record has no config.device", kFix));
+  const std::string device = (*config)["device"].get<std::string>();
+  if (device.rfind("cuda", 0) != 0) return device;
+  const std::size_t colon = device.find(':');
+  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
+  if (record.contains("gpus") && record["gpus"].is_array()) {
+    for (const Json& g : record["gpus"]) {
+      if (g.is_object() && g.value("index", -1) == index && g.contains("name") && g["name"].is_string())
+        return g["name"].get<std::string>();
+    }
+  }
+  throw UserError(located(path, line, "the peak record does not name the GPU " + device + " (gpus[].name)", kFix));
+}
+
+}  // namespace
+
+PeakTable read_peak_table(const std::string& path) {
+  const JsonlContents contents = read_jsonl(path);
+  PeakTable table;
+  table.file = path;
+  for (std::size_t i = 0; i < contents.records.size(); ++i) {
+    const Json& r = contents.records[i];
+    const int line = contents.record_lines[i];
+    if (r["type"] != "peak") {
+      throw UserError(located(path, line, "holds a " + r["type"].dump() + " record, not a peak record", kFix));
+    }
+    PeakEntry base;
+    base.device = device_name(r, path, line);
+    if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object()) base.cpu = r["cpu"].value("model", "");
+    base.line = line;
+    if (!r.contains("rates") || !r["rates"].is_array())
+      throw UserError(located(path, line, "the peak record has no rates list", kFix));
+    for (const Json& rate : r["rates"]) {
+      if (!rate.is_object() || !rate.contains("precision") || !rate["precision"].is_string())
+        throw UserError(located(path, line, "a rate of the peak record has no precision", kFix));
+      if (rate.contains("skipped")) continue;
+      const Json& tflops = rate.contains("median_tflops") ? rate["median_tflops"] : Json();
+      if (!tflops.is_number() || !std::isfinite(tflops.get<double>()) || tflops.get<double>() <= 0) {
+        throw UserError(located(path, line,
+                                "the " + rate["precision"].get<std::string>() +
+                                    " rate of the peak record has no median_tflops above 0",
+                                kFix));
+      }
+      PeakEntry entry = base;
+      entry.precision = rate["precision"].get<std::string>();
+      entry.median_tflops = tflops.get<double>();
+      bool replaced = false;
+      for (PeakEntry& earlier : table.entries) {
+        if (earlier.device == entry.device && earlier.cpu == entry.cpu && earlier.precision == entry.precision) {
+          earlier = entry;
+          replaced = true;
+        }
+      }
+      if (!replaced) table.entries.push_back(entry);
+    }
+  }
+  if (contents.records.empty()) throw UserError(located(path, 0, "holds no peak record", kFix));
+  if (table.entries.empty()) throw UserError(located(path, 0, "holds no measured rate (every precision was skipped)", kFix));
+  return table;
+}
+
+std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32, bool cuda) {
+  if (precision != "fp32") return {precision};
+  if (!cuda || tf32 == "off") return {"fp32"};
+  if (tf32 == "on") return {"tf32"};
+  return {"fp32", "tf32"};
+}
+
+std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
+                                        const std::string& device, const std::string& cpu,
+                                        const std::vector<std::string>& precisions) {
+  GroupPeak peak;
+  for (const PointStats& p : points) {
+    if (p.too_few_samples || !p.tflops) continue;
+    if (*p.tflops > peak.tflops) peak = {p.batch_size, *p.tflops, {}};
+  }
+  if (peak.tflops <= 0) return std::nullopt;
+  for (const std::string& precision : precisions) {
+    for (const PeakEntry& e : table.entries) {
+      if (e.device != device || e.precision != precision || (device == "cpu" && e.cpu != cpu)) continue;
+      peak.shares.push_back({precision, e.median_tflops, table.file + ":" + std::to_string(e.line),
+                             peak.tflops / e.median_tflops});
+    }
+  }
+  if (peak.shares.empty()) return std::nullopt;
+  return peak;
+}
+
+}  // namespace batchscope

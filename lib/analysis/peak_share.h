@@ -1,0 +1,55 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace batchscope {
+
+struct PointStats;
+
+// A sweep's achieved TFLOP/s against the device's measured peak: `analyze --peak FILE` reads the rates
+// that `batchscope peak --out FILE` wrote.
+
+struct PeakEntry {
+  std::string device;  // the GPU's name as the run records give it, or "cpu"
+  std::string cpu;     // the CPU's model, for "cpu"
+  std::string precision;
+  double median_tflops = 0;
+  int line = 0;
+};
+
+struct PeakTable {
+  std::string file;  // "" without --peak
+  std::vector<PeakEntry> entries;  // a later line replaces an earlier one of the same device and precision
+};
+
+// Reads a peak file; throws UserError naming the file, the line and the fix.
+PeakTable read_peak_table(const std::string& path);
+
+// The peaks that a group's steps are read against: its own precision; for fp32 on a GPU also TF32,
+// where its run let cuDNN's convolutions use it (tf32 "default" or "on"), and TF32 alone with "on".
+std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32, bool cuda);
+
+struct PeakShare {
+  std::string precision;  // the peak's
+  double peak_tflops = 0;
+  std::string from;  // "FILE:LINE"
+  double share = 0;  // the group's highest TFLOP/s over the peak
+};
+
+// The group's highest TFLOP/s (among the sizes with enough steps) and its share of each matching peak.
+struct GroupPeak {
+  int64_t batch_size = 0;
+  double tflops = 0;
+  std::vector<PeakShare> shares;
+};
+
+// The group's rate against the peaks of its device (device and cpu as its identity gives them); none
+// where it has no rate or the table no matching peak.
+std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
+                                        const std::string& device, const std::string& cpu,
+                                        const std::vector<std::string>& precisions);
+
+}  // namespace batchscope

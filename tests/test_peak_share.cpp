@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/peak_share.h"
+#include "lib/analysis/report/analysis_json.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "tests/analysis_test_support.h"
+
+namespace batchscope {
+namespace {
+
+using analysis_test::AnalyzeTest;
+using analysis_test::FakeLog;
+using analysis_test::user_error_of;
+
+// A peak record as batchscope peak writes it: the device, its GPUs, and a rate per precision.
+std::string peak_line(const std::string& device, const std::string& gpu_name, const std::vector<Json>& rates) {
+  Json r = {{"type", "peak"},
+            {"cpu", {{"model", "Test CPU"}}},
+            {"gpus", gpu_name.empty() ? Json::array() : Json::array({{{"index", 0}, {"name", gpu_name}}})},
+            {"config", {{"device", device}}},
+            {"rates", Json(rates)}};
+  return r.dump() + "\n";
+}
+
+Json rate(const std::string& precision, double tflops) {
+  return {{"precision", precision}, {"median_tflops", tflops}};
+}
+
+class PeakShareTest : public AnalyzeTest {};
+
+TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPrecision) {
+  const std::string path =
+      write("peak.jsonl", peak_line("cuda:0", "GPU A",
+                                    {rate("fp32", 50), rate("tf32", 400), Json{{"precision", "fp16"}, {"skipped", "no"}}}) +
+                              peak_line("cuda:0", "GPU A", {rate("fp32", 60)}) + peak_line("cpu", "", {rate("fp32", 2)}));
+  const PeakTable t = read_peak_table(path);
+  ASSERT_EQ(t.entries.size(), 3u);
+  EXPECT_EQ(t.entries[0].device, "GPU A");
+  EXPECT_EQ(t.entries[0].precision, "fp32");
+  EXPECT_DOUBLE_EQ(t.entries[0].median_tflops, 60);
+  EXPECT_EQ(t.entries[0].line, 2);
+  EXPECT_EQ(t.entries[1].precision, "tf32");
+  EXPECT_EQ(t.entries[1].line, 1);
+  EXPECT_EQ(t.entries[2].device, "cpu");
+  EXPECT_EQ(t.entries[2].cpu, "Test CPU");
+}
+
+TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
+  const auto refused = [this](const std::string& text) { return user_error_of([&] { read_peak_table(write("p.jsonl", text)); }); };
+  EXPECT_NE(refused(peak_line("cpu", "", {rate("fp32", 2)}) + R"({"type":"run"})" + "\n")
+                .find("p.jsonl:2: holds a \"run\" record, not a peak record; give --peak the JSON-lines file that "
+                      "batchscope peak --out wrote"),
+            std::string::npos);
+  EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "fp32"}, {"median_tflops", -1}}}))
+                .find("p.jsonl:1: the fp32 rate of the peak record has no median_tflops above 0"),
+            std::string::npos);
+  EXPECT_NE(refused(peak_line("cuda:1", "GPU A", {rate("fp32", 2)})).find("does not name the GPU cuda:1"),
+            std::string::npos);
+  EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "tf32"}, {"skipped", "no TF32"}}})).find("holds no measured rate"),
+            std::string::npos);
+  EXPECT_NE(refused("").find("holds no peak record"), std::string::npos);
+}
+
+TEST(PeakPrecisions, Fp32OnAGpuIsReadAgainstTf32WhereItsRunAllowedIt) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(peak_precisions_for("fp32", "default", true), (V{"fp32", "tf32"}));
+  EXPECT_EQ(peak_precisions_for("fp32", "on", true), (V{"tf32"}));
+  EXPECT_EQ(peak_precisions_for("fp32", "off", true), (V{"fp32"}));
+  EXPECT_EQ(peak_precisions_for("fp32", "", false), (V{"fp32"}));
+  EXPECT_EQ(peak_precisions_for("bf16", "default", true), (V{"bf16"}));
+}
+
+TEST_F(PeakShareTest, EachGroupsHighestRateIsReadAgainstItsOwnDevicesPeaks) {
+  // Step time 10 + 0.5 b ms at 1e9 b FLOPs: b / (10 + 0.5 b) TFLOP/s, highest at the largest b.
+  FakeLog gpu;
+  gpu.batches = {1, 2, 4, 8};
+  FakeLog other = gpu;
+  other.gpu = "GPU B";
+  other.run_id = "run-b";
+  FakeLog cpu = gpu;
+  cpu.gpu = "cpu";
+  cpu.run_id = "run-c";
+  AnalyzeOptions options;
+  options.peaks = read_peak_table(write(
+      "peak.jsonl", peak_line("cuda:0", "GPU A", {rate("fp32", 2), rate("tf32", 8)}) +
+                        peak_line("cpu", "", {rate("fp32", 1)})));
+  const Analysis a = analyze_logs(
+      {write("gpu.jsonl", gpu.text()), write("other.jsonl", other.text()), write("cpu.jsonl", cpu.text())}, options);
+  ASSERT_EQ(a.groups.size(), 3u);
+  const double highest = 8.0 / (10 + 0.5 * 8);
+  for (const GroupAnalysis& g : a.groups) {
+    if (g.label.find("GPU B") != std::string::npos) {
+      EXPECT_FALSE(g.peak) << g.label;
+      continue;
+    }
+    ASSERT_TRUE(g.peak) << g.label;
+    EXPECT_EQ(g.peak->batch_size, 8);
+    EXPECT_NEAR(g.peak->tflops, highest, 0.01 * highest);
+    if (g.label.find("GPU A") != std::string::npos) {
+      // LibTorch's default lets cuDNN's fp32 convolutions use TF32: both peaks are given.
+      ASSERT_EQ(g.peak->shares.size(), 2u);
+      EXPECT_EQ(g.peak->shares[0].precision, "fp32");
+      EXPECT_NEAR(g.peak->shares[0].share, g.peak->tflops / 2, 1e-12);
+      EXPECT_EQ(g.peak->shares[1].precision, "tf32");
+      EXPECT_NEAR(g.peak->shares[1].share, g.peak->tflops / 8, 1e-12);
+      EXPECT_NE(g.peak->shares[1].from.find("peak.jsonl:1"), std::string::npos);
+    } else {
+      ASSERT_EQ(g.peak->shares.size(), 1u);
+      EXPECT_NEAR(g.peak->shares[0].share, g.peak->tflops / 1, 1e-12);
+      EXPECT_NE(g.peak->shares[0].from.find("peak.jsonl:2"), std::string::npos);
+    }
+  }
+  // The group without a peak of its device is named in a warning with the command that measures one.
+  EXPECT_TRUE(analysis_test::contains(a.warnings, "has no fp32 or tf32 peak of GPU B; run batchscope peak --out"));
+  std::ostringstream report, terminal;
+  write_report(report, a, {}, "plots");
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(report.str().find("- highest rate: batch 8, "), std::string::npos);
+  EXPECT_NE(report.str().find("% of the measured fp32 peak (2.000 TFLOP/s, "), std::string::npos) << report.str();
+  EXPECT_NE(terminal.str().find("% of the tf32 peak (8.000 TFLOP/s)"), std::string::npos) << terminal.str();
+  const Json j = analysis_to_json(a, options);
+  int with_peak = 0;
+  for (const auto& g : j["groups"]) {
+    if (!g.contains("peak")) continue;
+    ++with_peak;
+    EXPECT_EQ(g["peak"]["batch_size"], 8);
+    EXPECT_GT(g["peak"]["of_peaks"][0]["share"].get<double>(), 0);
+  }
+  EXPECT_EQ(with_peak, 2);
+}
+
+}  // namespace
+}  // namespace batchscope
