@@ -17,6 +17,7 @@
 #                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests|--all-tests]
 #        [--plan-only [--assume-gpu NAME]] [--analyze-only]
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
+#   --replan: make the plan again; the items the old plan started or finished keep their commands.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
 #   --assume-gpu 'NVIDIA H100 80GB HBM3' it plans a GPU campaign on any machine.
 #   --analyze-only --bin build/batchscope --results results/<gpu-name>: analyses every sweep brought
