@@ -17,7 +17,8 @@ using analysis_test::FakeLog;
 using analysis_test::user_error_of;
 
 // A peak record as batchscope peak writes it: the device, its GPUs, and a rate per precision.
-std::string peak_line(const std::string& device, const std::string& gpu_name, const std::vector<Json>& rates) {
+std::string peak_line(const std::string& device, const std::string& gpu_name,
+                      const std::vector<Json>& rates) {
   Json r = {{"type", "peak"},
             {"cpu", {{"model", "Test CPU"}}},
             {"gpus", gpu_name.empty() ? Json::array() : Json::array({{{"index", 0}, {"name", gpu_name}}})},
@@ -34,9 +35,10 @@ class PeakShareTest : public AnalyzeTest {};
 
 TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPrecision) {
   const std::string path =
-      write("peak.jsonl", peak_line("cuda:0", "GPU A",
-                                    {rate("fp32", 50), rate("tf32", 400), Json{{"precision", "fp16"}, {"skipped", "no"}}}) +
-                              peak_line("cuda:0", "GPU A", {rate("fp32", 60)}) + peak_line("cpu", "", {rate("fp32", 2)}));
+      write("peak.jsonl",
+            peak_line("cuda:0", "GPU A",
+                      {rate("fp32", 50), rate("tf32", 400), Json{{"precision", "fp16"}, {"skipped", "no"}}}) +
+                peak_line("cuda:0", "GPU A", {rate("fp32", 60)}) + peak_line("cpu", "", {rate("fp32", 2)}));
   const PeakTable t = read_peak_table(path);
   ASSERT_EQ(t.entries.size(), 3u);
   EXPECT_EQ(t.entries[0].device, "GPU A");
@@ -50,17 +52,21 @@ TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPre
 }
 
 TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
-  const auto refused = [this](const std::string& text) { return user_error_of([&] { read_peak_table(write("p.jsonl", text)); }); };
-  EXPECT_NE(refused(peak_line("cpu", "", {rate("fp32", 2)}) + R"({"type":"run"})" + "\n")
-                .find("p.jsonl:2: holds a \"run\" record, not a peak record; give --peak the JSON-lines file that "
-                      "batchscope peak --out wrote"),
-            std::string::npos);
+  const auto refused = [this](const std::string& text) {
+    return user_error_of([&] { read_peak_table(write("p.jsonl", text)); });
+  };
+  EXPECT_NE(
+      refused(peak_line("cpu", "", {rate("fp32", 2)}) + R"({"type":"run"})" + "\n")
+          .find("p.jsonl:2: holds a \"run\" record, not a peak record; give --peak the JSON-lines file that "
+                "batchscope peak --out wrote"),
+      std::string::npos);
   EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "fp32"}, {"median_tflops", -1}}}))
                 .find("p.jsonl:1: the fp32 rate of the peak record has no median_tflops above 0"),
             std::string::npos);
   EXPECT_NE(refused(peak_line("cuda:1", "GPU A", {rate("fp32", 2)})).find("does not name the GPU cuda:1"),
             std::string::npos);
-  EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "tf32"}, {"skipped", "no TF32"}}})).find("holds no measured rate"),
+  EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "tf32"}, {"skipped", "no TF32"}}}))
+                .find("holds no measured rate"),
             std::string::npos);
   EXPECT_NE(refused("").find("holds no peak record"), std::string::npos);
 }
@@ -85,11 +91,12 @@ TEST_F(PeakShareTest, EachGroupsHighestRateIsReadAgainstItsOwnDevicesPeaks) {
   cpu.gpu = "cpu";
   cpu.run_id = "run-c";
   AnalyzeOptions options;
-  options.peaks = read_peak_table(write(
-      "peak.jsonl", peak_line("cuda:0", "GPU A", {rate("fp32", 2), rate("tf32", 8)}) +
-                        peak_line("cpu", "", {rate("fp32", 1)})));
+  options.peaks =
+      read_peak_table(write("peak.jsonl", peak_line("cuda:0", "GPU A", {rate("fp32", 2), rate("tf32", 8)}) +
+                                              peak_line("cpu", "", {rate("fp32", 1)})));
   const Analysis a = analyze_logs(
-      {write("gpu.jsonl", gpu.text()), write("other.jsonl", other.text()), write("cpu.jsonl", cpu.text())}, options);
+      {write("gpu.jsonl", gpu.text()), write("other.jsonl", other.text()), write("cpu.jsonl", cpu.text())},
+      options);
   ASSERT_EQ(a.groups.size(), 3u);
   const double highest = 8.0 / (10 + 0.5 * 8);
   for (const GroupAnalysis& g : a.groups) {
@@ -115,12 +122,14 @@ TEST_F(PeakShareTest, EachGroupsHighestRateIsReadAgainstItsOwnDevicesPeaks) {
     }
   }
   // The group without a peak of its device is named in a warning with the command that measures one.
-  EXPECT_TRUE(analysis_test::contains(a.warnings, "has no fp32 or tf32 peak of GPU B; run batchscope peak --out"));
+  EXPECT_TRUE(
+      analysis_test::contains(a.warnings, "has no fp32 or tf32 peak of GPU B; run batchscope peak --out"));
   std::ostringstream report, terminal;
   write_report(report, a, {}, "plots");
   write_terminal_summary(terminal, a);
   EXPECT_NE(report.str().find("- highest rate: batch 8, "), std::string::npos);
-  EXPECT_NE(report.str().find("% of the measured fp32 peak (2.000 TFLOP/s, "), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find("% of the measured fp32 peak (2.000 TFLOP/s, "), std::string::npos)
+      << report.str();
   EXPECT_NE(terminal.str().find("% of the tf32 peak (8.000 TFLOP/s)"), std::string::npos) << terminal.str();
   const Json j = analysis_to_json(a, options);
   int with_peak = 0;

@@ -13,7 +13,8 @@ constexpr const char* kFix = "give --peak the JSON-lines file that batchscope pe
 
 // The device a peak record measured, by the name the sweeps' run records give it.
 std::string device_name(const Json& record, const std::string& path, int line) {
-  const Json* config = record.contains("config") && record["config"].is_object() ? &record["config"] : nullptr;
+  const Json* config =
+      record.contains("config") && record["config"].is_object() ? &record["config"] : nullptr;
   if (config == nullptr || !(*config).contains("device") || !(*config)["device"].is_string())
     throw UserError(located(path, line, "the peak record has no config.device", kFix));
   const std::string device = (*config)["device"].get<std::string>();
@@ -26,7 +27,8 @@ std::string device_name(const Json& record, const std::string& path, int line) {
         return g["name"].get<std::string>();
     }
   }
-  throw UserError(located(path, line, "the peak record does not name the GPU " + device + " (gpus[].name)", kFix));
+  throw UserError(
+      located(path, line, "the peak record does not name the GPU " + device + " (gpus[].name)", kFix));
 }
 
 }  // namespace
@@ -39,11 +41,13 @@ PeakTable read_peak_table(const std::string& path) {
     const Json& r = contents.records[i];
     const int line = contents.record_lines[i];
     if (r["type"] != "peak") {
-      throw UserError(located(path, line, "holds a " + r["type"].dump() + " record, not a peak record", kFix));
+      throw UserError(
+          located(path, line, "holds a " + r["type"].dump() + " record, not a peak record", kFix));
     }
     PeakEntry base;
     base.device = device_name(r, path, line);
-    if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object()) base.cpu = r["cpu"].value("model", "");
+    if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object())
+      base.cpu = r["cpu"].value("model", "");
     base.line = line;
     if (!r.contains("rates") || !r["rates"].is_array())
       throw UserError(located(path, line, "the peak record has no rates list", kFix));
@@ -63,7 +67,8 @@ PeakTable read_peak_table(const std::string& path) {
       entry.median_tflops = tflops.get<double>();
       bool replaced = false;
       for (PeakEntry& earlier : table.entries) {
-        if (earlier.device == entry.device && earlier.cpu == entry.cpu && earlier.precision == entry.precision) {
+        if (earlier.device == entry.device && earlier.cpu == entry.cpu &&
+            earlier.precision == entry.precision) {
           earlier = entry;
           replaced = true;
         }
@@ -72,11 +77,13 @@ PeakTable read_peak_table(const std::string& path) {
     }
   }
   if (contents.records.empty()) throw UserError(located(path, 0, "holds no peak record", kFix));
-  if (table.entries.empty()) throw UserError(located(path, 0, "holds no measured rate (every precision was skipped)", kFix));
+  if (table.entries.empty())
+    throw UserError(located(path, 0, "holds no measured rate (every precision was skipped)", kFix));
   return table;
 }
 
-std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32, bool cuda) {
+std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32,
+                                             bool cuda) {
   if (precision != "fp32") return {precision};
   if (!cuda || tf32 == "off") return {"fp32"};
   if (tf32 == "on") return {"tf32"};

@@ -21,7 +21,7 @@ struct PeakEntry {
 };
 
 struct PeakTable {
-  std::string file;  // "" without --peak
+  std::string file;                // "" without --peak
   std::vector<PeakEntry> entries;  // a later line replaces an earlier one of the same device and precision
 };
 
@@ -30,7 +30,8 @@ PeakTable read_peak_table(const std::string& path);
 
 // The peaks that a group's steps are read against: its own precision; for fp32 on a GPU also TF32,
 // where its run let cuDNN's convolutions use it (tf32 "default" or "on"), and TF32 alone with "on".
-std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32, bool cuda);
+std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32,
+                                             bool cuda);
 
 struct PeakShare {
   std::string precision;  // the peak's
