@@ -79,6 +79,25 @@ TEST(SyntheticSamples, KeptBlocksAreMadeOnceAndOthersForEachBatch) {
   EXPECT_EQ(anew_spec.samples_made, anew_blocks * block);
 }
 
+TEST(SyntheticSamples, KeptBlocksStayWithinTheirMemoryAndTheRestAreMadeAnew) {
+  // mnist_cnn's block: 16 images of 1x28x28 in fp32 and 16 int64 labels.
+  constexpr int64_t block_bytes = 16 * 28 * 28 * 4 + 16 * 8;
+  CountingSpec counting, reference_spec;
+  SyntheticSamples bounded(counting.spec, {1, 28, 28}, 10, 5, true, 2 * block_bytes + 1);
+  SyntheticSamples reference(reference_spec.spec, {1, 28, 28}, 10, 5, false);
+  expect_same(bounded.first(70, kCpu), reference.first(70, kCpu));
+  EXPECT_EQ(bounded.blocks_made(), 5);
+  EXPECT_EQ(bounded.kept_bytes(), 2 * block_bytes);
+  // The two kept blocks serve again; the three beyond are made anew, with the same samples.
+  expect_same(bounded.first(70, kCpu), reference.first(70, kCpu));
+  EXPECT_EQ(bounded.blocks_made(), 5 + 3);
+  expect_same(bounded.first(32, kCpu), reference.first(32, kCpu));
+  EXPECT_EQ(bounded.blocks_made(), 8);
+  EXPECT_EQ(bounded.kept_bytes(), 2 * block_bytes);
+  // The default keeps a sweep's worth of images: 1..70 at 3x224x224 is 5 blocks, 48 MB.
+  EXPECT_GE(SyntheticSamples::kKeptBytes, 5 * 16 * 3 * 224 * 224 * 4);
+}
+
 TEST(SyntheticSamples, EmptyBatchesAndSequenceBatchesKeepTheirShapes) {
   CountingSpec counting;
   SyntheticSamples images(counting.spec, {1, 28, 28}, 10, 0, true);

@@ -113,8 +113,10 @@ void Workload::prepare_batch(int64_t batch_size) {
     return;
   }
   if (!samples_) {
-    // Kept between batch sizes where the data is copied to a GPU. On the CPU each batch is made anew,
-    // so that a size's memory (what maxbatch and --memory-limit count there) is its own alone.
+    // Kept between batch sizes (up to SyntheticSamples::kKeptBytes) where the data is copied to a GPU,
+    // so that after a maxbatch probe of thousands no more than that stays in host memory. On the CPU each
+    // batch is made anew, so that a size's memory (what maxbatch and --memory-limit count there) is its own
+    // alone.
     samples_ = std::make_unique<SyntheticSamples>(*spec_, experiment_.input_shape, experiment_.classes,
                                                   experiment_.seed, /*keep=*/device_.is_cuda());
   }

@@ -23,19 +23,26 @@ torch::Tensor batch_of(const torch::Tensor& block, int64_t count, const torch::T
 }  // namespace
 
 SyntheticSamples::SyntheticSamples(const models::ModelSpec& spec, models::SampleShape input, int64_t classes,
-                                   uint64_t seed, bool keep)
-    : spec_(spec), input_(std::move(input)), classes_(classes), seed_(seed), keep_(keep) {}
+                                   uint64_t seed, bool keep, int64_t keep_bytes)
+    : spec_(spec),
+      input_(std::move(input)),
+      classes_(classes),
+      seed_(seed),
+      keep_(keep),
+      keep_bytes_(keep_bytes) {}
 
 models::Batch SyntheticSamples::block(int64_t index) {
-  if (keep_ && index < static_cast<int64_t>(blocks_.size())) return blocks_[static_cast<std::size_t>(index)];
+  if (index < static_cast<int64_t>(blocks_.size())) return blocks_[static_cast<std::size_t>(index)];
   torch::manual_seed(mixed(seed_ ^ mixed(static_cast<uint64_t>(index))));
   models::Batch made = spec_.synthetic_batch(kBlockSamples, input_, classes_);
   ++blocks_made_;
   TORCH_CHECK(made.inputs.size(0) == kBlockSamples && made.targets.size(0) == kBlockSamples, spec_.name,
               "'s synthetic batch does not have its samples along the first dimension");
-  if (keep_) {
-    TORCH_CHECK(index == static_cast<int64_t>(blocks_.size()), "kept blocks are made in order");
+  // first() asks for the blocks in order, so the kept ones are always the stream's first.
+  const int64_t bytes = static_cast<int64_t>(made.inputs.nbytes() + made.targets.nbytes());
+  if (keep_ && index == static_cast<int64_t>(blocks_.size()) && kept_bytes_ + bytes <= keep_bytes_) {
     blocks_.push_back(made);
+    kept_bytes_ += bytes;
   }
   return made;
 }

@@ -17,11 +17,14 @@ namespace batchscope {
 class SyntheticSamples {
  public:
   static constexpr int64_t kBlockSamples = 16;
+  // The host memory kept blocks may take: 1 GiB, 1,776 images of 3x224x224 in fp32. A larger batch (a
+  // maxbatch probe of thousands) makes the blocks beyond it anew each time, as the CPU does.
+  static constexpr int64_t kKeptBytes = int64_t{1} << 30;
 
-  // keep: hold the blocks made so far for the next batch sizes (host memory for the largest batch yet);
+  // keep: hold the first blocks made, up to keep_bytes of host memory, for the next batch sizes;
   // otherwise each block is dropped once copied, so that a batch costs its own memory and one block.
   SyntheticSamples(const models::ModelSpec& spec, models::SampleShape input, int64_t classes, uint64_t seed,
-                   bool keep);
+                   bool keep, int64_t keep_bytes = kKeptBytes);
 
   // The first `count` samples as a batch of tensors made with `where` (a device, or pinned host
   // memory). Uses torch's global generator, which it leaves seeded for the last block it made.
@@ -29,6 +32,8 @@ class SyntheticSamples {
 
   // Blocks made so far, kept or not (each block once when kept).
   int64_t blocks_made() const { return blocks_made_; }
+  // Host memory the kept blocks hold.
+  int64_t kept_bytes() const { return kept_bytes_; }
 
  private:
   models::Batch block(int64_t index);
@@ -38,7 +43,9 @@ class SyntheticSamples {
   int64_t classes_;
   uint64_t seed_;
   bool keep_;
-  std::vector<models::Batch> blocks_;
+  int64_t keep_bytes_;
+  std::vector<models::Batch> blocks_;  // the stream's first blocks
+  int64_t kept_bytes_ = 0;
   int64_t blocks_made_ = 0;
 };
 
