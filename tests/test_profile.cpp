@@ -77,7 +77,8 @@ std::vector<ProfilerEvent> two_layer_step(double offset, bool with_kernels) {
       event(Kind::kBackwardNode, "ReluBackward0", offset + 200, 19, 2),
       event(Kind::kOperator, "autograd::engine::evaluate_function: AddmmBackward0", offset + 220, 50, 1),
       event(Kind::kBackwardNode, "AddmmBackward0", offset + 221, 45, 1),
-      event(Kind::kOperator, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", offset + 280, 10),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+            offset + 280, 10),
   };
   if (with_kernels) {
     ProfilerEvent k1 = event(Kind::kKernel, "ampere_sgemm_128x64_tn", offset + 20, 7, -1, 0, 99);
@@ -142,6 +143,25 @@ TEST(ProfileAttribution, KernelsGoToTheLayerOfTheOperatorThatLaunchedThem) {
   EXPECT_EQ(names, (std::set<std::string>{"fc1/ampere_sgemm_128x64_tn", "fc2/ampere_sgemm_64x64_nn"}));
 }
 
+TEST(ProfileAttribution, TheProfilersGpuCopiesOfOurScopesAreNoKernels) {
+  // Kineto also puts each scope on the GPU's timeline, a device event with the scope's name spanning
+  // its kernels (and linked to nothing, or to the scope): counted as a kernel, fc1's forward and the
+  // whole backward would be counted twice, under "(unattributed)".
+  std::vector<ProfilerEvent> step = two_layer_step(0, true);
+  ProfilerEvent fc1_on_gpu = event(Kind::kKernel, "fc1", 18, 12, -1, 0, 99);
+  ProfilerEvent backward_on_gpu = event(Kind::kKernel, "step.backward", 140, 20, -1, 0, 99);
+  backward_on_gpu.linked_correlation = 21;
+  step.push_back(fc1_on_gpu);
+  step.push_back(backward_on_gpu);
+  ProfileRecord r;
+  attribute_events({step}, r);
+  ASSERT_TRUE(r.kernel_ms.has_value());
+  EXPECT_NEAR(*r.kernel_ms, 0.012, 1e-9);  // the two real kernels alone
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kStep), nullptr);
+  EXPECT_NEAR(find_layer(r, "fc2", profile_pass::kBackward)->device_ms.value(), 0.005, 1e-9);
+  for (const KernelTime& k : r.kernels) EXPECT_TRUE(k.name != "fc1" && k.name != "step.backward") << k.name;
+}
+
 TEST(ProfileRecords, RoundTripAndRefuseDamage) {
   ProfileRecord r;
   r.key = {"e", "mnist_cnn", "train", "fp32", "cpu", "", 4, std::nullopt};
@@ -199,7 +219,8 @@ TEST(ProfiledSteps, MnistLayersAddUpToTheStep) {
   EXPECT_GT(r.step_ms, 0);
   EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
   int backward_layers = 0;
-  for (const LayerTime& l : r.layers) backward_layers += l.pass == profile_pass::kBackward && l.layer[0] != '(';
+  for (const LayerTime& l : r.layers)
+    backward_layers += l.pass == profile_pass::kBackward && l.layer[0] != '(';
   EXPECT_GE(backward_layers, 4);
   EXPECT_NE(find_layer(r, "step.optimizer", profile_pass::kStep), nullptr);
   EXPECT_NE(find_layer(r, "step.loss", profile_pass::kStep), nullptr);
@@ -265,8 +286,9 @@ TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
 namespace {
 
 // A profile at one batch size with planted layer times (ms) and each layer's kernel.
-ProfileRecord planted_profile(int64_t batch, const std::vector<std::tuple<std::string, std::string, double, std::string>>& layers,
-                              bool device) {
+ProfileRecord planted_profile(
+    int64_t batch, const std::vector<std::tuple<std::string, std::string, double, std::string>>& layers,
+    bool device) {
   ProfileRecord r;
   r.key = {"vgg16_train_fp32", "vgg16", "train", "fp32", device ? "cuda:0" : "cpu", "", batch, std::nullopt};
   r.steps = 3;
@@ -289,11 +311,12 @@ std::map<int64_t, ProfileRecord> planted_profiles(bool device) {
   std::map<int64_t, ProfileRecord> out;
   for (int64_t b = 10; b <= 24; ++b) {
     const bool after = b >= 17;
-    out[b] = planted_profile(b,
-                             {{"features.0", "forward", 1.0 + 0.1 * static_cast<double>(b), "implicit_gemm"},
-                              {"classifier.0", "backward", after ? 8.0 : 2.0, after ? "sgemm_128x64" : "sgemm_64x32"},
-                              {"step.optimizer", "step", 0.5, "add_"}},
-                             device);
+    out[b] = planted_profile(
+        b,
+        {{"features.0", "forward", 1.0 + 0.1 * static_cast<double>(b), "implicit_gemm"},
+         {"classifier.0", "backward", after ? 8.0 : 2.0, after ? "sgemm_128x64" : "sgemm_64x32"},
+         {"step.optimizer", "step", 0.5, "add_"}},
+        device);
   }
   return out;
 }
@@ -322,8 +345,10 @@ TEST(JumpCauses, APlantedJumpIsPutOnItsLayerAndItsKernelSwitch) {
   EXPECT_TRUE(c.layers[0].switched());
   EXPECT_EQ(c.layers[0].vanished, std::vector<std::string>{"sgemm_64x32"});
   EXPECT_EQ(c.layers[0].appeared, std::vector<std::string>{"sgemm_128x64"});
-  EXPECT_NE(c.summary.find("16→17: +6.1 ms; classifier.0 backward +6 ms (98%), kernel switch: sgemm_64x32 → sgemm_128x64"),
-            std::string::npos)
+  EXPECT_NE(
+      c.summary.find(
+          "16→17: +6.1 ms; classifier.0 backward +6 ms (98%), kernel switch: sgemm_64x32 → sgemm_128x64"),
+      std::string::npos)
       << c.summary;
   // The layer table holds every layer at every profiled size.
   EXPECT_EQ(g.batch_sizes.size(), 15u);
@@ -356,8 +381,9 @@ TEST(TransferVerdict, SaysWhetherTheJumpsSurviveWithTheDataOnTheDevice) {
     for (int64_t b : sizes) out.push_back({b - 1, b, 1, 2, 1, 10, 10, "high"});
     return out;
   };
-  EXPECT_NE(transfer_verdict("a", jumps_at({17, 33}), "b", jumps_at({17, 34})).verdict.find("does not cause them"),
-            std::string::npos);
+  EXPECT_NE(
+      transfer_verdict("a", jumps_at({17, 33}), "b", jumps_at({17, 34})).verdict.find("does not cause them"),
+      std::string::npos);
   EXPECT_NE(transfer_verdict("a", jumps_at({17, 33}), "b", {}).verdict.find("come with the host-to-device"),
             std::string::npos);
   const TransferVerdict partial = transfer_verdict("a", jumps_at({17, 33}), "b", jumps_at({17}));
@@ -370,12 +396,16 @@ TEST(TransferVerdict, SaysWhetherTheJumpsSurviveWithTheDataOnTheDevice) {
 TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   const testing_support::TempDir dir;
   const auto profiles = planted_profiles(false);
-  const Json config = {{"name", "vgg16_train_fp32"}, {"model", "vgg16"},   {"phase", "train"},
+  const Json config = {{"name", "vgg16_train_fp32"}, {"model", "vgg16"},     {"phase", "train"},
                        {"precision", "fp32"},        {"input", {3, 32, 32}}, {"classes", 10},
                        {"data", "synthetic"}};
   {
     std::ofstream steps(dir / "steps.jsonl");
-    steps << Json{{"type", "run"}, {"run_id", "r1"}, {"libtorch_version", "1.13"}, {"config", {{"experiments", {config}}}}}.dump()
+    steps << Json{{"type", "run"},
+                  {"run_id", "r1"},
+                  {"libtorch_version", "1.13"},
+                  {"config", {{"experiments", {config}}}}}
+                 .dump()
           << "\n";
     for (const auto& [b, p] : profiles) {
       std::vector<double> times;
@@ -410,7 +440,8 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   // The damaged profile line is a warning naming profile.jsonl and its line.
   bool warned = false;
   for (const LogSummary& l : a.logs) {
-    for (const std::string& w : l.warnings) warned = warned || w.find("profile.jsonl:16") != std::string::npos;
+    for (const std::string& w : l.warnings)
+      warned = warned || w.find("profile.jsonl:16") != std::string::npos;
   }
   EXPECT_TRUE(warned);
 }
@@ -421,7 +452,8 @@ TEST(ProfileConfig, IsReadFromTheFileAndRefusedOutOfRange) {
   EXPECT_TRUE(config.experiments.at(0).profile);
   EXPECT_EQ(config.experiments.at(0).profile_steps, 5);
   EXPECT_EQ(to_json(config.experiments[0])["profile_steps"], 5);
-  EXPECT_FALSE(to_json(parse_sweep_config("model: mnist_cnn\nbatch: 2\n", "q.yaml").experiments[0]).contains("profile"));
+  EXPECT_FALSE(to_json(parse_sweep_config("model: mnist_cnn\nbatch: 2\n", "q.yaml").experiments[0])
+                   .contains("profile"));
   EXPECT_TRUE(testing_support::refuses_with(
       [] { parse_sweep_config("model: mnist_cnn\nbatch: 1:2\nprofile_steps: 0\n", "p.yaml"); },
       {"p.yaml:3", "profile_steps", "give 1 to 100 profiled steps"}));
@@ -497,13 +529,17 @@ TEST(TileModel, ReadsTilesFromKernelNames) {
   const std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> named = {
       {"ampere_sgemm_128x64_tn", {128, 64}},
       {"volta_h884gemm_64x64_ldg8_nn", {64, 64}},
-      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x32_stage3_warpsize2x4x1_tensor16x8x16_kernel", {128, 256}},
+      {"sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x256x32_stage3_warpsize2x4x1_tensor16x8x16_kernel",
+       {128, 256}},
       {"cutlass_80_tensorop_s1688gemm_128x128_32x3_tt_align4", {128, 128}},
-      {"cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x128x64_1x1x1_0_tnn_align8_warpspecialized_cooperative_epi_tma",
+      {"cutlass3x_sm90_tensorop_gemm_f16_f16_f32_void_f16_128x128x64_1x1x1_0_tnn_align8_warpspecialized_"
+       "cooperative_epi_tma",
        {128, 128}},
-      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x128x64_warpgroupsize1x1x1_execute_segment_k_off_"
+       "kernel__5x_cublas",
        {64, 128}},
-      {"sm86_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage4_warpsize2x1x1_g1_tensor16x8x8_kernel",
+      {"sm86_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x32x16_stage4_"
+       "warpsize2x1x1_g1_tensor16x8x8_kernel",
        {128, 32}},
       {"turing_fp16_s1688gemm_fp16_256x128_ldg8_f2f_tn", {256, 128}},
   };
@@ -513,10 +549,10 @@ TEST(TileModel, ReadsTilesFromKernelNames) {
     EXPECT_EQ(t->m, tile.first) << name;
     EXPECT_EQ(t->n, tile.second) << name;
   }
-  for (const char* name : {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
-                           "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
-                           "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>",
-                           "aten::addmm"}) {
+  for (const char* name :
+       {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
+        "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
+        "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", "aten::addmm"}) {
     EXPECT_FALSE(tile_from_kernel_name(name).has_value()) << name;
   }
 }
@@ -543,7 +579,8 @@ TEST(ProfileAttribution, CudaEventSpansStandInForKernels) {
   std::vector<ProfilerEvent> step = two_layer_step(0, false);
   for (ProfilerEvent& e : step) {
     e.device_us = e.duration_us / 2;  // the GPU ran each range in half its host time
-    if (e.kind == Kind::kBackwardNode || e.name.rfind("autograd::engine", 0) == 0 || e.name == "aten::mm") e.thread = 2;
+    if (e.kind == Kind::kBackwardNode || e.name.rfind("autograd::engine", 0) == 0 || e.name == "aten::mm")
+      e.thread = 2;
   }
   ProfileRecord r;
   attribute_events({step}, r);

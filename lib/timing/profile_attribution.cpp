@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace batchscope {
@@ -117,7 +118,8 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
     }
     const auto found = layer_of_sequence.find(e.sequence);
     if (e.sequence >= 0 && found != layer_of_sequence.end()) return {found->second, profile_pass::kBackward};
-    if (e.name.find("AccumulateGrad") != std::string::npos) return {"(accumulate grad)", profile_pass::kBackward};
+    if (e.name.find("AccumulateGrad") != std::string::npos)
+      return {"(accumulate grad)", profile_pass::kBackward};
     return {"(unattributed)", profile_pass::kBackward};
   };
 
@@ -150,7 +152,9 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
     for (int j = 0; j < n; ++j) {
       const ProfilerEvent& o = *tree.events[static_cast<std::size_t>(j)];
       const int p = tree.parent[static_cast<std::size_t>(j)];
-      if (!owner[static_cast<std::size_t>(j)] || o.thread == s.thread || (p >= 0 && owner_of(tree, owner, p) >= 0)) continue;
+      if (!owner[static_cast<std::size_t>(j)] || o.thread == s.thread ||
+          (p >= 0 && owner_of(tree, owner, p) >= 0))
+        continue;
       if (o.start_us < s.start_us || o.start_us >= s.start_us + s.duration_us) continue;
       owned_us[static_cast<std::size_t>(i)] -= o.duration_us;
       if (o.device_us >= 0) owned_device_us[static_cast<std::size_t>(i)] -= o.device_us;
@@ -177,10 +181,21 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
       if (self_us > 0) totals.add_kernel(o, e.name, "operator", self_us / 1000.0);
     }
   }
+  // The profiler copies each of our scopes onto the GPU's timeline as a span over its kernels (Kineto's
+  // GPU user annotations, device events like the kernels): they are no kernels, and counting them would
+  // count those kernels twice (VGG16 on an H100: 16.6 ms of a 51 ms step). They bear their scope's name.
+  std::unordered_set<std::string> scope_names;
   for (const ProfilerEvent& e : step) {
-    if (e.kind != ProfilerEvent::Kind::kKernel) continue;
+    if (e.kind == ProfilerEvent::Kind::kScope) scope_names.insert(e.name);
+  }
+  const auto is_kernel = [&scope_names](const ProfilerEvent& e) {
+    return e.kind == ProfilerEvent::Kind::kKernel && scope_names.count(e.name) == 0;
+  };
+  for (const ProfilerEvent& e : step) {
+    if (!is_kernel(e)) continue;
     const auto found = owner_of_correlation.find(e.linked_correlation);
-    const Owner o = found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
+    const Owner o =
+        found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
     totals.any_kernel = true;
     totals.kernel_ms += e.duration_us / 1000.0;
     LayerTime& layer = totals.layer(o);
@@ -189,9 +204,10 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
   // Kernels replace operators in the table where there are kernels: a second pass, so that the
   // operators' entries can be dropped per owner.
   for (const ProfilerEvent& e : step) {
-    if (e.kind != ProfilerEvent::Kind::kKernel) continue;
+    if (!is_kernel(e)) continue;
     const auto found = owner_of_correlation.find(e.linked_correlation);
-    const Owner o = found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
+    const Owner o =
+        found == owner_of_correlation.end() ? Owner{"(unattributed)", profile_pass::kStep} : found->second;
     totals.add_kernel(o, e.name, "kernel", e.duration_us / 1000.0);
   }
 }
