@@ -355,6 +355,26 @@ TEST(JumpCauses, APlantedJumpIsPutOnItsLayerAndItsKernelSwitch) {
   EXPECT_EQ(g.layers.size(), 3u);
 }
 
+TEST(JumpCauses, KernelNamesAreCutToTheirFunctionsName) {
+  EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
+  EXPECT_EQ(
+      short_kernel_name("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<"
+                        "at::native::CUDAFunctor_add<float> >(at::TensorIteratorBase&, at::native::"
+                        "CUDAFunctor_add<float> const&)::{lambda(int)#1}>(int, float)"),
+      "at::native::elementwise_kernel");
+  // cuBLAS's gemv kernels return through std::enable_if: the function's name, not its return type.
+  EXPECT_EQ(
+      short_kernel_name("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, float, "
+                        "float, float, float, false, true, true, false, 9, false, cublasGemvParamsEx<int, "
+                        "cublasGemvTensorStridedBatched<float const> > >(cublasGemvParamsEx<int> )"),
+      "internal::gemvx::kernel");
+  EXPECT_EQ(
+      short_kernel_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<float>(int, float*)"),
+      "at::native::(anonymous namespace)::max_pool_forward_nchw");
+  EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD");
+  EXPECT_EQ(short_kernel_name("aten::addmm"), "aten::addmm");
+}
+
 TEST(JumpCauses, GrowthWithoutASwitchIsNamedAsSuch) {
   auto profiles = planted_profiles(false);
   // Same kernel on both sides: classifier.0 grows without switching.

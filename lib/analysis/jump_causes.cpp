@@ -42,10 +42,12 @@ std::map<LayerKey, double> times_of(const ProfileRecord& p, bool device) {
 }
 
 std::string describe(const JumpCause& c) {
-  std::string text = std::to_string(c.from_batch) + "→" + std::to_string(c.to_batch) + ": " + signed_ms(c.step_delta_ms);
+  std::string text =
+      std::to_string(c.from_batch) + "→" + std::to_string(c.to_batch) + ": " + signed_ms(c.step_delta_ms);
   if (!c.missing.empty()) return text + "; " + c.missing;
   for (const LayerChange& l : c.layers) {
-    text += "; " + l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
+    text +=
+        "; " + l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
     text += " (" + std::to_string(static_cast<int>(std::lround(100.0 * l.share))) + "%)";
     if (l.switched()) {
       const std::string from = l.vanished.empty() ? "none" : short_kernel_name(l.vanished.front());
@@ -66,7 +68,8 @@ JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileR
   c.drop = drop;
   const auto m0 = medians.find(jump.from_batch);
   const auto m1 = medians.find(jump.to_batch);
-  c.step_delta_ms = (m0 != medians.end() && m1 != medians.end()) ? m1->second - m0->second : jump.to_ms - jump.from_ms;
+  c.step_delta_ms =
+      (m0 != medians.end() && m1 != medians.end()) ? m1->second - m0->second : jump.to_ms - jump.from_ms;
   const auto p0 = profiles.find(jump.from_batch);
   const auto p1 = profiles.find(jump.to_batch);
   if (p0 == profiles.end() || p1 == profiles.end()) {
@@ -98,8 +101,9 @@ JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileR
   }
   // The changes in the jump's direction, largest first, until they explain most of it.
   const double sign = c.step_delta_ms < 0 ? -1.0 : 1.0;
-  std::stable_sort(changes.begin(), changes.end(),
-                   [&](const LayerChange& a, const LayerChange& b) { return sign * a.delta_ms > sign * b.delta_ms; });
+  std::stable_sort(changes.begin(), changes.end(), [&](const LayerChange& a, const LayerChange& b) {
+    return sign * a.delta_ms > sign * b.delta_ms;
+  });
   double explained = 0;
   double total = 0;
   for (const LayerChange& l : changes) total += std::max(0.0, sign * l.delta_ms);
@@ -116,14 +120,40 @@ JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileR
 }  // namespace
 
 std::string short_kernel_name(const std::string& name) {
-  std::string s = name;
-  // "void ns::kernel<...>(...)": the name before the template arguments or parameters.
-  const std::size_t cut = s.find_first_of("<(");
-  if (cut != std::string::npos && cut > 0) s = s.substr(0, cut);
-  if (s.rfind("void ", 0) == 0) s = s.substr(5);
+  // A demangled signature, "RETURN TYPE ns::kernel<ARGS>(PARAMETERS)", read outside its template
+  // arguments: up to the parameters (a "(" outside "<>", except "(anonymous namespace)"), then the
+  // function's own name, the last word where the words before it are a return type.
+  std::string flat;
+  int depth = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    if (c == '<') ++depth;
+    if (depth == 0 && c == '(') {
+      if (i >= 2 && name.compare(i - 2, 2, "::") == 0 && name.find(')', i) != std::string::npos) {
+        const std::size_t close = name.find(')', i);
+        std::string part = name.substr(i, close - i + 1);
+        std::replace(part.begin(), part.end(), ' ', '\x01');  // one word with the name around it
+        flat += part;
+        i = close;
+        continue;
+      }
+      break;
+    }
+    if (depth == 0) flat += c;
+    if (c == '>' && depth > 0) --depth;
+  }
+  while (!flat.empty() && flat.back() == ' ') flat.pop_back();
+  const std::size_t space = flat.rfind(' ');
+  if (space != std::string::npos) {
+    const std::string last = flat.substr(space + 1), first = flat.substr(0, flat.find(' '));
+    const bool typed = first == "void" || last.find("::") != std::string::npos;
+    if (typed && !last.empty()) flat = last;
+  }
+  if (flat.empty()) flat = name;
+  std::replace(flat.begin(), flat.end(), '\x01', ' ');
   constexpr std::size_t kLongest = 72;
-  if (s.size() > kLongest) s = s.substr(0, kLongest - 1) + "…";
-  return s;
+  if (flat.size() > kLongest) flat = flat.substr(0, kLongest - 1) + "…";
+  return flat;
 }
 
 GroupProfile explain_jumps(const std::map<int64_t, ProfileRecord>& profiles, const std::vector<Jump>& jumps,
@@ -166,14 +196,17 @@ TransferVerdict transfer_verdict(const std::string& included_id, const std::vect
   if (v.with_copy.empty() && v.on_device.empty()) {
     v.verdict = "no jumps with or without the copy: nothing for the copy to explain";
   } else if (v.with_copy.empty()) {
-    v.verdict = "jumps only with the data already on the device: the timed copy hides them, it does not cause them";
+    v.verdict =
+        "jumps only with the data already on the device: the timed copy hides them, it does not cause them";
   } else if (!v.on_device.empty() && copy_only == 0) {
-    v.verdict = "the jumps survive with the data already on the device: the copy over PCIe does not cause them";
+    v.verdict =
+        "the jumps survive with the data already on the device: the copy over PCIe does not cause them";
   } else if (v.on_device.empty()) {
     v.verdict = "the jumps appear only when the copy is timed: they come with the host-to-device transfer";
   } else {
-    v.verdict = std::to_string(v.both.size()) + " of " + std::to_string(v.with_copy.size()) +
-                " jumps with the copy also appear with the data on the device; the others come with the transfer";
+    v.verdict =
+        std::to_string(v.both.size()) + " of " + std::to_string(v.with_copy.size()) +
+        " jumps with the copy also appear with the data on the device; the others come with the transfer";
   }
   return v;
 }
