@@ -27,15 +27,20 @@ std::string gpu_log(const testing_support::TempDir& dir, const std::string& gpu,
                     const std::string& data = "synthetic") {
   const std::string path = dir / (gpu + ".jsonl");
   std::ofstream out(path);
-  const Json config = {{"name", "g"}, {"model", "vgg16"}, {"phase", "train"}, {"precision", "fp32"},
-                       {"input", {3, 32, 32}}, {"classes", 10}, {"data", data}};
-  out << Json{{"type", "run"}, {"run_id", gpu}, {"libtorch_version", "2.6"},
-              {"gpus", {{{"index", 0}, {"name", gpu}}}}, {"config", {{"experiments", {config}}}}}.dump()
+  const Json config = {{"name", "g"},          {"model", "vgg16"}, {"phase", "train"}, {"precision", "fp32"},
+                       {"input", {3, 32, 32}}, {"classes", 10},    {"data", data}};
+  out << Json{{"type", "run"},
+              {"run_id", gpu},
+              {"libtorch_version", "2.6"},
+              {"gpus", {{{"index", 0}, {"name", gpu}}}},
+              {"config", {{"experiments", {config}}}}}
+             .dump()
       << "\n";
   for (int64_t b : {1, 2, 4, 8, 16, 32}) {
     const BatchKey key{"g", "vgg16", "train", "fp32", "cuda:0", "", b, std::nullopt};
     const double m = 2.0 + ms_per_sample * static_cast<double>(b);
-    for (int i = 0; i < 8; ++i) out << to_json(SweepRecord(StepRecord{key, i, m, std::nullopt, std::nullopt})).dump() << "\n";
+    for (int i = 0; i < 8; ++i)
+      out << to_json(SweepRecord(StepRecord{key, i, m, std::nullopt, std::nullopt})).dump() << "\n";
   }
   return path;
 }
@@ -53,7 +58,8 @@ TEST(Cost, DollarsPerMillionSamplesAndPerEpochByHand) {
 
 TEST(Cost, PricesFileMatchesExactlyBeforeAPartAndIgnoresCase) {
   const testing_support::TempDir dir;
-  const PriceList prices = read_prices(write(dir, "p.yaml", "prices:\n  h100: 2.0\n  NVIDIA H100 80GB HBM3: 2.5\n  a100: 1.2\n"));
+  const PriceList prices =
+      read_prices(write(dir, "p.yaml", "prices:\n  h100: 2.0\n  NVIDIA H100 80GB HBM3: 2.5\n  a100: 1.2\n"));
   ASSERT_EQ(prices.entries.size(), 3u);
   const auto exact = price_for(prices, {"nvidia h100 80gb hbm3"});
   ASSERT_TRUE(exact.has_value());
@@ -74,13 +80,16 @@ TEST(Cost, PricesFileMatchesExactlyBeforeAPartAndIgnoresCase) {
 
 TEST(Cost, BadPricesFilesAreRefusedWithTheirLine) {
   const testing_support::TempDir dir;
-  EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(dir / "missing.yaml"); }, {"missing.yaml", "cannot be read"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(dir / "missing.yaml"); },
+                                            {"missing.yaml", "cannot be read"}));
   EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(write(dir, "a.yaml", "h100: 2\n")); },
                                             {"a.yaml:1", "no top-level prices: map"}));
-  EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(write(dir, "b.yaml", "prices:\n  h100: cheap\n")); },
-                                            {"b.yaml:2", "\"h100\" is not a number"}));
-  EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(write(dir, "c.yaml", "prices:\n  a: 1\n  h100: -2\n")); },
-                                            {"c.yaml:3", "not above 0"}));
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { read_prices(write(dir, "b.yaml", "prices:\n  h100: cheap\n")); },
+                                    {"b.yaml:2", "\"h100\" is not a number"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { read_prices(write(dir, "c.yaml", "prices:\n  a: 1\n  h100: -2\n")); },
+      {"c.yaml:3", "not above 0"}));
   EXPECT_TRUE(testing_support::refuses_with([&] { read_prices(write(dir, "d.yaml", "prices: [1, 2\n")); },
                                             {"d.yaml", "is not YAML"}));
 }
@@ -114,6 +123,14 @@ TEST(Cost, AnalyzeNamesTheCheapestBatchAndComparesDevicesByCost) {
   // The cheapest group comes first in the table, and the other is priced against it.
   EXPECT_LT(text.find("| vgg16 train fp32 · fast gpu"), text.find("| vgg16 train fp32 · slow gpu"));
   EXPECT_NE(text.find("cheapest: batch 32"), std::string::npos);
+  // The terminal summary names each group's cheapest size too.
+  std::ostringstream terminal;
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(terminal.str().find("  cheapest: batch 32, $" +
+                                significant(slow.cost->cheapest->usd_per_million_samples, 3) +
+                                " per million samples at $1.00/h"),
+            std::string::npos)
+      << terminal.str();
   const Json j = analysis_to_json(a, options);
   EXPECT_EQ(j["groups"][0]["cost"]["cheapest"]["batch_size"], 32);
 }
@@ -122,7 +139,8 @@ TEST(Cost, AGroupWithoutAPriceIsNamedAndMnistEpochsAreKnown) {
   const testing_support::TempDir dir;
   AnalyzeOptions options;
   options.prices = read_prices(write(dir, "p.yaml", "prices:\n  other: 2.0\n  mnist box: 1.0\n"));
-  const Analysis a = analyze_logs({gpu_log(dir, "lonely gpu", 1.0), gpu_log(dir, "mnist box", 1.0, "mnist")}, options);
+  const Analysis a =
+      analyze_logs({gpu_log(dir, "lonely gpu", 1.0), gpu_log(dir, "mnist box", 1.0, "mnist")}, options);
   ASSERT_EQ(a.unpriced.size(), 1u);
   EXPECT_NE(a.unpriced[0].find("lonely gpu"), std::string::npos);
   for (const GroupAnalysis& g : a.groups) {

@@ -457,6 +457,11 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   write_report(report, a, PlotOutcome{}, "plots");
   EXPECT_NE(report.str().find("Why it jumps"), std::string::npos);
   EXPECT_NE(report.str().find("classifier.0 backward"), std::string::npos);
+  // The terminal names the layer that changed most at each jump.
+  std::ostringstream terminal;
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(terminal.str().find("  why 16→17: classifier.0 backward +"), std::string::npos) << terminal.str();
+  EXPECT_NE(terminal.str().find("kernel switch: "), std::string::npos) << terminal.str();
   // The damaged profile line is a warning naming profile.jsonl and its line.
   bool warned = false;
   for (const LogSummary& l : a.logs) {

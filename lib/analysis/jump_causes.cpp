@@ -45,18 +45,7 @@ std::string describe(const JumpCause& c) {
   std::string text =
       std::to_string(c.from_batch) + "→" + std::to_string(c.to_batch) + ": " + signed_ms(c.step_delta_ms);
   if (!c.missing.empty()) return text + "; " + c.missing;
-  for (const LayerChange& l : c.layers) {
-    text +=
-        "; " + l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
-    text += " (" + std::to_string(static_cast<int>(std::lround(100.0 * l.share))) + "%)";
-    if (l.switched()) {
-      const std::string from = l.vanished.empty() ? "none" : short_kernel_name(l.vanished.front());
-      const std::string to = l.appeared.empty() ? "none" : short_kernel_name(l.appeared.front());
-      text += ", kernel switch: " + from + " → " + to;
-    } else {
-      text += ", same kernels";
-    }
-  }
+  for (const LayerChange& l : c.layers) text += "; " + describe_change(l);
   return text;
 }
 
@@ -118,6 +107,16 @@ JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileR
 }
 
 }  // namespace
+
+std::string describe_change(const LayerChange& l) {
+  std::string text =
+      l.layer + (l.pass == profile_pass::kStep ? "" : " " + l.pass) + " " + signed_ms(l.delta_ms);
+  text += " (" + std::to_string(static_cast<int>(std::lround(100.0 * l.share))) + "%)";
+  if (!l.switched()) return text + ", same kernels";
+  const std::string from = l.vanished.empty() ? "none" : short_kernel_name(l.vanished.front());
+  const std::string to = l.appeared.empty() ? "none" : short_kernel_name(l.appeared.front());
+  return text + ", kernel switch: " + from + " → " + to;
+}
 
 std::string short_kernel_name(const std::string& name) {
   // A demangled signature, "RETURN TYPE ns::kernel<ARGS>(PARAMETERS)", read outside its template

@@ -33,10 +33,10 @@ struct LayerChange {
 struct JumpCause {
   int64_t from_batch = 0, to_batch = 0;
   bool drop = false;
-  double step_delta_ms = 0;      // the timed medians' change
-  double profiled_delta_ms = 0;  // the change of the profiled layers' sum
+  double step_delta_ms = 0;         // the timed medians' change
+  double profiled_delta_ms = 0;     // the change of the profiled layers' sum
   std::vector<LayerChange> layers;  // the largest changes first, those making up 90% of it
-  std::string missing;              // why it could not be attributed ("batch size 17 was not profiled"); "" if it was
+  std::string missing;  // why it could not be attributed ("batch size 17 was not profiled"); "" if it was
   // "16→17: +8.3 ms; classifier.0 backward +6.9 ms (83%), kernel changed from A to B"
   std::string summary;
 };
@@ -45,11 +45,14 @@ struct GroupProfile {
   std::string method;
   // "device" where kernels were recorded (their GPU time per layer), else "host" (CPU time per layer).
   std::string basis;
-  std::vector<int64_t> batch_sizes;  // profiled ones, ascending
-  std::vector<LayerSeries> layers;   // in the order of the step
+  std::vector<int64_t> batch_sizes;   // profiled ones, ascending
+  std::vector<LayerSeries> layers;    // in the order of the step
   std::map<int64_t, double> step_ms;  // the profiled steps' wall time, per batch size
   std::vector<JumpCause> causes;      // per jump, then per drop
 };
+
+// One layer's part in a jump: "classifier.0 backward +6.9 ms (83%), kernel switch: A → B".
+std::string describe_change(const LayerChange& change);
 
 // Kernel names as a table shows them: a C++ signature cut to its function name.
 std::string short_kernel_name(const std::string& name);

@@ -25,13 +25,22 @@ std::string cost_cell(const GroupCost& cost, std::optional<int64_t> batch) {
 
 }  // namespace
 
+void write_cost_terminal(std::ostream& out, const GroupAnalysis& g) {
+  if (!g.cost || !g.cost->cheapest) return;
+  out << "  cheapest: batch " << g.cost->cheapest->batch_size << ", "
+      << dollars(g.cost->cheapest->usd_per_million_samples) << " per million samples at "
+      << dollars(g.cost->usd_per_hour) << "/h\n";
+}
+
 void write_cost_best(std::ostream& out, const GroupAnalysis& g) {
   if (!g.cost || !g.cost->cheapest) return;
   const PointCost& c = *g.cost->cheapest;
   out << "- cheapest: batch " << c.batch_size << ", " << dollars(c.usd_per_million_samples)
       << " per million samples at $" << significant(g.cost->usd_per_hour, 3) << "/h";
-  if (c.usd_per_epoch) out << ", " << dollars(*c.usd_per_epoch) << " per epoch of " << *g.cost->epoch_samples << " samples";
-  if (g.fastest && g.fastest->batch_size == c.batch_size) out << " (the fastest too: at one price per hour, cost follows samples/s)";
+  if (c.usd_per_epoch)
+    out << ", " << dollars(*c.usd_per_epoch) << " per epoch of " << *g.cost->epoch_samples << " samples";
+  if (g.fastest && g.fastest->batch_size == c.batch_size)
+    out << " (the fastest too: at one price per hour, cost follows samples/s)";
   out << "\n";
 }
 
@@ -47,7 +56,8 @@ void write_cost_section(std::ostream& out, const Analysis& a) {
   });
   if (!priced.empty()) {
     const double best = priced.front()->cost->cheapest->usd_per_million_samples;
-    out << "$ per million samples = price per hour × median step time / batch size; an epoch is ⌈samples / batch⌉ "
+    out << "$ per million samples = price per hour × median step time / batch size; an epoch is ⌈samples / "
+           "batch⌉ "
            "steps at the median step time.\n\n";
     out << "| group | $/h (from) | cheapest batch | $ per million samples | × cheapest group | $ per epoch | "
            "fastest batch ($/M) | most efficient batch ($/M) |\n|---|---|---:|---:|---:|---:|---|---|\n";
@@ -56,12 +66,12 @@ void write_cost_section(std::ostream& out, const Analysis& a) {
       const PointCost& c = *cost.cheapest;
       std::optional<int64_t> efficient;
       if (g->energy && g->energy->most_efficient) efficient = g->energy->most_efficient->batch_size;
-      out << "| " << g->label << " | " << significant(cost.usd_per_hour, 3) << " (" << cost.price_from << ") | "
-          << c.batch_size << " | " << dollars(c.usd_per_million_samples) << " | "
+      out << "| " << g->label << " | " << significant(cost.usd_per_hour, 3) << " (" << cost.price_from
+          << ") | " << c.batch_size << " | " << dollars(c.usd_per_million_samples) << " | "
           << significant(c.usd_per_million_samples / best, 3) << "× | "
           << (c.usd_per_epoch ? dollars(*c.usd_per_epoch) : std::string("–")) << " | "
-          << cost_cell(cost, g->fastest ? std::optional<int64_t>(g->fastest->batch_size) : std::nullopt) << " | "
-          << cost_cell(cost, efficient) << " |\n";
+          << cost_cell(cost, g->fastest ? std::optional<int64_t>(g->fastest->batch_size) : std::nullopt)
+          << " | " << cost_cell(cost, efficient) << " |\n";
     }
     out << "\n";
   }

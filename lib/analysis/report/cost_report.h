@@ -9,6 +9,8 @@ namespace batchscope {
 
 // The cheapest batch size in a group's list of best sizes, where the group was priced.
 void write_cost_best(std::ostream& out, const GroupAnalysis& g);
+// The same as a line of the terminal summary.
+void write_cost_terminal(std::ostream& out, const GroupAnalysis& g);
 
 // "What it costs": every priced group's cheapest batch size with $ per million samples and per epoch,
 // beside its fastest and most energy-efficient sizes, cheapest group first, with each group's cost

@@ -33,8 +33,9 @@ std::string peak_shares(const GroupPeak& peak, bool with_sources) {
   std::string text;
   for (std::size_t i = 0; i < peak.shares.size(); ++i) {
     const PeakShare& s = peak.shares[i];
-    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
-            " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" + (with_sources ? ", " + s.from : "") + ")";
+    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") +
+            s.precision + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
+            (with_sources ? ", " + s.from : "") + ")";
   }
   return text;
 }
@@ -56,7 +57,8 @@ void write_environment(std::ostream& out, const Analysis& a) {
     if (!text(env, "cuda_runtime_version").empty()) out << ", CUDA " << text(env, "cuda_runtime_version");
     if (!text(env, "cudnn_version").empty()) out << ", cuDNN " << text(env, "cudnn_version");
     if (env.contains("tf32") && env["tf32"].is_object()) {
-      out << ", by LibTorch's default fp32 convolutions " << (env["tf32"].value("cudnn_convolutions", false) ? "in TF32" : "in fp32")
+      out << ", by LibTorch's default fp32 convolutions "
+          << (env["tf32"].value("cudnn_convolutions", false) ? "in TF32" : "in fp32")
           << " and matrix products " << (env["tf32"].value("cublas_matmul", false) ? "in TF32" : "in fp32");
     }
     out << ", " << text(env, "os") << ".\n";
@@ -85,7 +87,8 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
     if (!g.flagged.empty()) {
       std::string sizes;
       for (int64_t b : g.flagged) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
-      out << " (too few timed steps: " << sizes << "; sweep with more `--steps`, or lower `analyze --min-samples`)";
+      out << " (too few timed steps: " << sizes
+          << "; sweep with more `--steps`, or lower `analyze --min-samples`)";
     } else {
       out << " (sweep more batch sizes)";
     }
@@ -104,7 +107,9 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
       out << "| " << jump_name(x) << " | " << significant(x.from_ms) << " | " << significant(x.to_ms) << " | "
           << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | "
           << significant(x.z, 3) << " | " << x.confidence
-          << (x.passes > 0 ? ", in " + std::to_string(x.passes_with) + " of " + std::to_string(x.passes) + " passes" : "")
+          << (x.passes > 0
+                  ? ", in " + std::to_string(x.passes_with) + " of " + std::to_string(x.passes) + " passes"
+                  : "")
           << " |\n";
     }
     out << "\n";
@@ -196,7 +201,8 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   embed_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
   embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
   out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
-      << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log") << ".\n\n";
+      << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log")
+      << ".\n\n";
   if (g.trend) {
     out << "**Trend** (Theil–Sen over " << g.trend->points << " points): step time ≈ "
         << significant(g.trend->intercept_ms) << " ms + " << significant(g.trend->slope_ms_per_sample)
@@ -213,8 +219,8 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << " ms per step)\n";
   }
   if (g.peak) {
-    out << "- highest rate: batch " << g.peak->batch_size << ", " << significant(g.peak->tflops) << " TFLOP/s, "
-        << peak_shares(*g.peak, /*with_sources=*/true) << "\n";
+    out << "- highest rate: batch " << g.peak->batch_size << ", " << significant(g.peak->tflops)
+        << " TFLOP/s, " << peak_shares(*g.peak, /*with_sources=*/true) << "\n";
   }
   write_energy_bests(out, g);
   write_cost_best(out, g);
@@ -310,8 +316,8 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
       for (const LayerPlanRecord& p : s.plans) {
         std::string split;
         for (int64_t size : p.split) split += (split.empty() ? "" : "+") + std::to_string(size);
-        out << "| " << p.policy << " | " << p.layer << " | " << split << " | " << significant(p.predicted_ms) << " | "
-            << significant(p.undivided_ms) << " |\n";
+        out << "| " << p.policy << " | " << p.layer << " | " << split << " | " << significant(p.predicted_ms)
+            << " | " << significant(p.undivided_ms) << " |\n";
       }
       out << "\n</details>\n\n";
     }
@@ -349,9 +355,9 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
   out << "\n";
   for (const LogSummary& log : a.logs) {
     if (!log.time_spent) continue;
-    out << "Time spent by the session that completed `" << log.path << "`: "
-        << describe_time_spent(*log.time_spent) << " (" << significant(100 * stepping_share(*log.time_spent), 3)
-        << "% warm-up and timed steps).\n";
+    out << "Time spent by the session that completed `" << log.path
+        << "`: " << describe_time_spent(*log.time_spent) << " ("
+        << significant(100 * stepping_share(*log.time_spent), 3) << "% warm-up and timed steps).\n";
   }
   if (std::any_of(a.logs.begin(), a.logs.end(), [](const LogSummary& l) { return l.time_spent.has_value(); }))
     out << "\n";
@@ -397,6 +403,9 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
   out << "How the trend, jumps and periods are found: README, \"How analyze finds jumps\".\n";
 }
 
+// Jumps whose cause the terminal summary names (report.md names them all).
+constexpr int kCausesOnTerminal = 3;
+
 void write_terminal_summary(std::ostream& out, const Analysis& a) {
   for (const GroupAnalysis& g : a.groups) {
     out << g.label << "\n";
@@ -414,7 +423,25 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       const Jump& j = g.jumps.jumps[i];
       out << (i ? ", " : "") << jump_name(j) << " +" << significant(j.delta_pct, 3) << "%";
     }
-    out << "\n  " << g.periodicity.verdict << "\n";
+    out << "\n";
+    // Why the first jumps happen, where the sweep profiled: the layer that changed most (report.md has
+    // the rest).
+    int explained = 0;
+    for (const JumpCause& c : g.profile ? g.profile->causes : std::vector<JumpCause>{}) {
+      if (c.drop || explained == kCausesOnTerminal) continue;
+      ++explained;
+      out << "  why " << c.from_batch << "→" << c.to_batch << ": ";
+      if (!c.missing.empty() || c.layers.empty()) {
+        out << (c.missing.empty() ? "no layer's time changed" : c.missing) << "\n";
+        continue;
+      }
+      out << describe_change(c.layers.front());
+      if (c.layers.size() > 1)
+        out << " and " << counted(static_cast<long long>(c.layers.size() - 1), "more layer")
+            << " (report.md)";
+      out << "\n";
+    }
+    out << "  " << g.periodicity.verdict << "\n";
     if (const std::string sixteen = multiples_of_16(g.periodicity);
         !sixteen.empty() && !g.jumps.jumps.empty())
       out << "  multiples of 16: " << sixteen << "\n";
@@ -424,11 +451,12 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
       out << "\n";
       if (g.peak) {
-        out << "  highest rate: " << significant(g.peak->tflops) << " TFLOP/s at batch " << g.peak->batch_size << ", "
-            << peak_shares(*g.peak, /*with_sources=*/false) << "\n";
+        out << "  highest rate: " << significant(g.peak->tflops) << " TFLOP/s at batch " << g.peak->batch_size
+            << ", " << peak_shares(*g.peak, /*with_sources=*/false) << "\n";
       }
     }
     write_energy_terminal(out, g);
+    write_cost_terminal(out, g);
   }
   for (const Comparison& c : a.comparisons) {
     for (const SpeedupCurve& s : c.curves) {
