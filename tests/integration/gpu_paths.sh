@@ -2,7 +2,8 @@
 # The paths that only a GPU takes, on cuda:0 with small shapes: the device in `env`, the CUDA-event timer
 # and its own cost, peak GPU memory, NVML energy with an idle baseline, the timed pinned-memory copy,
 # cuDNN's benchmark mode, bf16/fp16 autocast with channels-last, the Transformer's causal mask under
-# autocast, CTC on CUDA, maxbatch, micro-batching and training compared between the CPU and the GPU.
+# autocast, CTC on CUDA, maxbatch, micro-batching, training compared between the CPU and the GPU, and the
+# matrix-product peak.
 # Registered only where LibTorch has CUDA; without a visible GPU it fails, saying so.
 set -uo pipefail
 bin="$1"
@@ -125,6 +126,20 @@ for r in rows:
     assert r["min_digits"] >= 3, f"epoch {r['epoch']}: the devices agree to {r['min_digits']} digits only"
     print(f"     epoch {r['epoch']}: " + ", ".join(f"{q} {r[q]['values'][0]:.4g}/{r[q]['values'][1]:.4g}"
           for q in ("train_loss", "test_accuracy")) + f", {r['min_digits']} digits at worst")
+PY
+
+# peak: all four precisions measured on CUDA events; the tensor cores' formats beat IEEE fp32.
+"$bin" peak --device cuda:0 --size 2048 --steps 5 --warmup 2 --json > "$work/peak.json" 2> "$work/peak.err" &&
+python3 - "$work/peak.json" <<'PY' && ok "peak: fp32, tf32, bf16 and fp16 on CUDA events" || fail "peak: $(cat "$work/peak.err")"
+import json, sys
+rates = {r["precision"]: r for r in json.load(open(sys.argv[1]))["rates"]}
+assert sorted(rates) == ["bf16", "fp16", "fp32", "tf32"], sorted(rates)
+for r in rates.values():
+    assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
+    assert 0 < r["p10_tflops"] <= r["median_tflops"] <= r["p90_tflops"], r
+assert rates["bf16"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+assert rates["tf32"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+print("     " + ", ".join(f"{p} {r['median_tflops']:.1f}" for p, r in sorted(rates.items())) + " TFLOP/s at 2048")
 PY
 
 echo "$failures failures"
