@@ -384,7 +384,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
     const Json& id = raw[i].identity;
     const std::string device = id.value("device", "");
     const std::vector<std::string> precisions = peak_precisions_for(
-        id.value("precision", ""), id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
+        id.value("precision", ""),
+        id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
         id.contains("cuda"));
     g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions);
     const bool has_rate = std::any_of(g.points.begin(), g.points.end(),
@@ -393,8 +394,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
       std::string wanted;
       for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
       a.warnings.push_back(g.label + ": " + options.peaks.file + " has no " + wanted + " peak of " +
-                           (device == "cpu" ? "this CPU" : device) +
-                           "; run batchscope peak --out " + options.peaks.file + " on that device to read its rate against one");
+                           (device == "cpu" ? "this CPU" : device) + "; run batchscope peak --out " +
+                           options.peaks.file + " on that device to read its rate against one");
     }
   }
 }

@@ -6,8 +6,8 @@
 
 #include "lib/analysis/analysis.h"
 #include "lib/analysis/cost.h"
-#include "lib/analysis/peak_share.h"
 #include "lib/analysis/grouping.h"
+#include "lib/analysis/peak_share.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/common/limits.h"
 
