@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "app/command_line.h"
@@ -116,6 +117,9 @@ int run_peak_command(const std::vector<std::string>& args) {
   o.warmup = static_cast<int>(whole_option(result, "warmup", 0, limits::kMaxSteps));
   const std::vector<std::string> precisions = precision_option(result, device);
   check_size_fits(o.size, device);
+  // Opened before the measurement, so that a path that cannot be written is refused at once.
+  std::optional<JsonlWriter> out;
+  if (result.count("out")) out.emplace(result["out"].as<std::string>());
 
   std::vector<PeakRate> rates;
   for (const std::string& precision : precisions) {
@@ -138,10 +142,9 @@ int run_peak_command(const std::vector<std::string>& args) {
   Json measured = Json::array();
   for (const PeakRate& r : rates) measured.push_back(to_json(r));
   record["rates"] = measured;
-  if (result.count("out")) {
-    JsonlWriter out(result["out"].as<std::string>());
-    out.add(record);
-    out.flush();
+  if (out) {
+    out->add(record);
+    out->flush();
   }
   if (result.count("json")) {
     std::cout << record.dump(2) << "\n";

@@ -184,6 +184,7 @@ expect option_microbatch_batch "command line: --batch: 'x' is not a whole number
 expect option_maxbatch_confirm "command line: --confirm: '0' is not a whole number from 1" maxbatch --model mnist_cnn --confirm 0 --memory-limit 1GiB
 expect option_peak_precision "command line: --precision: 'fp8' is not a precision peak measures; give a comma-separated list of fp32, tf32, bf16 and fp16" peak --device cpu --precision fp8
 expect option_peak_size "command line: --size: '0' is not a whole number from 1 to 65536" peak --device cpu --size 0
+expect option_peak_out "p.jsonl: cannot open for writing .*; choose an --out directory you can write to" peak --device cpu --size 2048 --out "$work/absent-dir/p.jsonl"
 # Three 65536² fp32 matrices need 48 GiB: refused before any is made where less is free (as here).
 if [ "$(awk '/^MemAvailable:/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 44 ]; then
   expect option_peak_size_memory "command line: --size 65536 needs 48.0 GiB for its three matrices, more than the .* this machine has free; give a smaller --size" peak --device cpu --size 65536
