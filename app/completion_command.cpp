@@ -8,6 +8,7 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/config/config.h"
+#include "lib/timing/peak_rate.h"
 #include "models/registry.h"
 
 // batchscope completion bash: a bash completion script made from the commands' own option definitions,
@@ -49,6 +50,9 @@ std::string joined(const std::set<std::string>& words) {
 }
 
 std::string bash_script() {
+  // peak measures TF32 too, a precision sweeps do not take.
+  std::string peak_precisions;
+  for (const std::string& p : kPeakPrecisions) peak_precisions += (peak_precisions.empty() ? "" : " ") + p;
   std::set<std::string> names;
   std::ostringstream cases;
   for (const auto& [name, run] : commands()) {
@@ -67,7 +71,8 @@ std::string bash_script() {
     } else {
       options = options_in_help(output_of(run, {"--help"}));
     }
-    cases << "    " << name << ") options=\"" << joined(options) << "\"; first=\"" << first_words << "\" ;;\n";
+    cases << "    " << name << ") options=\"" << joined(options) << "\"; first=\"" << first_words
+          << "\" ;;\n";
   }
   std::set<std::string> models;
   for (const auto& m : models::all_models()) models.insert(m.name);
@@ -87,7 +92,8 @@ std::string bash_script() {
        "  local options=\"\" first=\"\"\n"
        "  case \"${COMP_WORDS[1]}\" in\n"
     << cases.str()
-    << "    help) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"$commands\" -- \"$cur\")); return ;;\n"
+    << "    help) [ \"$COMP_CWORD\" -eq 2 ] && COMPREPLY=($(compgen -W \"$commands\" -- \"$cur\")); return "
+       ";;\n"
        "    *) return ;;\n"
        "  esac\n"
        "  if [ \"$COMP_CWORD\" -eq 2 ] && [ -n \"$first\" ]; then\n"
@@ -101,7 +107,11 @@ std::string bash_script() {
        "    --phase) COMPREPLY=($(compgen -W \""
     << to_string(Phase::Train) << " " << to_string(Phase::Infer)
     << "\" -- \"$cur\")); return ;;\n"
-       "    --precision) COMPREPLY=($(compgen -W \""
+       "    --precision)\n"
+       "      if [ \"${COMP_WORDS[1]}\" = peak ]; then COMPREPLY=($(compgen -W \""
+    << peak_precisions
+    << "\" -- \"$cur\")); return; fi\n"
+       "      COMPREPLY=($(compgen -W \""
     << to_string(Precision::FP32) << " " << to_string(Precision::FP16) << " " << to_string(Precision::BF16)
     << "\" -- \"$cur\")); return ;;\n"
        "    --optimizer) COMPREPLY=($(compgen -W \""
@@ -130,12 +140,14 @@ std::string bash_script() {
 
 int run_completion_command(const std::vector<std::string>& args) {
   if (args.size() == 1 && (args[0] == "-h" || args[0] == "--help")) {
-    std::cout << "usage: batchscope completion bash\n"
-                 "Prints a bash completion script made from every command's options. scripts/setup.sh installs "
-                 "it; by hand:\n  source <(batchscope completion bash)\n";
+    std::cout
+        << "usage: batchscope completion bash\n"
+           "Prints a bash completion script made from every command's options. scripts/setup.sh installs "
+           "it; by hand:\n  source <(batchscope completion bash)\n";
     return 0;
   }
-  if (args.size() != 1 || args[0] != "bash") refuse("completion takes one shell, bash", "run batchscope completion bash");
+  if (args.size() != 1 || args[0] != "bash")
+    refuse("completion takes one shell, bash", "run batchscope completion bash");
   std::cout << bash_script();
   return 0;
 }

@@ -48,6 +48,10 @@ complete_words() {  # the words bash would offer for the command line "$@" (the 
 }
 [ "$(complete_words batchscope sweep --ste | tr '\n' ' ')" = "--steps " ] && ok "completes --ste to --steps" \
   || fail "completing --ste: $(complete_words batchscope sweep --ste | tr '\n' ' ')"
+# peak's precisions include TF32; a sweep's do not.
+[ "$(complete_words batchscope peak --precision t | tr '\n' ' ')" = "tf32 " ] \
+  && [ -z "$(complete_words batchscope sweep --precision t)" ] && ok "completes peak --precision t to tf32, and sweep's to nothing" \
+  || fail "completing --precision t: peak '$(complete_words batchscope peak --precision t | tr '\n' ' ')', sweep '$(complete_words batchscope sweep --precision t | tr '\n' ' ')'"
 [ "$(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')" = "vgg16 vgg19 " ] && ok "completes model names" \
   || fail "completing a model: $(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')"
 complete_words batchscope ana | grep -qx analyze && ok "completes commands" || fail "completing a command"
