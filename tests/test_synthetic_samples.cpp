@@ -36,7 +36,7 @@ Batch prefix(const Batch& b, int64_t count) {
 }
 
 TEST(SyntheticSamples, ABatchIsTheStreamsFirstSamplesWhateverRanBefore) {
-  for (const bool keep : {true, false}) {
+  for (const int64_t keep : {SyntheticSamples::kKeptBytes, int64_t{0}}) {
     CountingSpec counting;
     SyntheticSamples ascending(counting.spec, {1, 28, 28}, 10, 7, keep);
     const Batch five = ascending.first(5, kCpu);
@@ -56,15 +56,15 @@ TEST(SyntheticSamples, ABatchIsTheStreamsFirstSamplesWhateverRanBefore) {
   }
   // Kept or not, the same data: a GPU (which keeps them) and the CPU (which does not) see the same.
   CountingSpec counting;
-  SyntheticSamples kept(counting.spec, {1, 28, 28}, 10, 3, true),
-      made_anew(counting.spec, {1, 28, 28}, 10, 3, false);
+  SyntheticSamples kept(counting.spec, {1, 28, 28}, 10, 3, SyntheticSamples::kKeptBytes),
+      made_anew(counting.spec, {1, 28, 28}, 10, 3, 0);
   expect_same(kept.first(37, kCpu), made_anew.first(37, kCpu));
 }
 
 TEST(SyntheticSamples, KeptBlocksAreMadeOnceAndOthersForEachBatch) {
   CountingSpec kept_spec, anew_spec;
-  SyntheticSamples kept(kept_spec.spec, {1, 28, 28}, 10, 0, true);
-  SyntheticSamples anew(anew_spec.spec, {1, 28, 28}, 10, 0, false);
+  SyntheticSamples kept(kept_spec.spec, {1, 28, 28}, 10, 0, SyntheticSamples::kKeptBytes);
+  SyntheticSamples anew(anew_spec.spec, {1, 28, 28}, 10, 0, 0);
   constexpr int64_t block = SyntheticSamples::kBlockSamples;
   for (int64_t b = 1; b <= 70; ++b) {
     kept.first(b, kCpu);
@@ -83,8 +83,8 @@ TEST(SyntheticSamples, KeptBlocksStayWithinTheirMemoryAndTheRestAreMadeAnew) {
   // mnist_cnn's block: 16 images of 1x28x28 in fp32 and 16 int64 labels.
   constexpr int64_t block_bytes = 16 * 28 * 28 * 4 + 16 * 8;
   CountingSpec counting, reference_spec;
-  SyntheticSamples bounded(counting.spec, {1, 28, 28}, 10, 5, true, 2 * block_bytes + 1);
-  SyntheticSamples reference(reference_spec.spec, {1, 28, 28}, 10, 5, false);
+  SyntheticSamples bounded(counting.spec, {1, 28, 28}, 10, 5, 2 * block_bytes + 1);
+  SyntheticSamples reference(reference_spec.spec, {1, 28, 28}, 10, 5, 0);
   expect_same(bounded.first(70, kCpu), reference.first(70, kCpu));
   EXPECT_EQ(bounded.blocks_made(), 5);
   EXPECT_EQ(bounded.kept_bytes(), 2 * block_bytes);
@@ -100,7 +100,7 @@ TEST(SyntheticSamples, KeptBlocksStayWithinTheirMemoryAndTheRestAreMadeAnew) {
 
 TEST(SyntheticSamples, EmptyBatchesAndSequenceBatchesKeepTheirShapes) {
   CountingSpec counting;
-  SyntheticSamples images(counting.spec, {1, 28, 28}, 10, 0, true);
+  SyntheticSamples images(counting.spec, {1, 28, 28}, 10, 0, SyntheticSamples::kKeptBytes);
   const Batch none = images.first(0, kCpu);
   EXPECT_EQ(none.inputs.sizes(), (std::vector<int64_t>{0, 1, 28, 28}));
   EXPECT_EQ(none.targets.sizes(), (std::vector<int64_t>{0}));
@@ -108,14 +108,14 @@ TEST(SyntheticSamples, EmptyBatchesAndSequenceBatchesKeepTheirShapes) {
 
   // Deep Speech 2: spectrograms and label sequences, both with their samples first.
   const models::ModelSpec& speech = *models::find_model("deepspeech2");
-  SyntheticSamples spectrograms(speech, {1, 161, 50}, 29, 0, true);
+  SyntheticSamples spectrograms(speech, {1, 161, 50}, 29, 0, SyntheticSamples::kKeptBytes);
   const Batch twenty = spectrograms.first(20, kCpu);
   const Batch three = spectrograms.first(3, kCpu);
   EXPECT_EQ(twenty.inputs.sizes(), (std::vector<int64_t>{20, 1, 161, 50}));
   EXPECT_EQ(twenty.targets.size(0), 20);
   EXPECT_EQ(twenty.targets.scalar_type(), torch::kLong);
   expect_same(three, prefix(twenty, 3));
-  const Batch tokens = SyntheticSamples(*models::find_model("lstm_lm"), {35}, 100, 0, false).first(17, kCpu);
+  const Batch tokens = SyntheticSamples(*models::find_model("lstm_lm"), {35}, 100, 0, 0).first(17, kCpu);
   EXPECT_EQ(tokens.inputs.sizes(), (std::vector<int64_t>{17, 35}));
   EXPECT_LT(tokens.inputs.max().item<int64_t>(), 100);
 }

@@ -388,9 +388,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
         id.contains("cuda"));
     g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions);
-    const bool has_rate = std::any_of(g.points.begin(), g.points.end(),
-                                      [](const PointStats& p) { return p.tflops && !p.too_few_samples; });
-    if (!g.peak && has_rate) {
+    if (g.peak && g.peak->shares.empty()) {
+      g.peak.reset();
       std::string wanted;
       for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
       a.warnings.push_back(g.label + ": " + options.peaks.file + " has no " + wanted + " peak of " +

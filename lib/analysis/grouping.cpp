@@ -51,13 +51,9 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
   const Json env = environment.is_object() ? environment : Json::object();
   if (device.rfind("cuda", 0) == 0) {
     std::string name = device;
-    const size_t colon = device.find(':');
-    const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
-    if (env.contains("gpus") && env["gpus"].is_array()) {
-      for (const Json& g : env["gpus"]) {
-        if (g.value("index", -1) == index && g.contains("name")) name = g["name"].get<std::string>();
-      }
-    }
+    if (const Json* g = gpu_entry(device, env);
+        g != nullptr && g->contains("name") && (*g)["name"].is_string())
+      name = (*g)["name"].get<std::string>();
     id["device"] = name;
     id["libtorch"] = env.value("libtorch_version", "");
     id["cuda"] = env.value("cuda_runtime_version", "");
@@ -79,14 +75,9 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
 
 // The multiprocessors of the GPU a cuda device names, where the run record lists it.
 std::optional<int64_t> sm_count_of(const std::string& device, const Json& environment) {
-  if (device.rfind("cuda", 0) != 0 || !environment.is_object() || !environment.contains("gpus")) return std::nullopt;
-  const size_t colon = device.find(':');
-  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
-  for (const Json& g : environment["gpus"]) {
-    if (g.is_object() && g.value("index", -1) == index && g.contains("sm_count") && g["sm_count"].is_number_integer())
-      return g["sm_count"].get<int64_t>();
-  }
-  return std::nullopt;
+  const Json* g = gpu_entry(device, environment);
+  if (g == nullptr || !g->contains("sm_count") || !(*g)["sm_count"].is_number_integer()) return std::nullopt;
+  return (*g)["sm_count"].get<int64_t>();
 }
 
 Json workload_of(const Json& identity) {
@@ -119,8 +110,8 @@ std::string machine_difference(const Json& a, const Json& b) {
 
 // Adds one per-batch record to its group: an out-of-memory or skipped size, a step time, or the point.
 // Throws UserError where two logs measured the same batch size of the same group.
-void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const Json& id, const std::string& path,
-                  int line) {
+void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const Json& id,
+                  const std::string& path, int line) {
   const int64_t batch = key.batch_size;
   if (std::holds_alternative<OomRecord>(r)) {
     g.oom.insert(batch);
@@ -173,6 +164,18 @@ void refuse_parts_from_other_machines(const std::vector<RawGroup>& groups) {
 
 }  // namespace
 
+const Json* gpu_entry(const std::string& device, const Json& environment) {
+  if (device.rfind("cuda", 0) != 0 || !environment.is_object() || !environment.contains("gpus") ||
+      !environment["gpus"].is_array())
+    return nullptr;
+  const size_t colon = device.find(':');
+  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
+  for (const Json& g : environment["gpus"]) {
+    if (g.is_object() && g.value("index", -1) == index) return &g;
+  }
+  return nullptr;
+}
+
 std::string describe_identity(const Json& id) {
   std::string out = text_of(id, "model") + " " + text_of(id, "phase") + " " + text_of(id, "precision");
   std::string device = text_of(id, "device");
@@ -214,8 +217,8 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
                                        "phase, precision and device only",
                                    "keep the log's first line (the run record) when copying logs"));
       }
-      const Json id = identity_of(*key, config == configs.end() ? nullptr : &config->second, environment, path,
-                                  options.separate);
+      const Json id = identity_of(*key, config == configs.end() ? nullptr : &config->second, environment,
+                                  path, options.separate);
       auto [slot, fresh] = by_key.emplace(id.dump(), groups.size());
       if (fresh) {
         RawGroup g;
@@ -235,8 +238,8 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
     // Profiles join the group of their batch key; one of a size the log has no group for is dropped.
     for (const ProfileRecord& profile : log.profiles) {
       const auto config = configs.find(profile.key.experiment);
-      const Json id = identity_of(profile.key, config == configs.end() ? nullptr : &config->second, environment,
-                                  path, options.separate);
+      const Json id = identity_of(profile.key, config == configs.end() ? nullptr : &config->second,
+                                  environment, path, options.separate);
       const auto slot = by_key.find(id.dump());
       if (slot != by_key.end()) groups[slot->second].profiles[profile.key.batch_size] = profile;
     }

@@ -14,7 +14,7 @@ namespace batchscope {
 // Every measurement of one batch size of one group, as read from the logs.
 struct RawPoint {
   int64_t batch_size = 0;
-  std::vector<double> times_ms;  // from the step records
+  std::vector<double> times_ms;                       // from the step records
   std::map<int64_t, std::vector<double>> pass_times;  // the same by pass (repeats: R; 1 without)
   std::optional<PointRecord> point;
   std::string log;
@@ -46,6 +46,10 @@ struct GroupingOptions {
 // measured twice, or parts of one sweep measured on different machines or software.
 std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const GroupingOptions& options,
                                     std::vector<std::string>& warnings);
+
+// The entry of a run record's (or a peak record's) gpus[] for a cuda device ("cuda", "cuda:N"); nullptr
+// for another device or where the record does not list it.
+const Json* gpu_entry(const std::string& device, const Json& environment);
 
 // "vgg16 train fp32 · NVIDIA H100" and the like, from an identity.
 std::string describe_identity(const Json& identity);

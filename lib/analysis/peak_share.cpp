@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/grouping.h"
 #include "lib/common/errors.h"
 #include "lib/records/jsonl.h"
 
@@ -19,16 +20,12 @@ std::string device_name(const Json& record, const std::string& path, int line) {
     throw UserError(located(path, line, "the peak record has no config.device", kFix));
   const std::string device = (*config)["device"].get<std::string>();
   if (device.rfind("cuda", 0) != 0) return device;
-  const std::size_t colon = device.find(':');
-  const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
-  if (record.contains("gpus") && record["gpus"].is_array()) {
-    for (const Json& g : record["gpus"]) {
-      if (g.is_object() && g.value("index", -1) == index && g.contains("name") && g["name"].is_string())
-        return g["name"].get<std::string>();
-    }
+  const Json* gpu = gpu_entry(device, record);
+  if (gpu == nullptr || !gpu->contains("name") || !(*gpu)["name"].is_string()) {
+    throw UserError(
+        located(path, line, "the peak record does not name the GPU " + device + " (gpus[].name)", kFix));
   }
-  throw UserError(
-      located(path, line, "the peak record does not name the GPU " + device + " (gpus[].name)", kFix));
+  return (*gpu)["name"].get<std::string>();
 }
 
 }  // namespace
@@ -106,7 +103,6 @@ std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vecto
                              peak.tflops / e.median_tflops});
     }
   }
-  if (peak.shares.empty()) return std::nullopt;
   return peak;
 }
 

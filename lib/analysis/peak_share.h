@@ -47,8 +47,8 @@ struct GroupPeak {
   std::vector<PeakShare> shares;
 };
 
-// The group's rate against the peaks of its device (device and cpu as its identity gives them); none
-// where it has no rate or the table no matching peak.
+// The group's rate against the peaks of its device (device and cpu as its identity gives them): no
+// shares where the table has no matching peak, none at all where the group has no rate.
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
                                         const std::string& device, const std::string& cpu,
                                         const std::vector<std::string>& precisions);

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "lib/common/statistics.h"
-#include "lib/device/environment.h"
 #include "lib/device/gpu.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"

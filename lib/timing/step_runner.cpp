@@ -118,7 +118,8 @@ void Workload::prepare_batch(int64_t batch_size) {
     // batch is made anew, so that a size's memory (what maxbatch and --memory-limit count there) is its own
     // alone.
     samples_ = std::make_unique<SyntheticSamples>(*spec_, experiment_.input_shape, experiment_.classes,
-                                                  experiment_.seed, /*keep=*/device_.is_cuda());
+                                                  experiment_.seed,
+                                                  device_.is_cuda() ? SyntheticSamples::kKeptBytes : 0);
   }
   // Made on the host and copied, so that the data are the same on every device for a seed.
   const auto where =

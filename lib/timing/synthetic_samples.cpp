@@ -23,13 +23,8 @@ torch::Tensor batch_of(const torch::Tensor& block, int64_t count, const torch::T
 }  // namespace
 
 SyntheticSamples::SyntheticSamples(const models::ModelSpec& spec, models::SampleShape input, int64_t classes,
-                                   uint64_t seed, bool keep, int64_t keep_bytes)
-    : spec_(spec),
-      input_(std::move(input)),
-      classes_(classes),
-      seed_(seed),
-      keep_(keep),
-      keep_bytes_(keep_bytes) {}
+                                   uint64_t seed, int64_t keep_bytes)
+    : spec_(spec), input_(std::move(input)), classes_(classes), seed_(seed), keep_bytes_(keep_bytes) {}
 
 models::Batch SyntheticSamples::block(int64_t index) {
   if (index < static_cast<int64_t>(blocks_.size())) return blocks_[static_cast<std::size_t>(index)];
@@ -40,7 +35,7 @@ models::Batch SyntheticSamples::block(int64_t index) {
               "'s synthetic batch does not have its samples along the first dimension");
   // first() asks for the blocks in order, so the kept ones are always the stream's first.
   const int64_t bytes = static_cast<int64_t>(made.inputs.nbytes() + made.targets.nbytes());
-  if (keep_ && index == static_cast<int64_t>(blocks_.size()) && kept_bytes_ + bytes <= keep_bytes_) {
+  if (index == static_cast<int64_t>(blocks_.size()) && kept_bytes_ + bytes <= keep_bytes_) {
     blocks_.push_back(made);
     kept_bytes_ += bytes;
   }

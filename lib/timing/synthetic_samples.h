@@ -21,10 +21,10 @@ class SyntheticSamples {
   // maxbatch probe of thousands) makes the blocks beyond it anew each time, as the CPU does.
   static constexpr int64_t kKeptBytes = int64_t{1} << 30;
 
-  // keep: hold the first blocks made, up to keep_bytes of host memory, for the next batch sizes;
-  // otherwise each block is dropped once copied, so that a batch costs its own memory and one block.
+  // keep_bytes: hold the first blocks made, up to this much host memory, for the next batch sizes (0:
+  // keep none); the others are dropped once copied, so that a batch costs its own memory and one block.
   SyntheticSamples(const models::ModelSpec& spec, models::SampleShape input, int64_t classes, uint64_t seed,
-                   bool keep, int64_t keep_bytes = kKeptBytes);
+                   int64_t keep_bytes);
 
   // The first `count` samples as a batch of tensors made with `where` (a device, or pinned host
   // memory). Uses torch's global generator, which it leaves seeded for the last block it made.
@@ -42,7 +42,6 @@ class SyntheticSamples {
   models::SampleShape input_;
   int64_t classes_;
   uint64_t seed_;
-  bool keep_;
   int64_t keep_bytes_;
   std::vector<models::Batch> blocks_;  // the stream's first blocks
   int64_t kept_bytes_ = 0;

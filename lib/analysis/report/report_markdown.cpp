@@ -403,8 +403,31 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
   out << "How the trend, jumps and periods are found: README, \"How analyze finds jumps\".\n";
 }
 
+namespace {
+
 // Jumps whose cause the terminal summary names (report.md names them all).
 constexpr int kCausesOnTerminal = 3;
+
+// Why the first jumps happen, where the sweep profiled: the layer that changed most at each.
+void write_causes_terminal(std::ostream& out, const GroupAnalysis& g) {
+  if (!g.profile) return;
+  int named = 0;
+  for (const JumpCause& c : g.profile->causes) {
+    if (c.drop) continue;
+    if (named++ == kCausesOnTerminal) break;
+    out << "  why " << c.from_batch << "→" << c.to_batch << ": ";
+    if (!c.missing.empty() || c.layers.empty()) {
+      out << (c.missing.empty() ? "no layer's time changed" : c.missing) << "\n";
+      continue;
+    }
+    out << describe_change(c.layers.front());
+    if (c.layers.size() > 1)
+      out << " and " << counted(static_cast<long long>(c.layers.size() - 1), "more layer") << " (report.md)";
+    out << "\n";
+  }
+}
+
+}  // namespace
 
 void write_terminal_summary(std::ostream& out, const Analysis& a) {
   for (const GroupAnalysis& g : a.groups) {
@@ -424,23 +447,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       out << (i ? ", " : "") << jump_name(j) << " +" << significant(j.delta_pct, 3) << "%";
     }
     out << "\n";
-    // Why the first jumps happen, where the sweep profiled: the layer that changed most (report.md has
-    // the rest).
-    int explained = 0;
-    for (const JumpCause& c : g.profile ? g.profile->causes : std::vector<JumpCause>{}) {
-      if (c.drop || explained == kCausesOnTerminal) continue;
-      ++explained;
-      out << "  why " << c.from_batch << "→" << c.to_batch << ": ";
-      if (!c.missing.empty() || c.layers.empty()) {
-        out << (c.missing.empty() ? "no layer's time changed" : c.missing) << "\n";
-        continue;
-      }
-      out << describe_change(c.layers.front());
-      if (c.layers.size() > 1)
-        out << " and " << counted(static_cast<long long>(c.layers.size() - 1), "more layer")
-            << " (report.md)";
-      out << "\n";
-    }
+    write_causes_terminal(out, g);
     out << "  " << g.periodicity.verdict << "\n";
     if (const std::string sixteen = multiples_of_16(g.periodicity);
         !sixteen.empty() && !g.jumps.jumps.empty())
