@@ -46,15 +46,11 @@ void append(TimedSteps& to, TimedSteps&& more) {
   to.losses.insert(to.losses.end(), more.losses.begin(), more.losses.end());
 }
 
-// steps: auto. Blocks of timed steps until the median's 95% confidence interval is within ±ci_width of
-// it and min_time has passed (judged once the first e.timed_steps have run), or until max_time or
-// limits::kMaxSteps. The first step runs alone, so that a slow model's first block already keeps to
-// max_time. Each later block is sized to what the interval (narrowing as 1/sqrt(n)) and min_time still
-// need, at most as many steps as have run, and no more than fit in the time left. The observer sees
-// one count across blocks, its total being the steps planned so far.
+// steps: auto. Blocks of timed steps, each sized by next_auto_block, until it says stop. The first step
+// runs alone, so that a slow model's first block already keeps to max_time. The observer sees one count
+// across blocks, its total being the steps planned so far.
 TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const ExperimentConfig& e, const StepObserver* observer,
                           std::string& stopped_by) {
-  const AutoSteps& a = *e.auto_steps;
   const auto first = static_cast<int64_t>(e.timed_steps);
   TimedSteps all;
   int64_t block = 1;
@@ -66,40 +62,43 @@ TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const Experiment
       if (observer != nullptr) (*observer)(part, done + step, planned);
     };
     append(all, run_timed_steps(workload, timer, static_cast<int>(block), &counting));
-    const auto n = static_cast<int64_t>(all.times_ms.size());
     const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const double per_step_s = std::max(elapsed_s / static_cast<double>(n), 1e-9);
-    double wanted = static_cast<double>(first - n);
-    if (n >= first) {
-      const double med = median(all.times_ms);
-      const std::optional<Interval> ci = median_confidence_interval(all.times_ms);
-      // Relative half-width of the interval; unknown (infinite) while it has too few steps.
-      const double width = ci && med > 0 ? (ci->high - ci->low) / 2 / med : INFINITY;
-      if (width <= a.ci_width && elapsed_s >= a.min_time_s) {
-        stopped_by = kStoppedByCiWidth;
-        break;
-      }
-      wanted = std::isfinite(width) ? static_cast<double>(n) * ((width / a.ci_width) * (width / a.ci_width) - 1)
-                                    : static_cast<double>(n);
-      wanted = std::min(std::max(wanted, (a.min_time_s - elapsed_s) / per_step_s), static_cast<double>(n));
-    }
-    if (elapsed_s >= a.max_time_s) {
-      stopped_by = kStoppedByMaxTime;
+    const AutoStepsNext next = next_auto_block(*e.auto_steps, first, all.times_ms, elapsed_s);
+    if (!next.stopped_by.empty()) {
+      stopped_by = next.stopped_by;
       break;
     }
-    if (n >= limits::kMaxSteps) {
-      stopped_by = kStoppedByMaxSteps;
-      break;
-    }
-    // At most half the time left, at the pace so far: a block planned to fill all of it overruns the
-    // limit by its whole length times any slowdown of the machine; halving ends within a step or two.
-    const double fit = std::max(std::floor(0.5 * (a.max_time_s - elapsed_s) / per_step_s), 1.0);
-    block = static_cast<int64_t>(std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n)));
+    block = next.block;
   }
   return all;
 }
 
 }  // namespace
+
+AutoStepsNext next_auto_block(const AutoSteps& a, int64_t first_steps, const std::vector<double>& times_ms,
+                              double elapsed_s) {
+  const auto n = static_cast<int64_t>(times_ms.size());
+  const double per_step_s = std::max(elapsed_s / static_cast<double>(std::max<int64_t>(n, 1)), 1e-9);
+  double wanted = static_cast<double>(first_steps - n);
+  if (n >= first_steps) {
+    const double med = median(times_ms);
+    const std::optional<Interval> ci = median_confidence_interval(times_ms);
+    // Relative half-width of the interval; unknown (infinite) while it has too few steps.
+    const double width = ci && med > 0 ? (ci->high - ci->low) / 2 / med : INFINITY;
+    if (width <= a.ci_width && elapsed_s >= a.min_time_s) return {kStoppedByCiWidth, 0};
+    // The interval narrows as 1/sqrt(n); min_time may want more; at most as many steps as have run.
+    wanted = std::isfinite(width) ? static_cast<double>(n) * ((width / a.ci_width) * (width / a.ci_width) - 1)
+                                  : static_cast<double>(n);
+    wanted = std::min(std::max(wanted, (a.min_time_s - elapsed_s) / per_step_s), static_cast<double>(n));
+  }
+  if (elapsed_s >= a.max_time_s) return {kStoppedByMaxTime, 0};
+  if (n >= limits::kMaxSteps) return {kStoppedByMaxSteps, 0};
+  // At most half the time left, at the pace so far: a block planned to fill all of it overruns the
+  // limit by its whole length times any slowdown of the machine; halving ends within a step or two.
+  const double fit = std::max(std::floor(0.5 * (a.max_time_s - elapsed_s) / per_step_s), 1.0);
+  const double block = std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n));
+  return {"", static_cast<int64_t>(block)};
+}
 
 BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const ExperimentConfig& e, int64_t batch_size,
                                power::DevicePower& power, const StepObserver* observer) {
