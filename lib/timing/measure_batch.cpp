@@ -94,7 +94,8 @@ AutoStepsNext next_auto_block(const AutoSteps& a, int64_t first_steps, const std
   if (elapsed_s >= a.max_time_s) return {kStoppedByMaxTime, 0};
   if (n >= limits::kMaxSteps) return {kStoppedByMaxSteps, 0};
   // At most half the time left, at the pace so far: a block planned to fill all of it overruns the
-  // limit by its whole length times any slowdown of the machine; halving ends within a step or two.
+  // limit at any slowdown of the machine; with half, a steady pace ends within one step of the limit
+  // and only a slowdown of more than twofold during a block overruns it.
   const double fit = std::max(std::floor(0.5 * (a.max_time_s - elapsed_s) / per_step_s), 1.0);
   const double block = std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n));
   return {"", static_cast<int64_t>(block)};
