@@ -10,9 +10,9 @@
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
+#include "lib/sweep/sweep_runner.h"
 #include "lib/timing/measure_batch.h"
 #include "lib/timing/step_runner.h"
-#include "lib/sweep/sweep_runner.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -205,8 +205,8 @@ TEST(AutoStepsPlan, AtASteadyPaceTheTimeLimitIsOverrunByOneStepAtMost) {
   a.max_time_s = 1.0;
   std::string stopped_by;
   std::vector<int64_t> blocks;
-  const std::vector<double> times =
-      simulate_auto(a, [](std::size_t i) { return i % 2 == 0 ? 9.0 : 11.0; }, stopped_by, &blocks);
+  const std::vector<double> times = simulate_auto(
+      a, [](std::size_t i) { return i % 2 == 0 ? 9.0 : 11.0; }, stopped_by, &blocks);
   EXPECT_EQ(stopped_by, kStoppedByMaxTime);
   const double timed_ms = std::accumulate(times.begin(), times.end(), 0.0);
   EXPECT_GE(timed_ms, 1000.0);

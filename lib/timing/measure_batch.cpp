@@ -49,8 +49,8 @@ void append(TimedSteps& to, TimedSteps&& more) {
 // steps: auto. Blocks of timed steps, each sized by next_auto_block, until it says stop. The first step
 // runs alone, so that a slow model's first block already keeps to max_time. The observer sees one count
 // across blocks, its total being the steps planned so far.
-TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const ExperimentConfig& e, const StepObserver* observer,
-                          std::string& stopped_by) {
+TimedSteps run_auto_steps(Workload& workload, StepTimer& timer, const ExperimentConfig& e,
+                          const StepObserver* observer, std::string& stopped_by) {
   const auto first = static_cast<int64_t>(e.timed_steps);
   TimedSteps all;
   int64_t block = 1;
@@ -97,7 +97,8 @@ AutoStepsNext next_auto_block(const AutoSteps& a, int64_t first_steps, const std
   // limit at any slowdown of the machine; with half, a steady pace ends within one step of the limit
   // and only a slowdown of more than twofold during a block overruns it.
   const double fit = std::max(std::floor(0.5 * (a.max_time_s - elapsed_s) / per_step_s), 1.0);
-  const double block = std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n));
+  const double block =
+      std::clamp(std::ceil(std::min(wanted, fit)), 1.0, static_cast<double>(limits::kMaxSteps - n));
   return {"", static_cast<int64_t>(block)};
 }
 
