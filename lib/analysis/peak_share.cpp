@@ -6,6 +6,7 @@
 #include "lib/analysis/grouping.h"
 #include "lib/common/errors.h"
 #include "lib/records/jsonl.h"
+#include "lib/records/records.h"
 
 namespace batchscope {
 namespace {
@@ -16,7 +17,7 @@ constexpr const char* kFix = "give --peak the JSON-lines file that batchscope pe
 std::string device_name(const Json& record, const std::string& path, int line) {
   const Json* config =
       record.contains("config") && record["config"].is_object() ? &record["config"] : nullptr;
-  if (config == nullptr || !(*config).contains("device") || !(*config)["device"].is_string())
+  if (config == nullptr || !config->contains("device") || !(*config)["device"].is_string())
     throw UserError(located(path, line, "the peak record has no config.device", kFix));
   const std::string device = (*config)["device"].get<std::string>();
   if (device.rfind("cuda", 0) != 0) return device;
@@ -37,7 +38,7 @@ PeakTable read_peak_table(const std::string& path) {
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];
     const int line = contents.record_lines[i];
-    if (r["type"] != "peak") {
+    if (r["type"] != record::kPeak) {
       throw UserError(
           located(path, line, "holds a " + r["type"].dump() + " record, not a peak record", kFix));
     }

@@ -414,7 +414,8 @@ def estimate(it, rate, steps):
                 total += n_warm * t + max(n_timed * t, window) + 0.2 + (BENCHMARK_SEARCH_S[gpu] if e["cudnn_benchmark"] else 0)
                 total += n_profiled * (2 * t + 0.06)
         return total
-    # Not planned by FLOPs: about 25 tries of the search, the layer costs at every split, two epochs.
+    # Not planned by FLOPs: four precisions' products, about 25 tries of the search, the layer costs at
+    # every split, two epochs.
     if it["kind"] == "peak":
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
