@@ -48,7 +48,8 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
   if (std::find(kPeakPrecisions.begin(), kPeakPrecisions.end(), precision) == kPeakPrecisions.end())
     throw std::invalid_argument("unknown precision '" + precision + "'");
   if (options.size < 1 || options.steps < 1 || options.warmup < 0)
-    throw std::invalid_argument("a peak measurement needs a size and a step count of at least 1, and no negative warm-up");
+    throw std::invalid_argument(
+        "a peak measurement needs a size and a step count of at least 1, and no negative warm-up");
   PeakRate rate;
   rate.precision = precision;
   rate.size = options.size;
