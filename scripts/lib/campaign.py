@@ -37,6 +37,9 @@ RATES = {"h100": (100e12, 300e12), "h200": (110e12, 330e12), "a100": (16e12, 90e
 # Per batch size: cuDNN's search in benchmark mode (VGG16 at 224², 1..42, on an H100: about 5 s a size).
 BENCHMARK_SEARCH_S = {True: 5.0, False: 1.0}
 FALLBACK_RATE = (15e12, 50e12)
+# IEEE fp32 (tf32: off) runs on the GPU's fp32 units instead of its tensor cores: an H100's are about a
+# third of what its VGG16 reached in TF32.
+IEEE_FP32_SHARE = 0.35
 
 
 class Campaign:
@@ -128,8 +131,11 @@ class Campaign:
             sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
         sweep("resnet50_bench_off_pass2", ["--model", "resnet50"] + image,
               os.path.join(jumps, "resnet50_bench_off_pass2"))
-        # 1. What bf16, the PCIe copy and benchmark mode change (cuDNN's search costs about 5 s a batch
-        # size: VGG16 first, the other nets last).
+        # 1. What IEEE fp32, bf16, the PCIe copy and benchmark mode change (cuDNN's search costs about 5 s
+        # a batch size: VGG16 first, the other nets last). The blog's GPUs had no TF32: with tf32 off,
+        # cuDNN picks fp32 kernels, whose tiles differ from the TF32 ones LibTorch allows by default.
+        sweep("vgg16_tf32_off", ["--model", "vgg16"] + image + ["--tf32", "off"],
+              os.path.join(jumps, "vgg16_tf32_off"))
         bf16 = with_option(image, "--precision", "bf16")
         sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
               os.path.join(jumps, "vgg16_bf16_channels_last"))
@@ -391,6 +397,8 @@ def estimate(it, rate, steps):
         total = 6.0  # CUDA's start, the model's build and the idle baseline
         for e in it["plan"]["experiments"]:
             r = half if e["precision"] in ("fp16", "bf16") else fp32
+            if gpu and e.get("tf32") == "off":
+                r *= IEEE_FP32_SHARE
             n_timed = min(step_count(e), steps) if steps else step_count(e)
             n_warm = min(e["warmup"], 3) if steps and step_count(e) > steps else e["warmup"]
             sizes = list(e["flops_per_step"])

@@ -79,7 +79,8 @@ for line in kept:
     assert line in final.splitlines(), "a finished batch size was measured again"
 print(f"resumed after {points_before} of 6 batch sizes; all six measured, the first ones kept")
 PY
-for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_bf16_channels_last jumps/vgg16_copy_included \
+for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jumps/vgg16_bf16_channels_last \
+            jumps/vgg16_copy_included \
             jumps/resnet50_bench_off_pass2 \
             mnist_train_vs_infer energy_zoo; do
   grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
