@@ -237,6 +237,8 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.cudnn_benchmark = r[n].template as<bool>(); }},
   {ExperimentOption::Tf32, "tf32", "default, on or off: whether fp32 convolutions and matrix products on a GPU may run in TF32; default is LibTorch's own setting, convolutions only", false,
    [](const auto& r, const auto& n, auto& o) { o.tf32 = text(r, n); }},
+  {ExperimentOption::LossScale, "loss-scale", "auto, dynamic or off: train with dynamic loss scaling, as PyTorch's GradScaler (unscale, overflow check, skipped step); auto is dynamic for fp16, off otherwise", false,
+   [](const auto& r, const auto& n, auto& o) { o.loss_scale = text(r, n); }},
   {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
    [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
   {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile", false,
@@ -264,6 +266,7 @@ std::optional<std::string> default_shown(ExperimentOption id) {
     case ExperimentOption::Data: return d.data;
     case ExperimentOption::Transfer: return to_string(d.transfer);
     case ExperimentOption::Tf32: return to_string(d.tf32);
+    case ExperimentOption::LossScale: return std::string("auto");
     case ExperimentOption::Chunk: return d.chunk == 0 ? std::string("0, the whole batch") : std::to_string(d.chunk);
     case ExperimentOption::Order: return to_string(d.order);
     case ExperimentOption::Seed: return std::to_string(d.seed);

@@ -124,6 +124,12 @@ std::string bash_script() {
        "    --transfer) COMPREPLY=($(compgen -W \""
     << to_string(Transfer::Excluded) << " " << to_string(Transfer::Included)
     << "\" -- \"$cur\")); return ;;\n"
+       "    --tf32) COMPREPLY=($(compgen -W \""
+    << to_string(Tf32::Default) << " " << to_string(Tf32::On) << " " << to_string(Tf32::Off)
+    << "\" -- \"$cur\")); return ;;\n"
+       "    --loss-scale) COMPREPLY=($(compgen -W \"auto "
+    << to_string(LossScale::Dynamic) << " " << to_string(LossScale::Off)
+    << "\" -- \"$cur\")); return ;;\n"
        "    -d|--device) COMPREPLY=($(compgen -W \"auto cpu cuda cuda:0 cuda:1\" -- \"$cur\")); return ;;\n"
        "  esac\n"
        "  if [[ \"$cur\" == -* ]]; then\n"

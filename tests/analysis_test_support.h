@@ -45,6 +45,10 @@ struct FakeLog {
   Json tf32;
   // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
   std::string tf32_setting;
+  // The experiment's loss_scale (dynamic); none where empty, as unscaled training is written.
+  std::string loss_scale;
+  // More fields of a batch size's point record (skipped_steps, loss_scale); none where unset.
+  std::function<Json(int64_t batch)> point_fields;
 
   std::string text() const {
     const bool cpu = gpu == "cpu";
@@ -59,6 +63,7 @@ struct FakeLog {
                    {"cudnn_benchmark", cudnn_benchmark},
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
     if (!tf32_setting.empty()) config["tf32"] = tf32_setting;
+    if (!loss_scale.empty()) config["loss_scale"] = loss_scale;
     Json run = {{"type", "run"},
                 {"run_id", run_id},
                 {"cpu", {{"model", "Test CPU"}, {"torch_threads", 4}}},
@@ -95,6 +100,7 @@ struct FakeLog {
       p["batch_size"] = b;
       p["flops_per_step"] = 1e9 * static_cast<double>(b);
       if (host) p["host_median_ms"] = host(b, level(b));
+      if (point_fields) p.update(point_fields(b));
       if (energy) {
         const Json fields = energy(b, level(b), steps);
         if (fields.is_object()) p.update(fields);

@@ -248,6 +248,55 @@ TEST_F(AnalyzeTest, Tf32SetOffIsAGroupOfItsOwnBesideLibTorchsDefault) {
   EXPECT_TRUE(labels.count("vgg16 train fp32 · GPU A · tf32 off")) << *labels.rbegin();
 }
 
+// fp16 training with loss scaling is not the same steps as without: a group of its own. Where the scale
+// was still falling, some timed steps skipped their optimizer step; the analysis names those sizes.
+TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed) {
+  FakeLog plain, scaled;
+  plain.batches = scaled.batches = range(1, 10);
+  plain.precision = scaled.precision = "fp16";
+  plain.experiment = "vgg16_unscaled";
+  scaled.experiment = "vgg16_scaled";
+  scaled.loss_scale = "dynamic";
+  scaled.point_fields = [](int64_t b) {
+    return Json{{"skipped_steps", b <= 2 ? 3 : 0}, {"loss_scale", b <= 2 ? 16384.0 : 65536.0}};
+  };
+  const Analysis a = analyze_logs({write("plain.jsonl", plain.text()), write("scaled.jsonl", scaled.text())}, {});
+  ASSERT_EQ(a.groups.size(), 2u);
+  const GroupAnalysis* with = nullptr;
+  const GroupAnalysis* without = nullptr;
+  for (const GroupAnalysis& g : a.groups) (g.identity.contains("loss_scale") ? with : without) = &g;
+  ASSERT_TRUE(with != nullptr && without != nullptr);
+  EXPECT_EQ(with->label, "vgg16 train fp16 · GPU A · loss_scale dynamic");
+  EXPECT_EQ(without->label, "vgg16 train fp16 · GPU A · loss_scale off");
+  EXPECT_EQ(with->overflowed, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(without->overflowed.empty());
+  EXPECT_EQ(with->points.at(0).skipped_steps, std::optional<int64_t>(3));
+  EXPECT_EQ(with->points.at(5).skipped_steps, std::optional<int64_t>(0));
+  EXPECT_FALSE(without->points.at(0).skipped_steps.has_value());
+
+  bool warned = false;
+  for (const std::string& w : a.warnings) {
+    warned = warned || (w.find(with->label) == 0 && w.find("skipped the optimizer's step") != std::string::npos &&
+                        w.find("read low: 1, 2;") != std::string::npos);
+  }
+  EXPECT_TRUE(warned) << ::testing::PrintToString(a.warnings);
+
+  const Json j = analysis_to_json(a, {});
+  for (const Json& g : j.at("groups")) {
+    const bool scaled_group = g.at("identity").contains("loss_scale");
+    EXPECT_EQ(g.at("best").at("overflowed"), scaled_group ? Json({1, 2}) : Json::array());
+    EXPECT_EQ(g.at("points").at(0).contains("skipped_steps"), scaled_group);
+  }
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream report;
+  write_report(report, a, plots, "plots");
+  EXPECT_NE(report.str().find("loss scaling skipped the optimizer's step of some timed steps (a gradient "
+                              "overflowed): 1, 2"),
+            std::string::npos)
+      << report.str();
+}
+
 TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {
   // On the GPU, LibTorch's default lets cuDNN's fp32 convolutions run in TF32: the report says so.
   FakeLog log;

@@ -243,6 +243,32 @@ TEST(Config, Tf32FromTheFileOrTheCommandLine) {
   EXPECT_EQ(sweep_from_overrides(o).experiments.at(0).tf32, Tf32::On);
 }
 
+// auto (or nothing) scales the loss where PyTorch users do, in fp16 training; either choice can be forced.
+TEST(Config, LossScaleIsDynamicForFp16TrainingUnlessSetOtherwise) {
+  const auto scale_of = [](const std::string& yaml, const SweepOverrides& o = {}) {
+    return only_experiment("model: vgg16\nbatch: 1:4\n" + yaml, o).loss_scale;
+  };
+  EXPECT_EQ(scale_of("precision: fp16\n"), LossScale::Dynamic);
+  EXPECT_EQ(scale_of("precision: fp16\nloss_scale: auto\n"), LossScale::Dynamic);
+  EXPECT_EQ(scale_of("precision: fp16\nphase: infer\n"), LossScale::Off);
+  EXPECT_EQ(scale_of("precision: bf16\n"), LossScale::Off);
+  EXPECT_EQ(scale_of(""), LossScale::Off);
+  EXPECT_EQ(scale_of("precision: fp16\nloss_scale: off\n"), LossScale::Off);
+  EXPECT_EQ(scale_of("loss_scale: dynamic\n"), LossScale::Dynamic);
+  SweepOverrides o;
+  o.loss_scale = "off";
+  o.precision = "fp16";
+  EXPECT_EQ(scale_of("loss_scale: dynamic\n", o), LossScale::Off);
+
+  // Written only where the loss is scaled: unscaled records (all of them before this) stay as they were.
+  const ExperimentConfig scaled = only_experiment("model: vgg16\nbatch: 1:4\nprecision: fp16\n");
+  EXPECT_EQ(to_json(scaled).at("loss_scale"), "dynamic");
+  EXPECT_EQ(experiment_from_json(to_json(scaled)).loss_scale, LossScale::Dynamic);
+  const ExperimentConfig unscaled = only_experiment("model: vgg16\nbatch: 1:4\nprecision: fp16\nloss_scale: off\n");
+  EXPECT_FALSE(to_json(unscaled).contains("loss_scale"));
+  EXPECT_EQ(experiment_from_json(to_json(unscaled)).loss_scale, LossScale::Off);
+}
+
 TEST(Config, SequenceLengthSetsTheSequenceAxisOfTheInput) {
   EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\nseq_len: 70\n").input_shape, (Sizes{70}));
   EXPECT_EQ(only_experiment("model: deepspeech2\nbatch: 1:4\nseq_len: 300\n").input_shape,
@@ -693,6 +719,10 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:3: transfer sometimes is not recognised", "excluded or included"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ntf32: maybe\n"),
                        {"exp.yaml:3: tf32 maybe is not recognised", "default, on or off"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nloss_scale: static\n"),
+                       {"exp.yaml:3: loss_scale static is not recognised", "auto, dynamic or off"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\nloss_scale: dynamic\n"),
+                       {"exp.yaml:4: loss_scale applies to phase: train only", "use phase: train"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n"),
                        {"exp.yaml:3: chunk applies to phase: infer only"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));

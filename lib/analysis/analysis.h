@@ -47,6 +47,8 @@ struct PointStats {
   // On a GPU: the host's time to issue a step is at least kLaunchBoundShare of the step, so the device
   // waits for the host, and a faster GPU would not make this batch size faster.
   bool launch_bound = false;
+  // Training with loss scaling: timed steps whose optimizer step was skipped (a gradient overflowed).
+  std::optional<int64_t> skipped_steps;
   // Fewer samples than the analysis asks for: shown, but kept out of the trend, jumps and bests.
   bool too_few_samples = false;
   std::optional<PointEnergyStats> energy;  // only where the point record carries energy fields
@@ -138,6 +140,7 @@ struct GroupAnalysis {
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
   std::vector<int64_t> flagged;            // sizes with too few samples
   std::vector<int64_t> launch_bound;       // GPU sizes whose steps wait for the host (PointStats)
+  std::vector<int64_t> overflowed;         // sizes where loss scaling skipped timed optimizer steps
   std::optional<GroupEnergy> energy;
   std::optional<GroupProfile> profile;  // where the sweep profiled its batch sizes (sweep --profile)
   // Predicted jumps (tile and wave quantization) beside the measured ones, where an SM count is known

@@ -51,6 +51,7 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
       p.tflops = *raw.point->flops_per_step / (p.median_ms / 1e3) / 1e12;
     p.peak_memory_bytes = raw.point->peak_memory_bytes;
     p.host_median_ms = raw.point->host_median_ms;
+    p.skipped_steps = raw.point->skipped_steps;
     if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
   }
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
@@ -110,6 +111,8 @@ std::string describe_keys(const Json& identity, const std::vector<std::string>& 
       out += show(value);
     } else if (value.is_object()) {
       out += key + " " + value.dump();
+    } else if (key == "loss_scale" && value.is_null()) {
+      out += "loss_scale off";  // written only where the loss was scaled
     } else {
       out += key + " " + (value.is_null() ? "none" : show(value));
     }
@@ -214,6 +217,9 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   g.logs = raw.logs;
   g.run_ids = raw.run_ids;
   for (const auto& [batch, point] : raw.points) g.points.push_back(stats_of(point, options.min_samples));
+  for (const PointStats& p : g.points) {
+    if (p.skipped_steps.value_or(0) > 0) g.overflowed.push_back(p.batch_size);
+  }
   if (g.identity.contains("cuda")) {
     // Only a GPU runs a step apart from the thread that issues it; on the CPU that thread is the work.
     for (PointStats& p : g.points) {
@@ -416,6 +422,14 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
                            " timed steps and are shown but left out of the trend, jumps and best sizes");
     }
     for (std::string& w : energy_warnings(g)) a.warnings.push_back(std::move(w));
+    if (!g.overflowed.empty()) {
+      std::string sizes;
+      for (int64_t b : g.overflowed) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+      a.warnings.push_back(g.label + ": at " + std::to_string(g.overflowed.size()) +
+                           " batch size(s) loss scaling skipped the optimizer's step of some timed steps (a "
+                           "gradient overflowed while the scale was still falling), so their medians read low: " +
+                           sizes + "; more warm-up steps let the scale settle first");
+    }
   }
   return a;
 }

@@ -46,6 +46,8 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
       if (config->contains(key)) id[key] = (*config)[key];
     }
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
+    // Written only where the loss was scaled: the steps of a group without it ran unscaled.
+    if (config->contains("loss_scale")) id["loss_scale"] = (*config)["loss_scale"];
   }
   const std::string& device = r.device;
   const Json env = environment.is_object() ? environment : Json::object();

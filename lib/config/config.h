@@ -20,6 +20,9 @@ enum class Transfer { Excluded, Included };
 // Whether fp32 convolutions (cuDNN) and matrix products (cuBLAS) on a GPU may run in TF32: LibTorch's own
 // default (convolutions may, matrix products may not), both, or neither (IEEE fp32 throughout).
 enum class Tf32 { Default, On, Off };
+// Whether a training step scales its loss dynamically, as fp16 training does in PyTorch (GradScaler):
+// the gradients are unscaled and checked, and the optimizer's step is skipped where one overflowed.
+enum class LossScale { Off, Dynamic };
 
 std::string to_string(Phase p);
 std::string to_string(Precision p);
@@ -27,6 +30,7 @@ std::string to_string(OptimizerKind k);
 std::string to_string(BatchOrder o);
 std::string to_string(Transfer t);
 std::string to_string(Tf32 t);
+std::string to_string(LossScale s);
 
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::SGD;
@@ -68,6 +72,8 @@ struct ExperimentConfig {
   bool channels_last = false;
   bool cudnn_benchmark = false;
   Tf32 tf32 = Tf32::Default;
+  // Set by the reader: loss_scale auto (the default) is dynamic for fp16 training, off otherwise.
+  LossScale loss_scale = LossScale::Off;
   int warmup_steps = 5;
   int timed_steps = 20;  // with auto_steps, the fewest (the first block)
   std::optional<AutoSteps> auto_steps;
@@ -101,7 +107,8 @@ struct SweepConfig {
 
 // Command-line values that replace the YAML's (or stand alone when no YAML is given).
 struct SweepOverrides {
-  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer, tf32;
+  std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer, tf32,
+      loss_scale;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values

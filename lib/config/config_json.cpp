@@ -14,6 +14,7 @@ std::string to_string(OptimizerKind k) { return name_of(kOptimizers, k); }
 std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
 std::string to_string(Transfer t) { return name_of(kTransfers, t); }
 std::string to_string(Tf32 t) { return name_of(kTf32Modes, t); }
+std::string to_string(LossScale s) { return name_of(kLossScales, s); }
 
 namespace {
 
@@ -65,6 +66,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
   if (e.repeats > 1) j["repeats"] = e.repeats;
   // Likewise only where set: LibTorch's default is what records without it ran with.
   if (e.tf32 != Tf32::Default) j["tf32"] = to_string(e.tf32);
+  // Only where the loss is scaled: records without it (and every record before it existed) ran unscaled.
+  if (e.loss_scale != LossScale::Off) j["loss_scale"] = to_string(e.loss_scale);
   if (e.auto_steps) {
     j["auto_steps"] = {{"ci_width", e.auto_steps->ci_width},
                        {"min_time_s", e.auto_steps->min_time_s},
@@ -126,6 +129,7 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     if (j.contains("transfer")) e.transfer = enum_at(j, "transfer", kTransfers);
     if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
     if (j.contains("tf32")) e.tf32 = enum_at(j, "tf32", kTf32Modes);
+    if (j.contains("loss_scale")) e.loss_scale = enum_at(j, "loss_scale", kLossScales);
     e.seed = j.at("seed").get<uint64_t>();
     e.device = j.at("device").get<std::string>();
     e.profile = j.value("profile", false);

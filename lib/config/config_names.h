@@ -23,6 +23,10 @@ inline const NameTable<BatchOrder> kOrders = {{"ascending", BatchOrder::Ascendin
 inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},
                                                {"included", Transfer::Included}};
 inline const NameTable<Tf32> kTf32Modes = {{"default", Tf32::Default}, {"on", Tf32::On}, {"off", Tf32::Off}};
+inline const NameTable<LossScale> kLossScales = {{"dynamic", LossScale::Dynamic}, {"off", LossScale::Off}};
+// What an experiment file may say: auto (none) leaves the choice to the precision and phase.
+inline const NameTable<std::optional<LossScale>> kLossScaleWords = {
+    {"auto", std::nullopt}, {"dynamic", LossScale::Dynamic}, {"off", LossScale::Off}};
 
 template <typename E>
 std::string name_of(const NameTable<E>& table, E value) {

@@ -256,6 +256,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
   if (o.tf32) put("tf32", "--tf32", YAML::Node(*o.tf32));
+  if (o.loss_scale) put("loss_scale", "--loss-scale", YAML::Node(*o.loss_scale));
   if (o.profile) put("profile", "--profile", YAML::Node(*o.profile));
   if (o.profile_steps) put("profile_steps", "--profile-steps", YAML::Node(*o.profile_steps));
   if (o.repeats) put("repeats", "--repeats", YAML::Node(*o.repeats));
@@ -405,6 +406,17 @@ std::string get_name(const Entry& e) {
   return name;
 }
 
+// loss_scale: auto (or absent) scales the loss of fp16 training, as PyTorch's GradScaler is used with it.
+void read_loss_scale(const Keys& k, ExperimentConfig& c) {
+  const bool train = c.phase == Phase::Train;
+  std::optional<LossScale> chosen;
+  if (k.has("loss_scale")) chosen = get_enum(k["loss_scale"], kLossScaleWords);
+  if (chosen == LossScale::Dynamic && !train) {
+    fail(k["loss_scale"].where, "loss_scale applies to phase: train only", "remove loss_scale, or use phase: train");
+  }
+  c.loss_scale = chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+}
+
 }  // namespace
 
 ExperimentConfig read_experiment(const Entries& entries, const Where& at, const SweepOverrides& overrides) {
@@ -441,6 +453,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("data")) read_data(k, spec, c);
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
   if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
+  read_loss_scale(k, c);
   if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");

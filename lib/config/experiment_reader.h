@@ -18,7 +18,7 @@ inline const std::vector<std::string> kExperimentKeys = {
     "name",      "model",         "input",           "seq_len", "classes", "batch", "phase", "optimizer",
     "precision", "channels_last", "cudnn_benchmark", "warmup",  "steps",   "order", "data",  "transfer",
     "chunk",     "seed",          "device",          "profile", "profile_steps", "repeats", "ci_width", "min_time",
-    "max_time",  "tf32"};
+    "max_time",  "tf32",          "loss_scale"};
 
 // Puts every command-line value in `o` into `into`, replacing the key's value from the file.
 void apply_overrides(const SweepOverrides& o, yaml_fields::Entries& into);

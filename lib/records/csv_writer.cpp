@@ -46,7 +46,7 @@ const std::vector<std::string>& csv_columns() {
       // point
       "samples", "median_ms", "p10_ms", "p90_ms", "mean_ms", "min_ms", "max_ms", "stddev_ms", "cv",
       "samples_per_s", "flops_per_step", "tflops", "host_median_ms", "median_ci_low_ms", "median_ci_high_ms",
-      "steps_stopped_by", "peak_memory_bytes",
+      "steps_stopped_by", "skipped_steps", "loss_scale", "peak_memory_bytes",
       // point energy
       "energy_method", "energy_scope", "energy_resolution_ms", "energy_window_ms", "energy_steps", "energy_j",
       "avg_power_w", "j_per_step", "j_per_sample", "samples_per_j", "idle_power_w", "avg_power_above_idle_w",

@@ -108,7 +108,8 @@ bool count(const Json& j) { return is_whole(j, 0, INT64_MAX); }
 bool number_or_null(const Json& j) { return j.is_null() || is_finite_number(j); }
 bool count_or_null(const Json& j) { return j.is_null() || count(j); }
 bool duration(const Json& j) { return is_finite_number(j) && j.get<double>() >= 0; }
-bool positive_duration(const Json& j) { return is_finite_number(j) && j.get<double>() > 0; }
+bool positive_number(const Json& j) { return is_finite_number(j) && j.get<double>() > 0; }
+bool positive_duration(const Json& j) { return positive_number(j); }
 
 std::string run_problem(const Json& r) {
   std::string problem = check_fields(r, {{"run_id", text, "text"},
@@ -220,6 +221,8 @@ std::string batch_problem(const std::string& type, const Json& r) {
                                {"median_ci_low_ms", duration, "a duration"},
                                {"median_ci_high_ms", duration, "a duration"},
                                {"steps_stopped_by", text, "text"},
+                               {"skipped_steps", count, "a whole number"},
+                               {"loss_scale", positive_number, "a positive number"},
                                {"energy_method", [](const Json& j) { return j.is_null() || j.is_string(); },
                                 "text or null"},
                                {"energy_scope", [](const Json& j) { return j.is_null() || j.is_string(); },

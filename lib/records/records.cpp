@@ -253,6 +253,8 @@ Json to_json(const PointRecord& r) {
   if (r.median_ci_low_ms) j["median_ci_low_ms"] = *r.median_ci_low_ms;
   if (r.median_ci_high_ms) j["median_ci_high_ms"] = *r.median_ci_high_ms;
   if (r.steps_stopped_by) j["steps_stopped_by"] = *r.steps_stopped_by;
+  if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
+  if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   if (r.energy) add_energy_fields(j, *r.energy);
   return j;
@@ -327,6 +329,8 @@ SweepRecord sweep_record_from_json(const Json& j) {
     p.median_ci_low_ms = number(j, "median_ci_low_ms");
     p.median_ci_high_ms = number(j, "median_ci_high_ms");
     if (std::string why = text(j, "steps_stopped_by"); !why.empty()) p.steps_stopped_by = std::move(why);
+    p.skipped_steps = whole(j, "skipped_steps");
+    p.loss_scale = number(j, "loss_scale");
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
     return p;

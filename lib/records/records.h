@@ -117,6 +117,10 @@ struct PointRecord {
   std::optional<double> median_ci_low_ms, median_ci_high_ms;
   // steps: auto: why this size's timing stopped (kStoppedBy...); absent for a fixed step count.
   std::optional<std::string> steps_stopped_by;
+  // Training with loss scaling (fp16): timed steps whose optimizer step was skipped because a gradient
+  // overflowed (they are cheaper than the rest), and the loss scale after the last of them.
+  std::optional<int64_t> skipped_steps;
+  std::optional<double> loss_scale;
   std::optional<int64_t> peak_memory_bytes;
   std::optional<PointEnergy> energy;  // only where the device had a power source
 };

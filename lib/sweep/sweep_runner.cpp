@@ -56,6 +56,8 @@ std::vector<SweepRecord> measured_records(const BatchKey& key, const BatchMeasur
   point.energy = m.energy;
   if (!steps.host_ms.empty()) point.host_median_ms = median(steps.host_ms);
   if (!m.steps_stopped_by.empty()) point.steps_stopped_by = m.steps_stopped_by;
+  point.skipped_steps = steps.skipped_steps;
+  point.loss_scale = steps.loss_scale;
   records.push_back(std::move(point));
   return records;
 }

@@ -44,6 +44,8 @@ void append(TimedSteps& to, TimedSteps&& more) {
   to.times_ms.insert(to.times_ms.end(), more.times_ms.begin(), more.times_ms.end());
   to.host_ms.insert(to.host_ms.end(), more.host_ms.begin(), more.host_ms.end());
   to.losses.insert(to.losses.end(), more.losses.begin(), more.losses.end());
+  if (more.skipped_steps) to.skipped_steps = to.skipped_steps.value_or(0) + *more.skipped_steps;
+  if (more.loss_scale) to.loss_scale = more.loss_scale;
 }
 
 // steps: auto. Blocks of timed steps, each sized by next_auto_block, until it says stop. The first step

@@ -93,6 +93,7 @@ Workload::Workload(const ExperimentConfig& experiment, const torch::Device& devi
     model_->train();
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(experiment.optimizer, parameters_);
+    if (experiment.loss_scale == LossScale::Dynamic) scaler_ = std::make_unique<LossScaler>(device_);
   } else {
     model_->eval();
   }
@@ -201,11 +202,20 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
   }
   {
     LayerScope scope("step.backward");
-    loss.backward();
+    if (scaler_) {
+      scaler_->scale(loss).backward();
+    } else {
+      loss.backward();
+    }
   }
   {
+    // With loss scaling this also holds the unscale, the overflow check and the scale's update.
     LayerScope scope("step.optimizer");
-    optimizer_->step();
+    if (scaler_) {
+      scaler_->step(*optimizer_, parameters_);
+    } else {
+      optimizer_->step();
+    }
   }
   // Keep the value only: the autograd graph is torn down here, inside the step, where it belongs.
   loss_ = loss.detach();
@@ -236,6 +246,7 @@ Workload::State Workload::save_state() {
   }
   state.cpu_generator = generator_state(torch::Device(torch::kCPU));
   if (device_.is_cuda()) state.device_generator = generator_state(device_);
+  if (scaler_) state.loss_scale = scaler_->save();
   return state;
 }
 
@@ -253,6 +264,7 @@ void Workload::restore_state(const State& state) {
   }
   set_generator_state(torch::Device(torch::kCPU), state.cpu_generator);
   if (state.device_generator.defined()) set_generator_state(device_, state.device_generator);
+  if (scaler_) scaler_->restore(state.loss_scale);
   for (auto& p : parameters_) p.mutable_grad().reset();
   synchronize();
 }
@@ -279,6 +291,8 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
   std::vector<torch::Tensor> losses(train ? n : 0);
   // The issuing thread's CPU time, read just outside the timer's own two timestamps.
   std::vector<timespec> cpu_start(n), cpu_stop(n);
+  const LossScaler* scaler = workload.loss_scaler();
+  const int64_t skipped_before = scaler != nullptr ? scaler->skipped_steps() : 0;
   timer.reserve(steps);
   for (std::size_t i = 0; i < n; ++i) {
     const int step = static_cast<int>(i);
@@ -301,6 +315,10 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
                      static_cast<double>(cpu_stop[i].tv_nsec - cpu_start[i].tv_nsec) / 1e6;
   }
   for (const auto& l : losses) out.losses.push_back(l.item<double>());
+  if (scaler != nullptr) {
+    out.skipped_steps = scaler->skipped_steps() - skipped_before;
+    out.loss_scale = scaler->current_scale();
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "data/batch_loader.h"
 #include "data/datasets.h"
 #include "lib/config/config.h"
+#include "lib/timing/loss_scaler.h"
 #include "lib/timing/step_timer.h"
 #include "lib/timing/synthetic_samples.h"
 #include "models/network.h"
@@ -62,6 +63,7 @@ class Workload {
     std::vector<torch::Tensor> parameters, buffers;
     std::string optimizer;
     torch::Tensor cpu_generator, device_generator;
+    LossScaler::State loss_scale;
   };
   State save_state();
   void restore_state(const State& state);
@@ -75,6 +77,8 @@ class Workload {
   models::Network& network() { return *model_; }
   torch::optim::Optimizer* optimizer() { return optimizer_.get(); }
   bool training() const { return experiment_.phase == Phase::Train; }
+  // The loss scaler of a training step with loss_scale: dynamic; null otherwise.
+  const LossScaler* loss_scaler() const { return scaler_.get(); }
 
   // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
   double flops_per_step(int64_t batch_size) const { return step_flops(experiment_.phase, forward_flops_per_sample_, batch_size); }
@@ -90,6 +94,7 @@ class Workload {
   torch::Device device_;
   std::shared_ptr<models::Network> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;  // training with loss_scale: dynamic
   std::vector<torch::Tensor> parameters_;
   double forward_flops_per_sample_ = 0;
   const data::Dataset* dataset_ = nullptr;
@@ -104,6 +109,10 @@ struct TimedSteps {
   std::vector<double> times_ms;
   std::vector<double> host_ms;  // CPU time of the issuing thread per step
   std::vector<double> losses;  // train only
+  // Training with loss scaling: the steps whose optimizer step was skipped (a gradient overflowed), and
+  // the scale after the last step.
+  std::optional<int64_t> skipped_steps;
+  std::optional<double> loss_scale;
 };
 
 // The timed loop of every sweep and benchmark: `steps` steps of a prepared workload, each between its

@@ -76,6 +76,16 @@ check_gpu_run "bf16 channels-last" "$work/bf16"
 expect 0 "fp16 autocast" "written" "${sweep[@]}" --model vgg16 --input 3,32,32 --classes 10 --batch 2 \
   --precision fp16 --idle-seconds 0 --out "$work/fp16"
 check_gpu_run "fp16" "$work/fp16"
+python3 - "$work/fp16/steps.jsonl" <<'PY' && ok "fp16 training scales its loss (fused unscale and update on CUDA)" || fail "fp16 loss scaling"
+import json, math, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records[0]["config"]["experiments"][0]["loss_scale"] == "dynamic", records[0]["config"]["experiments"][0]
+for p in (r for r in records if r["type"] == "point"):
+    # The scale starts at 2^16 and halves at each overflow, the timed steps' among them.
+    scale, skipped = p["loss_scale"], p["skipped_steps"]
+    assert 0 <= skipped <= 5 and scale <= 65536 / 2 ** skipped and math.log2(scale).is_integer(), p
+    print(f"     b{p['batch_size']}: {skipped} of 5 timed steps skipped, scale {scale:g}")
+PY
 expect 0 "inference, chunked" "written" "${sweep[@]}" --model mobilenet_v2 --input 3,64,64 --batch 8 --phase infer \
   --chunk 3 --idle-seconds 0 --out "$work/infer"
 check_gpu_run "inference" "$work/infer"

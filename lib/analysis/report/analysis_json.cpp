@@ -75,6 +75,7 @@ Json point_json(const PointStats& p) {
     out["pass_medians_ms"] = medians;
     out["between_pass_se_ms"] = optional_json(p.between_pass_se_ms);
   }
+  if (p.skipped_steps) out["skipped_steps"] = *p.skipped_steps;  // only with loss scaling
   return out;
 }
 
@@ -165,7 +166,8 @@ Json group_json(const GroupAnalysis& g) {
                 {"first_oom", optional_json(g.first_oom)},
                 {"skipped", g.skipped},
                 {"flagged", g.flagged},
-                {"launch_bound", g.launch_bound}}}};
+                {"launch_bound", g.launch_bound},
+                {"overflowed", g.overflowed}}}};
 }
 
 // Only where the logs measured energy, so that analyses of older logs keep their keys.

@@ -246,6 +246,10 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << static_cast<int>(kLaunchBoundShare * 100) << "% of it): " << batch_list(g.launch_bound)
         << "; a faster GPU would not speed these up, CUDA graphs or larger batches would\n";
   }
+  if (!g.overflowed.empty()) {
+    out << "- loss scaling skipped the optimizer's step of some timed steps (a gradient overflowed): "
+        << batch_list(g.overflowed) << "; these medians read low\n";
+  }
   out << "\n";
   write_points_table(out, g);
   write_profile_section(out, g, plots, dir);
