@@ -379,6 +379,16 @@ TEST_F(AnalyzeTest, GpuSizesWhoseHostTimeNearsTheStepAreLaunchBound) {
   log.host = [](int64_t, double level) { return 0.95 * level; };
   const Analysis all = analyze_logs({write("gpu_all.jsonl", log.text())}, {});
   EXPECT_EQ(all.groups[0].launch_bound, range(1, 12));
+  // A loss-scaled step waits for the GPU in its middle (the overflow check): its host time holds that
+  // wait, so it says nothing of the issuing and flags nothing.
+  log.loss_scale = "dynamic";
+  log.precision = "fp16";
+  const Analysis scaled = analyze_logs({write("gpu_scaled.jsonl", log.text())}, {});
+  ASSERT_EQ(scaled.groups.size(), 1u);
+  EXPECT_TRUE(scaled.groups[0].launch_bound.empty());
+  EXPECT_FALSE(scaled.groups[0].points[0].launch_bound);
+  log.loss_scale.clear();
+  log.precision = "fp32";
 
   log.gpu = "cpu";
   const Analysis cpu = analyze_logs({write("cpu.jsonl", log.text())}, {});

@@ -220,8 +220,10 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   for (const PointStats& p : g.points) {
     if (p.skipped_steps.value_or(0) > 0) g.overflowed.push_back(p.batch_size);
   }
-  if (g.identity.contains("cuda")) {
-    // Only a GPU runs a step apart from the thread that issues it; on the CPU that thread is the work.
+  // Only a GPU runs a step apart from the thread that issues it; on the CPU that thread is the work. A
+  // loss-scaled step waits for the GPU in its middle (the overflow check), so its host time holds that
+  // wait and tells nothing of the issuing.
+  if (g.identity.contains("cuda") && !g.identity.contains("loss_scale")) {
     for (PointStats& p : g.points) {
       p.launch_bound = p.host_median_ms && p.median_ms > 0 && *p.host_median_ms >= kLaunchBoundShare * p.median_ms;
       if (p.launch_bound) g.launch_bound.push_back(p.batch_size);
