@@ -23,9 +23,9 @@ LossScaler::LossScaler(const torch::Device& device, Options options)
                   options.backoff_factor < 1 && options.growth_interval > 0,
               "loss scaler options out of range");
   const auto on_device = torch::TensorOptions().device(device);
-  scale_ = torch::full({1}, options.init_scale, on_device.dtype(torch::kFloat32));
-  growth_tracker_ = torch::zeros({1}, on_device.dtype(torch::kInt32));
-  found_inf_ = torch::zeros({1}, on_device.dtype(torch::kFloat32));
+  scale_ = torch::full({}, options.init_scale, on_device.dtype(torch::kFloat32));
+  growth_tracker_ = torch::zeros({}, on_device.dtype(torch::kInt32));
+  found_inf_ = torch::zeros({}, on_device.dtype(torch::kFloat32));
 }
 
 torch::Tensor LossScaler::scale(const torch::Tensor& loss) const { return loss * scale_.to(loss.scalar_type()); }

@@ -51,9 +51,9 @@ class LossScaler {
 
   Options options_;
   bool fused_;
-  torch::Tensor scale_;           // float32, one element, on the device
-  torch::Tensor growth_tracker_;  // int32, one element, on the device
-  torch::Tensor found_inf_;       // float32, one element: 1 where a gradient was not finite
+  torch::Tensor scale_;           // float32, 0-dim, on the device (as GradScaler keeps them)
+  torch::Tensor growth_tracker_;  // int32, 0-dim, on the device
+  torch::Tensor found_inf_;       // float32, 0-dim: 1 where a gradient was not finite
   int64_t skipped_ = 0;
 };
 
