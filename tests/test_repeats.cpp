@@ -225,6 +225,15 @@ TEST(Repeats, TheSummaryTablePoolsThePasses) {
   // Six steps, three at 1 ms and three at 3 ms: the pooled median is 2 ms; one row.
   EXPECT_NE(table.find("       4        2.000"), std::string::npos) << table;
   EXPECT_EQ(table.find("3.000        3.000"), std::string::npos) << table;
+  EXPECT_EQ(table.find("skipped"), std::string::npos) << table;
+  EXPECT_FALSE(summary_json(records).at(0).contains("skipped_steps"));
+
+  // With loss scaling, the row says how many of the pooled steps skipped their optimizer step.
+  std::get<PointRecord>(records[3]).skipped_steps = 2;
+  std::get<PointRecord>(records[7]).skipped_steps = 1;
+  EXPECT_NE(format_summary_table(records).find("  (3 timed step(s) skipped: gradients overflowed)"), std::string::npos)
+      << format_summary_table(records);
+  EXPECT_EQ(summary_json(records).at(0).at("skipped_steps"), 3);
 }
 
 namespace {

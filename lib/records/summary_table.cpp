@@ -26,6 +26,9 @@ void add_row(std::ostringstream& out, const SweepRecord& r, bool energy) {
                     or_nan(p->energy->j_per_sample), or_nan(p->energy->samples_per_j));
       out << line;
     }
+    // Steps that skipped their optimizer step are cheaper: the median reads low (analyze warns too).
+    if (p->skipped_steps.value_or(0) > 0)
+      out << "  (" << *p->skipped_steps << " timed step(s) skipped: gradients overflowed)";
     out << "\n";
     return;
   }
@@ -45,9 +48,13 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
   SummaryRows out;
   // With repeated passes, a batch size's row pools the steps of all its passes.
   std::map<std::pair<std::string, int64_t>, std::vector<double>> pooled_times;
+  std::map<std::pair<std::string, int64_t>, int64_t> pooled_skipped;
   for (const SweepRecord& r : records) {
     if (const auto* step = std::get_if<StepRecord>(&r); step != nullptr && step->key.pass) {
       pooled_times[{step->key.experiment, step->key.batch_size}].push_back(step->time_ms);
+    }
+    if (const auto* point = std::get_if<PointRecord>(&r); point != nullptr && point->skipped_steps) {
+      pooled_skipped[{point->key.experiment, point->key.batch_size}] += *point->skipped_steps;
     }
   }
   for (const SweepRecord& r : records) {
@@ -60,8 +67,9 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
     if (point != nullptr && times != pooled_times.end()) {
       BatchKey all = point->key;
       all.pass.reset();
-      out.rows[key->experiment].insert_or_assign(
-          key->batch_size, point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes));
+      PointRecord pooled = point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes);
+      if (point->skipped_steps) pooled.skipped_steps = pooled_skipped[{key->experiment, key->batch_size}];
+      out.rows[key->experiment].insert_or_assign(key->batch_size, pooled);
       continue;
     }
     out.rows[key->experiment].insert_or_assign(key->batch_size, r);
@@ -113,6 +121,7 @@ Json summary_json(const std::vector<SweepRecord>& records) {
         row["p90_ms"] = optional_json(p->p90_ms);
         row["samples_per_s"] = optional_json(p->samples_per_s);
         row["tflops"] = optional_json(p->tflops);
+        if (p->skipped_steps) row["skipped_steps"] = *p->skipped_steps;
         if (p->energy) {
           row["avg_power_w"] = optional_json(p->energy->avg_power_w);
           row["j_per_sample"] = optional_json(p->energy->j_per_sample);
