@@ -260,7 +260,8 @@ TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed
   scaled.point_fields = [](int64_t b) {
     return Json{{"skipped_steps", b <= 2 ? 3 : 0}, {"loss_scale", b <= 2 ? 16384.0 : 65536.0}};
   };
-  const Analysis a = analyze_logs({write("plain.jsonl", plain.text()), write("scaled.jsonl", scaled.text())}, {});
+  const Analysis a =
+      analyze_logs({write("plain.jsonl", plain.text()), write("scaled.jsonl", scaled.text())}, {});
   ASSERT_EQ(a.groups.size(), 2u);
   const GroupAnalysis* with = nullptr;
   const GroupAnalysis* without = nullptr;
@@ -276,8 +277,9 @@ TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed
 
   bool warned = false;
   for (const std::string& w : a.warnings) {
-    warned = warned || (w.find(with->label) == 0 && w.find("skipped the optimizer's step") != std::string::npos &&
-                        w.find("read low: 1, 2;") != std::string::npos);
+    warned =
+        warned || (w.find(with->label) == 0 && w.find("skipped the optimizer's step") != std::string::npos &&
+                   w.find("read low: 1, 2;") != std::string::npos);
   }
   EXPECT_TRUE(warned) << ::testing::PrintToString(a.warnings);
 

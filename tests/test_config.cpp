@@ -264,7 +264,8 @@ TEST(Config, LossScaleIsDynamicForFp16TrainingUnlessSetOtherwise) {
   const ExperimentConfig scaled = only_experiment("model: vgg16\nbatch: 1:4\nprecision: fp16\n");
   EXPECT_EQ(to_json(scaled).at("loss_scale"), "dynamic");
   EXPECT_EQ(experiment_from_json(to_json(scaled)).loss_scale, LossScale::Dynamic);
-  const ExperimentConfig unscaled = only_experiment("model: vgg16\nbatch: 1:4\nprecision: fp16\nloss_scale: off\n");
+  const ExperimentConfig unscaled =
+      only_experiment("model: vgg16\nbatch: 1:4\nprecision: fp16\nloss_scale: off\n");
   EXPECT_FALSE(to_json(unscaled).contains("loss_scale"));
   EXPECT_EQ(experiment_from_json(to_json(unscaled)).loss_scale, LossScale::Off);
 }

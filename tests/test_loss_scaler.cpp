@@ -167,8 +167,8 @@ TEST(LossScaler, ASweepScalesItsStepsAndRecordsTheSkippedOnesAndTheScale) {
     options.out_dir = dir / "records";
     options.measure_energy = false;
     std::ostringstream progress;
-    const SweepOutcome outcome =
-        run_sweep(resolve_for_machine(mnist_sweep(scaled ? LossScale::Dynamic : LossScale::Off)), options, progress);
+    const SweepOutcome outcome = run_sweep(
+        resolve_for_machine(mnist_sweep(scaled ? LossScale::Dynamic : LossScale::Off)), options, progress);
     int points = 0;
     for (const SweepRecord& r : outcome.records) {
       if (const auto* step = std::get_if<StepRecord>(&r)) losses[scaled].push_back(step->loss.value_or(-1));

@@ -231,7 +231,8 @@ TEST(Repeats, TheSummaryTablePoolsThePasses) {
   // With loss scaling, the row says how many of the pooled steps skipped their optimizer step.
   std::get<PointRecord>(records[3]).skipped_steps = 2;
   std::get<PointRecord>(records[7]).skipped_steps = 1;
-  EXPECT_NE(format_summary_table(records).find("  (3 timed step(s) skipped: gradients overflowed)"), std::string::npos)
+  EXPECT_NE(format_summary_table(records).find("  (3 timed step(s) skipped: gradients overflowed)"),
+            std::string::npos)
       << format_summary_table(records);
   EXPECT_EQ(summary_json(records).at(0).at("skipped_steps"), 3);
 }

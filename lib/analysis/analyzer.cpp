@@ -427,10 +427,11 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
     if (!g.overflowed.empty()) {
       std::string sizes;
       for (int64_t b : g.overflowed) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
-      a.warnings.push_back(g.label + ": at " + std::to_string(g.overflowed.size()) +
-                           " batch size(s) loss scaling skipped the optimizer's step of some timed steps (a "
-                           "gradient overflowed while the scale was still falling), so their medians read low: " +
-                           sizes + "; more warm-up steps let the scale settle first");
+      a.warnings.push_back(
+          g.label + ": at " + std::to_string(g.overflowed.size()) +
+          " batch size(s) loss scaling skipped the optimizer's step of some timed steps (a "
+          "gradient overflowed while the scale was still falling), so their medians read low: " +
+          sizes + "; more warm-up steps let the scale settle first");
     }
   }
   return a;

@@ -412,9 +412,11 @@ void read_loss_scale(const Keys& k, ExperimentConfig& c) {
   std::optional<LossScale> chosen;
   if (k.has("loss_scale")) chosen = get_enum(k["loss_scale"], kLossScaleWords);
   if (chosen == LossScale::Dynamic && !train) {
-    fail(k["loss_scale"].where, "loss_scale applies to phase: train only", "remove loss_scale, or use phase: train");
+    fail(k["loss_scale"].where, "loss_scale applies to phase: train only",
+         "remove loss_scale, or use phase: train");
   }
-  c.loss_scale = chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+  c.loss_scale =
+      chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
 }
 
 }  // namespace

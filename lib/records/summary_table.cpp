@@ -67,7 +67,8 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
     if (point != nullptr && times != pooled_times.end()) {
       BatchKey all = point->key;
       all.pass.reset();
-      PointRecord pooled = point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes);
+      PointRecord pooled =
+          point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes);
       if (point->skipped_steps) pooled.skipped_steps = pooled_skipped[{key->experiment, key->batch_size}];
       out.rows[key->experiment].insert_or_assign(key->batch_size, pooled);
       continue;

@@ -28,7 +28,9 @@ LossScaler::LossScaler(const torch::Device& device, Options options)
   found_inf_ = torch::zeros({}, on_device.dtype(torch::kFloat32));
 }
 
-torch::Tensor LossScaler::scale(const torch::Tensor& loss) const { return loss * scale_.to(loss.scalar_type()); }
+torch::Tensor LossScaler::scale(const torch::Tensor& loss) const {
+  return loss * scale_.to(loss.scalar_type());
+}
 
 bool LossScaler::step(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& parameters) {
   std::vector<torch::Tensor> gradients;
@@ -71,8 +73,8 @@ void LossScaler::unscale_and_check(const std::vector<torch::Tensor>& gradients) 
 void LossScaler::update(bool found_inf) {
   torch::NoGradGuard no_grad;
   if (fused_) {
-    at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor, options_.backoff_factor,
-                           options_.growth_interval);
+    at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor,
+                           options_.backoff_factor, options_.growth_interval);
     return;
   }
   // The same rule as the fused operation, with found_inf already on the host.
