@@ -239,6 +239,8 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.tf32 = text(r, n); }},
   {ExperimentOption::LossScale, "loss-scale", "auto, dynamic or off: train with dynamic loss scaling, as PyTorch's GradScaler (unscale, overflow check, skipped step); auto is dynamic for fp16, off otherwise", false,
    [](const auto& r, const auto& n, auto& o) { o.loss_scale = text(r, n); }},
+  {ExperimentOption::Foreach, "foreach", "auto, on or off: the optimizer updates all parameters in a few multi-tensor operations, as PyTorch 2 does on a GPU, or in a loop over them; auto is on for training on a GPU", false,
+   [](const auto& r, const auto& n, auto& o) { o.foreach = text(r, n); }},
   {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
    [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
   {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile", false,
@@ -267,6 +269,7 @@ std::optional<std::string> default_shown(ExperimentOption id) {
     case ExperimentOption::Transfer: return to_string(d.transfer);
     case ExperimentOption::Tf32: return to_string(d.tf32);
     case ExperimentOption::LossScale: return std::string("auto");
+    case ExperimentOption::Foreach: return std::string("auto");
     case ExperimentOption::Chunk: return d.chunk == 0 ? std::string("0, the whole batch") : std::to_string(d.chunk);
     case ExperimentOption::Order: return to_string(d.order);
     case ExperimentOption::Seed: return std::to_string(d.seed);

@@ -127,6 +127,7 @@ std::string bash_script() {
        "    --tf32) COMPREPLY=($(compgen -W \""
     << to_string(Tf32::Default) << " " << to_string(Tf32::On) << " " << to_string(Tf32::Off)
     << "\" -- \"$cur\")); return ;;\n"
+       "    --foreach) COMPREPLY=($(compgen -W \"auto on off\" -- \"$cur\")); return ;;\n"
        "    --loss-scale) COMPREPLY=($(compgen -W \"auto "
     << to_string(LossScale::Dynamic) << " " << to_string(LossScale::Off)
     << "\" -- \"$cur\")); return ;;\n"

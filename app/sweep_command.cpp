@@ -48,7 +48,8 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Order,          ExperimentOption::Seed,      ExperimentOption::ChannelsLast,
     ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps,
     ExperimentOption::Repeats,        ExperimentOption::CiWidth,   ExperimentOption::MinTime,
-    ExperimentOption::MaxTime,        ExperimentOption::Tf32,      ExperimentOption::LossScale};
+    ExperimentOption::MaxTime,        ExperimentOption::Tf32,      ExperimentOption::LossScale,
+    ExperimentOption::Foreach};
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.
 cxxopts::Options sweep_options() {

@@ -270,6 +270,29 @@ TEST(Config, LossScaleIsDynamicForFp16TrainingUnlessSetOtherwise) {
   EXPECT_EQ(experiment_from_json(to_json(unscaled)).loss_scale, LossScale::Off);
 }
 
+// foreach: auto (none) is decided where the device is known; on and off are kept as given.
+TEST(Config, OptimizerForeachFromTheFileOrTheCommandLine) {
+  const auto foreach_of = [](const std::string& yaml, const SweepOverrides& o = {}) {
+    return only_experiment("model: vgg16\nbatch: 1:4\n" + yaml, o).optimizer.foreach;
+  };
+  EXPECT_EQ(foreach_of(""), std::nullopt);
+  EXPECT_EQ(foreach_of("optimizer: {type: momentum, foreach: auto}\n"), std::nullopt);
+  EXPECT_EQ(foreach_of("optimizer: {type: momentum, foreach: on}\n"), std::optional<bool>(true));
+  EXPECT_EQ(foreach_of("optimizer: {type: adam, foreach: off}\n"), std::optional<bool>(false));
+  SweepOverrides o;
+  o.foreach = "on";
+  EXPECT_EQ(foreach_of("optimizer: {type: sgd, foreach: off}\n", o), std::optional<bool>(true));
+  EXPECT_EQ(foreach_of("optimizer: adam\n", o), std::optional<bool>(true));
+
+  // Written only where the step is multi-tensor; records without it (all before it) ran the loop.
+  const ExperimentConfig on = only_experiment("model: vgg16\nbatch: 1:4\noptimizer: {foreach: on}\n");
+  EXPECT_EQ(to_json(on).at("optimizer").at("foreach"), true);
+  EXPECT_EQ(experiment_from_json(to_json(on)).optimizer.foreach, std::optional<bool>(true));
+  const ExperimentConfig off = only_experiment("model: vgg16\nbatch: 1:4\noptimizer: {foreach: off}\n");
+  EXPECT_FALSE(to_json(off).at("optimizer").contains("foreach"));
+  EXPECT_EQ(experiment_from_json(to_json(off)).optimizer.foreach, std::optional<bool>(false));
+}
+
 TEST(Config, SequenceLengthSetsTheSequenceAxisOfTheInput) {
   EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\nseq_len: 70\n").input_shape, (Sizes{70}));
   EXPECT_EQ(only_experiment("model: deepspeech2\nbatch: 1:4\nseq_len: 300\n").input_shape,
@@ -720,6 +743,12 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:3: transfer sometimes is not recognised", "excluded or included"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ntf32: maybe\n"),
                        {"exp.yaml:3: tf32 maybe is not recognised", "default, on or off"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\noptimizer: {foreach: yes}\n"),
+                       {"exp.yaml:3: foreach yes is not recognised", "auto, on or off"}));
+  SweepOverrides bad_foreach;
+  bad_foreach.foreach = "always";
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\n", bad_foreach),
+                       {"--foreach always is not recognised", "auto, on or off"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nloss_scale: static\n"),
                        {"exp.yaml:3: loss_scale static is not recognised", "auto, dynamic or off"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\nloss_scale: dynamic\n"),

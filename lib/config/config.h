@@ -38,6 +38,9 @@ struct OptimizerConfig {
   double momentum = 0.9;  // used by momentum
   double weight_decay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // used by adam
+  // Whether a step updates all parameters in a few multi-tensor operations (PyTorch 2's foreach) or in a
+  // loop over them (LibTorch's own). None: as PyTorch 2 decides, multi-tensor on a GPU, a loop on the CPU.
+  std::optional<bool> foreach = std::nullopt;
 };
 
 // Where a value came from: a file and line with its key ("exp.yaml", 12, "batch"), or the command line
@@ -108,7 +111,7 @@ struct SweepConfig {
 // Command-line values that replace the YAML's (or stand alone when no YAML is given).
 struct SweepOverrides {
   std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer, tf32,
-      loss_scale;
+      loss_scale, foreach;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values

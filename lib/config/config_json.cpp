@@ -27,6 +27,8 @@ nlohmann::json optimizer_json(const OptimizerConfig& o) {
     j["betas"] = {o.beta1, o.beta2};
     j["eps"] = o.eps;
   }
+  // Only where the step is multi-tensor: every record before it existed ran the loop.
+  if (o.foreach.value_or(false)) j["foreach"] = true;
   return j;
 }
 
@@ -111,6 +113,7 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.optimizer.beta1 = betas[0];
     e.optimizer.beta2 = betas[1];
     e.optimizer.eps = o.value("eps", defaults.eps);
+    e.optimizer.foreach = o.value("foreach", false);
     e.precision = enum_at(j, "precision", kPrecisions);
     e.channels_last = j.at("channels_last").get<bool>();
     e.cudnn_benchmark = j.at("cudnn_benchmark").get<bool>();

@@ -25,6 +25,9 @@ inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},
 inline const NameTable<Tf32> kTf32Modes = {{"default", Tf32::Default}, {"on", Tf32::On}, {"off", Tf32::Off}};
 inline const NameTable<LossScale> kLossScales = {{"dynamic", LossScale::Dynamic}, {"off", LossScale::Off}};
 // What an experiment file may say: auto (none) leaves the choice to the precision and phase.
+// optimizer foreach: auto (none) steps multi-tensor on a GPU and in a loop on the CPU.
+inline const NameTable<std::optional<bool>> kForeachWords = {
+    {"auto", std::nullopt}, {"on", true}, {"off", false}};
 inline const NameTable<std::optional<LossScale>> kLossScaleWords = {
     {"auto", std::nullopt}, {"dynamic", LossScale::Dynamic}, {"off", LossScale::Off}};
 

@@ -41,7 +41,8 @@ using yaml_fields::Where;
 
 namespace {
 
-const std::vector<std::string> kOptimizerKeys = {"type", "lr", "momentum", "weight_decay", "betas", "eps"};
+const std::vector<std::string> kOptimizerKeys = {"type",  "lr",  "momentum", "weight_decay",
+                                                 "betas", "eps", "foreach"};
 const std::vector<std::string> kBatchKeys = {"from", "to", "step", "factor"};
 
 // A batch entry: the sizes, or a range up to the largest size that fits.
@@ -169,6 +170,7 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
           get_double(keys.at("weight_decay"), 0, true, INFINITY, "give a weight_decay of 0 or more");
     }
     if (keys.count("eps")) opt.eps = get_double(keys.at("eps"), 0, false, INFINITY, "give an eps above 0");
+    if (keys.count("foreach")) opt.foreach = get_enum(keys.at("foreach"), kForeachWords);
     if (keys.count("betas")) {
       const Entry& betas = keys.at("betas");
       const std::string fix = "give two numbers from 0 up to (not including) 1, like [0.9, 0.999]";
@@ -191,6 +193,8 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
     opt.lr = get_double(Entry{YAML::Node(*o.lr), {kCommandLine, 0, "--lr"}}, 0, false, INFINITY,
                         "give a learning rate above 0");
   }
+  if (o.foreach)
+    opt.foreach = get_enum(Entry{YAML::Node(*o.foreach), {kCommandLine, 0, "--foreach"}}, kForeachWords);
   return opt;
 }
 

@@ -79,6 +79,8 @@ SweepConfig resolve_for_machine(const SweepConfig& config) {
   for (ExperimentConfig& e : resolved.experiments) {
     if (e.device == "auto") e.device = gpu::device_count() > 0 ? "cuda:0" : "cpu";
     if (e.device == "cuda") e.device = "cuda:0";
+    // Decided here, where the device is known, so that the run record says which step ran.
+    if (!e.optimizer.foreach) e.optimizer.foreach = e.phase == Phase::Train && e.device.rfind("cuda", 0) == 0;
     check_experiment(e);
   }
   return resolved;

@@ -41,6 +41,7 @@ Json optimizer_json(const OptimizerConfig& o) {
     j["betas"] = {o.beta1, o.beta2};
     j["eps"] = o.eps;
   }
+  if (o.foreach.value_or(false)) j["foreach"] = true;  // as a sweep's record says it
   return j;
 }
 
@@ -213,7 +214,11 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   return config;
 }
 
-TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data) {
+TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
+                         const LoadedData& data) {
+  // The optimizer's foreach decided here, where the device is known, as a sweep decides it.
+  TrainingOptions o = options;
+  if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
   const data::Dataset& train = data.splits.train;
   if (o.batch_size > train.size()) {
     throw UserError(located(data.location.directory, 0,

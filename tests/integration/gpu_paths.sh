@@ -63,6 +63,11 @@ points = [json.loads(l) for l in open(sys.argv[1])]
 peaks = [p["peak_memory_bytes"] for p in points if p["type"] == "point"]
 assert peaks[-1] > peaks[0], peaks
 PY
+python3 - "$work/vgg/steps.jsonl" <<'PY' && ok "training on a GPU steps the optimizer multi-tensor (foreach)" || fail "foreach"
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+assert run["config"]["experiments"][0]["optimizer"].get("foreach") is True, run["config"]["experiments"][0]
+PY
 
 expect 0 "the copy of each batch timed (pinned memory)" "written" "${sweep[@]}" --model mnist_cnn \
   --data "$work/idx" --batch 1,64,256 --transfer included --idle-seconds 0 --out "$work/copy"
