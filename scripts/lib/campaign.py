@@ -76,11 +76,16 @@ class Campaign:
         image = SMOKE_IMAGE if smoke else IMAGENET
         data = ["--data", self.a.data] if self.a.data else []
         out = []
+        # Training sweeps on a GPU step the optimizer multi-tensor (foreach) unless told otherwise. Where
+        # this GPU's sweeps already ran LibTorch's loop, every later one does too, so that they compare.
+        loop = self.ran_loop_optimizer()
+        optimizer = ["--foreach", "off"] if loop else []
 
         def sweep(item_id, args, path, energy=False):
             # Energy needs a window of about a second per batch size; only the energy study pays for it.
             quiet = ["--quiet"] if energy else ["--no-energy", "--quiet"]
-            out.append({"id": item_id, "kind": "sweep", "argv": ["sweep"] + args + dev + quiet + ["--out", path],
+            pinned = optimizer if "--foreach" not in args else []
+            out.append({"id": item_id, "kind": "sweep", "argv": ["sweep"] + args + dev + quiet + pinned + ["--out", path],
                         "out": path, "resumable": True})
 
         jumps = os.path.join(r, "jumps")
@@ -131,6 +136,11 @@ class Campaign:
             sweep(f"{m}_bench_off", ["--model", m] + image, os.path.join(jumps, f"{m}_bench_off"))
         sweep("resnet50_bench_off_pass2", ["--model", "resnet50"] + image,
               os.path.join(jumps, "resnet50_bench_off_pass2"))
+        # 5. What the multi-tensor optimizer step saves: ResNet-50 (161 parameter tensors) with the other
+        # step than its first pass ran, for `batchscope compare`.
+        contrast = "on" if loop else "off"
+        sweep(f"resnet50_foreach_{contrast}", ["--model", "resnet50"] + image + ["--foreach", contrast],
+              os.path.join(jumps, f"resnet50_foreach_{contrast}"))
         # 1. What IEEE fp32, bf16, the PCIe copy and benchmark mode change (cuDNN's search costs about 5 s
         # a batch size: VGG16 first, the other nets last). The blog's GPUs had no TF32: with tf32 off,
         # cuDNN picks fp32 kernels, whose tiles differ from the TF32 ones LibTorch allows by default.
@@ -302,6 +312,24 @@ class Campaign:
         if failed:
             return 1
         return 3 if left else 0
+
+    def ran_loop_optimizer(self):
+        """Whether a training sweep of these results ran on a GPU with LibTorch's loop step: run records
+        written before the multi-tensor step existed, or with --foreach off, say no foreach."""
+        for root, _, files in os.walk(self.results):
+            # The contrast item runs the other step on purpose.
+            if "steps.jsonl" not in files or os.path.basename(root).startswith("resnet50_foreach_"):
+                continue
+            try:
+                with open(os.path.join(root, "steps.jsonl")) as f:
+                    run = json.loads(f.readline())
+            except (OSError, ValueError):
+                continue
+            for e in (run.get("config") or {}).get("experiments") or []:
+                if (e.get("phase") == "train" and str(e.get("device", "")).startswith("cuda")
+                        and not (e.get("optimizer") or {}).get("foreach")):
+                    return True
+        return False
 
     def data_present(self):
         if self.a.data:

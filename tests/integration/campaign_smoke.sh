@@ -11,6 +11,32 @@ source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 cd "$source_dir"
 campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --copy-to "$work/copy")
 
+# A GPU whose sweeps ran LibTorch's loop optimizer step keeps it for every later sweep (--foreach off)
+# and contrasts ResNet-50 with the multi-tensor step; one that ran foreach (or nothing yet) the reverse.
+python3 - "$work/gpu" <<'PY' && ok "the optimizer step of a GPU's earlier sweeps decides its later ones'" || fail "foreach pins"
+import json, os, sys, types
+sys.path.insert(0, "scripts/lib")
+import campaign
+def plan_for(records):
+    results = os.path.join(sys.argv[1], str(len(records)))
+    for name, optimizer in records:
+        os.makedirs(os.path.join(results, name), exist_ok=True)
+        run = {"type": "run", "config": {"experiments": [{"phase": "train", "device": "cuda:0", "optimizer": optimizer}]}}
+        with open(os.path.join(results, name, "steps.jsonl"), "w") as f:
+            f.write(json.dumps(run) + "\n")
+    a = types.SimpleNamespace(results=results, smoke=False, data=None, copy_to=None)
+    c = campaign.Campaign.__new__(campaign.Campaign)
+    c.results, c.a = results, a
+    return {it["id"]: it["argv"] for it in c.items()}
+loop = plan_for([("vgg16_jumps", {"type": "sgd", "lr": 0.01})])
+assert loop["mnist_train_vs_infer"][-4:-2] == ["--foreach", "off"], loop["mnist_train_vs_infer"]
+assert "resnet50_foreach_on" in loop and loop["resnet50_foreach_on"].count("--foreach") == 1, loop.keys()
+multi = plan_for([("vgg16_jumps", {"type": "sgd", "foreach": True}),
+                  ("resnet50_foreach_off", {"type": "sgd"})])  # the contrast runs the loop on purpose
+assert "--foreach" not in multi["mnist_train_vs_infer"], multi["mnist_train_vs_infer"]
+assert "resnet50_foreach_off" in multi, multi.keys()
+PY
+
 "${campaign[@]}" --plan-only > "$work/plan.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "vgg16_jumps" "$work/plan.out" && [ -f "$work/r/campaign/plan.json" ] &&
@@ -81,7 +107,7 @@ print(f"resumed after {points_before} of 6 batch sizes; all six measured, the fi
 PY
 for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jumps/vgg16_bf16_channels_last \
             jumps/vgg16_copy_included \
-            jumps/resnet50_bench_off_pass2 \
+            jumps/resnet50_bench_off_pass2 jumps/resnet50_foreach_off \
             mnist_train_vs_infer energy_zoo; do
   grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
     fail "$item: no complete, analysed sweep"
