@@ -149,7 +149,17 @@ TEST_F(RunStoreTest, ARunRecordOfTheEarlierOptimizerLayoutResumesAndAnotherLrDoe
   }
   Json other_lr = now;
   other_lr[0]["optimizer"]["lr"] = 0.1;
-  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, other_lr, false); }, {"different experiments"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { RunStore(dir_, other_lr, false); },
+      {"different experiments", "(experiment \"a\": optimizer.lr is 0.01 in the log and 0.1 here)"}));
+  // A setting the log's sweep did not have (a GPU sweep begun before the multi-tensor optimizer step) is
+  // named as none there, so that the user knows which option gives the old one back.
+  Json foreach = now;
+  foreach
+    [0]["optimizer"]["foreach"] = true;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { RunStore(dir_, foreach, false); },
+      {"(experiment \"a\": optimizer.foreach is none in the log and true here)"}));
 }
 
 TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {

@@ -38,6 +38,52 @@ bool same_experiments(const Json& written, const Json& asked) {
   return written == asked || as_written_now(written) == as_written_now(asked);
 }
 
+std::string shown_value(const Json* value) { return value == nullptr ? "none" : value->dump(); }
+
+// The first key path at which two values differ ("optimizer.lr"), with each side's value; "" where they
+// are equal.
+std::string first_difference(const Json& written, const Json& asked, const std::string& path) {
+  if (written == asked) return "";
+  if (!written.is_object() || !asked.is_object()) {
+    return (path.empty() ? "the experiments" : path) + " is " + written.dump() + " in the log and " +
+           asked.dump() + " here";
+  }
+  std::vector<std::string> keys;
+  for (auto it = written.begin(); it != written.end(); ++it) keys.push_back(it.key());
+  for (auto it = asked.begin(); it != asked.end(); ++it) {
+    if (!written.contains(it.key())) keys.push_back(it.key());
+  }
+  for (const std::string& key : keys) {
+    const std::string at = path.empty() ? key : path + "." + key;
+    const Json* w = written.contains(key) ? &written[key] : nullptr;
+    const Json* a = asked.contains(key) ? &asked[key] : nullptr;
+    if (w != nullptr && a != nullptr) {
+      if (std::string d = first_difference(*w, *a, at); !d.empty()) return d;
+    } else {
+      return at + " is " + shown_value(w) + " in the log and " + shown_value(a) + " here";
+    }
+  }
+  return "";
+}
+
+// What differs first between the log's experiments and the command's, as the sweep writes them now:
+// "experiment a: optimizer.foreach is none in the log and true here".
+std::string experiments_difference(const Json& written, const Json& asked) {
+  const Json w = as_written_now(written), a = as_written_now(asked);
+  if (!w.is_array() || !a.is_array() || w.size() != a.size()) {
+    return std::to_string(w.is_array() ? w.size() : 0) + " experiment(s) in the log and " +
+           std::to_string(a.is_array() ? a.size() : 0) + " here";
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    const std::string d = first_difference(w[i], a[i], "");
+    if (d.empty()) continue;
+    const std::string name =
+        a[i].is_object() && a[i].contains("name") ? a[i]["name"].dump() : std::to_string(i + 1);
+    return "experiment " + name + ": " + d;
+  }
+  return "";
+}
+
 // A record of the log being resumed that would decide what is already done is refused unless its values
 // are valid: a batch size is measured or out of memory only when its records say so, in range, for a
 // size of the plan. Returns the problem, or "" when the record is fine.
@@ -135,8 +181,10 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     const bool same = front.contains("config") && front["config"].contains("experiments") &&
                       same_experiments(front["config"]["experiments"], experiments);
     if (!same) {
+      const std::string difference = experiments_difference(front["config"]["experiments"], experiments);
       throw UserError(located(jsonl_path_, 1,
-                              "holds a sweep of different experiments than this command asks for",
+                              "holds a sweep of different experiments than this command asks for" +
+                                  (difference.empty() ? std::string() : " (" + difference + ")"),
                               "run the same command to resume it, choose another --out directory, or pass "
                               "--force to replace it"));
     }
