@@ -45,6 +45,8 @@ struct FakeLog {
   Json tf32;
   // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
   std::string tf32_setting;
+  // The optimizer stepped multi-tensor (foreach), as its record says then.
+  bool foreach = false;
   // The experiment's loss_scale (dynamic); none where empty, as unscaled training is written.
   std::string loss_scale;
   // More fields of a batch size's point record (skipped_steps, loss_scale); none where unset.
@@ -64,6 +66,7 @@ struct FakeLog {
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
     if (!tf32_setting.empty()) config["tf32"] = tf32_setting;
     if (!loss_scale.empty()) config["loss_scale"] = loss_scale;
+    if (foreach) config["optimizer"]["foreach"] = true;
     Json run = {{"type", "run"},
                 {"run_id", run_id},
                 {"cpu", {{"model", "Test CPU"}, {"torch_threads", 4}}},

@@ -299,6 +299,22 @@ TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed
       << report.str();
 }
 
+// The same sweep with the multi-tensor optimizer step and with LibTorch's loop: two groups, told apart
+// by the optimizer in words.
+TEST_F(AnalyzeTest, TheOptimizersStepSetsGroupsApartAndIsNamedInWords) {
+  FakeLog loop, multi;
+  loop.batches = multi.batches = range(1, 8);
+  multi.foreach = true;
+  multi.experiment = "vgg16_foreach";
+  const Analysis a = analyze_logs({write("loop.jsonl", loop.text()), write("multi.jsonl", multi.text())}, {});
+  ASSERT_EQ(a.groups.size(), 2u);
+  std::set<std::string> labels;
+  for (const GroupAnalysis& g : a.groups) labels.insert(g.label);
+  EXPECT_EQ(labels, (std::set<std::string>{"vgg16 train fp32 · GPU A · optimizer sgd lr 0.01",
+                                           "vgg16 train fp32 · GPU A · optimizer sgd lr 0.01 foreach"}))
+      << *labels.begin() << " | " << *labels.rbegin();
+}
+
 TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {
   // On the GPU, LibTorch's default lets cuDNN's fp32 convolutions run in TF32: the report says so.
   FakeLog log;

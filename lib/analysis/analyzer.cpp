@@ -72,6 +72,20 @@ std::string slug(const std::string& text) {
   return out.empty() ? "group" : out;
 }
 
+// A run record's optimizer as words: "momentum lr 0.01 momentum 0.9 foreach" (foreach only where its step
+// was multi-tensor; weight decay only where set).
+std::string optimizer_words(const Json& o) {
+  std::string out = o.contains("type") && o["type"].is_string() ? o["type"].get<std::string>() : "optimizer";
+  for (const char* key : {"lr", "momentum", "weight_decay", "betas", "eps"}) {
+    if (!o.contains(key)) continue;
+    const Json& v = o[key];
+    if (std::string(key) == "weight_decay" && v.is_number() && v.get<double>() == 0) continue;
+    out += std::string(" ") + key + " " + v.dump();
+  }
+  if (o.value("foreach", false)) out += " foreach";
+  return out;
+}
+
 std::string show(const Json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_boolean()) return v.get<bool>() ? "on" : "off";
@@ -109,6 +123,8 @@ std::string describe_keys(const Json& identity, const std::vector<std::string>& 
     const Json value = identity.contains(key) ? identity[key] : Json();
     if (key == "device") {
       out += show(value);
+    } else if (key == "optimizer" && value.is_object()) {
+      out += "optimizer " + optimizer_words(value);
     } else if (value.is_object()) {
       out += key + " " + value.dump();
     } else if (key == "loss_scale" && value.is_null()) {
