@@ -165,15 +165,7 @@ TEST(ForeachOptimizer, AParameterWithoutAGradientIsLeftAsItIs) {
 TEST(ForeachOptimizer, ASweepRecordsWhichStepRanAndForcedOnItTrainsTheSame) {
   std::vector<double> losses[2];
   for (const bool on : {false, true}) {
-    ExperimentConfig e;
-    e.name = "mnist_foreach";
-    e.model = "mnist_cnn";
-    e.input_shape = {1, 28, 28};
-    e.classes = 10;
-    e.batch_sizes = {2, 4};
-    e.warmup_steps = 1;
-    e.timed_steps = 3;
-    e.device = "cpu";
+    ExperimentConfig e = testing_support::tiny_mnist_training("mnist_foreach");
     e.optimizer.kind = OptimizerKind::Momentum;
     if (on) e.optimizer.foreach = true;
     const SweepConfig resolved = resolve_for_machine(SweepConfig{"test", {e}});

@@ -50,15 +50,7 @@ bool same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>&
 const torch::Device kCpu("cpu");
 
 SweepConfig mnist_sweep(LossScale loss_scale) {
-  ExperimentConfig e;
-  e.name = "mnist_scaled";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
-  e.batch_sizes = {2, 4};
-  e.warmup_steps = 1;
-  e.timed_steps = 3;
-  e.device = "cpu";
+  ExperimentConfig e = testing_support::tiny_mnist_training("mnist_scaled");
   e.loss_scale = loss_scale;
   return SweepConfig{"test", {e}};
 }

@@ -1,6 +1,7 @@
 #pragma once
 // What every unit test may use: a temporary directory that goes away with its owner, whatever the test's
-// outcome, and a check of the sentence a UserError gives the user, not only of its type.
+// outcome, a check of the sentence a UserError gives the user, not only of its type, and a tiny training
+// experiment.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,8 +13,24 @@
 #include <string>
 
 #include "lib/common/errors.h"
+#include "lib/config/config.h"
 
 namespace batchscope::testing_support {
+
+// mnist_cnn training on the CPU at batch 2 and 4, one warm-up and three timed steps each: a sweep of it
+// takes a fraction of a second.
+inline ExperimentConfig tiny_mnist_training(const std::string& name) {
+  ExperimentConfig e;
+  e.name = name;
+  e.model = "mnist_cnn";
+  e.input_shape = {1, 28, 28};
+  e.classes = 10;
+  e.batch_sizes = {2, 4};
+  e.warmup_steps = 1;
+  e.timed_steps = 3;
+  e.device = "cpu";
+  return e;
+}
 
 // A fresh directory under the system's temporary directory, named after the running test and unique in
 // this process, removed (with everything in it) when the object goes, so a failing test leaks nothing.

@@ -100,8 +100,10 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
     const double beta2 = std::get<1>(o.betas());
     // Parameters are stepped together by their step count (the same for all, unless some had no
     // gradient at some step): bias corrections depend on it.
-    std::map<int64_t, Stepped> by_step;
-    std::map<int64_t, std::vector<torch::Tensor>> exp_avgs, exp_avg_sqs;
+    struct SameStep {
+      std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+    };
+    std::map<int64_t, SameStep> by_step;
     for (std::size_t i = 0; i < s.params.size(); ++i) {
       const torch::Tensor& p = s.params[i];
       const auto key = state_key(state_, p);
@@ -114,10 +116,11 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
       }
       auto& state = static_cast<torch::optim::AdamParamState&>(*state_[key]);
       state.step(state.step() + 1);
-      by_step[state.step()].params.push_back(p);
-      by_step[state.step()].grads.push_back(s.grads[i]);
-      exp_avgs[state.step()].push_back(state.exp_avg());
-      exp_avg_sqs[state.step()].push_back(state.exp_avg_sq());
+      SameStep& same = by_step[state.step()];
+      same.params.push_back(p);
+      same.grads.push_back(s.grads[i]);
+      same.exp_avgs.push_back(state.exp_avg());
+      same.exp_avg_sqs.push_back(state.exp_avg_sq());
     }
     for (auto& [step, group_of_step] : by_step) {
       const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
@@ -126,8 +129,8 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
           o.weight_decay() != 0
               ? at::_foreach_add(group_of_step.grads, group_of_step.params, o.weight_decay())
               : group_of_step.grads;
-      std::vector<torch::Tensor>& m = exp_avgs[step];
-      std::vector<torch::Tensor>& v = exp_avg_sqs[step];
+      std::vector<torch::Tensor>& m = group_of_step.exp_avgs;
+      std::vector<torch::Tensor>& v = group_of_step.exp_avg_sqs;
       at::_foreach_mul_(m, beta1);
       at::_foreach_add_(m, grads, 1 - beta1);
       at::_foreach_mul_(v, beta2);
