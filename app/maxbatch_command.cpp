@@ -29,9 +29,10 @@ constexpr int kNothingFits = 3;
 
 // What describes the experiment whose largest batch size is searched (the search picks the sizes).
 const std::vector<ExperimentOption> kMaxbatchOptions = {
-    ExperimentOption::Model,     ExperimentOption::Input,     ExperimentOption::Classes,
-    ExperimentOption::SeqLen,    ExperimentOption::Phase,     ExperimentOption::Precision,
-    ExperimentOption::Optimizer, ExperimentOption::ChannelsLast, ExperimentOption::Device};
+    ExperimentOption::Model,     ExperimentOption::Input,        ExperimentOption::Classes,
+    ExperimentOption::SeqLen,    ExperimentOption::Phase,        ExperimentOption::Precision,
+    ExperimentOption::Optimizer, ExperimentOption::ChannelsLast, ExperimentOption::Device,
+    ExperimentOption::LossScale, ExperimentOption::Foreach};
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;
@@ -50,11 +51,14 @@ std::string describe_try(const MaxBatchTry& t) {
   return text + ")";
 }
 
-// "a full train step of vgg16 (3x224x224, fp32) on cpu within 2.00 GiB"
+// "a full train step of vgg16 (3x224x224, fp16, loss scaled, foreach optimizer) on cpu within 2.00 GiB":
+// the loss scaler's state and the multi-tensor step's temporaries take memory too.
 std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& result) {
   std::string text = e.phase == Phase::Train ? "a full train step" : "an inference step";
-  text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision) + ") on " +
-          e.device;
+  text += " of " + e.model + " (" + shape_text(e.input_shape) + ", " + to_string(e.precision);
+  if (e.phase == Phase::Train && e.loss_scale == LossScale::Dynamic) text += ", loss scaled";
+  if (e.phase == Phase::Train && e.optimizer.foreach.value_or(false)) text += ", foreach optimizer";
+  text += ") on " + e.device;
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
   if (result.margin > 0) {
     char share[32];

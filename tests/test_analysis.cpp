@@ -313,6 +313,14 @@ TEST_F(AnalyzeTest, TheOptimizersStepSetsGroupsApartAndIsNamedInWords) {
   EXPECT_EQ(labels, (std::set<std::string>{"vgg16 train fp32 · GPU A · optimizer sgd lr 0.01",
                                            "vgg16 train fp32 · GPU A · optimizer sgd lr 0.01 foreach"}))
       << *labels.begin() << " | " << *labels.rbegin();
+  // A log whose foreach is not a boolean (written by hand) is analysed; only a true makes the word.
+  std::string text = multi.text();
+  const std::string flag = "\"foreach\":true";
+  ASSERT_NE(text.find(flag), std::string::npos) << text;
+  text.replace(text.find(flag), flag.size(), "\"foreach\":\"yes\"");
+  const Analysis odd = analyze_logs({write("odd.jsonl", text)}, {});
+  ASSERT_EQ(odd.groups.size(), 1u);
+  EXPECT_EQ(odd.groups[0].label.find("foreach"), std::string::npos) << odd.groups[0].label;
 }
 
 TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {

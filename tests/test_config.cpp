@@ -753,6 +753,10 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:3: loss_scale static is not recognised", "auto, dynamic or off"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\nloss_scale: dynamic\n"),
                        {"exp.yaml:4: loss_scale applies to phase: train only", "use phase: train"}));
+  SweepOverrides scaled_inference;  // named as the option that gave it
+  scaled_inference.loss_scale = "dynamic";
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\n", scaled_inference),
+                       {"--loss-scale applies to phase: train only", "remove it"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n"),
                        {"exp.yaml:3: chunk applies to phase: infer only"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));

@@ -129,6 +129,24 @@ TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
   EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
 }
 
+// A run record that names no experiments (no "config", or one without "experiments") is another sweep
+// than any command's, refused in a sentence, the log left as it was.
+TEST_F(RunStoreTest, ARunRecordWithoutExperimentsIsRefusedAsAnotherSweep) {
+  for (const Json& config : {Json(), Json::object(), Json::array({1}), Json("x")}) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    Json record{{"type", "run"}};
+    if (!config.is_null()) record["config"] = config;
+    std::ofstream(dir_ + "/steps.jsonl") << record.dump() << "\n" << point("a", 1).dump() << "\n";
+    const auto size = fs::file_size(dir_ + "/steps.jsonl");
+    EXPECT_TRUE(testing_support::refuses_with(
+        [&] { RunStore(dir_, experiments_, false); },
+        {"steps.jsonl:1", "different experiments", "its run record names no experiments"}))
+        << record.dump();
+    EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
+  }
+}
+
 TEST_F(RunStoreTest, ARunRecordOfTheEarlierOptimizerLayoutResumesAndAnotherLrDoesNot) {
   ExperimentConfig e;
   e.name = "a";

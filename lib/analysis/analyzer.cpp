@@ -82,7 +82,8 @@ std::string optimizer_words(const Json& o) {
     if (std::string(key) == "weight_decay" && v.is_number() && v.get<double>() == 0) continue;
     out += std::string(" ") + key + " " + v.dump();
   }
-  if (o.value("foreach", false)) out += " foreach";
+  // A log may hold anything there; only a true makes the word.
+  if (o.contains("foreach") && o["foreach"].is_boolean() && o["foreach"].get<bool>()) out += " foreach";
   return out;
 }
 

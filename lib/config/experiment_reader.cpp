@@ -416,8 +416,8 @@ void read_loss_scale(const Keys& k, ExperimentConfig& c) {
   std::optional<LossScale> chosen;
   if (k.has("loss_scale")) chosen = get_enum(k["loss_scale"], kLossScaleWords);
   if (chosen == LossScale::Dynamic && !train) {
-    fail(k["loss_scale"].where, "loss_scale applies to phase: train only",
-         "remove loss_scale, or use phase: train");
+    fail(k["loss_scale"].where, k["loss_scale"].where.label + " applies to phase: train only",
+         "remove it, or use phase: train");
   }
   c.loss_scale =
       chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
@@ -464,7 +464,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
     if (c.phase != Phase::Infer)
-      fail(k["chunk"].where, "chunk applies to phase: infer only", "remove chunk, or use phase: infer");
+      fail(k["chunk"].where, k["chunk"].where.label + " applies to phase: infer only",
+           "remove it, or use phase: infer");
   }
   if (k.has("seed")) c.seed = get_seed(k["seed"]);
   if (k.has("device")) c.device = get_device(k["device"]);

@@ -178,10 +178,12 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
                               "choose another --out directory or pass --force to replace it"));
     }
     const Json& front = records.front();
-    const bool same = front.contains("config") && front["config"].contains("experiments") &&
-                      same_experiments(front["config"]["experiments"], experiments);
-    if (!same) {
-      const std::string difference = experiments_difference(front["config"]["experiments"], experiments);
+    const Json* written = front.contains("config") && front["config"].contains("experiments")
+                              ? &front["config"]["experiments"]
+                              : nullptr;
+    if (written == nullptr || !same_experiments(*written, experiments)) {
+      const std::string difference = written == nullptr ? "its run record names no experiments"
+                                                        : experiments_difference(*written, experiments);
       throw UserError(located(jsonl_path_, 1,
                               "holds a sweep of different experiments than this command asks for" +
                                   (difference.empty() ? std::string() : " (" + difference + ")"),

@@ -33,7 +33,7 @@ for t in "${targets[@]}"; do
   if [ "$rc" -ne 0 ]; then
     failed=$((failed + 1))
     echo "fuzz: $t FAILED (exit $rc); the input is in $artifacts:"
-    grep -E "ERROR|SUMMARY|runtime error|terminate|what\(\)|Test unit written" "$log" | head -20
+    grep -E "ERROR|SUMMARY|runtime error|Assertion|terminate|what\(\)|Test unit written" "$log" | head -20
     summary+=("$t: FAILED after ${runs:-?} executions")
   else
     summary+=("$t: ${runs:-?} executions in ${seconds} s, coverage ${cov:-?} edges, $(ls "$found" | wc -l) new inputs")

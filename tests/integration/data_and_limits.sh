@@ -58,6 +58,19 @@ expect 2 "a complete 1:max sweep is not searched again" "already holds a complet
 # maxbatch: an answer, nothing fits (exit 3), and bad input (exit 2).
 expect 0 "maxbatch under a limit" "largest batch size that runs a full train step of mnist_cnn .* [0-9]+ \(confirmed" \
   maxbatch --model mnist_cnn --device cpu --memory-limit 48MiB --quiet
+# The loss scaler and the multi-tensor optimizer step are part of the step searched, and said so; the
+# record written with -o holds them as a sweep's would.
+expect 0 "maxbatch of a loss-scaled step with the foreach optimizer" \
+  "a full train step of mnist_cnn \(1x28x28, fp32, loss scaled, foreach optimizer\) on cpu .* [0-9]+ \(confirmed" \
+  maxbatch --model mnist_cnn --device cpu --memory-limit 48MiB --loss-scale dynamic --foreach on --max-tries 4 \
+  --out "$work/maxbatch.jsonl" --quiet
+python3 - "$work/maxbatch.jsonl" <<'PY' || fail "the maxbatch record of a loss-scaled foreach step"
+import json, sys
+result = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert result["type"] == "maxbatch", result["type"]
+e = result["config"]
+assert e["loss_scale"] == "dynamic" and e["optimizer"]["foreach"] is True, e
+PY
 expect 3 "maxbatch when nothing fits" "no batch size|not even batch size 1" maxbatch --model mnist_cnn --device cpu --memory-limit 1MiB --quiet
 expect 2 "maxbatch of an unknown model" "unknown model vgg17" maxbatch --model vgg17 --device cpu
 expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots
