@@ -432,6 +432,14 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   EXPECT_EQ(resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes,
             (std::vector<int64_t>{1, 2, 4, 8}));
 
+  // A record of that name that this program could not have written is not reused: the sizes are
+  // searched anew (here: nothing fits, said in a sentence), and the resume refuses the log after.
+  Json odd = run;
+  odd["config"]["experiments"][0]["precision"] = "fp64";
+  std::ofstream(dir / "steps.jsonl") << odd.dump() << "\n";
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, dir.string()); },
+                                            {"not even batch size 1 runs a full step on cpu"}));
+
   std::filesystem::remove(dir / "steps.jsonl");
   EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, dir.string()); },
                                             {"not even batch size 1 runs a full step on cpu"}));

@@ -4,12 +4,14 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <stdexcept>
 
 #include "data/datasets.h"
-#include "lib/device/cpu_memory.h"
 #include "lib/common/errors.h"
-#include "lib/sweep/max_batch.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
+#include "lib/sweep/max_batch.h"
 
 namespace batchscope {
 namespace {
@@ -25,7 +27,7 @@ std::map<std::string, nlohmann::json> earlier_experiments(const std::string& out
   const Json& run = contents.records.front();
   if (!run.contains("config") || !run["config"].contains("experiments")) return out;
   for (const Json& e : run["config"]["experiments"]) {
-    if (e.contains("name")) out[e["name"].get<std::string>()] = nlohmann::json::parse(e.dump());
+    if (e.contains("name") && e["name"].is_string()) out[e["name"].get<std::string>()] = e;
   }
   return out;
 }
@@ -43,12 +45,19 @@ SweepConfig resolve_batch_maximum(const SweepConfig& config, const std::string& 
       read = true;
     }
     const auto found = earlier.find(e.name);
+    std::optional<ExperimentConfig> before;
     if (found != earlier.end() && found->second.contains("batch")) {
-      ExperimentConfig before = experiment_from_json(found->second);
+      try {
+        before = experiment_from_json(found->second);
+      } catch (const std::invalid_argument&) {
+        // Not an experiment this program wrote: searched anew, and the resume refuses the log in a sentence.
+      }
+    }
+    if (before) {
       ExperimentConfig now = e;
-      now.batch_sizes = before.batch_sizes;
-      if (!before.batch_sizes.empty() && to_json(now) == to_json(before)) {
-        e.batch_sizes = before.batch_sizes;
+      now.batch_sizes = before->batch_sizes;
+      if (!before->batch_sizes.empty() && to_json(now) == to_json(*before)) {
+        e.batch_sizes = before->batch_sizes;
         spdlog::info("{}: batch sizes up to {}, the largest that fit when this sweep began", e.name,
                      e.batch_sizes.back());
         continue;
