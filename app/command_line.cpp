@@ -211,7 +211,7 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.phase = text(r, n); }},
   {ExperimentOption::Precision, "precision", "fp32, fp16 or bf16 (autocast)", false,
    [](const auto& r, const auto& n, auto& o) { o.precision = text(r, n); }},
-  {ExperimentOption::Optimizer, "optimizer", "sgd, momentum or adam (their state takes memory too)", false,
+  {ExperimentOption::Optimizer, "optimizer", "sgd, momentum, adam or adamw (their state takes memory too; adamw decays weights by 0.01)", false,
    [](const auto& r, const auto& n, auto& o) { o.optimizer = text(r, n); }},
   {ExperimentOption::Lr, "lr", "learning rate", false,
    [](const auto& r, const auto& n, auto& o) { o.lr = real_option(r, n, 0, 1e6, /*least_excluded=*/true); }},

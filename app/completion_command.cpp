@@ -116,7 +116,7 @@ std::string bash_script() {
     << "\" -- \"$cur\")); return ;;\n"
        "    --optimizer) COMPREPLY=($(compgen -W \""
     << to_string(OptimizerKind::SGD) << " " << to_string(OptimizerKind::Momentum) << " "
-    << to_string(OptimizerKind::Adam)
+    << to_string(OptimizerKind::Adam) << " " << to_string(OptimizerKind::AdamW)
     << "\" -- \"$cur\")); return ;;\n"
        "    --order) COMPREPLY=($(compgen -W \""
     << to_string(BatchOrder::Ascending) << " " << to_string(BatchOrder::Shuffled)

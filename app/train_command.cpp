@@ -18,7 +18,9 @@ OptimizerKind optimizer_kind(const std::string& name) {
   if (name == "sgd") return OptimizerKind::SGD;
   if (name == "momentum") return OptimizerKind::Momentum;
   if (name == "adam") return OptimizerKind::Adam;
-  refuse("--optimizer " + name + " is not known", "use sgd, momentum (0.9) or adam");
+  if (name == "adamw") return OptimizerKind::AdamW;
+  refuse("--optimizer " + name + " is not known",
+         "use sgd, momentum (0.9), adam or adamw (weight decay 0.01)");
 }
 
 int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& name) {
@@ -67,7 +69,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("b,batch", "training batch size", cxxopts::value<std::string>()->default_value("64"))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
       ("lr", "learning rate", cxxopts::value<std::string>()->default_value("0.01"))
-      ("optimizer", "sgd, momentum (0.9) or adam", cxxopts::value<std::string>()->default_value("momentum"))
+      ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
       ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -95,6 +97,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
+  if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;
   o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   o.seed = seed_option(result, "seed");
   o.limit_train = positive_limit(result, "limit-train");

@@ -293,6 +293,36 @@ TEST(Config, OptimizerForeachFromTheFileOrTheCommandLine) {
   EXPECT_EQ(experiment_from_json(to_json(off)).optimizer.foreach, std::optional<bool>(false));
 }
 
+// AdamW decays its weights by 0.01 unless told otherwise, as PyTorch's does; a decay given in the file is
+// kept when the command line chooses adamw, and the record keeps its betas and eps as Adam's.
+TEST(Config, AdamWDecaysByDefaultAndKeepsAGivenDecay) {
+  const auto optimizer_of = [](const std::string& yaml, const SweepOverrides& o = {}) {
+    return only_experiment("model: vgg16\nbatch: 1:4\n" + yaml, o).optimizer;
+  };
+  EXPECT_EQ(optimizer_of("optimizer: adamw\n").kind, OptimizerKind::AdamW);
+  EXPECT_DOUBLE_EQ(optimizer_of("optimizer: adamw\n").weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(optimizer_of("optimizer: {type: adamw, lr: 0.001}\n").weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(optimizer_of("optimizer: {type: adamw, weight_decay: 0}\n").weight_decay, 0.0);
+  EXPECT_DOUBLE_EQ(optimizer_of("optimizer: adam\n").weight_decay, 0.0);
+  SweepOverrides o;
+  o.optimizer = "adamw";
+  EXPECT_DOUBLE_EQ(optimizer_of("", o).weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(optimizer_of("optimizer: {type: adam, weight_decay: 0.05}\n", o).weight_decay, 0.05);
+
+  const ExperimentConfig e =
+      only_experiment("model: vgg16\nbatch: 1:4\noptimizer: {type: adamw, betas: [0.8, 0.99]}\n");
+  const nlohmann::json j = to_json(e).at("optimizer");
+  EXPECT_EQ(j.at("type"), "adamw");
+  EXPECT_EQ(j.at("weight_decay"), 0.01);
+  EXPECT_EQ(j.at("betas"), (nlohmann::json{0.8, 0.99}));
+  EXPECT_TRUE(j.contains("eps"));
+  EXPECT_FALSE(j.contains("momentum"));
+  const ExperimentConfig back = experiment_from_json(to_json(e));
+  EXPECT_EQ(back.optimizer.kind, OptimizerKind::AdamW);
+  EXPECT_DOUBLE_EQ(back.optimizer.weight_decay, 0.01);
+  EXPECT_DOUBLE_EQ(back.optimizer.beta1, 0.8);
+}
+
 TEST(Config, SequenceLengthSetsTheSequenceAxisOfTheInput) {
   EXPECT_EQ(only_experiment("model: lstm_lm\nbatch: 1:4\nseq_len: 70\n").input_shape, (Sizes{70}));
   EXPECT_EQ(only_experiment("model: deepspeech2\nbatch: 1:4\nseq_len: 300\n").input_shape,
@@ -500,7 +530,8 @@ TEST(Config, JsonRoundTripKeepsEveryField) {
 TEST(Config, JsonRoundTripOfEveryEnumValue) {
   for (Phase p : {Phase::Train, Phase::Infer})
     for (Precision q : {Precision::FP32, Precision::FP16, Precision::BF16})
-      for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
+      for (OptimizerKind k :
+           {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam, OptimizerKind::AdamW})
         for (BatchOrder o : {BatchOrder::Ascending, BatchOrder::Shuffled}) {
           ExperimentConfig e;
           e.phase = p;
@@ -841,8 +872,8 @@ TEST(ConfigErrors, UnknownWords) {
             "exp.yaml:3: precision fp64 is not recognised; use fp32, fp16 or bf16.");
   EXPECT_EQ(error_of(head + "order: random\n"),
             "exp.yaml:3: order random is not recognised; use ascending or shuffled.");
-  EXPECT_EQ(error_of(head + "optimizer: adamw\n"),
-            "exp.yaml:3: optimizer adamw is not recognised; use sgd, momentum or adam.");
+  EXPECT_EQ(error_of(head + "optimizer: adagrad\n"),
+            "exp.yaml:3: optimizer adagrad is not recognised; use sgd, momentum, adam or adamw.");
   EXPECT_TRUE(mentions(error_of(head + "optimizer:\n  type: rmsprop\n"),
                        {"exp.yaml:4: type rmsprop is not recognised"}));
   EXPECT_TRUE(
@@ -915,8 +946,8 @@ TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
   o.precision = "int8";
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --precision int8 is not recognised"}));
   o = {};
-  o.optimizer = "adamw";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --optimizer adamw is not recognised"}));
+  o.optimizer = "adagrad";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --optimizer adagrad is not recognised"}));
   o = {};
   o.order = "random";
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --order random is not recognised"}));

@@ -8,6 +8,7 @@
 #include "lib/sweep/machine_check.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/timing/foreach_optimizer.h"
+#include "lib/timing/optimizer.h"
 #include "lib/timing/step_runner.h"
 #include "tests/test_support.h"
 
@@ -88,6 +89,20 @@ std::vector<Case> cases() {
          auto o = torch::optim::AdamOptions(1e-2).weight_decay(1e-3);
          if (f) return std::make_unique<ForeachAdam>(p, o);
          return std::make_unique<torch::optim::Adam>(p, o);
+       },
+       false},
+      {"adamw with its default decay",
+       [](const auto& p, bool f) -> std::unique_ptr<torch::optim::Optimizer> {
+         auto o = torch::optim::AdamWOptions(1e-2).betas(std::make_tuple(0.8, 0.99));
+         if (f) return std::make_unique<ForeachAdamW>(p, o);
+         return std::make_unique<torch::optim::AdamW>(p, o);
+       },
+       false},
+      {"adamw without decay",
+       [](const auto& p, bool f) -> std::unique_ptr<torch::optim::Optimizer> {
+         auto o = torch::optim::AdamWOptions(1e-2).weight_decay(0);
+         if (f) return std::make_unique<ForeachAdamW>(p, o);
+         return std::make_unique<torch::optim::AdamW>(p, o);
        },
        false},
   };
@@ -189,4 +204,29 @@ TEST(ForeachOptimizer, ASweepRecordsWhichStepRanAndForcedOnItTrainsTheSame) {
   }
   ASSERT_EQ(losses[0].size(), 6u);
   EXPECT_EQ(losses[0], losses[1]);
+}
+
+// Each kind of the config is built as LibTorch's optimizer of that kind, or its multi-tensor form, with
+// the config's settings (AdamW's decay among them).
+TEST(ForeachOptimizer, TheConfigsKindIsTheOptimizerBuilt) {
+  torch::nn::Sequential model = small_model();
+  OptimizerConfig o;
+  o.kind = OptimizerKind::AdamW;
+  o.weight_decay = kAdamWWeightDecay;
+  o.foreach = false;
+  const auto loop = make_optimizer(o, model->parameters());
+  auto* adamw = dynamic_cast<torch::optim::AdamW*>(loop.get());
+  ASSERT_NE(adamw, nullptr);
+  EXPECT_EQ(dynamic_cast<ForeachAdamW*>(loop.get()), nullptr);
+  const auto& options = static_cast<const torch::optim::AdamWOptions&>(adamw->param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(options.weight_decay(), 0.01);
+  EXPECT_DOUBLE_EQ(options.lr(), o.lr);
+  o.foreach = true;
+  EXPECT_NE(dynamic_cast<ForeachAdamW*>(make_optimizer(o, model->parameters()).get()), nullptr);
+  o.kind = OptimizerKind::Adam;
+  EXPECT_NE(dynamic_cast<ForeachAdam*>(make_optimizer(o, model->parameters()).get()), nullptr);
+  o.foreach = false;
+  const auto adam = make_optimizer(o, model->parameters());
+  EXPECT_NE(dynamic_cast<torch::optim::Adam*>(adam.get()), nullptr);
+  EXPECT_EQ(dynamic_cast<torch::optim::AdamW*>(adam.get()), nullptr);
 }

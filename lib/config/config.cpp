@@ -16,9 +16,10 @@
 //                    "1:max:x2"), "1,8,32", a list [1, 8, 32] or a map {from: 1, to: 70, step: 1}
 //                    (step defaults to 1; factor: 2 instead of step; to: max)
 //   phase            train | infer (train)
-//   optimizer        sgd | momentum | adam, or a map {type: sgd, lr: 0.01, momentum: 0.9,
-//                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8} (sgd); keys the type
-//                    does not use are ignored, except momentum with sgd, which is refused
+//   optimizer        sgd | momentum | adam | adamw, or a map {type: sgd, lr: 0.01, momentum: 0.9,
+//                    weight_decay: 0, betas: [0.9, 0.999], eps: 1e-8} (sgd; adamw's weight_decay is
+//                    0.01, decoupled); keys the type does not use are ignored, except momentum with
+//                    sgd, which is refused
 //   precision        fp32 | fp16 | bf16 (fp32)
 //   channels_last, cudnn_benchmark   true | false (false)
 //   tf32             default | on | off: whether fp32 convolutions and matrix products on a GPU may run in

@@ -13,7 +13,7 @@ namespace batchscope {
 
 enum class Phase { Train, Infer };
 enum class Precision { FP32, FP16, BF16 };
-enum class OptimizerKind { SGD, Momentum, Adam };
+enum class OptimizerKind { SGD, Momentum, Adam, AdamW };
 enum class BatchOrder { Ascending, Shuffled };
 // Whether a step's time includes copying its batch from host memory to the device.
 enum class Transfer { Excluded, Included };
@@ -32,12 +32,15 @@ std::string to_string(Transfer t);
 std::string to_string(Tf32 t);
 std::string to_string(LossScale s);
 
+// AdamW's weight decay where none is given, PyTorch's and LibTorch's default.
+inline constexpr double kAdamWWeightDecay = 0.01;
+
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::SGD;
   double lr = 0.01;
   double momentum = 0.9;  // used by momentum
-  double weight_decay = 0.0;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // used by adam
+  double weight_decay = 0.0;  // adamw's is 0.01 unless given, as in PyTorch (decoupled from the gradient)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // used by adam and adamw
   // Whether a step updates all parameters in a few multi-tensor operations (PyTorch 2's foreach) or in a
   // loop over them (LibTorch's own). None: as PyTorch 2 decides, multi-tensor on a GPU, a loop on the CPU.
   std::optional<bool> foreach = std::nullopt;

@@ -18,12 +18,13 @@ std::string to_string(LossScale s) { return name_of(kLossScales, s); }
 
 namespace {
 
-// Only the settings the optimizer uses: plain SGD has no momentum, and only Adam has betas and eps.
+// Only the settings the optimizer uses: plain SGD has no momentum, and only Adam and AdamW have betas and
+// eps.
 nlohmann::json optimizer_json(const OptimizerConfig& o) {
   nlohmann::json j = {{"type", to_string(o.kind)}, {"lr", o.lr}};
   if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
   j["weight_decay"] = o.weight_decay;
-  if (o.kind == OptimizerKind::Adam) {
+  if (o.kind == OptimizerKind::Adam || o.kind == OptimizerKind::AdamW) {
     j["betas"] = {o.beta1, o.beta2};
     j["eps"] = o.eps;
   }

@@ -16,8 +16,10 @@ using NameTable = std::vector<std::pair<std::string, E>>;
 inline const NameTable<Phase> kPhases = {{"train", Phase::Train}, {"infer", Phase::Infer}};
 inline const NameTable<Precision> kPrecisions = {
     {"fp32", Precision::FP32}, {"fp16", Precision::FP16}, {"bf16", Precision::BF16}};
-inline const NameTable<OptimizerKind> kOptimizers = {
-    {"sgd", OptimizerKind::SGD}, {"momentum", OptimizerKind::Momentum}, {"adam", OptimizerKind::Adam}};
+inline const NameTable<OptimizerKind> kOptimizers = {{"sgd", OptimizerKind::SGD},
+                                                     {"momentum", OptimizerKind::Momentum},
+                                                     {"adam", OptimizerKind::Adam},
+                                                     {"adamw", OptimizerKind::AdamW}};
 inline const NameTable<BatchOrder> kOrders = {{"ascending", BatchOrder::Ascending},
                                               {"shuffled", BatchOrder::Shuffled}};
 inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},

@@ -147,6 +147,7 @@ std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
 
 OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
   OptimizerConfig opt;
+  bool decay_given = false;
   const auto found = entries.find("optimizer");
   if (found != entries.end() && found->second.node.IsMap()) {
     const Entry& e = found->second;
@@ -166,6 +167,7 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
           get_double(keys.at("momentum"), 0, true, 1, "give a momentum from 0 up to (not including) 1");
     }
     if (keys.count("weight_decay")) {
+      decay_given = true;
       opt.weight_decay =
           get_double(keys.at("weight_decay"), 0, true, INFINITY, "give a weight_decay of 0 or more");
     }
@@ -195,6 +197,8 @@ OptimizerConfig get_optimizer(const Entries& entries, const SweepOverrides& o) {
   }
   if (o.foreach)
     opt.foreach = get_enum(Entry{YAML::Node(*o.foreach), {kCommandLine, 0, "--foreach"}}, kForeachWords);
+  // PyTorch's AdamW decays by default, and is chosen for it.
+  if (opt.kind == OptimizerKind::AdamW && !decay_given) opt.weight_decay = kAdamWWeightDecay;
   return opt;
 }
 

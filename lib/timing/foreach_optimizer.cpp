@@ -88,12 +88,16 @@ torch::Tensor ForeachSGD::step(LossClosure closure) {
   return loss;
 }
 
-torch::Tensor ForeachAdam::step(LossClosure closure) {
-  const torch::Tensor loss = run_closure(closure);
-  torch::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const torch::optim::AdamOptions&>(group.options());
-    TORCH_CHECK(!o.amsgrad(), "ForeachAdam steps without amsgrad only");
+namespace {
+
+// Adam's update of a group's parameters in multi-tensor operations, in the order of LibTorch's loop.
+// Decoupled (AdamW): the weights shrink by lr × weight_decay before the update, and the gradient is
+// left as it is; otherwise (Adam) the decay is added to the gradient.
+template <typename Options, typename ParamState, typename StateMap>
+void adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups, StateMap& states, bool decoupled) {
+  for (auto& group : groups) {
+    const auto& o = static_cast<const Options&>(group.options());
+    TORCH_CHECK(!o.amsgrad(), "the multi-tensor Adam steps without amsgrad only");
     Stepped s = with_gradients(group);
     if (s.params.empty()) continue;
     const double beta1 = std::get<0>(o.betas());
@@ -106,15 +110,15 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
     std::map<int64_t, SameStep> by_step;
     for (std::size_t i = 0; i < s.params.size(); ++i) {
       const torch::Tensor& p = s.params[i];
-      const auto key = state_key(state_, p);
-      if (state_.find(key) == state_.end()) {
-        auto state = std::make_unique<torch::optim::AdamParamState>();
+      const auto key = state_key(states, p);
+      if (states.find(key) == states.end()) {
+        auto state = std::make_unique<ParamState>();
         state->step(0);
         state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
         state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-        state_[key] = std::move(state);
+        states[key] = std::move(state);
       }
-      auto& state = static_cast<torch::optim::AdamParamState&>(*state_[key]);
+      auto& state = static_cast<ParamState&>(*states[key]);
       state.step(state.step() + 1);
       SameStep& same = by_step[state.step()];
       same.params.push_back(p);
@@ -125,8 +129,10 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
     for (auto& [step, group_of_step] : by_step) {
       const double bias_correction1 = 1 - std::pow(beta1, static_cast<double>(step));
       const double bias_correction2 = 1 - std::pow(beta2, static_cast<double>(step));
+      if (decoupled && o.weight_decay() != 0)
+        at::_foreach_mul_(group_of_step.params, 1 - o.lr() * o.weight_decay());
       std::vector<torch::Tensor> grads =
-          o.weight_decay() != 0
+          !decoupled && o.weight_decay() != 0
               ? at::_foreach_add(group_of_step.grads, group_of_step.params, o.weight_decay())
               : group_of_step.grads;
       std::vector<torch::Tensor>& m = group_of_step.exp_avgs;
@@ -141,6 +147,23 @@ torch::Tensor ForeachAdam::step(LossClosure closure) {
       at::_foreach_addcdiv_(group_of_step.params, m, denom, -o.lr() / bias_correction1);
     }
   }
+}
+
+}  // namespace
+
+torch::Tensor ForeachAdam::step(LossClosure closure) {
+  const torch::Tensor loss = run_closure(closure);
+  torch::NoGradGuard no_grad;
+  adam_step<torch::optim::AdamOptions, torch::optim::AdamParamState>(param_groups_, state_,
+                                                                     /*decoupled=*/false);
+  return loss;
+}
+
+torch::Tensor ForeachAdamW::step(LossClosure closure) {
+  const torch::Tensor loss = run_closure(closure);
+  torch::NoGradGuard no_grad;
+  adam_step<torch::optim::AdamWOptions, torch::optim::AdamWParamState>(param_groups_, state_,
+                                                                       /*decoupled=*/true);
   return loss;
 }
 

@@ -24,4 +24,12 @@ class ForeachAdam : public torch::optim::Adam {
   torch::Tensor step(LossClosure closure = nullptr) override;
 };
 
+// Adam with the weight decay taken from the weights themselves before the update (decoupled), as
+// LibTorch's and PyTorch's AdamW; without amsgrad.
+class ForeachAdamW : public torch::optim::AdamW {
+ public:
+  using torch::optim::AdamW::AdamW;
+  torch::Tensor step(LossClosure closure = nullptr) override;
+};
+
 }  // namespace batchscope

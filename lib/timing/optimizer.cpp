@@ -31,6 +31,12 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& o
                                                          .betas(std::make_tuple(o.beta1, o.beta2))
                                                          .eps(o.eps)
                                                          .weight_decay(o.weight_decay));
+    case OptimizerKind::AdamW:
+      return either<torch::optim::AdamW, ForeachAdamW>(foreach, parameters,
+                                                       torch::optim::AdamWOptions(o.lr)
+                                                           .betas(std::make_tuple(o.beta1, o.beta2))
+                                                           .eps(o.eps)
+                                                           .weight_decay(o.weight_decay));
   }
   TORCH_CHECK(false, "unknown optimizer kind");
 }

@@ -37,7 +37,7 @@ constexpr uint64_t kDropoutSeedSalt = 0x9e3779b97f4a7c15ULL;
 Json optimizer_json(const OptimizerConfig& o) {
   Json j = {{"type", to_string(o.kind)}, {"lr", o.lr}, {"weight_decay", o.weight_decay}};
   if (o.kind == OptimizerKind::Momentum) j["momentum"] = o.momentum;
-  if (o.kind == OptimizerKind::Adam) {
+  if (o.kind == OptimizerKind::Adam || o.kind == OptimizerKind::AdamW) {
     j["betas"] = {o.beta1, o.beta2};
     j["eps"] = o.eps;
   }

@@ -2,7 +2,10 @@
 // - resume: `batchscope sweep` finding an interrupted log in --out either continues it or refuses it
 //   with a UserError naming the file and line; the batch sizes it counts as done are ones the plan has.
 // - analyze: `batchscope analyze` keeps what it can use (skipping the rest with warnings) and writes its
-//   report, or says with a UserError that nothing can be analysed.
+//   report, or says with a UserError that nothing can be analysed. The same bytes are also the sweep's
+//   profile.jsonl beside it (its profile records joined with the log's points), and its lines with a
+//   peak record (all of it where there are none) a peak file for `analyze --peak`, read or refused with a
+//   UserError.
 
 #include <algorithm>
 #include <cstddef>
@@ -12,11 +15,12 @@
 #include <sstream>
 #include <string>
 
-#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
+#include "lib/analysis/peak_share.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/report_markdown.h"
-#include "lib/config/config.h"
 #include "lib/common/errors.h"
+#include "lib/config/config.h"
 #include "lib/records/run_store.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -60,8 +64,23 @@ void resume(const std::string& dir, const std::string& text) {
   }
 }
 
-void analyze(const std::string& dir) {
+void analyze(const std::string& dir, const std::string& text) {
   AnalyzeOptions options;
+  std::string peak_lines;
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t end = std::min(text.find('\n', begin), text.size());
+    const std::string line = text.substr(begin, end - begin + 1);
+    if (line.find("\"peak\"") != std::string::npos) peak_lines += line;
+    begin = end + 1;
+  }
+  const std::string& peaks = peak_lines.empty() ? text : peak_lines;
+  const std::string peak_file =
+      fuzz::write_input("run/peak.jsonl", reinterpret_cast<const uint8_t*>(peaks.data()), peaks.size());
+  try {
+    options.peaks = read_peak_table(peak_file);
+  } catch (const UserError&) {
+    // not a peak file: analysed without one
+  }
   try {
     const Analysis analysis = analyze_logs({dir}, options);
     (void)analysis_to_json(analysis, options).dump();
@@ -81,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   fuzz::write_input("run/steps.jsonl", data, size);
-  analyze(dir.string());
+  fuzz::write_input("run/profile.jsonl", data, size);
+  analyze(dir.string(), text);
   resume(dir.string(), text);
   return 0;
 }
