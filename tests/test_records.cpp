@@ -176,12 +176,20 @@ TEST(Jsonl, BrokenLineInTheMiddleNamesFileAndLine) {
 TEST(Jsonl, CollectsBrokenLinesWhenAskedAndKeepsTheRest) {
   const TempDir dir;
   const std::string path = dir / "broken_lenient.jsonl";
-  std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n[1,2]\n{\"type\":\"end\"}\n";
+  // A type that is not text is no record either: every reader asks for it as text.
+  std::ofstream(path) << "{\"type\":\"run\"}\nnot json\n[1,2]\n{\"type\":5}\n{\"type\":\"end\"}\n";
   const JsonlContents back = read_jsonl(path, BadLines::Collect);
   ASSERT_EQ(back.records.size(), 2u);
-  EXPECT_EQ(back.record_lines, (std::vector<int>{1, 4}));
-  EXPECT_EQ(back.bad_lines, (std::vector<int>{2, 3}));
+  EXPECT_EQ(back.record_lines, (std::vector<int>{1, 5}));
+  EXPECT_EQ(back.bad_lines, (std::vector<int>{2, 3, 4}));
   EXPECT_FALSE(back.truncated_tail);
+}
+
+TEST(Jsonl, ARecordWhoseTypeIsNotTextNamesFileAndLine) {
+  const TempDir dir;
+  const std::string path = dir / "typed.jsonl";
+  std::ofstream(path) << "{\"type\":\"run\"}\n{\"type\":[\"point\"]}\n";
+  EXPECT_TRUE(refuses_with([&] { read_jsonl(path); }, {path + ":2:", "\"type\" in text"}));
 }
 
 TEST(Jsonl, MissingFileIsAUserErrorNamingIt) {

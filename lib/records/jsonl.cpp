@@ -69,13 +69,15 @@ JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
       continue;
     }
     Json j = Json::parse(content, nullptr, false);
-    if (j.is_discarded() || !j.is_object() || !j.contains("type")) {
+    // Every reader asks a record its type first, as text: a type of another kind is no record of ours.
+    if (j.is_discarded() || !j.is_object() || !j.contains("type") || !j["type"].is_string()) {
       if (bad_lines == BadLines::Collect) {
         out.bad_lines.push_back(line);
         out.complete_bytes = begin;
         continue;
       }
-      throw UserError(located(path, line, "is not a batchscope record (a JSON object with a \"type\")",
+      throw UserError(located(path, line,
+                              "is not a batchscope record (a JSON object with a \"type\" in text)",
                               "remove or repair that line"));
     }
     out.records.push_back(std::move(j));

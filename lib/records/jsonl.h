@@ -51,7 +51,7 @@ struct JsonlContents {
 
 enum class BadLines { Throw, Collect };
 
-// Reads every record of a JSON-lines file. A line that is not a JSON object with a "type" throws
+// Reads every record of a JSON-lines file. A line that is not a JSON object with a text "type" throws
 // UserError naming the file and line (or, with BadLines::Collect, is listed in bad_lines and skipped),
 // except an unterminated last line (a killed write), which is reported as truncated_tail.
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);

@@ -42,7 +42,8 @@ Json to_json(const ProfileRecord& r) {
 }
 
 ProfileRecord profile_record_from_json(const Json& j) {
-  if (!j.is_object() || j.value("type", "") != record::kProfile) throw BadRecord("is not a profile record");
+  if (!j.is_object() || !j.contains("type") || j["type"] != record::kProfile)
+    throw BadRecord("is not a profile record");
   ProfileRecord r;
   r.key = {read_text(j, "experiment"), read_text(j, "model"),  read_text(j, "phase"), read_text(j, "precision"),
            read_text(j, "device"),     j.contains("transfer") ? read_text(j, "transfer") : std::string(),

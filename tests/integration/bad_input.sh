@@ -146,7 +146,7 @@ resume_damaged resume_batch_text 'steps.jsonl:[0-9]+: is damaged.*batch_size' 'p
 resume_damaged resume_batch_fraction 'steps.jsonl:[0-9]+: is damaged.*batch_size' 'p["batch_size"] = 1.5'
 resume_damaged resume_batch_outside_plan 'steps.jsonl:[0-9]+: is damaged.*batch size 40' 'p["batch_size"] = 40'
 resume_damaged resume_median_text 'steps.jsonl:[0-9]+: is damaged.*median_ms' 'p["median_ms"] = "fast"'
-resume_damaged resume_type_number 'steps.jsonl:[0-9]+: is damaged.*type' 'p["type"] = 3'
+resume_damaged resume_type_number 'steps.jsonl:[0-9]+: is not a batchscope record.*"type" in text' 'p["type"] = 3'
 resume_damaged resume_unknown_experiment 'steps.jsonl:[0-9]+: is damaged.*other' 'p["experiment"] = "other"'
 # analyze keeps what it can use of a damaged log: each bad record is skipped with a warning naming its
 # line, exit code 0, and the report is still written.
