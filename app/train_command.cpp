@@ -7,18 +7,16 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/training/device_comparison.h"
 #include "lib/common/errors.h"
+#include "lib/config/config_names.h"
+#include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
 
 namespace batchscope::app {
 namespace {
 
 OptimizerKind optimizer_kind(const std::string& name) {
-  if (name == "sgd") return OptimizerKind::SGD;
-  if (name == "momentum") return OptimizerKind::Momentum;
-  if (name == "adam") return OptimizerKind::Adam;
-  if (name == "adamw") return OptimizerKind::AdamW;
+  if (const auto kind = value_of(kOptimizers, name)) return *kind;
   refuse("--optimizer " + name + " is not known",
          "use sgd, momentum (0.9), adam or adamw (weight decay 0.01)");
 }

@@ -45,51 +45,6 @@ torch::Tensor run_closure(const torch::optim::Optimizer::LossClosure& closure) {
   return closure();
 }
 
-}  // namespace
-
-torch::Tensor ForeachSGD::step(LossClosure closure) {
-  const torch::Tensor loss = run_closure(closure);
-  torch::NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
-    Stepped s = with_gradients(group);
-    if (s.params.empty()) continue;
-    std::vector<torch::Tensor> d_p =
-        o.weight_decay() != 0 ? at::_foreach_add(s.grads, s.params, o.weight_decay()) : s.grads;
-    if (o.momentum() != 0) {
-      // The first step's buffer is the update itself; later ones decay and take the update in.
-      std::vector<torch::Tensor> buffers, kept, kept_d_p;
-      for (std::size_t i = 0; i < s.params.size(); ++i) {
-        const auto key = state_key(state_, s.params[i]);
-        auto found = state_.find(key);
-        if (found == state_.end()) {
-          auto state = std::make_unique<torch::optim::SGDParamState>();
-          state->momentum_buffer(torch::clone(d_p[i]).detach());
-          buffers.push_back(state->momentum_buffer());
-          state_[key] = std::move(state);
-        } else {
-          buffers.push_back(static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer());
-          kept.push_back(buffers.back());
-          kept_d_p.push_back(d_p[i]);
-        }
-      }
-      if (!kept.empty()) {
-        at::_foreach_mul_(kept, o.momentum());
-        at::_foreach_add_(kept, kept_d_p, 1 - o.dampening());
-      }
-      if (o.nesterov()) {
-        d_p = at::_foreach_add(d_p, buffers, o.momentum());
-      } else {
-        d_p = buffers;
-      }
-    }
-    at::_foreach_add_(s.params, d_p, -1 * o.lr());
-  }
-  return loss;
-}
-
-namespace {
-
 // Adam's update of a group's parameters in multi-tensor operations, in the order of LibTorch's loop.
 // Decoupled (AdamW): the weights shrink by lr × weight_decay before the update, and the gradient is
 // left as it is; otherwise (Adam) the decay is added to the gradient.
@@ -150,6 +105,47 @@ void adam_step(std::vector<torch::optim::OptimizerParamGroup>& groups, StateMap&
 }
 
 }  // namespace
+
+torch::Tensor ForeachSGD::step(LossClosure closure) {
+  const torch::Tensor loss = run_closure(closure);
+  torch::NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const auto& o = static_cast<const torch::optim::SGDOptions&>(group.options());
+    Stepped s = with_gradients(group);
+    if (s.params.empty()) continue;
+    std::vector<torch::Tensor> d_p =
+        o.weight_decay() != 0 ? at::_foreach_add(s.grads, s.params, o.weight_decay()) : s.grads;
+    if (o.momentum() != 0) {
+      // The first step's buffer is the update itself; later ones decay and take the update in.
+      std::vector<torch::Tensor> buffers, kept, kept_d_p;
+      for (std::size_t i = 0; i < s.params.size(); ++i) {
+        const auto key = state_key(state_, s.params[i]);
+        auto found = state_.find(key);
+        if (found == state_.end()) {
+          auto state = std::make_unique<torch::optim::SGDParamState>();
+          state->momentum_buffer(torch::clone(d_p[i]).detach());
+          buffers.push_back(state->momentum_buffer());
+          state_[key] = std::move(state);
+        } else {
+          buffers.push_back(static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer());
+          kept.push_back(buffers.back());
+          kept_d_p.push_back(d_p[i]);
+        }
+      }
+      if (!kept.empty()) {
+        at::_foreach_mul_(kept, o.momentum());
+        at::_foreach_add_(kept, kept_d_p, 1 - o.dampening());
+      }
+      if (o.nesterov()) {
+        d_p = at::_foreach_add(d_p, buffers, o.momentum());
+      } else {
+        d_p = buffers;
+      }
+    }
+    at::_foreach_add_(s.params, d_p, -1 * o.lr());
+  }
+  return loss;
+}
 
 torch::Tensor ForeachAdam::step(LossClosure closure) {
   const torch::Tensor loss = run_closure(closure);

@@ -95,6 +95,17 @@ expect 0 "eval of the checkpoint gives the last epoch's accuracy" "\(${accuracy}
   eval --checkpoint "$work/train" --data "$work/digits" --device cpu --threads 1
 expect 0 "train --compare cpu,cpu" "agree to ≥ 15 significant digits" \
   train --data "$work/digits" --epochs 1 --batch 32 --threads 1 --compare cpu,cpu --out "$work/compare" --quiet
+# AdamW trains with PyTorch's decay, and its record says so.
+expect 0 "train with adamw" "^ +1 +[0-9.]+ +[0-9.]+%" \
+  train --data "$work/digits" --epochs 1 --batch 32 --device cpu --threads 1 --optimizer adamw --lr 0.001 \
+  --out "$work/train_adamw"
+python3 - "$work/train_adamw/train.jsonl" <<'PY' || fail "the adamw run's record"
+import json, sys
+optimizer = json.loads(open(sys.argv[1]).readline())["config"]["optimizer"]
+assert optimizer["type"] == "adamw" and optimizer["weight_decay"] == 0.01 and "betas" in optimizer, optimizer
+PY
+expect 2 "train with an unknown optimizer" "--optimizer adagrad is not known; use sgd, momentum \(0.9\), adam or adamw" \
+  train --data "$work/digits" --epochs 1 --optimizer adagrad --device cpu --out "$work/v"
 
 # Bad data: one sentence and exit 2.
 BATCHSCOPE_DATA="$work/none" expect 2 "missing dataset" "get_datasets.sh" sweep --model mnist_cnn --data mnist --batch 1:2 --device cpu --out "$work/x"
