@@ -54,15 +54,8 @@ class SteppedPowerSource : public power::PowerSource {
 };
 
 SweepConfig tiny_sweep() {
-  ExperimentConfig e;
-  e.name = "mnist_tiny";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
+  ExperimentConfig e = testing_support::tiny_mnist_training("mnist_tiny");
   e.batch_sizes = {1, 4};
-  e.warmup_steps = 1;
-  e.timed_steps = 3;
-  e.device = "cpu";
   return SweepConfig{"test", {e}};
 }
 
