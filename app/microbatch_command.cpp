@@ -20,11 +20,13 @@
 namespace batchscope::app {
 namespace {
 
-// What describes the model and shape being micro-batched; the batch, steps and warm-up are its own.
+// What describes the model, shape and train step being micro-batched; the batch, steps and warm-up
+// are its own.
 const std::vector<ExperimentOption> kMicrobatchOptions = {
-    ExperimentOption::Model,  ExperimentOption::Input,     ExperimentOption::Classes,
-    ExperimentOption::SeqLen, ExperimentOption::Device,    ExperimentOption::Precision,
-    ExperimentOption::CudnnBenchmark};
+    ExperimentOption::Model,     ExperimentOption::Input,          ExperimentOption::Classes,
+    ExperimentOption::SeqLen,    ExperimentOption::Device,         ExperimentOption::Precision,
+    ExperimentOption::Optimizer, ExperimentOption::CudnnBenchmark, ExperimentOption::LossScale,
+    ExperimentOption::Foreach};
 
 std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
   if (text == "every")
@@ -68,8 +70,8 @@ Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std
   const auto cap = cudnn_workspace_cap_env();
   run["cudnn_conv_wscap_dbg"] = cap ? Json(*cap) : Json(nullptr);
   if (e.precision != Precision::FP32) {
-    run["precision_note"] =
-        "layer costs and model-mode steps run in fp32 without autocast; layer-mode whole steps use autocast";
+    run["precision_note"] = "costs and steps run under " + to_string(e.precision) +
+                            " autocast; gradient differences are computed in fp32";
   }
   return run;
 }
@@ -83,7 +85,8 @@ cxxopts::Options microbatch_options() {
       "allow, plan each layer's split by dynamic programming, then measure whole train steps undivided\n"
       "and with every convolution split. model mode: gradient accumulation over micro-batches of the\n"
       "whole model, planned from forward+backward times per size. Predictions and measurements are\n"
-      "both reported, including where splitting does not help.\n"
+      "both reported, including where splitting does not help. Costs and steps run as the step trains:\n"
+      "in --precision (autocast), with --loss-scale, --optimizer and --foreach.\n"
       "LibTorch's C++ API has no cuDNN workspace limit, mu-cuDNN's central parameter; where PyTorch's\n"
       "cuDNN v8 path reads CUDNN_CONV_WSCAP_DBG, its value is recorded when set.");
   add_experiment_options(options, kMicrobatchOptions);

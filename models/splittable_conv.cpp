@@ -5,7 +5,10 @@
 namespace batchscope::models {
 
 torch::Tensor SplittableConv2dImpl::forward(const torch::Tensor& input) {
-  if (recording_) input_shape_.assign(input.sizes().begin() + 1, input.sizes().end());
+  if (recording_) {
+    input_shape_.assign(input.sizes().begin() + 1, input.sizes().end());
+    input_dtype_ = input.scalar_type();
+  }
   if (micro_batches_.empty() || micro_batches_.size() == 1) return torch::nn::Conv2dImpl::forward(input);
   const int64_t total = std::accumulate(micro_batches_.begin(), micro_batches_.end(), int64_t{0});
   TORCH_CHECK(total == input.size(0), "the micro-batches of a convolution add up to ", total,

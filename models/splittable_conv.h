@@ -23,15 +23,18 @@ class SplittableConv2dImpl : public torch::nn::Conv2dImpl {
   void set_micro_batches(std::vector<int64_t> sizes);
   const std::vector<int64_t>& micro_batches() const { return micro_batches_; }
 
-  // While recording, each forward keeps its input's shape (one sample's, without the batch), so that a
-  // planner can time the layer alone at other batch sizes.
+  // While recording, each forward keeps its input's shape (one sample's, without the batch) and type
+  // (under autocast, the lower precision of the layer before), so that a planner can time the layer
+  // alone at other batch sizes on inputs like those it sees in a step.
   void record_input_shape(bool on) { recording_ = on; }
   const std::vector<int64_t>& input_shape() const { return input_shape_; }
+  torch::ScalarType input_dtype() const { return input_dtype_; }
 
  private:
   std::vector<int64_t> micro_batches_;
   bool recording_ = false;
   std::vector<int64_t> input_shape_;
+  torch::ScalarType input_dtype_ = torch::kFloat;
 };
 TORCH_MODULE(SplittableConv2d);
 

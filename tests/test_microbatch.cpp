@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <numeric>
 
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
+#include "lib/timing/step_runner.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
 #include "tests/test_support.h"
@@ -125,6 +127,83 @@ TEST(LayerCosts, MeasureEveryConvolutionAtEverySize) {
   for (auto& p : network->parameters()) EXPECT_FALSE(p.grad().defined());
 }
 
+// One train step of a workload on its own synthetic batch of 8, whole or as the given micro-batches;
+// dropout off, so that only the split and the precision can change the gradients it leaves.
+std::vector<torch::Tensor> gradients_of_step(ExperimentConfig e, const std::vector<int64_t>& split) {
+  e.batch_sizes = {8};
+  Workload workload(e, torch::kCPU);
+  DropoutOff dropout_off(workload.network());
+  workload.prepare_batch(8);
+  workload.set_micro_batches(split);
+  workload.stage();
+  workload.step();
+  EXPECT_TRUE(std::isfinite(workload.last_loss().item<double>()));
+  return grads_of(workload.network());
+}
+
+TEST(WorkloadMicroBatches, AccumulateToTheGradientsOfTheWholeBatch) {
+  const ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
+  const auto whole = gradients_of_step(e, {});
+  expect_close(gradients_of_step(e, {3, 2, 3}), whole, 1e-5);
+  expect_close(gradients_of_step(e, {8}), whole, 1e-6);
+
+  // The loss it reports is the batch's mean loss, the micro-batches' weighted by their share.
+  ExperimentConfig sized = e;
+  sized.batch_sizes = {8};
+  Workload workload(sized, torch::kCPU);
+  DropoutOff dropout_off(workload.network());
+  workload.prepare_batch(8);
+  workload.stage();
+  const auto saved = workload.save_state();
+  workload.step();
+  const double whole_loss = workload.last_loss().item<double>();
+  workload.restore_state(saved);
+  workload.set_micro_batches({5, 3});
+  workload.step();
+  EXPECT_NEAR(workload.last_loss().item<double>(), whole_loss, 1e-5 * std::abs(whole_loss));
+
+  workload.set_micro_batches({5, 2});
+  EXPECT_THROW(workload.step(), c10::Error) << "micro-batches that do not add up to the batch";
+  workload.set_micro_batches({5, 4});
+  EXPECT_THROW(workload.step(), c10::Error);
+  EXPECT_THROW(workload.set_micro_batches({4, 0, 4}), c10::Error);
+  ExperimentConfig inference = sized;
+  inference.phase = Phase::Infer;
+  Workload infer(inference, torch::kCPU);
+  EXPECT_THROW(infer.set_micro_batches({4, 4}), c10::Error);
+}
+
+TEST(WorkloadMicroBatches, RunUnderAutocastAndTheLossScaler) {
+  ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
+  const auto fp32 = gradients_of_step(e, {4, 4});
+  e.precision = Precision::BF16;
+  const auto bf16 = gradients_of_step(e, {4, 4});
+  // bf16 autocast rounds the forward: the gradients move, but only by its rounding.
+  const double moved = relative_l2(bf16, fp32);
+  EXPECT_GT(moved, 1e-4) << "the micro-batches ran without autocast";
+  EXPECT_LT(moved, 0.1);
+
+  // Each micro-batch's loss is scaled before its backward and the sum unscaled once before the step:
+  // a power-of-two scale leaves the bf16 gradients as they were, up to overflow (none here).
+  e.loss_scale = LossScale::Dynamic;
+  expect_close(gradients_of_step(e, {4, 4}), bf16, 1e-3);
+}
+
+TEST(LayerCosts, TimeEachConvolutionOnTheInputTypeItSeesUnderAutocast) {
+  auto network = build("mnist_cnn", {1, 28, 28}, 10);
+  network->train();
+  const CostMeasurement costs =
+      measure_layer_costs(*network, {1, 28, 28}, torch::kCPU, {1, 2}, 0, 2, Precision::BF16);
+  const auto convs = models::convolutions(*network);
+  ASSERT_EQ(convs.size(), 2u);
+  EXPECT_EQ(convs[0].second->input_dtype(), torch::kFloat) << "the first sees the images";
+  EXPECT_EQ(convs[1].second->input_dtype(), torch::kBFloat16) << "the second, the first's bf16 output";
+  EXPECT_EQ(costs.entries.size(), 4u);
+  for (const LayerCost& c : costs.entries) EXPECT_GT(c.median_ms, 0);
+  measure_layer_costs(*network, {1, 28, 28}, torch::kCPU, {1}, 0, 1);
+  EXPECT_EQ(convs[1].second->input_dtype(), torch::kFloat) << "in fp32, fp32";
+}
+
 TEST(LayerPlans, ApplySetsEveryConvolutionAndClearRestores) {
   auto network = build("mnist_cnn", {1, 28, 28}, 10);
   std::vector<SplitPlan> plans;
@@ -194,6 +273,45 @@ void check_written_study(MicroBatchMode mode) {
 
 TEST(MicroBatchStudy, LayerModeWritesTheExpectedRecords) { check_written_study(MicroBatchMode::Layer); }
 TEST(MicroBatchStudy, ModelModeWritesTheExpectedRecords) { check_written_study(MicroBatchMode::Model); }
+
+TEST(MicroBatchStudy, ModelModeStepsInTheExperimentsPrecisionOptimizerAndLossScaling) {
+  ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
+  e.precision = Precision::BF16;
+  e.loss_scale = LossScale::Dynamic;
+  e.optimizer.kind = OptimizerKind::AdamW;
+  e.optimizer.foreach = true;
+  MicroBatchOptions o;
+  o.batch = 8;
+  o.mode = MicroBatchMode::Model;
+  o.policies = {MicroBatchPolicy::PowerOfTwo};
+  o.warmup = 1;
+  o.steps = 3;
+  o.repeats = 1;
+  const MicroBatchStudy study = run_microbatch_study(e, o);
+  ASSERT_EQ(study.outcomes.size(), 1u);
+  const PolicyOutcome& outcome = study.outcomes.front();
+  ASSERT_TRUE(outcome.undivided.skipped_steps.has_value()) << "loss scaling counts skipped steps";
+  ASSERT_TRUE(outcome.planned.skipped_steps.has_value());
+  EXPECT_LE(*outcome.undivided.skipped_steps, 3);
+  const auto result_of = [](const MicroBatchStudy& s) {
+    for (const Json& r : study_records(s))
+      if (r["type"] == "microbatch_result") return r;
+    return Json();
+  };
+  const Json result = result_of(study);
+  EXPECT_TRUE(result["measured"]["planned"].contains("skipped_steps"));
+  EXPECT_EQ(to_json(microbatch_result_from_json(result)).dump(), result.dump());
+  EXPECT_NE(study_summary(study).find("(1x28x28, bf16, loss scaled)"), std::string::npos)
+      << study_summary(study);
+  const std::string report = study_report_markdown(study);
+  EXPECT_NE(report.find("adamw with the multi-tensor (foreach) step, bf16 under autocast"), std::string::npos)
+      << report;
+
+  // In fp32 without loss scaling nothing is counted, and nothing is said of it.
+  const MicroBatchStudy plain = run_microbatch_study(tiny_experiment("mnist_cnn", {1, 28, 28}, 10), o);
+  EXPECT_FALSE(plain.outcomes.front().undivided.skipped_steps.has_value());
+  EXPECT_FALSE(result_of(plain)["measured"]["planned"].contains("skipped_steps"));
+}
 
 TEST(MicroBatchStudy, RefusesBadOptions) {
   MicroBatchOptions o;

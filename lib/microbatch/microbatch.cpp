@@ -10,11 +10,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "lib/common/errors.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
-#include "lib/common/errors.h"
 #include "lib/device/gpu.h"
 #include "lib/microbatch/gradient_accumulation.h"
+#include "lib/timing/autocast.h"
+#include "lib/timing/loss_scaler.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 #include "models/splittable_conv.h"
@@ -112,11 +114,12 @@ std::vector<int64_t> candidate_sizes(const std::vector<MicroBatchPolicy>& polici
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inputs(
     models::Network& network, const std::vector<int64_t>& sample_shape, const torch::Device& device,
-    int64_t sample_batch) {
+    Precision precision, int64_t sample_batch) {
   auto convs = models::convolutions(network);
   for (auto& [name, conv] : convs) conv->record_input_shape(true);
   {
     torch::NoGradGuard no_grad;
+    AutocastScope autocast(precision, device);
     network.forward(torch::randn(with_batch(sample_batch, sample_shape), torch::TensorOptions(device)));
   }
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
@@ -129,8 +132,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inp
 
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats) {
-  const auto shapes = record_convolution_inputs(network, sample_shape, device);
+                                    int warmup, int repeats, Precision precision) {
+  record_convolution_inputs(network, sample_shape, device, precision);
   CostMeasurement out;
   for (auto& named : models::convolutions(network)) {
     const std::string& name = named.first;
@@ -140,11 +143,13 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
     conv->set_micro_batches({});
     CostTable table{name, {}};
     for (int64_t m : sizes) {
-      const auto options = torch::TensorOptions(device).dtype(conv->weight.scalar_type());
+      // The input in the type the layer sees in a step; its forward under autocast as in the step.
+      const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
       torch::Tensor x = torch::randn(with_batch(m, shape), options).requires_grad_(true);
       torch::Tensor grad;
       {
         torch::NoGradGuard no_grad;
+        AutocastScope autocast(precision, device);
         grad = torch::randn_like(conv->forward(x));
       }
       const auto times = time_runs(
@@ -153,7 +158,14 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
             x.mutable_grad().reset();
             clear_gradients(*conv);
           },
-          [&] { conv->forward(x).backward(grad); });
+          [&] {
+            torch::Tensor output;
+            {
+              AutocastScope autocast(precision, device);
+              output = conv->forward(x);
+            }
+            output.backward(grad);
+          });
       out.entries.push_back(cost_entry(name, shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
     }
@@ -167,9 +179,12 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats) {
+                                    int warmup, int repeats, Precision precision, bool scaled_loss) {
   CostMeasurement out;
   CostTable table{"model", {}};
+  // A step's loss scaler multiplies the loss by its scale before backward; its first scale stands in.
+  const torch::Tensor scale =
+      torch::full({}, LossScaler::Options{}.init_scale, torch::TensorOptions(device).dtype(torch::kFloat));
   // Batch norm cannot train on one value per channel: micro-batches below that size are never run.
   const int64_t smallest = models::smallest_train_batch(spec, sample_shape, classes);
   for (int64_t m : sizes) {
@@ -184,7 +199,14 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
     try {
       const auto times = time_runs(
           device, warmup, repeats, [&] { clear_gradients(network); },
-          [&] { network.loss(network.forward(x), y).backward(); });
+          [&] {
+            torch::Tensor loss;
+            {
+              AutocastScope autocast(precision, device);
+              loss = network.loss(network.forward(x), y);
+            }
+            (scaled_loss ? loss * scale : loss).backward();
+          });
       out.entries.push_back(cost_entry("model", sample_shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
     } catch (const c10::Error& error) {
@@ -225,27 +247,31 @@ struct PairedSteps {
   MeasuredSteps undivided, planned;
 };
 
-// Alternates single undivided and planned steps, so that drift (clocks, allocator, caches) falls on
-// both alike; `configure(planned)` switches between them outside the timed region, `step()` times one.
-PairedSteps paired_steps(const torch::Device& device, const MicroBatchOptions& o,
-                         const std::function<void(bool)>& configure, const std::function<double()>& step) {
+// Alternates single undivided and planned train steps of the workload, so that drift (clocks,
+// allocator, caches) falls on both alike; `configure(planned)` switches between them outside the
+// timed region. Steps whose optimizer step the loss scaler skipped are counted per side.
+PairedSteps paired_steps(Workload& workload, StepTimer& timer, const MicroBatchOptions& o,
+                         const std::function<void(bool)>& configure) {
+  const torch::Device& device = workload.device();
   for (bool planned : {false, true}) {
     configure(planned);
-    for (int i = 0; i < o.warmup; ++i) step();
+    workload.warm_up(o.warmup);
   }
   std::vector<double> times[2];
-  std::optional<int64_t> peaks[2];
+  std::optional<int64_t> peaks[2], skipped[2];
   for (int i = 0; i < o.steps; ++i) {
     for (int planned = 0; planned < 2; ++planned) {
       configure(planned == 1);
       synchronize(device);
       reset_peak(device);
-      times[planned].push_back(step());
+      const TimedSteps step = run_timed_steps(workload, timer, 1);
+      times[planned].push_back(step.times_ms.front());
+      if (step.skipped_steps) skipped[planned] = skipped[planned].value_or(0) + *step.skipped_steps;
       const auto p = peak(device);
       if (p) peaks[planned] = std::max(peaks[planned].value_or(0), *p);
     }
   }
-  return {{summarize(times[0]), peaks[0]}, {summarize(times[1]), peaks[1]}};
+  return {{summarize(times[0]), peaks[0], skipped[0]}, {summarize(times[1]), peaks[1], skipped[1]}};
 }
 
 void check_options(const ExperimentConfig& e, const MicroBatchOptions& o) {
@@ -263,16 +289,13 @@ void check_options(const ExperimentConfig& e, const MicroBatchOptions& o) {
 void measure_layer_split(PolicyOutcome& outcome, Workload& workload, StepTimer& timer, const MicroBatchOptions& o,
                          const torch::Tensor& x, const torch::Tensor& y) {
   models::Network& network = workload.network();
-  const PairedSteps measured = paired_steps(
-      workload.device(), o,
-      [&](bool planned) {
-        if (planned) {
-          apply_plans(network, outcome.plans);
-        } else {
-          clear_micro_batches(network);
-        }
-      },
-      [&] { return run_timed_steps(workload, timer, 1).times_ms.front(); });
+  const PairedSteps measured = paired_steps(workload, timer, o, [&](bool planned) {
+    if (planned) {
+      apply_plans(network, outcome.plans);
+    } else {
+      clear_micro_batches(network);
+    }
+  });
   clear_micro_batches(network);
   DropoutOff dropout_off(network);
   const auto whole = gradients_of(network, x, y, {o.batch});
@@ -284,22 +307,16 @@ void measure_layer_split(PolicyOutcome& outcome, Workload& workload, StepTimer& 
   outcome.planned = measured.planned;
 }
 
-// Model mode: an optimizer step over accumulated micro-batches against one undivided step, in pairs.
-void measure_model_split(PolicyOutcome& outcome, Workload& workload, const MicroBatchOptions& o, const torch::Tensor& x,
-                         const torch::Tensor& y) {
-  models::Network& network = workload.network();
+// Model mode: train steps over accumulated micro-batches against undivided ones, in pairs; both are
+// the workload's own steps (precision, loss scaling, optimizer), so only the split differs.
+void measure_model_split(PolicyOutcome& outcome, Workload& workload, StepTimer& timer,
+                         const MicroBatchOptions& o, const torch::Tensor& x, const torch::Tensor& y) {
   const std::vector<int64_t>& split = outcome.plans.front().split;
-  const std::vector<int64_t> whole{o.batch};
-  const std::vector<int64_t>* current = &whole;
-  const PairedSteps measured = paired_steps(
-      workload.device(), o, [&](bool planned) { current = planned ? &split : &whole; },
-      [&] {
-        return time_runs(
-                   workload.device(), 0, 1, [] {},
-                   [&] { accumulated_step(network, workload.optimizer(), x, y, *current); })
-            .front();
-      });
-  outcome.gradient_difference = gradient_relative_difference(network, x, y, split);
+  const PairedSteps measured = paired_steps(workload, timer, o, [&](bool planned) {
+    workload.set_micro_batches(planned ? split : std::vector<int64_t>{});
+  });
+  workload.set_micro_batches({});
+  outcome.gradient_difference = gradient_relative_difference(workload.network(), x, y, split);
   outcome.undivided = measured.undivided;
   outcome.planned = measured.planned;
 }
@@ -330,10 +347,12 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");
 
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
-  study.costs = layer
-                    ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats)
-                    : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device,
-                                          sizes, o.warmup, o.repeats);
+  const Precision precision = experiment.precision;
+  study.costs =
+      layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats,
+                                  precision)
+            : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device, sizes,
+                                  o.warmup, o.repeats, precision, workload.loss_scaler() != nullptr);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);
@@ -342,7 +361,7 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   const torch::Tensor& x = fixed.inputs;
   const torch::Tensor& y = fixed.targets;
 
-  if (layer) workload.prepare_batch(o.batch);
+  workload.prepare_batch(o.batch);
   if (!layer && study.batch_norm && o.batch >= 4) {
     study.halves_gradient_difference =
         gradient_relative_difference(network, x, y, {o.batch - o.batch / 2, o.batch / 2});
@@ -362,7 +381,7 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
     if (layer) {
       measure_layer_split(outcome, workload, *timer, o, x, y);
     } else {
-      measure_model_split(outcome, workload, o, x, y);
+      measure_model_split(outcome, workload, *timer, o, x, y);
     }
     outcome.measured_speedup = outcome.planned.time_ms.median > 0
                                    ? outcome.undivided.time_ms.median / outcome.planned.time_ms.median

@@ -54,25 +54,28 @@ struct CostMeasurement {
   std::vector<std::string> skipped;
 };
 
-// Runs one forward of `sample_batch` samples with recording on, then off again: each convolution's
-// per-sample input shape, in forward order.
+// Runs one forward of `sample_batch` samples (under autocast in fp16 or bf16) with recording on, then
+// off again: each convolution's per-sample input shape, in forward order; each also keeps its input's type.
 std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inputs(
     models::Network& network, const std::vector<int64_t>& sample_shape, const torch::Device& device,
-    int64_t sample_batch = 2);
+    Precision precision = Precision::FP32, int64_t sample_batch = 2);
 
 // Times each convolution alone (forward + backward of the layer itself, train mode, undivided) at
 // each size: `warmup` untimed then `repeats` timed runs, each on its own with the device synchronised
-// after it; inputs and output gradients are made before the timed region.
+// after it; inputs and output gradients are made before the timed region. In fp16 or bf16 the input
+// has the type the layer sees in a step and its forward runs under autocast.
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats);
+                                    int warmup, int repeats, Precision precision = Precision::FP32);
 
 // Times one forward + loss + backward of the whole network (no optimizer step) at each size, on
-// synthetic batches of `spec`'s kind.
+// synthetic batches of `spec`'s kind: forward and loss under autocast in fp16 or bf16, and the backward
+// of the loss times a loss scale where `scaled_loss`.
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats);
+                                    int warmup, int repeats, Precision precision = Precision::FP32,
+                                    bool scaled_loss = false);
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
 // Sets each named convolution's micro-batches to its plan's split; TORCH_CHECKs that every convolution
@@ -83,16 +86,20 @@ void clear_micro_batches(models::Network& network);
 struct MeasuredSteps {
   Summary time_ms;
   std::optional<int64_t> peak_memory_bytes;
+  // With loss scaling: the timed steps whose optimizer step was skipped (a gradient overflowed).
+  std::optional<int64_t> skipped_steps;
 };
 
 struct PolicyOutcome {
   MicroBatchPolicy policy = MicroBatchPolicy::Undivided;
   std::vector<SplitPlan> plans;  // per convolution (layer mode) or one for the model
   double predicted_undivided_ms = 0, predicted_planned_ms = 0, predicted_speedup = 1;
-  // Whole train steps, undivided and planned alternating one by one (same data, same warm-up).
+  // Whole train steps, undivided and planned alternating one by one (same data, same warm-up), in the
+  // experiment's precision, loss scaling and optimizer.
   MeasuredSteps undivided, planned;
   double measured_speedup = 0;  // undivided median / planned median
-  // Relative L2 difference of all gradients, planned vs undivided, on the same batch with dropout off:
+  // Relative L2 difference of all gradients, planned vs undivided, on the same batch with dropout off,
+  // in fp32 whatever the precision, so that only the split can make it differ:
   // ~0 where the split is exact (per-layer splits, models without batch statistics), not where
   // BatchNorm sees micro-batches instead of the mini-batch.
   double gradient_difference = 0;

@@ -37,6 +37,23 @@ std::string memory_text(const std::optional<int64_t>& bytes) {
   return bytes ? format_memory_size(*bytes) : "n/a";
 }
 
+// "3x224x224, fp16, loss scaled": the sample and how its steps compute.
+std::string workload_text(const ExperimentConfig& e) {
+  std::string text = join_sizes(e.input_shape, "x") + ", " + to_string(e.precision);
+  if (e.loss_scale == LossScale::Dynamic) text += ", loss scaled";
+  return text;
+}
+
+// "the loss scaler skipped the optimizer step of 2 undivided and 1 planned of 10 timed steps each"
+// where it skipped any (those steps are cheaper), else "".
+std::string skipped_text(const PolicyOutcome& o) {
+  const int64_t undivided = o.undivided.skipped_steps.value_or(0),
+                planned = o.planned.skipped_steps.value_or(0);
+  if (undivided == 0 && planned == 0) return "";
+  return "the loss scaler skipped the optimizer step of " + std::to_string(undivided) + " undivided and " +
+         std::to_string(planned) + " planned of " + std::to_string(o.undivided.time_ms.count) +
+         " timed steps each";
+}
 
 }  // namespace
 
@@ -62,7 +79,8 @@ std::string batch_norm_note(const MicroBatchStudy& study, const PolicyOutcome& o
 MicroBatchResultRecord result_record(const MicroBatchStudy& study, const PolicyOutcome& outcome) {
   const bool layer = study.options.mode == MicroBatchMode::Layer;
   const auto steps = [](const MeasuredSteps& m) {
-    return MicroBatchSteps{m.time_ms.median, m.time_ms.p10, m.time_ms.p90, m.time_ms.count, m.peak_memory_bytes};
+    return MicroBatchSteps{m.time_ms.median, m.time_ms.p10,       m.time_ms.p90,
+                           m.time_ms.count,  m.peak_memory_bytes, m.skipped_steps};
   };
   MicroBatchResultRecord r;
   r.policy = to_string(outcome.policy);
@@ -103,7 +121,7 @@ std::vector<Json> study_records(const MicroBatchStudy& study) {
 
 std::string study_summary(const MicroBatchStudy& study) {
   const ExperimentConfig& e = study.experiment;
-  std::string text = "micro-batching " + e.model + " (" + join_sizes(e.input_shape, "x") + "), batch " +
+  std::string text = "micro-batching " + e.model + " (" + workload_text(e) + "), batch " +
                      std::to_string(study.options.batch) + ", mode " + to_string(study.options.mode) +
                      ", on " + e.device + "\n";
   for (const PolicyOutcome& o : study.outcomes) {
@@ -119,6 +137,8 @@ std::string study_summary(const MicroBatchStudy& study) {
         memory_text(o.undivided.peak_memory_bytes) + " -> " + memory_text(o.planned.peak_memory_bytes) + "\n";
     const std::string note = batch_norm_note(study, o);
     if (!note.empty()) text += "    " + note + "\n";
+    const std::string skipped = skipped_text(o);
+    if (!skipped.empty()) text += "    " + skipped + "\n";
   }
   return text;
 }
@@ -126,7 +146,7 @@ std::string study_summary(const MicroBatchStudy& study) {
 std::string study_report_markdown(const MicroBatchStudy& study) {
   const ExperimentConfig& e = study.experiment;
   const bool layer = study.options.mode == MicroBatchMode::Layer;
-  std::string md = "# Micro-batching " + e.model + " (" + join_sizes(e.input_shape, "x") + "), batch " +
+  std::string md = "# Micro-batching " + e.model + " (" + workload_text(e) + "), batch " +
                    std::to_string(study.options.batch) + " on " + e.device + "\n\n";
   md += "Mode: " + to_string(study.options.mode) +
         (layer ? " (every convolution runs its own split; the rest of the step sees the whole batch)"
@@ -134,6 +154,12 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
         ". Costs: median of " + std::to_string(study.options.repeats) + " timed runs after " +
         std::to_string(study.options.warmup) + " warm-up runs; steps: median of " +
         std::to_string(study.options.steps) + " (" + study.timer_method + ").\n\n";
+  md +=
+      "Train steps: " + to_string(e.optimizer.kind) +
+      (e.optimizer.foreach.value_or(false) ? " with the multi-tensor (foreach) step" : "") + ", " +
+      to_string(e.precision) + (e.precision == Precision::FP32 ? "" : " under autocast (the costs too)") +
+      (e.loss_scale == LossScale::Dynamic ? ", loss scaled dynamically" : "") +
+      ". Gradient differences are computed in fp32 with dropout off, so that only the split moves them.\n\n";
   for (const PolicyOutcome& o : study.outcomes) {
     md += "## Policy " + to_string(o.policy) +
           "\n\n| layer | split | predicted ms | undivided ms |\n|---|---|---:|---:|\n";
@@ -162,6 +188,8 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
   for (const PolicyOutcome& o : study.outcomes) {
     const std::string note = batch_norm_note(study, o);
     if (!note.empty()) md += "\n" + to_string(o.policy) + ": " + note + ".";
+    const std::string skipped = skipped_text(o);
+    if (!skipped.empty()) md += "\n" + to_string(o.policy) + ": " + skipped + ".";
   }
   md +=
       "\n\nUndivided and planned steps alternate one by one; the undivided policy's row compares the "

@@ -13,16 +13,24 @@ using field_check::read_text;
 using field_check::read_whole;
 
 Json steps_json(const MicroBatchSteps& s) {
-  return {{"median_ms", s.median_ms},
-          {"p10_ms", s.p10_ms},
-          {"p90_ms", s.p90_ms},
-          {"steps", s.steps},
-          {"peak_memory_bytes", optional_json(s.peak_memory_bytes)}};
+  Json j = {{"median_ms", s.median_ms},
+            {"p10_ms", s.p10_ms},
+            {"p90_ms", s.p90_ms},
+            {"steps", s.steps},
+            {"peak_memory_bytes", optional_json(s.peak_memory_bytes)}};
+  if (s.skipped_steps) j["skipped_steps"] = *s.skipped_steps;
+  return j;
 }
 
 MicroBatchSteps steps_from(const Json& j) {
-  MicroBatchSteps s{read_number(j, "median_ms"), read_number(j, "p10_ms"), read_number(j, "p90_ms"), read_whole(j, "steps"), std::nullopt};
+  MicroBatchSteps s{read_number(j, "median_ms"),
+                    read_number(j, "p10_ms"),
+                    read_number(j, "p90_ms"),
+                    read_whole(j, "steps"),
+                    std::nullopt,
+                    std::nullopt};
   if (j.contains("peak_memory_bytes") && !j["peak_memory_bytes"].is_null()) s.peak_memory_bytes = read_whole(j, "peak_memory_bytes");
+  if (j.contains("skipped_steps")) s.skipped_steps = read_whole(j, "skipped_steps");
   return s;
 }
 

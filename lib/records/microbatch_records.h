@@ -37,6 +37,8 @@ struct MicroBatchSteps {
   double median_ms = 0, p10_ms = 0, p90_ms = 0;
   int64_t steps = 0;
   std::optional<int64_t> peak_memory_bytes;
+  // With loss scaling: how many of the timed steps skipped their optimizer step (absent without).
+  std::optional<int64_t> skipped_steps;
 };
 
 struct MicroBatchResultRecord {

@@ -1,8 +1,5 @@
 #include "lib/timing/step_runner.h"
 
-#include <ATen/autocast_mode.h>
-#include <torch/version.h>
-
 #include <cstring>
 #include <ctime>
 #include <mutex>
@@ -10,54 +7,13 @@
 #include <sstream>
 
 #include "lib/device/gpu.h"
+#include "lib/timing/autocast.h"
 #include "lib/timing/optimizer.h"
 #include "models/layer_scope.h"
 #include "models/registry.h"
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-#define BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE 1
-#endif
-
 namespace batchscope {
 namespace {
-
-at::ScalarType autocast_dtype(Precision p) { return p == Precision::FP16 ? at::kHalf : at::kBFloat16; }
-
-// Autocast on for the forward pass and the loss, as torch.autocast does in Python; the cast-weight
-// cache is cleared on exit so each step pays for its own casts.
-class AutocastScope {
- public:
-  AutocastScope(Precision precision, const torch::Device& device)
-      : active_(precision != Precision::FP32), type_(device.type()) {
-    if (active_) set(true, autocast_dtype(precision));
-  }
-  ~AutocastScope() {
-    if (!active_) return;
-    set(false, std::nullopt);
-    at::autocast::clear_cache();
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  void set(bool enabled, std::optional<at::ScalarType> dtype) {
-#ifdef BATCHSCOPE_AUTOCAST_BY_DEVICE_TYPE
-    if (dtype) at::autocast::set_autocast_dtype(type_, *dtype);
-    at::autocast::set_autocast_enabled(type_, enabled);
-#else
-    if (type_ == torch::kCUDA) {
-      if (dtype) at::autocast::set_autocast_gpu_dtype(*dtype);
-      at::autocast::set_enabled(enabled);
-    } else {
-      if (dtype) at::autocast::set_autocast_cpu_dtype(*dtype);
-      at::autocast::set_cpu_enabled(enabled);
-    }
-#endif
-  }
-
-  bool active_;
-  torch::DeviceType type_;
-};
 
 // The default random generator of a device, read and set under its lock.
 torch::Tensor generator_state(const torch::Device& device) {
@@ -182,6 +138,12 @@ void Workload::step() {
   }
 }
 
+void Workload::set_micro_batches(std::vector<int64_t> sizes) {
+  TORCH_CHECK(sizes.empty() || training(), "micro-batches are for training steps");
+  for (int64_t size : sizes) TORCH_CHECK(size > 0, "a micro-batch holds at least one sample");
+  micro_batches_ = std::move(sizes);
+}
+
 void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targets) {
   using models::LayerScope;
   {
@@ -189,25 +151,40 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
     LayerScope scope("step.zero_grad");
     for (auto& p : parameters_) p.mutable_grad().reset();
   }
+  const int64_t batch = inputs.size(0);
+  const bool whole = micro_batches_.empty();
+  const std::size_t count = whole ? 1 : micro_batches_.size();
   torch::Tensor loss;
-  {
-    AutocastScope autocast(experiment_.precision, device_);
-    torch::Tensor output;
+  int64_t start = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const int64_t size = whole ? batch : micro_batches_[i];
+    TORCH_CHECK(start + size <= batch, "the micro-batches add up to more than the batch of ", batch);
+    torch::Tensor part;
     {
-      LayerScope scope("step.forward");
-      output = model_->forward(inputs);
+      AutocastScope autocast(experiment_.precision, device_);
+      torch::Tensor output;
+      {
+        LayerScope scope("step.forward");
+        output = model_->forward(whole ? inputs : inputs.narrow(0, start, size));
+      }
+      LayerScope scope("step.loss");
+      part = model_->loss(output, whole ? targets : targets.narrow(0, start, size));
+      // Each slice's mean loss weighted by its share, so the gradients add up to the batch's.
+      if (!whole) part = part * (static_cast<double>(size) / static_cast<double>(batch));
     }
-    LayerScope scope("step.loss");
-    loss = model_->loss(output, targets);
-  }
-  {
-    LayerScope scope("step.backward");
-    if (scaler_) {
-      scaler_->scale(loss).backward();
-    } else {
-      loss.backward();
+    {
+      LayerScope scope("step.backward");
+      if (scaler_) {
+        scaler_->scale(part).backward();
+      } else {
+        part.backward();
+      }
     }
+    // Keep the value only: each slice's autograd graph is torn down here, inside the step.
+    loss = loss.defined() ? loss + part.detach() : part.detach();
+    start += size;
   }
+  TORCH_CHECK(start == batch, "the micro-batches add up to ", start, ", not the batch of ", batch);
   {
     // With loss scaling this also holds the unscale, the overflow check and the scale's update.
     LayerScope scope("step.optimizer");
@@ -217,8 +194,7 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
       optimizer_->step();
     }
   }
-  // Keep the value only: the autograd graph is torn down here, inside the step, where it belongs.
-  loss_ = loss.detach();
+  loss_ = loss;
 }
 
 void Workload::infer_step(const torch::Tensor& inputs) {

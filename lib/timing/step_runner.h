@@ -55,6 +55,11 @@ class Workload {
   const torch::Tensor& last_loss() const { return loss_; }
   // Drops the batch and gradients, e.g. after running out of memory.
   void release_batch();
+  // Training only: the steps that follow run their batch as micro-batches of these sizes, which add up
+  // to the batch, as gradient accumulation does: each slice's forward (under autocast) and backward on
+  // its own, its loss weighted by its share of the batch, then one optimizer step (with the loss
+  // scaler's unscale and check where there is one). Empty runs the batch whole again.
+  void set_micro_batches(std::vector<int64_t> sizes);
 
   // Everything a step changes that a later step depends on: weights, buffers (batch-norm statistics),
   // the optimizer's state and the random generators. Extra steps between save_state() and
@@ -96,6 +101,7 @@ class Workload {
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // training with loss_scale: dynamic
   std::vector<torch::Tensor> parameters_;
+  std::vector<int64_t> micro_batches_;  // empty: the batch whole
   double forward_flops_per_sample_ = 0;
   const data::Dataset* dataset_ = nullptr;
   std::unique_ptr<data::BatchLoader> loader_;

@@ -35,6 +35,24 @@ expect 0 "analyze shows both studies" "written: .*report.md" analyze "$work/laye
 grep -q "^## Micro-batching" "$work/analysis/report.md" || fail "analyze's report has no micro-batching section"
 [ "$(grep -c '^### resnet18, mini-batch 8' "$work/analysis/report.md")" -eq 2 ] || fail "analyze's report does not show both studies"
 
+# Gradient accumulation as the user's step runs it: bf16 autocast, loss scaling, AdamW's multi-tensor step.
+expect 0 "bf16 gradient accumulation with loss scaling" "mnist_cnn \(1x28x28, bf16, loss scaled\), batch 8, mode model" \
+  microbatch --model mnist_cnn --batch 8 --mode model --policy all --device cpu --precision bf16 --loss-scale dynamic \
+  --optimizer adamw --foreach on --steps 2 --warmup 1 --repeats 2 --out "$work/bf16"
+python3 - "$work/bf16/microbatch.jsonl" <<'PY' || fail "records of the bf16 study"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+config = records[0]["config"]
+assert config["precision"] == "bf16" and config["loss_scale"] == "dynamic", config
+assert config["optimizer"]["type"] == "adamw" and config["optimizer"]["foreach"] is True, config["optimizer"]
+assert "under bf16 autocast" in records[0]["precision_note"], records[0]["precision_note"]
+results = [r for r in records if r["type"] == "microbatch_result"]
+assert results and all("skipped_steps" in r["measured"][s] for r in results for s in ("undivided", "planned")), results
+PY
+grep -q "adamw with the multi-tensor (foreach) step, bf16 under autocast" "$work/bf16/report.md" || fail "the bf16 report does not say how its steps ran"
+expect 2 "an unknown optimizer" "optimizer" microbatch --model mnist_cnn --batch 8 --device cpu --optimizer adagrad --out "$work/x"
+expect 2 "fp16 on the CPU" "fp16" microbatch --model mnist_cnn --batch 8 --device cpu --precision fp16 --out "$work/x"
+
 expect 2 "a complete study is not overwritten" "already holds" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --device cpu --out "$work/layer"
 expect 2 "unknown policy" "policy" microbatch --model alexnet --batch 8 --policy sometimes --device cpu --out "$work/x"
