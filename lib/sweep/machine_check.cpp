@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lib/common/errors.h"
+#include "lib/config/experiment_reader.h"
 #include "lib/device/gpu.h"
 #include "models/flop_tally.h"
 #include "models/registry.h"
@@ -18,6 +19,22 @@ std::string input_key(const ExperimentConfig& e) {
     if (e.origins.count(key)) return key;
   }
   return "model";
+}
+
+// Whether `key`'s value (or, for a default, the experiment) came from the command line.
+bool from_command_line(const ExperimentConfig& e, const std::string& key) {
+  auto found = e.origins.find(key);
+  if (found == e.origins.end() || found->second.source.empty()) found = e.origins.find("experiment");
+  return found != e.origins.end() && found->second.source == kCommandLine;
+}
+
+// How to give `key` another value where its value came from: "--precision bf16" on the command line,
+// "precision: bf16" in a file.
+std::string setting(const ExperimentConfig& e, const std::string& key, const std::string& value) {
+  if (!from_command_line(e, key)) return key + ": " + value;
+  std::string option = key;
+  std::replace(option.begin(), option.end(), '_', '-');
+  return "--" + option + " " + value;
 }
 
 void check_experiment(const ExperimentConfig& e) {
@@ -49,11 +66,12 @@ void check_experiment(const ExperimentConfig& e) {
   if (device.is_cuda()) {
     const int count = gpu::device_count();
     if (count == 0) {
-      throw UserError(
-          located_value(e, "device",
-                        "device " + e.device + " is asked for but no CUDA device is usable here" +
-                            (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
-                        "use device: cpu, or run on a machine with a GPU and a CUDA build of batchscope"));
+      throw UserError(located_value(
+          e, "device",
+          "device " + e.device + " is asked for but no CUDA device is usable here" +
+              (gpu::built_with_cuda() ? "" : " (this batchscope was built with a CPU-only LibTorch)"),
+          "use " + setting(e, "device", "cpu") +
+              ", or run on a machine with a GPU and a CUDA build of batchscope"));
     }
     if (device.index() >= count) {
       throw UserError(located_value(e, "device",
@@ -63,12 +81,14 @@ void check_experiment(const ExperimentConfig& e) {
     }
   } else if (e.precision == Precision::FP16) {
     throw UserError(located_value(e, "precision", "fp16 autocast is only available on CUDA devices",
-                                  "use precision: bf16 or fp32 on the CPU"));
+                                  "use " + setting(e, "precision", "bf16") + " or fp32 on the CPU"));
   }
   if (data::is_real_data(e.data)) data::locate_dataset(e.data);  // a UserError naming what is missing
   if (e.channels_last && e.input_shape.size() != 3) {
     throw UserError(located_value(e, "channels_last", "channels_last needs image inputs of shape [C, H, W]",
-                                  "set channels_last: false for this model"));
+                                  from_command_line(e, "channels_last")
+                                      ? "drop --channels-last for this model"
+                                      : "set channels_last: false for this model"));
   }
 }
 

@@ -89,9 +89,13 @@ expect batchnorm_maxbatch "--start: resnet18 cannot train at batch size 1" maxba
 printf 'experiments:\n  - model: mnist_cnn\n    batch: 1\n    precision: fp16\n    device: cpu\n' > "$work/fp16_cpu.yaml"
 printf 'experiments:\n  - model: mnist_cnn\n    batch: 1\n  - model: mnist_cnn\n    name: second\n    batch: 1\n    device: cuda:0\n' > "$work/cuda_line.yaml"
 printf 'experiments:\n  - model: vgg16\n    batch: 1\n    input: [3, 16, 16]\n' > "$work/small_input.yaml"
-expect fp16_on_cpu_line "fp16_cpu.yaml:4.*fp16" sweep "$work/fp16_cpu.yaml" --out "$work/new1"
-expect fp16_on_cpu_option "command line: --precision: fp16" sweep --model mnist_cnn --batch 1 --precision fp16 --device cpu --out "$work/new1"
-expect cuda_device_line "cuda_line.yaml:7.*cuda:0" sweep "$work/cuda_line.yaml" --out "$work/new1"
+# The fix is said in the words of where the value came from: the file's key, or the option.
+expect fp16_on_cpu_line "fp16_cpu.yaml:4.*fp16.*; use precision: bf16 or fp32 on the CPU\.$" sweep "$work/fp16_cpu.yaml" --out "$work/new1"
+expect fp16_on_cpu_option "command line: --precision: fp16.*; use --precision bf16 or fp32 on the CPU\.$" sweep --model mnist_cnn --batch 1 --precision fp16 --device cpu --out "$work/new1"
+expect fp16_on_cpu_file_option "fp16_cpu.yaml:4.*; use precision: bf16 or fp32" sweep "$work/fp16_cpu.yaml" --device cpu --out "$work/new1"
+expect cuda_device_line "cuda_line.yaml:7.*cuda:0.*; use device: cpu, or run" sweep "$work/cuda_line.yaml" --out "$work/new1"
+expect cuda_device_option "command line: --device: .*; use --device cpu, or run" sweep --model mnist_cnn --batch 1 --device cuda:0 --out "$work/new1"
+expect channels_last_option "command line: --channels-last: .*; drop --channels-last for this model\.$" sweep --model lstm_lm --batch 1 --channels-last --device cpu --out "$work/new1"
 expect small_input_line "small_input.yaml:4.*vgg16" sweep "$work/small_input.yaml" --device cpu --out "$work/new1"
 # Raw bytes in an error stay on one printable line.
 expect control_bytes_escaped 'unknown command .*\\x1b\[31m' "$(printf 'sw\033[31mep')"
