@@ -1,5 +1,5 @@
 // batchscope's measured step against PyTorch-in-Python's, on the same backend, model, batch, phase,
-// optimizer (SGD) and threads, on the CPU.
+// optimizer (SGD, Adam or AdamW, each in a loop over the parameters or multi-tensor) and threads, on the CPU.
 //
 // Each side is a child process speaking one line protocol (bench/pytorch_reference.py describes it):
 // PyTorch-in-Python, and this program itself in --worker mode, which runs the sweep's own timed loop
@@ -51,6 +51,41 @@ struct Model {
 };
 const std::vector<Model> kModels = {{"mnist_cnn", "1,28,28", 10}, {"vgg16", "3,32,32", 10}};
 
+// A training case's optimizer: PyTorch's class of that name on the Python side, batchscope's optimizer
+// kind on the other, both with PyTorch's defaults; `foreach` picks the multi-tensor step on both.
+struct Optimizer {
+  std::string name;
+  bool foreach = false;
+  std::string label() const { return name + (foreach ? "+foreach" : ""); }
+};
+
+Optimizer find_optimizer(const std::string& text) {
+  const std::size_t plus = text.find('+');
+  Optimizer o{text.substr(0, plus), plus != std::string::npos};
+  const bool known = o.name == "sgd" || o.name == "adam" || o.name == "adamw";
+  if (!known || (o.foreach && text.substr(plus) != "+foreach")) {
+    throw std::runtime_error("--optimizers " + text +
+                             ": use sgd, adam or adamw, each alone or with +foreach");
+  }
+  return o;
+}
+
+// The optimizer's type and the settings its step depends on, as the reference describes PyTorch's.
+Json describe(const batchscope::OptimizerConfig& o) {
+  using batchscope::OptimizerKind;
+  Json j = {{"type", o.kind == OptimizerKind::AdamW  ? "adamw"
+                     : o.kind == OptimizerKind::Adam ? "adam"
+                                                     : "sgd"},
+            {"lr", o.lr},
+            {"weight_decay", o.weight_decay},
+            {"foreach", o.foreach.value_or(false)}};
+  if (o.kind == OptimizerKind::Adam || o.kind == OptimizerKind::AdamW) {
+    j["betas"] = {o.beta1, o.beta2};
+    j["eps"] = o.eps;
+  }
+  return j;
+}
+
 const Model& find_model(const std::string& name) {
   for (const Model& m : kModels) {
     if (m.name == name) return m;
@@ -83,6 +118,13 @@ int run_worker(const cxxopts::ParseResult& args) {
   e.classes = args["classes"].as<int64_t>();
   e.phase = args["phase"].as<std::string>() == "infer" ? batchscope::Phase::Infer : batchscope::Phase::Train;
   e.device = "cpu";
+  const Optimizer optimizer{args["optimizer"].as<std::string>(), args["foreach"].as<int>() != 0};
+  e.optimizer.kind = optimizer.name == "adamw"  ? batchscope::OptimizerKind::AdamW
+                     : optimizer.name == "adam" ? batchscope::OptimizerKind::Adam
+                                                : batchscope::OptimizerKind::SGD;
+  if (e.optimizer.kind == batchscope::OptimizerKind::AdamW)
+    e.optimizer.weight_decay = batchscope::kAdamWWeightDecay;
+  e.optimizer.foreach = optimizer.foreach;
   batchscope::Workload workload(e, torch::Device("cpu"));
   batchscope::HostStepTimer timer;
   // The sweep's progress line, told of every step as in a sweep; drawn into a stream nobody reads, so
@@ -94,7 +136,8 @@ int run_worker(const cxxopts::ParseResult& args) {
   std::cout << Json{{"torch", TORCH_VERSION},
                     {"threads", torch::get_num_threads()},
                     {"interop_threads", torch::get_num_interop_threads()},
-                    {"parameters", parameters}}
+                    {"parameters", parameters},
+                    {"optimizer", workload.training() ? describe(e.optimizer) : Json(nullptr)}}
                    .dump()
             << std::endl;
   for (std::string line; std::getline(std::cin, line);) {
@@ -184,12 +227,16 @@ std::size_t touch_host_memory(std::size_t bytes) {
 }
 
 // One round: a fresh pair of processes through every batch size.
-void run_round(const Settings& s, const Model& model, const std::string& phase, int threads, int round,
-               std::vector<Row>& rows, Json& headers) {
+void run_round(const Settings& s, const Model& model, const std::string& phase, const Optimizer& optimizer,
+               int threads, int round, std::vector<Row>& rows, Json& headers) {
   const std::vector<int> cpus = cpus_for(threads);
-  const std::vector<std::string> common = {"--model", model.name, "--input", model.input, "--classes",
-                                           std::to_string(model.classes), "--phase", phase, "--threads",
-                                           std::to_string(threads)};
+  const std::vector<std::string> common = {"--model",     model.name,
+                                           "--input",     model.input,
+                                           "--classes",   std::to_string(model.classes),
+                                           "--phase",     phase,
+                                           "--threads",   std::to_string(threads),
+                                           "--optimizer", optimizer.name,
+                                           "--foreach",   optimizer.foreach ? "1" : "0"};
   std::vector<std::string> py_argv = {s.python, s.reference};
   std::vector<std::string> bs_argv = {s.self, "--worker"};
   py_argv.insert(py_argv.end(), common.begin(), common.end());
@@ -212,6 +259,11 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
   if (py.header().value("parameters", 0LL) != bs.header().value("parameters", 0LL)) {
     throw std::runtime_error("the models differ: PyTorch's has " + py.header().value("parameters", Json()).dump() +
                              " parameters, batchscope's " + bs.header().value("parameters", Json()).dump());
+  }
+  if (py.header().value("optimizer", Json()) != bs.header().value("optimizer", Json())) {
+    throw std::runtime_error("the optimizers differ: PyTorch's is " +
+                             py.header().value("optimizer", Json()).dump() + ", batchscope's " +
+                             bs.header().value("optimizer", Json()).dump());
   }
   headers = {{"pytorch", py.header()}, {"batchscope", bs.header()}};
   for (Row& row : rows) {
@@ -287,12 +339,14 @@ Judgement judge(const Settings& s, const Row& row, const Row& empty) {
 }
 
 // One table.
-Verdicts run_case(const Settings& s, const Model& model, const std::string& phase, int threads, Json& report) {
+Verdicts run_case(const Settings& s, const Model& model, const std::string& phase, const Optimizer& optimizer,
+                  int threads, Json& report) {
   // The empty batch first: what a step costs with no samples (see empty_batch_bound).
   std::vector<Row> rows{Row{0, 0, {}, {}, {}, {}, {}}};
   for (int64_t b : s.batches) rows.push_back(Row{b, 0, {}, {}, {}, {}, {}});
   Json headers;
-  for (int round = 0; round < s.rounds; ++round) run_round(s, model, phase, threads, round, rows, headers);
+  for (int round = 0; round < s.rounds; ++round)
+    run_round(s, model, phase, optimizer, threads, round, rows, headers);
   // A size that missed in every round may be a real loss or a few rounds that fell the same way (with
   // 3 rounds, one size in 8 where the two sides are equal): it runs --confirm-rounds more, with the
   // empty batch, and is judged by all of its rounds.
@@ -304,7 +358,8 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
   if (s.confirm_rounds > 0 && !doubtful.empty()) {
     std::vector<Row> again{rows.front()};
     for (std::size_t i : doubtful) again.push_back(rows[i]);
-    for (int k = 0; k < s.confirm_rounds; ++k) run_round(s, model, phase, threads, s.rounds + k, again, headers);
+    for (int k = 0; k < s.confirm_rounds; ++k)
+      run_round(s, model, phase, optimizer, threads, s.rounds + k, again, headers);
     rows.front() = again.front();
     for (std::size_t k = 0; k < doubtful.size(); ++k) rows[doubtful[k]] = again[k + 1];
     verdicts.confirmed = static_cast<int>(doubtful.size());
@@ -313,11 +368,13 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
   const std::string thread_count = batchscope::counted(threads, "thread");
   const std::string round_count = batchscope::counted(s.rounds, "round");
   const std::string turn_count = batchscope::counted(s.turns, "alternating turn");
-  std::printf("\n%s %s, %s, %s on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
-              "%s of fresh processes, each %s per batch size; the idle side stopped\n",
-              model.name.c_str(), model.input.c_str(), phase.c_str(), thread_count.c_str(),
-              cpu_list(cpus_for(threads)).c_str(), headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION,
-              round_count.c_str(), turn_count.c_str());
+  std::printf(
+      "\n%s %s, %s, %s on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
+      "%s of fresh processes, each %s per batch size; the idle side stopped\n",
+      model.name.c_str(), model.input.c_str(),
+      (phase == "train" ? "train with " + optimizer.label() : phase).c_str(), thread_count.c_str(),
+      cpu_list(cpus_for(threads)).c_str(), headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION,
+      round_count.c_str(), turn_count.c_str());
   if (verdicts.confirmed > 0) {
     std::printf("%s missed in every round, run again for %s\n", batchscope::counted(verdicts.confirmed, "size").c_str(),
                 batchscope::counted(s.confirm_rounds, "round").c_str());
@@ -374,9 +431,16 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
   }
   std::printf("bound: (PyTorch's step - its step on an empty batch) / PyTorch's step, the ratio of a tool that "
               "spent nothing on a step but what grows with its samples\n");
-  report.push_back({{"model", model.name}, {"input", model.input}, {"phase", phase}, {"threads", threads},
-                    {"cpus", cpus_for(threads)}, {"rounds", s.rounds}, {"confirm_rounds", s.confirm_rounds},
-                    {"processes", headers}, {"rows", table}});
+  report.push_back({{"model", model.name},
+                    {"input", model.input},
+                    {"phase", phase},
+                    {"optimizer", phase == "train" ? Json(optimizer.label()) : Json(nullptr)},
+                    {"threads", threads},
+                    {"cpus", cpus_for(threads)},
+                    {"rounds", s.rounds},
+                    {"confirm_rounds", s.confirm_rounds},
+                    {"processes", headers},
+                    {"rows", table}});
   return verdicts;
 }
 
@@ -397,6 +461,9 @@ int main(int argc, char** argv) {
   options.add_options()
       ("models", "mnist_cnn (1x28x28) and/or vgg16 (3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn,vgg16"))
       ("phases", "train and/or infer", cxxopts::value<std::string>()->default_value("train,infer"))
+      ("optimizers", "the training cases' optimizers, each a case of its own: sgd, adam, adamw, each alone (a loop "
+                     "over the parameters) or with +foreach (multi-tensor), e.g. adam,adam+foreach",
+       cxxopts::value<std::string>()->default_value("sgd"))
       ("threads", "thread counts, each a case of its own; \"all\" is one per usable physical core (" +
                   std::to_string(all) + " here)", cxxopts::value<std::string>()->default_value("1,all"))
       ("batch", "batch sizes", cxxopts::value<std::string>()->default_value("1,2,4,8,16,32,64,128,256"))
@@ -420,6 +487,8 @@ int main(int argc, char** argv) {
       ("input", "internal (--worker)", cxxopts::value<std::string>()->default_value("1,28,28"))
       ("classes", "internal (--worker)", cxxopts::value<int64_t>()->default_value("10"))
       ("phase", "internal (--worker)", cxxopts::value<std::string>()->default_value("train"))
+      ("optimizer", "internal (--worker)", cxxopts::value<std::string>()->default_value("sgd"))
+      ("foreach", "internal (--worker)", cxxopts::value<int>()->default_value("0"))
       ("h,help", "this help");
   // clang-format on
   try {
@@ -489,16 +558,25 @@ int main(int argc, char** argv) {
                 batchscope::measure_timer_overhead_ms(timer, 1000) * 1e3);
     int missed = 0, not_told_apart = 0, out_of_reach = 0, cases = 0;
     Json report = Json::array();
+    std::vector<Optimizer> optimizers;
+    for (const std::string& text : split(args["optimizers"].as<std::string>()))
+      optimizers.push_back(find_optimizer(text));
+    if (optimizers.empty()) throw std::runtime_error("--optimizers names none; give sgd, adam or adamw");
     for (const std::string& name : split(args["models"].as<std::string>())) {
       const Model& model = find_model(name);
       for (const std::string& phase : split(args["phases"].as<std::string>())) {
         if (phase != "train" && phase != "infer") throw std::runtime_error("--phases takes train and infer");
-        for (int threads : thread_counts) {
-          const Verdicts verdicts = run_case(s, model, phase, threads, report);
-          missed += verdicts.missed;
-          not_told_apart += verdicts.not_told_apart;
-          out_of_reach += verdicts.out_of_reach;
-          ++cases;
+        // Inference steps no optimizer: one case whatever --optimizers says.
+        const std::vector<Optimizer> steps_with =
+            phase == "train" ? optimizers : std::vector<Optimizer>{{"sgd", false}};
+        for (const Optimizer& optimizer : steps_with) {
+          for (int threads : thread_counts) {
+            const Verdicts verdicts = run_case(s, model, phase, optimizer, threads, report);
+            missed += verdicts.missed;
+            not_told_apart += verdicts.not_told_apart;
+            out_of_reach += verdicts.out_of_reach;
+            ++cases;
+          }
         }
       }
     }

@@ -7,8 +7,8 @@ Driven by bench_overhead over stdin/stdout, one command a line (bench_overhead -
               "ready MS", MS the last warm-up step in ms
   steps N     run N timed steps; answers a JSON list of their times in ms
   quit
-The first line it prints is a JSON header: the PyTorch version, the threads in effect and the model's
-parameter count, which bench_overhead checks against batchscope's own model.
+The first line it prints is a JSON header: the PyTorch version, the threads in effect, the model's
+parameter count and the optimizer, which bench_overhead checks against batchscope's own.
 """
 import argparse
 import json
@@ -58,6 +58,20 @@ def vgg16(classes):
 
 
 MODELS = {"mnist_cnn": MnistCnn, "vgg16": vgg16}
+OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+
+
+def describe(optimizer):
+    """The optimizer's type and the settings a step depends on, in the words batchscope's header uses."""
+    if optimizer is None:
+        return None
+    group = optimizer.param_groups[0]
+    described = {"type": type(optimizer).__name__.lower(), "lr": group["lr"],
+                 "weight_decay": group["weight_decay"], "foreach": bool(group["foreach"])}
+    if "betas" in group:
+        described["betas"] = list(group["betas"])
+        described["eps"] = group["eps"]
+    return described
 
 
 def main():
@@ -68,6 +82,9 @@ def main():
     p.add_argument("--phase", default="train", choices=["train", "infer"])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
+    p.add_argument("--foreach", type=int, default=0, choices=[0, 1],
+                   help="1: the multi-tensor (foreach) step, 0: the loop over parameters")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -75,7 +92,8 @@ def main():
     model = MODELS[a.model](a.classes)
     train = a.phase == "train"
     model.train(train)
-    optimizer = torch.optim.SGD(model.parameters(), lr=a.lr) if train else None
+    # Each with PyTorch's own defaults (AdamW decays weights by 0.01), as batchscope's.
+    optimizer = OPTIMIZERS[a.optimizer](model.parameters(), lr=a.lr, foreach=bool(a.foreach)) if train else None
     x = y = None
 
     def train_step():
@@ -91,7 +109,8 @@ def main():
     step = train_step if train else infer_step
     header = {"torch": torch.__version__, "threads": torch.get_num_threads(),
               "interop_threads": torch.get_num_interop_threads(),
-              "parameters": sum(t.numel() for t in model.parameters())}
+              "parameters": sum(t.numel() for t in model.parameters()),
+              "optimizer": describe(optimizer)}
     print(json.dumps(header), flush=True)
     for line in sys.stdin:
         words = line.split()

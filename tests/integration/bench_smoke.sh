@@ -15,7 +15,7 @@ cat "$work/bench.txt"
 [ "$status" -le 1 ] || { echo "bench_overhead failed with $status"; exit 1; }
 grep -q "glibc malloc of both sides: MALLOC_MMAP_THRESHOLD_=" "$work/bench.txt"
 grep -q "host memory touched once before the cases: 0.2 GiB" "$work/bench.txt"
-grep -q "mnist_cnn 1,28,28, train, 1 thread on" "$work/bench.txt"
+grep -q "mnist_cnn 1,28,28, train with sgd, 1 thread on" "$work/bench.txt"
 grep -q "mnist_cnn 1,28,28, infer, 1 thread on" "$work/bench.txt"
 [ "$(grep -c '^ *empty ' "$work/bench.txt")" = 2 ]
 "$python" - "$work/bench.json" <<'PY'
@@ -64,6 +64,24 @@ for c in cases:
         n = len(r["round_ratios"]) * 2 * r["steps_per_turn"]
         assert len(r["pytorch_steps_ms"]) == len(r["batchscope_steps_ms"]) == n, r
 PY
+# The optimizer is a case of its own, the same on both sides (type, settings, loop or multi-tensor).
+"$bench" --models mnist_cnn --phases train --optimizers adam,adamw+foreach --threads 1 --batch 1 --rounds 1 \
+  --turns 1 --warmup 1 --turn-ms 1 --confirm-rounds 0 --touch-gib 0 --python "$python" --json "$work/optimizers.json" \
+  > "$work/optimizers.txt" || [ $? -le 1 ] || { cat "$work/optimizers.txt"; echo "bench_overhead failed with adam"; exit 1; }
+grep -q "mnist_cnn 1,28,28, train with adamw+foreach, 1 thread on" "$work/optimizers.txt"
+"$python" - "$work/optimizers.json" <<'PY'
+import json, sys
+cases = json.load(open(sys.argv[1]))
+assert [c["optimizer"] for c in cases] == ["adam", "adamw+foreach"], cases
+for c, decay, foreach in zip(cases, (0, 0.01), (False, True)):
+    py, bs = c["processes"]["pytorch"]["optimizer"], c["processes"]["batchscope"]["optimizer"]
+    assert py == bs, (py, bs)
+    assert bs["type"] == c["optimizer"].split("+")[0] and bs["weight_decay"] == decay and bs["foreach"] == foreach, bs
+PY
+status=0
+"$bench" --optimizers adagrad --touch-gib 0 --python "$python" > "$work/bad.txt" 2>&1 || status=$?
+[ "$status" = 2 ] && grep -q "use sgd, adam or adamw" "$work/bad.txt" || { cat "$work/bad.txt"; echo "an unknown optimizer was not refused"; exit 1; }
+
 # Goals no step can meet: every size misses both rounds, runs a third, still misses: exit code 1.
 status=0
 "$bench" --models mnist_cnn --phases infer --threads 1 --batch 1,3 --rounds 2 --turns 1 --warmup 1 --turn-ms 1 \
