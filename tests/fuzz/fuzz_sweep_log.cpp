@@ -5,7 +5,8 @@
 //   report, or says with a UserError that nothing can be analysed. The same bytes are also the sweep's
 //   profile.jsonl beside it (its profile records joined with the log's points), and its lines with a
 //   peak record (all of it where there are none) a peak file for `analyze --peak`, read or refused with a
-//   UserError.
+//   UserError. And the same bytes as a micro-batch study's microbatch.jsonl, which analyze reports in a
+//   section of its own.
 
 #include <algorithm>
 #include <cstddef>
@@ -92,6 +93,17 @@ void analyze(const std::string& dir, const std::string& text) {
   }
 }
 
+void analyze_study(const std::string& dir) {
+  try {
+    const Analysis analysis = analyze_logs({dir}, AnalyzeOptions{});
+    (void)analysis_to_json(analysis, AnalyzeOptions{}).dump();
+    std::ostringstream report;
+    write_report(report, analysis, PlotOutcome{}, "plots");
+  } catch (const UserError&) {
+    // nothing to analyse, said in a sentence
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -103,5 +115,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::write_input("run/profile.jsonl", data, size);
   analyze(dir.string(), text);
   resume(dir.string(), text);
+  const std::filesystem::path study = fuzz::scratch_dir() / "study";
+  std::filesystem::remove_all(study);
+  std::filesystem::create_directories(study);
+  fuzz::write_input("study/microbatch.jsonl", data, size);
+  analyze_study(study.string());
   return 0;
 }

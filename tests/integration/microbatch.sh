@@ -50,6 +50,21 @@ results = [r for r in records if r["type"] == "microbatch_result"]
 assert results and all("skipped_steps" in r["measured"][s] for r in results for s in ("undivided", "planned")), results
 PY
 grep -q "adamw with the multi-tensor (foreach) step, bf16 under autocast" "$work/bf16/report.md" || fail "the bf16 report does not say how its steps ran"
+expect 0 "analyze names how the bf16 study's steps ran" "written: " analyze "$work/bf16" --out "$work/bf16-analysis"
+grep -q "^### mnist_cnn, mini-batch 8, bf16, loss scaled, adamw foreach on cpu (mode model" "$work/bf16-analysis/report.md" \
+  || fail "analyze's micro-batching heading does not say how the steps ran"
+# A log may hold anything in its run record's config: words are made of what has the right type only.
+mkdir -p "$work/odd"
+python3 - "$work/bf16/microbatch.jsonl" "$work/odd/microbatch.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+run = json.loads(lines[0])
+run["config"].update({"cudnn_benchmark": "yes", "loss_scale": 3, "optimizer": {"type": 5, "foreach": "on"}})
+open(sys.argv[2], "w").write("\n".join([json.dumps(run)] + lines[1:]) + "\n")
+PY
+expect 0 "analyze of a study whose config holds odd types" "written: " analyze "$work/odd" --out "$work/odd-analysis"
+grep -q "^### mnist_cnn, mini-batch 8, bf16 on cpu (mode model, cuDNN benchmark off)" "$work/odd-analysis/report.md" \
+  || fail "analyze made words of values of the wrong type"
 expect 2 "an unknown optimizer" "optimizer" microbatch --model mnist_cnn --batch 8 --device cpu --optimizer adagrad --out "$work/x"
 expect 2 "fp16 on the CPU" "fp16" microbatch --model mnist_cnn --batch 8 --device cpu --precision fp16 --out "$work/x"
 

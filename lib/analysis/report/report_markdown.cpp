@@ -18,6 +18,11 @@ std::string text(const Json& j, const char* key) {
   return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
 }
 
+// Whether j[key] is a true boolean; anything else a log may hold there (a text, a number) is not.
+bool flag(const Json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_boolean() && j[key].get<bool>();
+}
+
 std::string batch_list(const std::vector<int64_t>& sizes) {
   std::string out;
   for (size_t i = 0; i < sizes.size(); ++i) out += (i ? ", " : "") + std::to_string(sizes[i]);
@@ -58,8 +63,8 @@ void write_environment(std::ostream& out, const Analysis& a) {
     if (!text(env, "cudnn_version").empty()) out << ", cuDNN " << text(env, "cudnn_version");
     if (env.contains("tf32") && env["tf32"].is_object()) {
       out << ", by LibTorch's default fp32 convolutions "
-          << (env["tf32"].value("cudnn_convolutions", false) ? "in TF32" : "in fp32")
-          << " and matrix products " << (env["tf32"].value("cublas_matmul", false) ? "in TF32" : "in fp32");
+          << (flag(env["tf32"], "cudnn_convolutions") ? "in TF32" : "in fp32") << " and matrix products "
+          << (flag(env["tf32"], "cublas_matmul") ? "in TF32" : "in fp32");
     }
     out << ", " << text(env, "os") << ".\n";
     if (env.contains("cpu") && env["cpu"].is_object()) {
@@ -295,13 +300,26 @@ std::string mib(const std::optional<int64_t>& bytes) {
   return bytes ? significant(static_cast<double>(*bytes) / (1024.0 * 1024.0), 4) : "–";
 }
 
+// ", loss scaled, adamw foreach": how a study's train steps ran, where its record says (a log may hold
+// anything there, so only a text loss scale and an optimizer's text type make words).
+std::string train_step_words(const Json& c) {
+  std::string out;
+  if (text(c, "loss_scale") == "dynamic") out += ", loss scaled";
+  const Json optimizer = c.is_object() && c.contains("optimizer") ? c["optimizer"] : Json();
+  if (optimizer.is_object() && optimizer.contains("type") && optimizer["type"].is_string()) {
+    out += ", " + optimizer["type"].get<std::string>();
+    if (flag(optimizer, "foreach")) out += " foreach";
+  }
+  return out;
+}
+
 void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studies) {
   out << "## Micro-batching\n\n";
   for (const MicroBatchLog& s : studies) {
     const Json& c = s.config;
     out << "### " << text(c, "model") << ", mini-batch " << text(c, "batch") << ", " << text(c, "precision")
-        << " on " << text(c, "device") << " (mode " << text(c, "mode") << ", cuDNN benchmark "
-        << (c.is_object() && c.value("cudnn_benchmark", false) ? "on" : "off") << ")\n\n`" << s.log << "`\n\n"
+        << train_step_words(c) << " on " << text(c, "device") << " (mode " << text(c, "mode")
+        << ", cuDNN benchmark " << (flag(c, "cudnn_benchmark") ? "on" : "off") << ")\n\n`" << s.log << "`\n\n"
         << "| policy | predicted speedup | measured step speedup | undivided step ms | planned step ms | "
            "peak MiB undivided | peak MiB planned | gradient difference |\n"
         << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -314,6 +332,14 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
     }
     out << "\nPredicted: from the measured times of each convolution (or of the whole step, mode model) at "
            "each micro-batch size; measured: whole training steps, undivided against planned.\n\n";
+    for (const MicroBatchResultRecord& r : s.results) {
+      const int64_t undivided = r.undivided.skipped_steps.value_or(0),
+                    planned = r.planned.skipped_steps.value_or(0);
+      if (undivided == 0 && planned == 0) continue;
+      out << r.policy << ": the loss scaler skipped the optimizer step of " << undivided << " undivided and "
+          << planned << " planned of " << r.undivided.steps
+          << " timed steps each (those steps are cheaper).\n\n";
+    }
     if (!s.plans.empty()) {
       out << "<details><summary>Per-layer splits</summary>\n\n| policy | layer | split | predicted ms | "
              "undivided ms |\n|---|---|---|---:|---:|\n";
