@@ -166,6 +166,8 @@ TEST(WorkloadMicroBatches, AccumulateToTheGradientsOfTheWholeBatch) {
   EXPECT_THROW(workload.step(), c10::Error) << "micro-batches that do not add up to the batch";
   workload.set_micro_batches({5, 4});
   EXPECT_THROW(workload.step(), c10::Error);
+  workload.set_micro_batches({7});
+  EXPECT_THROW(workload.step(), c10::Error) << "one micro-batch that is not the batch";
   EXPECT_THROW(workload.set_micro_batches({4, 0, 4}), c10::Error);
   ExperimentConfig inference = sized;
   inference.phase = Phase::Infer;

@@ -363,7 +363,7 @@ std::vector<Comparison> compare(const std::vector<RawGroup>& raw, const std::vec
 std::vector<TransferVerdict> transfer_verdicts(const std::vector<RawGroup>& raw, const std::vector<GroupAnalysis>& groups) {
   std::vector<TransferVerdict> out;
   for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (raw[i].identity.value("transfer", "") != "included") continue;
+    if (!raw[i].identity.contains("transfer") || raw[i].identity["transfer"] != "included") continue;
     Json wanted = raw[i].identity;
     wanted["transfer"] = "excluded";
     for (std::size_t j = 0; j < raw.size(); ++j) {

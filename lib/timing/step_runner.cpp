@@ -152,7 +152,10 @@ void Workload::train_step(const torch::Tensor& inputs, const torch::Tensor& targ
     for (auto& p : parameters_) p.mutable_grad().reset();
   }
   const int64_t batch = inputs.size(0);
-  const bool whole = micro_batches_.empty();
+  // One micro-batch is the batch itself: the step is the undivided one, to the operation.
+  const bool whole = micro_batches_.size() <= 1;
+  TORCH_CHECK(micro_batches_.size() != 1 || micro_batches_.front() == batch, "the micro-batch of ",
+              micro_batches_.front(), " is not the batch of ", batch);
   const std::size_t count = whole ? 1 : micro_batches_.size();
   torch::Tensor loss;
   int64_t start = 0;

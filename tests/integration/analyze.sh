@@ -137,5 +137,23 @@ fi
 expect2 not_a_peak_file "cpu/steps.jsonl:1: holds a \"run\" record, not a peak record; give --peak the JSON-lines file that batchscope peak --out wrote" \
   "$work/cpu" --peak "$work/cpu/steps.jsonl" --no-plots --out "$work/x"
 
+# A run record may hold anything where the program writes a boolean or a word (tf32's settings, an
+# experiment's transfer): analyze reads them by type, and a value of another type is no word of theirs.
+mkdir -p "$work/odd"
+python3 - "$work/cpu/steps.jsonl" "$work/odd/steps.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+run = json.loads(lines[0])
+run["tf32"] = {"cudnn_convolutions": "yes", "cublas_matmul": 1}
+run["config"]["experiments"][0]["transfer"] = 5
+open(sys.argv[2], "w").write("\n".join([json.dumps(run)] + lines[1:]) + "\n")
+PY
+if "$bin" analyze "$work/odd" --no-plots --out "$work/odd/analysis" > /dev/null 2> "$work/err"; then
+  grep -q "by LibTorch's default fp32 convolutions in fp32 and matrix products in fp32" "$work/odd/analysis/report.md" \
+    && ok "analyze of a run record with values of other types" || fail "tf32 settings of other types made words"
+else
+  fail "analyze of a run record with values of other types: $(cat "$work/err")"
+fi
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all analyze checks passed"
