@@ -118,12 +118,13 @@ for r in results:
 PY
 # Gradient accumulation in fp16 on the GPU: autocast in every micro-batch, one loss scaler, one step.
 expect 0 "fp16 gradient accumulation on the GPU" "resnet18 \(3x32x32, fp16, loss scaled\)" microbatch --model resnet18 \
-  --batch 16 --input 3,32,32 --classes 10 --device cuda:0 --mode model --precision fp16 --foreach on --steps 3 \
+  --batch 16 --input 3,32,32 --classes 10 --device cuda:0 --mode model --precision fp16 --foreach on --tf32 off --steps 3 \
   --warmup 1 --repeats 2 --policy powerOfTwo --quiet --out "$work/micro-fp16"
 python3 - "$work/micro-fp16/microbatch.jsonl" <<'PY' && ok "fp16 micro-batches counted their skipped steps" || fail "fp16 micro-batch result"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 assert records[0]["config"]["loss_scale"] == "dynamic", records[0]["config"]
+assert records[0]["config"]["tf32"] == "off", records[0]["config"]
 results = [r for r in records if r["type"] == "microbatch_result"]
 assert results, "no result"
 for r in results:

@@ -38,13 +38,14 @@ grep -q "^## Micro-batching" "$work/analysis/report.md" || fail "analyze's repor
 # Gradient accumulation as the user's step runs it: bf16 autocast, loss scaling, AdamW's multi-tensor step.
 expect 0 "bf16 gradient accumulation with loss scaling" "mnist_cnn \(1x28x28, bf16, loss scaled\), batch 8, mode model" \
   microbatch --model mnist_cnn --batch 8 --mode model --policy all --device cpu --precision bf16 --loss-scale dynamic \
-  --optimizer adamw --foreach on --steps 2 --warmup 1 --repeats 2 --out "$work/bf16"
+  --optimizer adamw --foreach on --tf32 off --steps 2 --warmup 1 --repeats 2 --out "$work/bf16"
 python3 - "$work/bf16/microbatch.jsonl" <<'PY' || fail "records of the bf16 study"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 config = records[0]["config"]
 assert config["precision"] == "bf16" and config["loss_scale"] == "dynamic", config
 assert config["optimizer"]["type"] == "adamw" and config["optimizer"]["foreach"] is True, config["optimizer"]
+assert config["tf32"] == "off", config
 assert "under bf16 autocast" in records[0]["precision_note"], records[0]["precision_note"]
 results = [r for r in records if r["type"] == "microbatch_result"]
 assert results and all("skipped_steps" in r["measured"][s] for r in results for s in ("undivided", "planned")), results
