@@ -8,7 +8,7 @@ namespace batchscope {
 
 std::vector<torch::Tensor> gradients_of(models::Network& network, const torch::Tensor& inputs,
                                         const torch::Tensor& targets, const std::vector<int64_t>& split) {
-  accumulated_step(network, nullptr, inputs, targets, split);
+  accumulated_step(network, inputs, targets, split);
   std::vector<torch::Tensor> grads;
   for (auto& p : network.parameters()) {
     grads.push_back(p.grad().defined() ? p.grad().detach().clone() : torch::zeros_like(p));
@@ -51,9 +51,8 @@ void clear_gradients(torch::nn::Module& module) {
   for (auto& p : module.parameters()) p.mutable_grad().reset();
 }
 
-torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer* optimizer,
-                               const torch::Tensor& inputs, const torch::Tensor& targets,
-                               const std::vector<int64_t>& split) {
+torch::Tensor accumulated_step(models::Network& network, const torch::Tensor& inputs,
+                               const torch::Tensor& targets, const std::vector<int64_t>& split) {
   const int64_t batch = inputs.size(0);
   int64_t total = 0;
   for (int64_t s : split) {
@@ -72,7 +71,6 @@ torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer
     summed += loss.detach();
     start += s;
   }
-  if (optimizer != nullptr) optimizer->step();
   return summed;
 }
 

@@ -9,8 +9,8 @@
 
 #include "models/network.h"
 
-// One optimizer step taken as micro-batches whose gradients accumulate, and how far its gradients are
-// from the undivided step's: the whole-model side of micro-batching.
+// Gradients accumulated over micro-batches, and how far they are from the undivided batch's: the
+// whole-model side of micro-batching (its timed steps are Workload::set_micro_batches').
 namespace batchscope {
 
 // Dropout off for as long as it lives: dropout modules and attention go to eval mode, and the dropout
@@ -39,12 +39,11 @@ class DropoutOff {
 // Sets every parameter's gradient to none.
 void clear_gradients(torch::nn::Module& module);
 
-// One optimizer step over inputs.size(0) = B samples run as micro-batches b1 + ... + bk = B: gradients
-// to none, then per slice forward, the model's mean loss × b_i/B and backward (gradients accumulate), then
-// the optimizer's step (none when null). Returns the summed loss, detached.
-torch::Tensor accumulated_step(models::Network& network, torch::optim::Optimizer* optimizer,
-                               const torch::Tensor& inputs, const torch::Tensor& targets,
-                               const std::vector<int64_t>& split);
+// The gradients of inputs.size(0) = B samples run as micro-batches b1 + ... + bk = B, in fp32 and with no
+// optimizer step (the timed steps are the Workload's): gradients to none, then per slice forward, the
+// model's mean loss × b_i/B and backward (gradients accumulate). Returns the summed loss, detached.
+torch::Tensor accumulated_step(models::Network& network, const torch::Tensor& inputs,
+                               const torch::Tensor& targets, const std::vector<int64_t>& split);
 
 // Every parameter's gradient after one accumulated step (no optimizer step), zeros where none; the
 // gradients are left as none.
