@@ -312,6 +312,19 @@ TEST(MicroBatchStudy, ModelModeStepsInTheExperimentsPrecisionOptimizerAndLossSca
   EXPECT_FALSE(result_of(plain)["measured"]["planned"].contains("skipped_steps"));
 }
 
+TEST(MicroBatchResult, SaysWhereTheLossScalerSkippedSteps) {
+  MicroBatchResultRecord r;
+  r.undivided.steps = r.planned.steps = 10;
+  EXPECT_EQ(skipped_steps_note(r), "") << "without loss scaling";
+  r.undivided.skipped_steps = 0;
+  r.planned.skipped_steps = 0;
+  EXPECT_EQ(skipped_steps_note(r), "") << "none skipped";
+  r.undivided.skipped_steps = 2;
+  r.planned.skipped_steps = 1;
+  EXPECT_EQ(skipped_steps_note(r),
+            "the loss scaler skipped the optimizer step of 2 undivided and 1 planned of 10 timed steps each");
+}
+
 TEST(MicroBatchStudy, RefusesBadOptions) {
   MicroBatchOptions o;
   o.batch = 0;

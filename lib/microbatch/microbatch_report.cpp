@@ -44,17 +44,6 @@ std::string workload_text(const ExperimentConfig& e) {
   return text;
 }
 
-// "the loss scaler skipped the optimizer step of 2 undivided and 1 planned of 10 timed steps each"
-// where it skipped any (those steps are cheaper), else "".
-std::string skipped_text(const PolicyOutcome& o) {
-  const int64_t undivided = o.undivided.skipped_steps.value_or(0),
-                planned = o.planned.skipped_steps.value_or(0);
-  if (undivided == 0 && planned == 0) return "";
-  return "the loss scaler skipped the optimizer step of " + std::to_string(undivided) + " undivided and " +
-         std::to_string(planned) + " planned of " + std::to_string(o.undivided.time_ms.count) +
-         " timed steps each";
-}
-
 }  // namespace
 
 std::string batch_norm_note(const MicroBatchStudy& study, const PolicyOutcome& outcome) {
@@ -137,7 +126,7 @@ std::string study_summary(const MicroBatchStudy& study) {
         memory_text(o.undivided.peak_memory_bytes) + " -> " + memory_text(o.planned.peak_memory_bytes) + "\n";
     const std::string note = batch_norm_note(study, o);
     if (!note.empty()) text += "    " + note + "\n";
-    const std::string skipped = skipped_text(o);
+    const std::string skipped = skipped_steps_note(result_record(study, o));
     if (!skipped.empty()) text += "    " + skipped + "\n";
   }
   return text;
@@ -188,7 +177,7 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
   for (const PolicyOutcome& o : study.outcomes) {
     const std::string note = batch_norm_note(study, o);
     if (!note.empty()) md += "\n" + to_string(o.policy) + ": " + note + ".";
-    const std::string skipped = skipped_text(o);
+    const std::string skipped = skipped_steps_note(result_record(study, o));
     if (!skipped.empty()) md += "\n" + to_string(o.policy) + ": " + skipped + ".";
   }
   md +=

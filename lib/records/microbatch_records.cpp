@@ -42,6 +42,14 @@ Json to_json(const LayerCostRecord& r) {
           {"p90_ms", r.p90_ms}};
 }
 
+std::string skipped_steps_note(const MicroBatchResultRecord& r) {
+  const int64_t undivided = r.undivided.skipped_steps.value_or(0),
+                planned = r.planned.skipped_steps.value_or(0);
+  if (undivided == 0 && planned == 0) return "";
+  return "the loss scaler skipped the optimizer step of " + std::to_string(undivided) + " undivided and " +
+         std::to_string(planned) + " planned of " + std::to_string(r.undivided.steps) + " timed steps each";
+}
+
 Json to_json(const LayerCostSkippedRecord& r) { return {{"type", record::kLayerCostSkipped}, {"reason", r.reason}}; }
 
 Json to_json(const LayerPlanRecord& r) {

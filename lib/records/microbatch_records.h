@@ -62,6 +62,10 @@ Json to_json(const LayerCostSkippedRecord& r);
 Json to_json(const LayerPlanRecord& r);
 Json to_json(const MicroBatchResultRecord& r);
 
+// "the loss scaler skipped the optimizer step of 2 undivided and 1 planned of 10 timed steps each" where
+// it skipped any (those steps are cheaper, so a skew would pass for a speedup), else "".
+std::string skipped_steps_note(const MicroBatchResultRecord& r);
+
 bool is_microbatch_record_type(const std::string& type);
 // Read back with every field's type checked; BadRecord (in words that follow "the record") otherwise.
 LayerPlanRecord layer_plan_from_json(const Json& j);

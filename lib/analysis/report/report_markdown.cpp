@@ -333,12 +333,8 @@ void write_microbatch(std::ostream& out, const std::vector<MicroBatchLog>& studi
     out << "\nPredicted: from the measured times of each convolution (or of the whole step, mode model) at "
            "each micro-batch size; measured: whole training steps, undivided against planned.\n\n";
     for (const MicroBatchResultRecord& r : s.results) {
-      const int64_t undivided = r.undivided.skipped_steps.value_or(0),
-                    planned = r.planned.skipped_steps.value_or(0);
-      if (undivided == 0 && planned == 0) continue;
-      out << r.policy << ": the loss scaler skipped the optimizer step of " << undivided << " undivided and "
-          << planned << " planned of " << r.undivided.steps
-          << " timed steps each (those steps are cheaper).\n\n";
+      const std::string skipped = skipped_steps_note(r);
+      if (!skipped.empty()) out << r.policy << ": " << skipped << " (those steps are cheaper).\n\n";
     }
     if (!s.plans.empty()) {
       out << "<details><summary>Per-layer splits</summary>\n\n| policy | layer | split | predicted ms | "
