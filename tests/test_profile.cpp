@@ -513,6 +513,35 @@ TEST(TileModel, ALinearLayerStepsAtEveryNewWave) {
   EXPECT_EQ(p.tiles_from, "the profiled kernels' names");
 }
 
+TEST(TileModel, ADoublingLadderIsHeldToItsWorkNotToItsLastRise) {
+  // On 1, 2, 4, ..., 4096 the step is flat to 64 (one wave), then each doubling doubles the waves and
+  // the work: a bend, and no jump. Held to its last rise alone, every doubling looked like one.
+  GemmLayer linear{"fc", true, 1, 1, 256, 512, 512, 1, 1};
+  std::vector<int64_t> batches;
+  for (int64_t b = 1; b <= 4096; b *= 2) batches.push_back(b);
+  const std::map<std::string, Tile> tile{{"fc", Tile{64, 64, 32}}};
+  EXPECT_TRUE(predict_jumps({linear}, false, 4, batches, tile, {}).jumps.empty());
+  // A step that does rise beyond its work stays one: 64 -> 65 (a second wave for one more sample)
+  // between doublings.
+  batches.insert(batches.begin() + 7, 65);
+  const Prediction p = predict_jumps({linear}, false, 4, batches, tile, {});
+  ASSERT_EQ(p.jumps.size(), 1u);
+  EXPECT_EQ(p.jumps[0].to_batch, 65);
+  // mnist_cnn from 1 to 60,000, as configs/mnist_train_vs_infer.yaml steps it: a GPU's analysis predicted
+  // a jump at all eight doublings from 256 on. None now (32768 -> 60000 is no doubling: its last wave
+  // is fuller or emptier than the trend's).
+  std::vector<int64_t> ladder;
+  for (int64_t b = 1; b <= 32768; b *= 2) ladder.push_back(b);
+  ladder.push_back(60000);
+  const auto layers = gemm_layers("mnist_cnn", {1, 28, 28}, 10);
+  for (const bool train : {true, false}) {
+    for (const PredictedJump& j : predict_jumps(layers, train, 132, ladder, {}, {}).jumps) {
+      EXPECT_NE(j.to_batch, 2 * j.from_batch)
+          << j.from_batch << " -> " << j.to_batch << (train ? " train" : " infer");
+    }
+  }
+}
+
 TEST(TileModel, Vgg16LayersCarryTheirModuleNamesAndGemmShapes) {
   const std::vector<GemmLayer> layers = gemm_layers("vgg16", {3, 32, 32}, 10);
   ASSERT_EQ(layers.size(), 16u);

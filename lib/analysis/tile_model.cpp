@@ -128,18 +128,25 @@ Prediction predict_jumps(const std::vector<GemmLayer>& layers, bool train, int64
   p.sms = sms;
   p.tiles_from = tiles_by_layer.empty() ? "the default 128x128 tile" : "the profiled kernels' names";
   const std::map<int64_t, double> t = modelled_time(layers, train, sms, batches, tiles_by_layer);
-  std::vector<double> rises;
-  for (std::size_t i = 1; i < batches.size(); ++i) rises.push_back(t.at(batches[i]) - t.at(batches[i - 1]));
+  // Rises per sample, so that a ladder of uneven steps (1, 2, 4, ...) is held to the trend of its work:
+  // doubling the batch doubles the work, which is no jump, however many new waves it takes.
+  std::vector<double> slopes;
+  for (std::size_t i = 1; i < batches.size(); ++i) {
+    slopes.push_back((t.at(batches[i]) - t.at(batches[i - 1])) /
+                     static_cast<double>(batches[i] - batches[i - 1]));
+  }
   constexpr std::size_t kWindow = 8;
-  for (std::size_t i = 0; i < rises.size(); ++i) {
-    // The local trend: the median rise of the neighbours on both sides, without this one.
-    std::vector<double> around;
-    for (std::size_t j = i >= kWindow ? i - kWindow : 0; j < std::min(rises.size(), i + kWindow + 1); ++j) {
-      if (j != i) around.push_back(rises[j]);
-    }
-    const double trend = around.empty() ? 0.0 : median(around);
+  for (std::size_t i = 0; i < slopes.size(); ++i) {
+    // The local trend, as the measured jumps are found: the steeper of the median slopes on either side,
+    // without this one, so that a bend (the knee where the GPU fills up) is no jump.
+    std::vector<double> left, right;
+    for (std::size_t j = i >= kWindow ? i - kWindow : 0; j < i; ++j) left.push_back(slopes[j]);
+    for (std::size_t j = i + 1; j < std::min(slopes.size(), i + kWindow + 1); ++j) right.push_back(slopes[j]);
+    double trend = 0;
+    if (!left.empty()) trend = median(left);
+    if (!right.empty()) trend = left.empty() ? median(right) : std::max(trend, median(right));
     const double before = t.at(batches[i]);
-    const double excess = rises[i] - trend;
+    const double excess = (slopes[i] - trend) * static_cast<double>(batches[i + 1] - batches[i]);
     if (before <= 0 || excess <= min_step * before) continue;
     PredictedJump jump{batches[i], batches[i + 1], 100.0 * excess / before, {}};
     // The layers whose forward waves stepped, largest first.

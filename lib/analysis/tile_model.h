@@ -73,8 +73,8 @@ std::map<int64_t, double> modelled_time(const std::vector<GemmLayer>& layers, bo
                                         const std::map<std::string, Tile>& tiles_by_layer);
 
 // The batch sizes among `batches` where the modelled time steps up by more than min_step of its time
-// beyond the local trend (the median rise of the 8 sizes on either side), then set against the measured
-// jumps.
+// beyond the local trend (the steeper of the median rises per sample of the 8 steps on each side, times
+// this step's samples, as the measured jumps are found), then set against the measured jumps.
 Prediction predict_jumps(const std::vector<GemmLayer>& layers, bool train, int64_t sms,
                          const std::vector<int64_t>& batches, const std::map<std::string, Tile>& tiles_by_layer,
                          const std::vector<Jump>& measured, double min_step = 0.02);

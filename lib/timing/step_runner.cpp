@@ -64,7 +64,9 @@ void Workload::prepare_batch(int64_t batch_size) {
   // Each batch size gets the same data stream for a given seed, whatever ran before it.
   const uint64_t seed = experiment_.seed + static_cast<uint64_t>(batch_size);
   if (dataset_ != nullptr) {
-    loader_ = std::make_unique<data::BatchLoader>(*dataset_, batch_size, seed, /*shuffle=*/true, device_);
+    // Every timed step is a whole batch: an epoch's short last batch is dropped, not timed as a full one.
+    loader_ = std::make_unique<data::BatchLoader>(*dataset_, batch_size, seed, /*shuffle=*/true, device_,
+                                                  /*drop_last=*/true);
     epoch_ = 0;
     loader_->start_epoch(epoch_);
     return;
@@ -101,7 +103,7 @@ void Workload::stage() {
   if (!loader_->next_host_batch(batch)) {
     // A new epoch: the loader reshuffles with the next seed.
     loader_->start_epoch(++epoch_);
-    loader_->next_host_batch(batch);
+    TORCH_CHECK(loader_->next_host_batch(batch), "a new epoch gave no batch of ", loader_->batch_size());
   }
   if (timed_copy()) {
     inputs_ = batch.images;

@@ -53,6 +53,8 @@ class Workload {
   void step();
   // The loss tensor of the last step (train only); reading its value waits for the device.
   const torch::Tensor& last_loss() const { return loss_; }
+  // The inputs the next step runs on (staged or prepared).
+  const torch::Tensor& staged_inputs() const { return inputs_; }
   // Drops the batch and gradients, e.g. after running out of memory.
   void release_batch();
   // Training only: the steps that follow run their batch as micro-batches of these sizes, which add up
