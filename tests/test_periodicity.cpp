@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -207,6 +208,64 @@ TEST(Periodicity, RandomJumpsRarelyLookPeriodic) {
   }
   EXPECT_LE(p16_below, kRuns * 6 / 100) << "runs of " << kRuns << " with p(k=16) < 0.05";
   EXPECT_LE(periodic, kRuns / 100) << "runs of " << kRuns << " judged periodic";
+}
+
+std::vector<LevelPoint> curve(int64_t first, int64_t last, const std::function<double(int64_t)>& ms) {
+  std::vector<LevelPoint> out;
+  for (int64_t b = first; b <= last; ++b) out.push_back({b, ms(b), 0.0});
+  return out;
+}
+
+const RisesAfterMultiples* after(const std::vector<RisesAfterMultiples>& all, int k) {
+  for (const RisesAfterMultiples& r : all)
+    if (r.k == k) return &r;
+  return nullptr;
+}
+
+TEST(RisesAfterMultiples, AreRankedAmongAllStepsWithAnExactChance) {
+  // 1..33: every step rises by 1 ms except 16 -> 17 (+6) and 32 -> 33 (+8), the two largest of 32 steps.
+  // A pair drawn at random is those two once in C(32, 2) = 496 draws.
+  const auto points = curve(1, 33, [](int64_t b) { return 10.0 + b + (b > 16 ? 5 : 0) + (b > 32 ? 7 : 0); });
+  const auto all = rises_after_multiples(points);
+  const RisesAfterMultiples* r16 = after(all, 16);
+  ASSERT_NE(r16, nullptr);
+  EXPECT_EQ(r16->steps, 32);
+  ASSERT_EQ(r16->rises.size(), 2u);
+  EXPECT_EQ(r16->rises[0].first, 16);
+  EXPECT_NEAR(r16->rises[0].second, 5.0 / 26.0, 1e-12);  // beyond the typical 1 ms, of 26 ms
+  EXPECT_EQ(r16->rises[1].first, 32);
+  EXPECT_NEAR(r16->p_value, 1.0 / 496.0, 1e-12);
+  EXPECT_NEAR(r16->mean_percentile, 100.0 * (30.5 / 31.0), 1e-9);  // ranks 32 and 31 of 32
+  EXPECT_EQ(after(all, 32), nullptr) << "one step after a multiple of 32 is too few to rank";
+}
+
+TEST(RisesAfterMultiples, TellTheBlogsPatternFromNoise) {
+  std::mt19937_64 engine(7);
+  std::normal_distribution<double> noise(0.0, 0.3);
+  // A linear step with noise, and the same with a rise of 3 ms after every multiple of 16 (the blog's
+  // staircase), on 1..70 as the campaign sweeps.
+  std::vector<double> jitter;
+  for (int i = 0; i < 70; ++i) jitter.push_back(noise(engine));
+  const auto plain = curve(1, 70, [&](int64_t b) { return 4.0 + 0.7 * b + jitter[b - 1]; });
+  const auto stairs =
+      curve(1, 70, [&](int64_t b) { return 4.0 + 0.7 * b + 3.0 * ((b - 1) / 16) + jitter[b - 1]; });
+  const RisesAfterMultiples* with = after(rises_after_multiples(stairs), 16);
+  ASSERT_NE(with, nullptr);
+  EXPECT_LT(with->p_value, 0.01);
+  EXPECT_GE(with->mean_percentile, 90);
+  ASSERT_EQ(with->rises.size(), 4u);
+  EXPECT_EQ(with->rises.back().first, 64);
+  EXPECT_GT(after(rises_after_multiples(plain), 16)->p_value, 0.01);
+  // Past 150 steps the normal approximation: a staircase on 1..400 is still told from the plain line.
+  const auto long_stairs =
+      curve(1, 400, [](int64_t b) { return 4.0 + 0.7 * b + 3.0 * ((b - 1) / 16) + 0.1 * std::sin(b); });
+  EXPECT_LT(after(rises_after_multiples(long_stairs), 16)->p_value, 1e-6);
+  const auto long_plain = curve(1, 400, [](int64_t b) { return 4.0 + 0.7 * b + 0.1 * std::sin(b); });
+  EXPECT_GT(after(rises_after_multiples(long_plain), 16)->p_value, 0.01);
+  // Steps wider than one size are not ranked: a doubling ladder has none.
+  std::vector<LevelPoint> doubling;
+  for (int64_t b = 1; b <= 1024; b *= 2) doubling.push_back({b, 1.0 + b, 0.0});
+  EXPECT_TRUE(rises_after_multiples(doubling).empty());
 }
 
 }  // namespace

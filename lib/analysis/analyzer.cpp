@@ -278,6 +278,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   g.jumps = detect_jumps(levels, options.detector);
   count_passes(g);
   g.periodicity = analyze_periodicity(g.jumps.jumps, measured);
+  g.periodicity.after_multiples = rises_after_multiples(levels);
   for (const Jump& jump : g.jumps.jumps) {
     for (const PointStats& p : g.points) {
       if (p.batch_size == jump.from_batch)

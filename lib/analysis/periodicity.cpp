@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
+
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {
@@ -13,6 +17,9 @@ constexpr int kTestedPeriods[] = {8, 16, 32, 64};
 constexpr int kMinHits = 2;
 constexpr double kMinScore = 0.5;
 constexpr double kMaxPValue = 0.01;
+constexpr int kRankTestedPeriods[] = {8, 16, 32};
+// Up to this many steps the rank-sum test counts every draw; beyond, the normal approximation.
+constexpr std::size_t kExactRankSumSteps = 150;
 
 // The smallest multiple of k at or above from, which lies in [from, to) when the step crosses one.
 int64_t first_multiple_at_or_above(int64_t from, int k) {
@@ -138,7 +145,93 @@ std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& 
   return out.str();
 }
 
+// P(the doubled ranks of `picked` steps drawn at random add up to at least `observed`): exact by counting
+// the draws (ties keep their averaged ranks) up to kExactRankSumSteps steps, else the normal
+// approximation with a continuity correction.
+double rank_sum_upper_tail(const std::vector<int64_t>& doubled_ranks, std::size_t picked, int64_t observed) {
+  const std::size_t n = doubled_ranks.size();
+  if (picked == 0 || picked > n) return 1.0;
+  if (n <= kExactRankSumSteps) {
+    const auto total =
+        static_cast<std::size_t>(std::accumulate(doubled_ranks.begin(), doubled_ranks.end(), int64_t{0}));
+    // draws[j][s]: the draws of j steps among those seen so far whose doubled ranks add up to s.
+    std::vector<std::vector<double>> draws(picked + 1, std::vector<double>(total + 1, 0.0));
+    draws[0][0] = 1;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto r = static_cast<std::size_t>(doubled_ranks[i]);
+      for (std::size_t j = std::min(picked, i + 1); j >= 1; --j) {
+        for (std::size_t s = total; s >= r; --s) {
+          draws[j][s] += draws[j - 1][s - r];
+          if (s == r) break;
+        }
+      }
+    }
+    double all = 0, tail = 0;
+    for (std::size_t s = 0; s <= total; ++s) {
+      all += draws[picked][s];
+      if (static_cast<int64_t>(s) >= observed) tail += draws[picked][s];
+    }
+    return all > 0 ? std::min(1.0, tail / all) : 1.0;
+  }
+  const double nn = static_cast<double>(n), m = static_cast<double>(picked);
+  const double mean = m * (nn + 1);  // of the doubled rank sum
+  double squares = 0;
+  for (int64_t r : doubled_ranks) squares += static_cast<double>(r) * static_cast<double>(r);
+  const double one_rank_variance = squares / nn - (nn + 1) * (nn + 1);
+  const double sd = std::sqrt(std::max(0.0, one_rank_variance * m * (nn - m) / (nn - 1)));
+  if (sd == 0) return 1.0;
+  return 0.5 * std::erfc((static_cast<double>(observed) - 1 - mean) / (sd * std::sqrt(2.0)));
+}
+
 }  // namespace
+
+std::vector<RisesAfterMultiples> rises_after_multiples(const std::vector<LevelPoint>& points) {
+  // Every step b -> b + 1 and its rise beyond the typical one, relative to its step time.
+  std::vector<int64_t> from;
+  std::vector<double> differences, levels;
+  for (std::size_t i = 0; i + 1 < points.size(); ++i) {
+    if (points[i + 1].batch_size != points[i].batch_size + 1 || points[i].median_ms <= 0) continue;
+    from.push_back(points[i].batch_size);
+    differences.push_back(points[i + 1].median_ms - points[i].median_ms);
+    levels.push_back(points[i].median_ms);
+  }
+  std::vector<RisesAfterMultiples> out;
+  if (from.size() < 3) return out;
+  const double typical = median(differences);
+  std::vector<double> rises;
+  for (std::size_t i = 0; i < from.size(); ++i) rises.push_back((differences[i] - typical) / levels[i]);
+  // Doubled ranks, 2 for the smallest, ties sharing the average.
+  std::vector<std::size_t> order(rises.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rises[a] < rises[b]; });
+  std::vector<int64_t> doubled(rises.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && rises[order[j + 1]] == rises[order[i]]) ++j;
+    for (std::size_t t = i; t <= j; ++t) doubled[order[t]] = static_cast<int64_t>(i + j + 2);
+    i = j + 1;
+  }
+  const double n = static_cast<double>(rises.size());
+  for (int k : kRankTestedPeriods) {
+    RisesAfterMultiples r;
+    r.k = k;
+    r.steps = static_cast<int>(rises.size());
+    int64_t rank_sum = 0;
+    double percentiles = 0;
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      if (from[i] % k != 0) continue;
+      r.rises.emplace_back(from[i], rises[i]);
+      rank_sum += doubled[i];
+      // The other steps below it, and half of those it ties with.
+      percentiles += 100.0 * (static_cast<double>(doubled[i]) / 2 - 1) / (n - 1);
+    }
+    if (r.rises.size() < kMinHits) continue;
+    r.mean_percentile = percentiles / static_cast<double>(r.rises.size());
+    r.p_value = rank_sum_upper_tail(doubled, r.rises.size(), rank_sum);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
 
 Periodicity analyze_periodicity(const std::vector<Jump>& jumps,
                                 const std::vector<int64_t>& measured_batches) {

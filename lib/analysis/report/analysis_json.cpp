@@ -143,6 +143,16 @@ Json group_json(const GroupAnalysis& g) {
   }
   Json tested = Json::array();
   for (const PeriodCheck& p : g.periodicity.tested) tested.push_back(period_json(p));
+  Json after_multiples = Json::array();
+  for (const RisesAfterMultiples& r : g.periodicity.after_multiples) {
+    Json rises = Json::array();
+    for (const auto& [from, rise] : r.rises) rises.push_back(Json{{"from", from}, {"rise_pct", 100 * rise}});
+    after_multiples.push_back(Json{{"k", r.k},
+                                   {"rises", rises},
+                                   {"steps", r.steps},
+                                   {"mean_percentile", r.mean_percentile},
+                                   {"p_value", r.p_value}});
+  }
   Json before = Json::array();
   for (const BatchChoice& c : g.before_jumps) before.push_back(choice_json(c));
   return Json{{"id", g.id},
@@ -157,7 +167,8 @@ Json group_json(const GroupAnalysis& g) {
                {{"tested", tested},
                 {"best", g.periodicity.best ? period_json(*g.periodicity.best) : Json(nullptr)},
                 {"periodic", g.periodicity.periodic},
-                {"verdict", g.periodicity.verdict}}},
+                {"verdict", g.periodicity.verdict},
+                {"after_multiples", after_multiples}}},
               {"best",
                {{"fastest", g.fastest ? choice_json(*g.fastest) : Json(nullptr)},
                 {"saturation", g.saturation ? choice_json(*g.saturation) : Json(nullptr)},

@@ -160,11 +160,49 @@ std::string multiples_of_16(const Periodicity& p) {
   return "";
 }
 
+// The steps after multiples of k, ranked among all steps between neighbouring sizes: whether the step
+// time rises after a multiple of 16 even where the jump detector calls no jump.
+void write_after_multiples(std::ostream& out, const Periodicity& p) {
+  if (p.after_multiples.empty()) return;
+  out << "**Steps after multiples of k** (each step m → m+1 from a multiple of k, beyond the typical step, "
+         "ranked among all "
+      << p.after_multiples.front().steps
+      << " steps between neighbouring sizes; no jump threshold):\n\n"
+         "| k | rise after each multiple | mean percentile | p (rank sum) |\n|---:|---|---:|---:|\n";
+  for (const RisesAfterMultiples& r : p.after_multiples) {
+    std::string rises;
+    for (const auto& [from, rise] : r.rises) {
+      if (!rises.empty()) rises += ", ";
+      rises += std::to_string(from) + "→" + std::to_string(from + 1) + " " + (rise >= 0 ? "+" : "") +
+               significant(100 * rise, 2) + "%";
+    }
+    out << "| " << r.k << " | " << rises << " | " << significant(r.mean_percentile, 2) << " | "
+        << significant(r.p_value, 2) << " |\n";
+  }
+  out << "\n";
+}
+
+// One sentence on the k = 16 row: does the step time rise after multiples of 16?
+std::string after_multiples_of_16(const Periodicity& p) {
+  for (const RisesAfterMultiples& r : p.after_multiples) {
+    if (r.k != 16) continue;
+    const bool rises = r.p_value < 0.01 && r.mean_percentile >= 75;
+    return std::string(rises
+                           ? "the step after each multiple of 16 rises more than the others"
+                           : "the steps after multiples of 16 rise no more than the others would by chance") +
+           " (mean percentile " + significant(r.mean_percentile, 2) + " of " + std::to_string(r.steps) +
+           " steps, p = " + significant(r.p_value, 2) + ")";
+  }
+  return "";
+}
+
 void write_periodicity(std::ostream& out, const Periodicity& p) {
   out << "**Periodicity:** " << p.verdict << "\n\n";
   if (const std::string sixteen = multiples_of_16(p); !sixteen.empty()) {
-    out << "**Multiples of 16:** " << sixteen << ".\n\n";
+    const std::string after = after_multiples_of_16(p);
+    out << "**Multiples of 16:** " << sixteen << (after.empty() ? "" : "; " + after) << ".\n\n";
   }
+  write_after_multiples(out, p);
   if (p.tested.empty() || p.tested.front().jumps == 0) return;
   out << "| k | jumps on multiples of k | multiples of k with a jump | p (chance) | score |\n"
       << "|---:|---:|---:|---:|---:|\n";
@@ -478,6 +516,8 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     if (const std::string sixteen = multiples_of_16(g.periodicity);
         !sixteen.empty() && !g.jumps.jumps.empty())
       out << "  multiples of 16: " << sixteen << "\n";
+    if (const std::string after = after_multiples_of_16(g.periodicity); !after.empty())
+      out << "  after multiples of 16: " << after << "\n";
     if (g.fastest) {
       out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
           << " samples/s";
