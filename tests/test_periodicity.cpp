@@ -256,7 +256,7 @@ TEST(RisesAfterMultiples, TellTheBlogsPatternFromNoise) {
   ASSERT_EQ(with->rises.size(), 4u);
   EXPECT_EQ(with->rises.back().first, 64);
   EXPECT_GT(after(rises_after_multiples(plain), 16)->p_value, 0.01);
-  // Past 150 steps the normal approximation: a staircase on 1..400 is still told from the plain line.
+  // Past 100 steps the normal approximation: a staircase on 1..400 is still told from the plain line.
   const auto long_stairs =
       curve(1, 400, [](int64_t b) { return 4.0 + 0.7 * b + 3.0 * ((b - 1) / 16) + 0.1 * std::sin(b); });
   EXPECT_LT(after(rises_after_multiples(long_stairs), 16)->p_value, 1e-6);

@@ -19,7 +19,7 @@ constexpr double kMinScore = 0.5;
 constexpr double kMaxPValue = 0.01;
 constexpr int kRankTestedPeriods[] = {8, 16, 32};
 // Up to this many steps the rank-sum test counts every draw; beyond, the normal approximation.
-constexpr std::size_t kExactRankSumSteps = 150;
+constexpr std::size_t kExactRankSumSteps = 100;
 
 // The smallest multiple of k at or above from, which lies in [from, to) when the step crosses one.
 int64_t first_multiple_at_or_above(int64_t from, int k) {

@@ -32,7 +32,7 @@ struct RisesAfterMultiples {
   std::vector<std::pair<int64_t, double>> rises;  // m and its rise m -> m + 1 beyond the typical, 0.1 = 10%
   int steps = 0;                                  // steps b -> b + 1 measured, these included
   double mean_percentile = 0;  // of these rises among all those steps: 100 the largest, 50 typical
-  // Chance that as many steps drawn at random rank at least as high (rank-sum test, exact up to 400 steps).
+  // Chance that as many steps drawn at random rank at least as high (rank-sum test, exact up to 100 steps).
   double p_value = 1;
 };
 

@@ -106,7 +106,7 @@ for line in kept:
 print(f"resumed after {points_before} of 6 batch sizes; all six measured, the first ones kept")
 PY
 for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jumps/vgg16_bf16_channels_last \
-            jumps/vgg16_copy_included \
+            jumps/vgg16_copy_included jumps/resnet50_tf32_off jumps/vgg16_tf32_off_profiled \
             jumps/resnet50_bench_off_pass2 jumps/resnet50_foreach_off \
             mnist_train_vs_infer energy_zoo; do
   grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
@@ -131,6 +131,23 @@ if [ "$rc" -eq 0 ] && ! grep -q "): estimated" "$work/third.out"; then
   ok "a third run finds nothing left to do"
 else
   fail "third run: exit $rc, $(tail -3 "$work/third.out")"
+fi
+
+# An item added to the campaign after its plan was made (here: taken out of the plan) joins the plan on
+# the next run, as --replan would add it; what is done stays done.
+python3 - "$work/r/campaign/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["items"] = [it for it in plan["items"] if it["id"] != "vgg16_tf32_off_profiled"]
+json.dump(plan, open(sys.argv[1], "w"))
+PY
+"${campaign[@]}" --plan-only > "$work/added.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "the campaign has items the plan lacks (vgg16_tf32_off_profiled): planning again" "$work/added.out" &&
+   grep -q '"vgg16_tf32_off_profiled"' "$work/r/campaign/plan.json" && grep -q "vgg16_tf32_off_profiled .* done" "$work/added.out"; then
+  ok "an item added to the campaign joins an earlier plan"
+else
+  fail "added item: exit $rc, $(head -3 "$work/added.out")"
 fi
 
 echo "$failures failures"
