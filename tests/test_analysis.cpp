@@ -230,9 +230,16 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
   EXPECT_NE(terminal.str().find("16→17"), std::string::npos) << terminal.str();
   EXPECT_NE(
       report.str().find("**Multiples of 16:** the pattern holds: 2 of 2 jumps fall on a multiple of 16, and "
-                        "2 of 2 multiples of 16 in the range have a jump."),
+                        "2 of 2 multiples of 16 in the range have a jump; the step after each multiple of 16 "
+                        "rises more than the others (mean percentile 99 of 39 steps, p = 0.0013)."),
       std::string::npos)
       << report.str();
+  // The rank test's rows: the steps after 8 and 24 are typical steps, equal but for rounding.
+  EXPECT_NE(report.str().find("| 8 | 8→9 +0%, 16→17 +22%, 24→25 +0%, 32→33 +16% |"), std::string::npos)
+      << report.str();
+  EXPECT_NE(terminal.str().find("after multiples of 16: the step after each multiple of 16 rises more"),
+            std::string::npos)
+      << terminal.str();
 }
 
 TEST_F(AnalyzeTest, Tf32SetOffIsAGroupOfItsOwnBesideLibTorchsDefault) {

@@ -199,7 +199,9 @@ std::vector<RisesAfterMultiples> rises_after_multiples(const std::vector<LevelPo
   if (from.size() < 3) return out;
   const double typical = median(differences);
   std::vector<double> rises;
-  for (std::size_t i = 0; i < from.size(); ++i) rises.push_back((differences[i] - typical) / levels[i]);
+  // Rounded to 1e-9 (a millionth of a percent), so that steps equal but for rounding rank as ties.
+  for (std::size_t i = 0; i < from.size(); ++i)
+    rises.push_back(std::round((differences[i] - typical) / levels[i] * 1e9) / 1e9 + 0.0);  // no -0
   // Doubled ranks, 2 for the smallest, ties sharing the average.
   std::vector<std::size_t> order(rises.size());
   std::iota(order.begin(), order.end(), 0);
