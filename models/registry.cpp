@@ -1,8 +1,12 @@
 #include "models/registry.h"
 
+#include <ATen/Context.h>
+#include <ATen/Version.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -174,7 +178,20 @@ Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes) {
   return out;
 }
 
+void avoid_known_library_faults() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // oneDNN 3.7.2 (Debian 13's LibTorch 2.6) ends the process with an integer division by zero in the
+    // backward pass of a 1x1, stride-2 convolution to 2048 channels (ResNet-50's last downsample), at
+    // any input size. LibTorch's own CPU convolutions take over where that build is linked.
+    if (at::show_config().find("MKL-DNN v3.7.2") != std::string::npos) {
+      at::globalContext().setUserEnabledMkldnn(false);
+    }
+  });
+}
+
 const ModelSpec* find_model(const std::string& name) {
+  avoid_known_library_faults();
   for (const ModelSpec& model : all_models()) {
     if (model.name == name) return &model;
   }

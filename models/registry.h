@@ -60,8 +60,12 @@ Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes);
 int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes);
 
 const std::vector<ModelSpec>& all_models();
-// nullptr when no model has that name.
+// nullptr when no model has that name. The first call also works around the faults of LibTorch builds
+// known to end the process (avoid_known_library_faults).
 const ModelSpec* find_model(const std::string& name);
+// Once per process: where LibTorch links a oneDNN known to crash on a layer of the zoo (3.7.2, Debian 13's
+// LibTorch 2.6: ResNet-50's backward), its CPU convolutions are left to LibTorch's own kernels.
+void avoid_known_library_faults();
 // "vgg16, vgg19, ..." for messages.
 std::string known_model_names();
 
