@@ -94,13 +94,11 @@ class Campaign:
         # First every claim's first answer, each item a few minutes at most, so that a short GPU window
         # answers all of them; then the variants of claim 1, the largest batches, and benchmark mode.
         # 1. VGG16's staircase, profiled, so that analyze can put every jump on its layers and kernels.
-        if smoke:
-            # Six sizes, so that a short budget stops it half-way (the smoke test resumes it).
-            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
-                  with_option(SMOKE_IMAGE, "--batch", "1:6"),
-                  os.path.join(r, "vgg16_jumps"))
-        else:
-            sweep("vgg16_jumps", ["configs/vgg16_jumps.yaml", "--profile"], os.path.join(r, "vgg16_jumps"))
+        # Smoke: six sizes, so that a short budget stops it half-way (the smoke test resumes it).
+        profiled_vgg16 = (["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
+                          with_option(SMOKE_IMAGE, "--batch", "1:6") if smoke
+                          else ["configs/vgg16_jumps.yaml", "--profile"])
+        sweep("vgg16_jumps", profiled_vgg16, os.path.join(r, "vgg16_jumps"))
         # 5. The GPU's measured peak, that every sweep's TFLOP/s is read against.
         peak = os.path.join(r, "peak.jsonl")
         out.append({"id": "peak", "kind": "peak",
@@ -151,9 +149,8 @@ class Campaign:
         # analyze puts the sawtooth on its kernels.
         for m in JUMP_MODELS_OFF:
             sweep(f"{m}_tf32_off", ["--model", m] + image + ["--tf32", "off"], os.path.join(jumps, f"{m}_tf32_off"))
-        profiled = (["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
-                    with_option(SMOKE_IMAGE, "--batch", "1:6") if smoke else ["configs/vgg16_jumps.yaml", "--profile"])
-        sweep("vgg16_tf32_off_profiled", profiled + ["--tf32", "off"], os.path.join(jumps, "vgg16_tf32_off_profiled"))
+        sweep("vgg16_tf32_off_profiled", profiled_vgg16 + ["--tf32", "off"],
+              os.path.join(jumps, "vgg16_tf32_off_profiled"))
         bf16 = with_option(image, "--precision", "bf16")
         sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
               os.path.join(jumps, "vgg16_bf16_channels_last"))
