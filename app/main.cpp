@@ -14,6 +14,7 @@
 #include "lib/device/cpu_threads.h"
 #include "lib/device/host_allocator.h"
 #include "lib/timing/step_runner.h"
+#include "models/registry.h"
 
 int main(int argc, char** argv) {
   using namespace batchscope;
@@ -42,6 +43,9 @@ int main(int argc, char** argv) {
     // And glibc's malloc thresholds fixed, so that a CPU step's large blocks are served the same way in
     // every run (lib/device/host_allocator.h), unless the environment decides.
     batchscope::host_allocator::apply();
+    // And a LibTorch build known to end the process on a layer of the zoo worked around, before the run
+    // record says which kernels ran (models/registry.h).
+    batchscope::models::avoid_known_library_faults();
     std::string names;
     for (const auto& [name, run] : app::commands()) {
       if (name == command) return run(args);

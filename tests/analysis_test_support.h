@@ -43,6 +43,8 @@ struct FakeLog {
   std::function<double(int64_t batch, double level_ms)> host;
   // The run record's tf32 object (a LibTorch with CUDA writes one); none where null.
   Json tf32;
+  // The run record's cpu.onednn object (version, enabled); none where null.
+  Json onednn;
   // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
   std::string tf32_setting;
   // The optimizer stepped multi-tensor (foreach), as its record says then.
@@ -74,6 +76,7 @@ struct FakeLog {
                 {"libtorch_version", libtorch},
                 {"config", {{"experiments", {config}}}}};
     if (!tf32.is_null()) run["tf32"] = tf32;
+    if (!onednn.is_null()) run["cpu"]["onednn"] = onednn;
     std::ostringstream out;
     out << run.dump() << "\n";
     const Json common = {{"experiment", experiment},

@@ -346,6 +346,26 @@ TEST_F(AnalyzeTest, ReportSaysWhetherFp32RanInTf32) {
   EXPECT_EQ(without.str().find("TF32"), std::string::npos) << without.str();
 }
 
+TEST_F(AnalyzeTest, ReportSaysWhereOneDnnWasDisabled) {
+  // A run whose LibTorch links a oneDNN known to crash ran its CPU convolutions without it: slower, and
+  // the report says so; an enabled oneDNN (or a record without the field) is not worth a word.
+  FakeLog log;
+  log.gpu = "cpu";
+  log.batches = range(1, 8);
+  log.onednn = {{"version", "3.7.2"}, {"enabled", false}};
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream disabled, enabled, unknown;
+  write_report(disabled, analyze_logs({write("off.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_NE(disabled.str().find("oneDNN 3.7.2 disabled"), std::string::npos) << disabled.str();
+  log.onednn = {{"version", "2.6.3"}, {"enabled", true}};
+  write_report(enabled, analyze_logs({write("on.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_EQ(enabled.str().find("oneDNN"), std::string::npos) << enabled.str();
+  log.onednn = nullptr;
+  write_report(unknown, analyze_logs({write("none.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_EQ(unknown.str().find("oneDNN"), std::string::npos) << unknown.str();
+}
+
 TEST(Significant, KeepsDigitsWithoutExponents) {
   EXPECT_EQ(significant(12.3456), "12.35");
   EXPECT_EQ(significant(0.012345), "0.01235");

@@ -125,6 +125,11 @@ TEST(RecordProblem, NamesTheFieldThatIsWrong) {
   bad["cpu"]["torch_threads"] = "two";
   EXPECT_NE(record_problem(bad).find("cpu.torch_threads"), std::string::npos);
   bad = run;
+  bad["cpu"]["onednn"] = {{"version", "3.7.2"}, {"enabled", "no"}};
+  EXPECT_EQ(record_problem(bad), "has a cpu.onednn.enabled that is not true or false");
+  bad["cpu"]["onednn"] = "3.7.2";
+  EXPECT_EQ(record_problem(bad), "has a cpu.onednn that is not an object");
+  bad = run;
   bad["config"]["experiments"][0]["batch"] = Json::array({1, "2"});
   EXPECT_NE(record_problem(bad).find("batch size"), std::string::npos);
   bad = run;

@@ -93,6 +93,18 @@ void set_tf32(std::optional<bool> allowed) {
   context.setAllowTF32CuBLAS(allowed.value_or(defaults.cublas_matmul));
 }
 
+std::string onednn_version(const std::string& build_config) {
+  for (const char* name : {"MKL-DNN v", "oneDNN v"}) {
+    const std::size_t at = build_config.find(name);
+    if (at == std::string::npos) continue;
+    const std::size_t from = at + std::char_traits<char>::length(name);
+    const std::size_t to = build_config.find_first_not_of("0123456789.", from);
+    const std::string version = build_config.substr(from, to == std::string::npos ? to : to - from);
+    if (!version.empty()) return version;
+  }
+  return "";
+}
+
 nlohmann::json collect_environment() {
   utsname os{};
   uname(&os);
@@ -115,6 +127,10 @@ nlohmann::json collect_environment() {
   if (!threads.environment.empty()) cpu["threading_environment"] = threads.environment;
   if (const auto allocator = host_allocator::environment(); !allocator.empty()) cpu["allocator_environment"] = allocator;
   cpu["malloc"] = host_allocator::to_json(host_allocator::in_effect());
+  // Whether LibTorch may run CPU convolutions in oneDNN: batchscope disables a oneDNN known to crash
+  // (models::avoid_known_library_faults), and the same step is slower without it.
+  if (const std::string onednn = onednn_version(at::show_config()); !onednn.empty())
+    cpu["onednn"] = {{"version", onednn}, {"enabled", at::globalContext().userEnabledMkldnn()}};
   env["cpu"] = cpu;
   if (gpu::built_with_cuda()) {
     // LibTorch lets cuDNN run fp32 convolutions in TF32 unless told otherwise (matrix products stay fp32),
@@ -148,6 +164,12 @@ std::string format_environment(const nlohmann::json& env) {
       << " logical cores, " << cpu.value("usable_physical_cores", 0) << " usable physical cores, "
       << cpu.value("torch_threads", 0) << " torch threads (" << cpu.value("threads_from", "") << "), "
       << cpu.value("torch_interop_threads", 0) << " inter-op\n";
+  if (cpu.contains("onednn")) {
+    const bool enabled = cpu["onednn"].value("enabled", true);
+    out << "onednn:        " << cpu["onednn"].value("version", "")
+        << (enabled ? ", enabled" : ", disabled: CPU convolutions run in LibTorch's own kernels")
+        << "\n";
+  }
   if (cpu.contains("malloc")) {
     const auto& malloc = cpu["malloc"];
     const std::string thresholds = malloc.value("thresholds", "");

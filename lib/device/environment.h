@@ -30,6 +30,10 @@ void set_tf32(std::optional<bool> allowed);
 // The settings in effect now.
 Tf32Settings current_tf32();
 
+// The oneDNN (once MKL-DNN) version LibTorch's build configuration (at::show_config()) names: "3.7.2";
+// "" where it names none.
+std::string onednn_version(const std::string& build_config);
+
 std::string iso8601_utc_now();
 
 // A run's identity: its UTC start time and 32 random bits, e.g. 2026_11_22T00_07_13Z-be6a0ae4.

@@ -132,6 +132,13 @@ std::string run_problem(const Json& r) {
                                       {"threads_from", text, "text"}},
                            "cpu.");
     if (!problem.empty()) return problem;
+    if (r["cpu"].contains("onednn")) {
+      if (!r["cpu"]["onednn"].is_object()) return "has a cpu.onednn that is not an object";
+      problem = check_fields(r["cpu"]["onednn"], {{"version", text, "text"},
+                                                  {"enabled", [](const Json& j) { return j.is_boolean(); }, "true or false"}},
+                             "cpu.onednn.");
+      if (!problem.empty()) return problem;
+    }
   }
   if (r.contains("gpus")) {
     if (!r["gpus"].is_array()) return "has gpus that are not a list";

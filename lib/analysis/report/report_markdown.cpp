@@ -69,7 +69,14 @@ void write_environment(std::ostream& out, const Analysis& a) {
     out << ", " << text(env, "os") << ".\n";
     if (env.contains("cpu") && env["cpu"].is_object()) {
       out << "  - CPU: " << text(env["cpu"], "model") << ", " << text(env["cpu"], "logical_cores")
-          << " logical cores, LibTorch threads: " << text(env["cpu"], "torch_threads") << "\n";
+          << " logical cores, LibTorch threads: " << text(env["cpu"], "torch_threads");
+      const Json& cpu = env["cpu"];
+      if (cpu.contains("onednn") && cpu["onednn"].is_object() && cpu["onednn"].contains("enabled") &&
+          cpu["onednn"]["enabled"] == false) {
+        out << "; oneDNN " << text(cpu["onednn"], "version")
+            << " disabled (a build known to crash), so CPU convolutions ran in LibTorch's own, slower kernels";
+      }
+      out << "\n";
     }
     if (env.contains("gpus") && env["gpus"].is_array()) {
       for (const Json& g : env["gpus"]) {
