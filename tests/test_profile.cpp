@@ -2,10 +2,12 @@
 // layers add up to the step, and the causes analyze gives for planted jumps and kernel switches.
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -467,6 +469,29 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   for (const LogSummary& l : a.logs) {
     for (const std::string& w : l.warnings)
       warned = warned || w.find("profile.jsonl:16") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+
+  // The same profiles compressed (gzip -9 profile.jsonl) explain the same jump; the warning names the
+  // compressed file.
+  std::string text;
+  {
+    std::ifstream in(dir / "profile.jsonl", std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  gzFile out = gzopen((dir / "profile.jsonl.gz").c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  fs::remove(dir / "profile.jsonl");
+  const Analysis packed = analyze_logs({dir.path().string()}, AnalyzeOptions{});
+  ASSERT_EQ(packed.groups.size(), 1u);
+  ASSERT_TRUE(packed.groups[0].profile.has_value());
+  EXPECT_EQ(analysis_to_json(packed, AnalyzeOptions{})["groups"][0]["profile"], j["groups"][0]["profile"]);
+  warned = false;
+  for (const LogSummary& l : packed.logs) {
+    for (const std::string& w : l.warnings)
+      warned = warned || w.find("profile.jsonl.gz:16") != std::string::npos;
   }
   EXPECT_TRUE(warned);
 }

@@ -1,11 +1,13 @@
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
-#include "lib/records/csv_writer.h"
 #include "lib/common/errors.h"
+#include "lib/records/csv_writer.h"
 #include "lib/records/records.h"
 #include "tests/test_support.h"
 
@@ -195,6 +197,43 @@ TEST(Jsonl, ARecordWhoseTypeIsNotTextNamesFileAndLine) {
   const std::string path = dir / "typed.jsonl";
   std::ofstream(path) << "{\"type\":\"run\"}\n{\"type\":[\"point\"]}\n";
   EXPECT_TRUE(refuses_with([&] { read_jsonl(path); }, {path + ":2:", "\"type\" in text"}));
+}
+
+// text, compressed as gzip -9 would.
+void write_gzip(const std::string& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+}
+
+TEST(Jsonl, AGzipFileReadsAsTheLogItHolds) {
+  const TempDir dir;
+  std::string text = "{\"type\":\"run\"}\nnot json\n";
+  for (int i = 0; i < 2000; ++i) text += step_json(1, i, 1.5 + i, std::nullopt).dump() + "\n";
+  text += "{\"type\":\"end\"}\n{\"type\":\"st";
+  std::ofstream(dir / "plain.jsonl") << text;
+  write_gzip(dir / "packed.jsonl.gz", text);
+  const JsonlContents plain = read_jsonl(dir / "plain.jsonl", BadLines::Collect);
+  const JsonlContents packed = read_jsonl(dir / "packed.jsonl.gz", BadLines::Collect);
+  EXPECT_FALSE(plain.compressed);
+  EXPECT_TRUE(packed.compressed);
+  ASSERT_EQ(packed.records.size(), 2002u);
+  EXPECT_EQ(packed.records, plain.records);
+  EXPECT_EQ(packed.record_lines, plain.record_lines);
+  EXPECT_EQ(packed.bad_lines, std::vector<int>{2});
+  EXPECT_TRUE(packed.truncated_tail);
+  EXPECT_EQ(packed.complete_bytes, plain.complete_bytes);
+  EXPECT_LT(fs::file_size(dir / "packed.jsonl.gz"), fs::file_size(dir / "plain.jsonl") / 4);
+  // A compressed file cut short is refused whole, naming it: there are no lines to keep before the cut.
+  std::string bytes;
+  {
+    std::ifstream in(dir / "packed.jsonl.gz", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::ofstream(dir / "cut.jsonl.gz", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_TRUE(refuses_with([&] { read_jsonl(dir / "cut.jsonl.gz", BadLines::Collect); },
+                           {dir / "cut.jsonl.gz", "is a gzip file that cannot be read whole"}));
 }
 
 TEST(Jsonl, MissingFileIsAUserErrorNamingIt) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -98,6 +99,26 @@ TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
   const auto all = store.read_all();
   ASSERT_EQ(all.size(), 4u);
   EXPECT_EQ(batch_key_of(all[3])->batch_size, 2);
+}
+
+TEST_F(RunStoreTest, ACompressedLogIsRefusedUntouchedForASweepAppendsToAPlainOne) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write(typed({run_record(experiments_), point("a", 1)}));
+  }
+  std::string text;
+  {
+    std::ifstream in(dir_ + "/steps.jsonl", std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  gzFile out = gzopen((dir_ + "/steps.jsonl").c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  const auto size = fs::file_size(dir_ + "/steps.jsonl");
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore again(dir_, experiments_, false); },
+                                            {dir_ + "/steps.jsonl", "is compressed (gzip)", "gunzip"}));
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
 }
 
 TEST_F(RunStoreTest, CompleteRunIsNotOverwrittenWithoutForce) {

@@ -131,9 +131,10 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
   }
 }
 
-// profile.jsonl beside the log, where the sweep profiled its batch sizes; damaged lines are warnings.
-void load_profiles(LoadedLog& log) {
-  const fs::path path = fs::path(log.summary.path).parent_path() / "profile.jsonl";
+// profile.jsonl beside the log, where the sweep profiled its batch sizes, and profile.jsonl.gz (a profile
+// compressed to keep or send: gzip -9 profile.jsonl), read in that order where both are there (a resumed
+// sweep appends to a plain file beside the compressed one); damaged lines are warnings.
+void load_profile_file(LoadedLog& log, const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return;
   JsonlContents contents;
@@ -158,6 +159,12 @@ void load_profiles(LoadedLog& log) {
                                                ", so it was skipped",
                                            "repair or remove it, or profile that batch size again"));
   }
+}
+
+void load_profiles(LoadedLog& log) {
+  const fs::path dir = fs::path(log.summary.path).parent_path();
+  load_profile_file(log, dir / "profile.jsonl.gz");
+  load_profile_file(log, dir / "profile.jsonl");
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #include "lib/records/jsonl.h"
 
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "lib/common/errors.h"
@@ -44,14 +46,45 @@ void JsonlWriter::flush() {
   pending_.clear();
 }
 
+namespace {
+
+// A gzip file's whole text. A file cut short (a copy or compression that was stopped) is refused:
+// a gzip stream has no lines to keep before the damage the way a plain log does.
+std::string gunzipped_text(const std::string& path) {
+  const std::unique_ptr<gzFile_s, int (*)(gzFile)> gz(gzopen(path.c_str(), "rb"), gzclose);
+  if (!gz) throw UserError(located(path, 0, "cannot be read", "check the path"));
+  std::string text;
+  char chunk[1 << 16];
+  int got = 0;
+  while ((got = gzread(gz.get(), chunk, sizeof chunk)) > 0) text.append(chunk, static_cast<std::size_t>(got));
+  int code = Z_OK;
+  const char* message = gzerror(gz.get(), &code);
+  if (got < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+    throw UserError(
+        located(path, 0, std::string("is a gzip file that cannot be read whole (") + message + ")",
+                "compress the log again from its original (gzip -k steps.jsonl), or use the plain file"));
+  }
+  return text;
+}
+
+}  // namespace
+
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError(located(path, 0, "cannot be read", "check the path"));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  std::string text = buffer.str();
+  bool compressed = false;
+  // gzip's magic number: a compressed log (profile.jsonl.gz) reads as its text.
+  if (text.size() >= 2 && static_cast<unsigned char>(text[0]) == 0x1f &&
+      static_cast<unsigned char>(text[1]) == 0x8b) {
+    text = gunzipped_text(path);
+    compressed = true;
+  }
 
   JsonlContents out;
+  out.compressed = compressed;
   std::size_t begin = 0;
   int line = 0;
   while (begin < text.size()) {

@@ -47,13 +47,15 @@ struct JsonlContents {
   std::uintmax_t complete_bytes = 0;
   int complete_lines = 0;
   bool truncated_tail = false;
+  bool compressed = false;  // the file is gzip
 };
 
 enum class BadLines { Throw, Collect };
 
 // Reads every record of a JSON-lines file. A line that is not a JSON object with a text "type" throws
 // UserError naming the file and line (or, with BadLines::Collect, is listed in bad_lines and skipped),
-// except an unterminated last line (a killed write), which is reported as truncated_tail.
+// except an unterminated last line (a killed write), which is reported as truncated_tail. A gzip file
+// (gzip -9 profile.jsonl) is read as the text it holds; complete_bytes then counts that text's bytes.
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
 
 }  // namespace batchscope

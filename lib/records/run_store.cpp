@@ -169,9 +169,16 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
     fs::remove(fs::path(dir) / "profile.jsonl", ec);
+    fs::remove(fs::path(dir) / "profile.jsonl.gz", ec);
     fs::remove_all(fs::path(dir) / "traces", ec);
   } else if (has_log) {
     JsonlContents contents = read_jsonl(jsonl_path_);
+    if (contents.compressed) {
+      throw UserError(
+          located(jsonl_path_, 0, "is compressed (gzip), and a sweep resumes by appending to a plain log",
+                  "decompress it in place (mv steps.jsonl steps.jsonl.gz && gunzip steps.jsonl.gz), "
+                  "then run again to resume"));
+    }
     const auto& records = contents.records;
     if (records.empty() || records.front()["type"] != record::kRun) {
       throw UserError(located(jsonl_path_, 1, "does not start with a batchscope run record",

@@ -10,6 +10,7 @@ measured is copied to --copy-to. Exit codes: 0 all done, 3 stopped at the budget
 1 an item failed (the others still ran), 2 bad usage.
 """
 import argparse
+import gzip
 import json
 import os
 import re
@@ -312,6 +313,8 @@ class Campaign:
                 failed.append(it["id"])
                 self.log(f"({i}) {it['id']}: FAILED with exit {rc} after {seconds:.0f} s; going on")
             self.save_state()
+            if rc == 0 and it["kind"] == "sweep":
+                compress_profile(it["out"])
             if it["kind"] == "sweep" and os.path.exists(os.path.join(it["out"], "steps.jsonl")):
                 self.analyze(it)
             self.copy_back()
@@ -478,6 +481,17 @@ def set_aside(path):
     if os.path.exists(path):
         aside = f"{path}.interrupted-{time.strftime('%Y%m%d-%H%M%S')}"
         os.rename(path, aside)
+
+
+def compress_profile(out):
+    """A finished sweep's profile.jsonl (megabytes of kernel tables) kept as profile.jsonl.gz, which analyze
+    reads as it reads the plain file; appended as one more gzip member where an earlier one is there."""
+    plain = os.path.join(out, "profile.jsonl")
+    if not os.path.isfile(plain):
+        return
+    with open(plain, "rb") as src, gzip.open(plain + ".gz", "ab", compresslevel=9) as dst:
+        shutil.copyfileobj(src, dst)
+    os.remove(plain)
 
 
 def run_capture(argv):

@@ -112,6 +112,12 @@ for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jump
   grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
     fail "$item: no complete, analysed sweep"
 done
+# A finished profiled sweep keeps its profile compressed, and analyze read it from there.
+[ -s "$work/r/jumps/vgg16_tf32_off_profiled/profile.jsonl.gz" ] &&
+  [ ! -e "$work/r/jumps/vgg16_tf32_off_profiled/profile.jsonl" ] &&
+  grep -q '"profile"' "$work/r/jumps/vgg16_tf32_off_profiled/analysis/analysis.json" &&
+  ok "a finished sweep's profile is kept compressed and analysed from there" ||
+  fail "profile: $(ls "$work/r/jumps/vgg16_tf32_off_profiled")"
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
 python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["type"] == "peak" and r["rates"][0]["median_tflops"] > 0, r' \
   "$work/r/peak.jsonl" || fail "peak: no measured rate"
