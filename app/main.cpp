@@ -1,7 +1,7 @@
 #include <c10/util/Exception.h>
-#include <torch/version.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <torch/version.h>
 
 #include <cxxopts.hpp>
 #include <iostream>

@@ -1,14 +1,13 @@
-#include <gtest/gtest.h>
-
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <gtest/gtest.h>
 #include <malloc.h>
 
 #include <cstdlib>
-#include <map>
 #include <filesystem>
-#include <string>
 #include <fstream>
+#include <map>
+#include <string>
 
 #include "lib/device/cpu_threads.h"
 #include "lib/device/environment.h"

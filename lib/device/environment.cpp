@@ -167,8 +167,7 @@ std::string format_environment(const nlohmann::json& env) {
   if (cpu.contains("onednn")) {
     const bool enabled = cpu["onednn"].value("enabled", true);
     out << "onednn:        " << cpu["onednn"].value("version", "")
-        << (enabled ? ", enabled" : ", disabled: CPU convolutions run in LibTorch's own kernels")
-        << "\n";
+        << (enabled ? ", enabled" : ", disabled: CPU convolutions run in LibTorch's own kernels") << "\n";
   }
   if (cpu.contains("malloc")) {
     const auto& malloc = cpu["malloc"];

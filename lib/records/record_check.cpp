@@ -134,8 +134,9 @@ std::string run_problem(const Json& r) {
     if (!problem.empty()) return problem;
     if (r["cpu"].contains("onednn")) {
       if (!r["cpu"]["onednn"].is_object()) return "has a cpu.onednn that is not an object";
-      problem = check_fields(r["cpu"]["onednn"], {{"version", text, "text"},
-                                                  {"enabled", [](const Json& j) { return j.is_boolean(); }, "true or false"}},
+      problem = check_fields(r["cpu"]["onednn"],
+                             {{"version", text, "text"},
+                              {"enabled", [](const Json& j) { return j.is_boolean(); }, "true or false"}},
                              "cpu.onednn.");
       if (!problem.empty()) return problem;
     }

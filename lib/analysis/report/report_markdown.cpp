@@ -74,7 +74,8 @@ void write_environment(std::ostream& out, const Analysis& a) {
       if (cpu.contains("onednn") && cpu["onednn"].is_object() && cpu["onednn"].contains("enabled") &&
           cpu["onednn"]["enabled"] == false) {
         out << "; oneDNN " << text(cpu["onednn"], "version")
-            << " disabled (a build known to crash), so CPU convolutions ran in LibTorch's own, slower kernels";
+            << " disabled (a build known to crash), so CPU convolutions ran in LibTorch's own, slower "
+               "kernels";
       }
       out << "\n";
     }
