@@ -131,9 +131,7 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
   }
 }
 
-// profile.jsonl beside the log, where the sweep profiled its batch sizes, and profile.jsonl.gz (a profile
-// compressed to keep or send: gzip -9 profile.jsonl), read in that order where both are there (a resumed
-// sweep appends to a plain file beside the compressed one); damaged lines are warnings.
+// One profile file of a sweep's directory; damaged lines are warnings.
 void load_profile_file(LoadedLog& log, const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return;
@@ -161,6 +159,9 @@ void load_profile_file(LoadedLog& log, const fs::path& path) {
   }
 }
 
+// The profiles beside the log, where the sweep profiled its batch sizes: profile.jsonl.gz (a profile
+// compressed to keep or send: gzip -9 profile.jsonl), then profile.jsonl, which a resumed sweep appends
+// to beside the compressed one, so that its later profile of a batch size is the one kept.
 void load_profiles(LoadedLog& log) {
   const fs::path dir = fs::path(log.summary.path).parent_path();
   load_profile_file(log, dir / "profile.jsonl.gz");

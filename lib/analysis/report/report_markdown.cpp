@@ -68,9 +68,9 @@ void write_environment(std::ostream& out, const Analysis& a) {
     }
     out << ", " << text(env, "os") << ".\n";
     if (env.contains("cpu") && env["cpu"].is_object()) {
-      out << "  - CPU: " << text(env["cpu"], "model") << ", " << text(env["cpu"], "logical_cores")
-          << " logical cores, LibTorch threads: " << text(env["cpu"], "torch_threads");
       const Json& cpu = env["cpu"];
+      out << "  - CPU: " << text(cpu, "model") << ", " << text(cpu, "logical_cores")
+          << " logical cores, LibTorch threads: " << text(cpu, "torch_threads");
       if (cpu.contains("onednn") && cpu["onednn"].is_object() && cpu["onednn"].contains("enabled") &&
           cpu["onednn"]["enabled"] == false) {
         out << "; oneDNN " << text(cpu["onednn"], "version")
