@@ -17,7 +17,6 @@ constexpr int64_t kSide = 28;
 constexpr int kClasses = 10;
 const std::array<std::string, 4> kFileNames = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                                                "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
-constexpr char kFetchAgain[] = "run scripts/get_datasets.sh to fetch it again";
 
 std::string expected_files() {
   return kFileNames[0] + ", " + kFileNames[1] + ", " + kFileNames[2] + " and " + kFileNames[3] +

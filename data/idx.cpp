@@ -20,7 +20,6 @@ constexpr int kMaxDims = 4;
 // MNIST's largest file holds 4.7e7 bytes; a header asking for more than 2^34 is corrupt, and refusing
 // it keeps a damaged file from making us allocate memory we do not have.
 constexpr uint64_t kMaxElements = uint64_t{1} << 34;
-constexpr char kFetchAgain[] = "run scripts/get_datasets.sh to fetch it again";
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem,
                        const std::string& fix = kFetchAgain) {

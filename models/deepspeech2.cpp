@@ -25,7 +25,7 @@ constexpr int64_t kFrames = 500;
 // The CTC blank, 26 letters, apostrophe and space.
 constexpr int64_t kLabels = 29;
 constexpr int64_t kConvChannels = 32;
-constexpr int64_t kHidden = 1024;
+constexpr int64_t kDs2Hidden = 1024;
 constexpr int64_t kRecurrentLayers = 5;
 constexpr double kHardtanhMax = 20;
 // Speech runs at some 15 characters per second and the front end leaves 50 frames per second.
@@ -61,7 +61,7 @@ FrontEndOutput front_end_output(int64_t bins, int64_t frames) {
   return {bins, frames};
 }
 
-void check_request(const std::string& model, const SampleShape& input, int64_t classes) {
+void check_ds2_request(const std::string& model, const SampleShape& input, int64_t classes) {
   const std::string fix = "; give input: [1, 161, 500] (1 channel, 161 frequency bins, 500 frames).";
   if (input.size() != 3) {
     throw std::invalid_argument(model + " takes spectrograms shaped [1, frequency bins, frames], got a " +
@@ -175,11 +175,12 @@ class DeepSpeech2 : public Network {
         fc_(register_module("fc", torch::nn::Sequential())) {
     const int64_t rnn_input = kConvChannels * front_end_output(frequency_bins, 1).bins;
     for (int64_t layer = 0; layer < kRecurrentLayers; ++layer) {
-      rnns_->push_back(BatchRnn(layer == 0 ? rnn_input : kHidden, kHidden, gru, /*batch_norm=*/layer > 0));
+      rnns_->push_back(
+          BatchRnn(layer == 0 ? rnn_input : kDs2Hidden, kDs2Hidden, gru, /*batch_norm=*/layer > 0));
     }
     fc_->push_back(SequenceWise(torch::nn::AnyModule(
-        Chain(torch::nn::BatchNorm1d(kHidden),
-              torch::nn::Linear(torch::nn::LinearOptions(kHidden, labels).bias(false))))));
+        Chain(torch::nn::BatchNorm1d(kDs2Hidden),
+              torch::nn::Linear(torch::nn::LinearOptions(kDs2Hidden, labels).bias(false))))));
   }
 
   // [batch, 1, frequency bins, frames] spectrograms to [output frames, batch, labels] logits.
@@ -217,8 +218,8 @@ class DeepSpeech2 : public Network {
   torch::nn::Sequential fc_;
 };
 
-double forward_flops(const std::string& model, bool gru, const SampleShape& input, int64_t labels) {
-  check_request(model, input, labels);
+double ds2_forward_flops(const std::string& model, bool gru, const SampleShape& input, int64_t labels) {
+  check_ds2_request(model, input, labels);
   int64_t total = 0;
   int64_t channels = 1;
   int64_t bins = input[1];
@@ -234,19 +235,19 @@ double forward_flops(const std::string& model, bool gru, const SampleShape& inpu
   }
   const flops::RecurrentCell cell = gru ? flops::RecurrentCell::kGru : flops::RecurrentCell::kLstm;
   for (int64_t layer = 0; layer < kRecurrentLayers; ++layer) {
-    const int64_t layer_input = layer == 0 ? kConvChannels * bins : kHidden;
+    const int64_t layer_input = layer == 0 ? kConvChannels * bins : kDs2Hidden;
     if (layer > 0) total += 2 * frames * layer_input;
     // Both directions, then their sum.
-    total += flops::recurrent_layer(cell, frames, layer_input, kHidden, 2).total() + frames * kHidden;
+    total += flops::recurrent_layer(cell, frames, layer_input, kDs2Hidden, 2).total() + frames * kDs2Hidden;
   }
-  total += 2 * frames * kHidden + flops::linear(frames, kHidden, labels, false);
+  total += 2 * frames * kDs2Hidden + flops::linear(frames, kDs2Hidden, labels, false);
   return static_cast<double>(total);
 }
 
 // Standard normal spectrograms, and random characters (never the blank) at kLabelsPerFrame of the
 // output frames, which CTC can always align even when every label repeats.
 Batch speech_batch(const std::string& model, int64_t batch, const SampleShape& input, int64_t labels) {
-  check_request(model, input, labels);
+  check_ds2_request(model, input, labels);
   const int64_t frames = front_end_output(input[1], input[2]).frames;
   const int64_t length = std::max<int64_t>(1, std::lround(kLabelsPerFrame * static_cast<double>(frames)));
   return {torch::randn({batch, input[0], input[1], input[2]}),
@@ -272,11 +273,11 @@ ModelSpec deepspeech2_spec(bool gru) {
                    ", 161 bins, 29 labels (" + (gru ? "65.0M)" : "86.6M)");
   const std::string name = spec.name;
   spec.build = [name, gru](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
-    check_request(name, input, classes);
+    check_ds2_request(name, input, classes);
     return std::make_shared<DeepSpeech2>(input[1], classes, gru);
   };
   spec.forward_flops = [name, gru](const SampleShape& input, int64_t classes) {
-    return forward_flops(name, gru, input, classes);
+    return ds2_forward_flops(name, gru, input, classes);
   };
   spec.synthetic_batch = [name](int64_t batch, const SampleShape& input, int64_t classes) {
     return speech_batch(name, batch, input, classes);

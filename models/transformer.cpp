@@ -18,14 +18,15 @@ namespace {
 constexpr flops::TransformerDims kDims{512, 8, 2048};
 constexpr int64_t kEncoderLayers = 6;
 constexpr int64_t kDecoderLayers = 6;
-constexpr double kDropout = 0.1;
+constexpr double kTransformerDropout = 0.1;
 // A padded length bucket that holds nearly every WMT sentence (they average some 25-30 BPE tokens),
 // and long enough that the quadratic attention terms show; the paper's shared En-De BPE vocabulary.
-constexpr int64_t kSequenceLength = 128;
-constexpr int64_t kVocabulary = 37000;
+constexpr int64_t kTransformerSequenceLength = 128;
+constexpr int64_t kTransformerVocabulary = 37000;
 
-void check_request(const SampleShape& input, int64_t classes) {
-  check_token_input("transformer", input, classes, kSequenceLength, "37000 (the paper's shared BPE)");
+void check_transformer_request(const SampleShape& input, int64_t classes) {
+  check_token_input("transformer", input, classes, kTransformerSequenceLength,
+                    "37000 (the paper's shared BPE)");
 }
 
 // [length, 1, model_dim]: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(p / 10000^(2i/d)).
@@ -47,13 +48,13 @@ class TranslationTransformer : public Network {
  public:
   TranslationTransformer(int64_t vocabulary, int64_t length)
       : embedding_(register_module("embedding", torch::nn::Embedding(vocabulary, kDims.model))),
-        dropout_(register_module("dropout", torch::nn::Dropout(kDropout))),
+        dropout_(register_module("dropout", torch::nn::Dropout(kTransformerDropout))),
         transformer_(register_module(
             "transformer", torch::nn::Transformer(torch::nn::TransformerOptions(kDims.model, kDims.heads)
                                                       .num_encoder_layers(kEncoderLayers)
                                                       .num_decoder_layers(kDecoderLayers)
                                                       .dim_feedforward(kDims.feed_forward)
-                                                      .dropout(kDropout)))),
+                                                      .dropout(kTransformerDropout)))),
         positions_(register_buffer("positions", sinusoidal_positions(length, kDims.model))),
         target_mask_(register_buffer("target_mask",
                                      torch::nn::TransformerImpl::generate_square_subsequent_mask(length))) {
@@ -103,8 +104,8 @@ class TranslationTransformer : public Network {
   torch::Tensor target_mask_;
 };
 
-double forward_flops(const SampleShape& input, int64_t vocabulary) {
-  check_request(input, vocabulary);
+double transformer_forward_flops(const SampleShape& input, int64_t vocabulary) {
+  check_transformer_request(input, vocabulary);
   const int64_t length = input[0];
   const int64_t embedded = length * kDims.model;
   // Scaling by sqrt(d_model) and adding positions, for the source and for the target.
@@ -119,7 +120,7 @@ double forward_flops(const SampleShape& input, int64_t vocabulary) {
 
 // Source and decoder-input tokens as inputs [batch, 2, sequence]; target tokens [batch, sequence].
 Batch translation_batch(int64_t batch, const SampleShape& input, int64_t vocabulary) {
-  check_request(input, vocabulary);
+  check_transformer_request(input, vocabulary);
   const auto tokens = torch::TensorOptions().dtype(torch::kLong);
   return {torch::randint(vocabulary, {batch, 2, input[0]}, tokens),
           torch::randint(vocabulary, {batch, input[0]}, tokens)};
@@ -131,8 +132,8 @@ ModelSpec transformer_spec() {
   ModelSpec spec;
   spec.name = "transformer";
   spec.summary = "Transformer base translation model, 6+6 layers of 512, shared 37k embedding";
-  spec.default_input = {kSequenceLength};
-  spec.default_classes = kVocabulary;
+  spec.default_input = {kTransformerSequenceLength};
+  spec.default_classes = kTransformerVocabulary;
   spec.input_kind = InputKind::Tokens;
   spec.sequence_axis = 0;
   spec.input_layout = "sequence length";
@@ -141,10 +142,10 @@ ModelSpec transformer_spec() {
   spec.reference_parameters = 63084544;
   spec.reference = "torch.nn.Transformer(512, 8, 6, 6, 2048) + tied 37,000-token embedding (63.1M)";
   spec.build = [](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
-    check_request(input, classes);
+    check_transformer_request(input, classes);
     return std::make_shared<TranslationTransformer>(classes, input[0]);
   };
-  spec.forward_flops = forward_flops;
+  spec.forward_flops = transformer_forward_flops;
   spec.synthetic_batch = translation_batch;
   return spec;
 }

@@ -27,9 +27,9 @@ const std::vector<VggConfig>& vgg_configs() {
 }
 
 // The classifier sees a fixed 7x7 grid whatever the input size, so its weights never depend on it.
-constexpr int64_t kPooledSide = 7;
-constexpr int64_t kHidden = 4096;
-constexpr double kDropout = 0.5;
+constexpr int64_t kVggPooledSide = 7;
+constexpr int64_t kVggHidden = 4096;
+constexpr double kVggDropout = 0.5;
 
 }  // namespace
 
@@ -51,10 +51,10 @@ Layer vgg_plan(int depth, int64_t classes) {
   }
   return stack({
       named("features", stack(std::move(features))),
-      named("avgpool", adaptive_avg_pool(kPooledSide, kPooledSide)),
+      named("avgpool", adaptive_avg_pool(kVggPooledSide, kVggPooledSide)),
       named("flatten", flatten()),
-      named("classifier", stack({linear(kHidden), relu(), dropout(kDropout), linear(kHidden), relu(),
-                                 dropout(kDropout), linear(classes)})),
+      named("classifier", stack({linear(kVggHidden), relu(), dropout(kVggDropout), linear(kVggHidden), relu(),
+                                 dropout(kVggDropout), linear(classes)})),
   });
 }
 

@@ -5,6 +5,7 @@
 # BATCHSCOPE_WITH_CUDA, the way a PyTorch 2.x build with CUDA compiles it. Any diagnostic fails the check,
 # and so does a header that still comes from the system's own LibTorch. The CUDA variant checks the units
 # that reach CUDA code (the others read the same headers as in the CPU variant); --all-units checks all.
+# Files are checked one by one (no unity batches), so that a diagnostic names its own file.
 # Run before every use of a GPU host; CI runs it too.
 # Usage: scripts/check-libtorch2.sh [--variant cpu|cuda|both] [--jobs N] [--all-units]
 set -euo pipefail
@@ -55,7 +56,7 @@ echo "check-libtorch2: LibTorch headers $(cat "$headers/versions") (libtorch-dev
 
 # The compile commands of every target, configured (not built) against the system's LibTorch.
 check_build=build-check-libtorch2
-cmake -S . -B "$check_build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+cmake -S . -B "$check_build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_UNITY_BUILD=OFF \
   -DCUDAToolkit_ROOT="$cuda_home" > "$check_build.configure.log" 2>&1 || {
   cat "$check_build.configure.log" >&2
   echo "check-libtorch2.sh: configuring $check_build failed (run scripts/setup.sh first)" >&2

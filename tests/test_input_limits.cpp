@@ -2,10 +2,10 @@
 
 #include <string>
 
-#include "lib/config/batch_spec.h"
-#include "lib/config/config.h"
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
+#include "lib/config/batch_spec.h"
+#include "lib/config/config.h"
 #include "models/flop_tally.h"
 #include "models/registry.h"
 
@@ -13,7 +13,7 @@ using namespace batchscope;
 
 namespace {
 
-std::string error_of(const std::string& yaml) {
+std::string config_error_of(const std::string& yaml) {
   try {
     parse_sweep_config(yaml, "exp.yaml");
   } catch (const UserError& e) {
@@ -22,13 +22,16 @@ std::string error_of(const std::string& yaml) {
   return "";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 }  // namespace
 
 TEST(InputLimits, BatchSizesAboveTheLimitAreRefusedBeforeTheyAreExpanded) {
   EXPECT_NO_THROW(parse_batch_spec("1:" + std::to_string(limits::kMaxBatchSize) + ":x2"));
-  for (const std::string spec : {"1:9223372036854775807", "16777217", "1,99999999", "1:99999999999999999999"}) {
+  for (const std::string spec :
+       {"1:9223372036854775807", "16777217", "1,99999999", "1:99999999999999999999"}) {
     try {
       parse_batch_spec(spec);
       ADD_FAILURE() << spec << " was accepted";
@@ -41,16 +44,18 @@ TEST(InputLimits, BatchSizesAboveTheLimitAreRefusedBeforeTheyAreExpanded) {
 
 TEST(InputLimits, EverySizeKeyNamesItsLineAndTheLargestValue) {
   const std::string head = "experiments:\n  - model: mnist_cnn\n";
-  EXPECT_TRUE(contains(error_of(head + "    batch: [1, 20000000]\n"), "exp.yaml:3"));
-  EXPECT_TRUE(contains(error_of(head + "    batch: {from: 1, to: 99999999999999999999}\n"), "too large"));
-  EXPECT_TRUE(contains(error_of(head + "    batch: 1\n    classes: 99999999\n"), "exp.yaml:4"));
-  EXPECT_TRUE(contains(error_of(head + "    batch: 1\n    steps: 2000000\n"), "1000000"));
-  EXPECT_TRUE(contains(error_of(head + "    batch: 1\n    warmup: 2000000\n"), "1000000"));
-  EXPECT_TRUE(contains(error_of(head + "    batch: 1\n    input: [1, 28, 2000000]\n"), "1048576"));
-  const std::string sample = error_of("experiments:\n  - model: vgg16\n    batch: 1\n    input: [3, 50000, 50000]\n");
+  EXPECT_TRUE(contains(config_error_of(head + "    batch: [1, 20000000]\n"), "exp.yaml:3"));
+  EXPECT_TRUE(
+      contains(config_error_of(head + "    batch: {from: 1, to: 99999999999999999999}\n"), "too large"));
+  EXPECT_TRUE(contains(config_error_of(head + "    batch: 1\n    classes: 99999999\n"), "exp.yaml:4"));
+  EXPECT_TRUE(contains(config_error_of(head + "    batch: 1\n    steps: 2000000\n"), "1000000"));
+  EXPECT_TRUE(contains(config_error_of(head + "    batch: 1\n    warmup: 2000000\n"), "1000000"));
+  EXPECT_TRUE(contains(config_error_of(head + "    batch: 1\n    input: [1, 28, 2000000]\n"), "1048576"));
+  const std::string sample =
+      config_error_of("experiments:\n  - model: vgg16\n    batch: 1\n    input: [3, 50000, 50000]\n");
   EXPECT_TRUE(contains(sample, "exp.yaml:4") && contains(sample, "2147483648")) << sample;
-  const std::string batch =
-      error_of("experiments:\n  - model: vgg16\n    input: [3, 5000, 5000]\n    batch: [1, 1000000]\n");
+  const std::string batch = config_error_of(
+      "experiments:\n  - model: vgg16\n    input: [3, 5000, 5000]\n    batch: [1, 1000000]\n");
   EXPECT_TRUE(contains(batch, "exp.yaml:4") && contains(batch, "batch sizes up to 14660")) << batch;
 }
 

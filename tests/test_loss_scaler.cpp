@@ -47,7 +47,7 @@ bool same(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>&
   return true;
 }
 
-const torch::Device kCpu("cpu");
+const torch::Device kHost("cpu");
 
 SweepConfig mnist_sweep(LossScale loss_scale) {
   ExperimentConfig e = testing_support::tiny_mnist_training("mnist_scaled");
@@ -61,7 +61,7 @@ SweepConfig mnist_sweep(LossScale loss_scale) {
 // train exactly as the unscaled ones.
 TEST(LossScaler, APowerOfTwoScaleLeavesEveryStepAsItWas) {
   Linear plain(3), scaled(3);
-  LossScaler scaler(kCpu);
+  LossScaler scaler(kHost);
   torch::manual_seed(4);
   const torch::Tensor x = torch::randn({16, 8});
   const torch::Tensor y = torch::randint(0, 4, {16});
@@ -83,7 +83,7 @@ TEST(LossScaler, APowerOfTwoScaleLeavesEveryStepAsItWas) {
 
 TEST(LossScaler, GradientsAreDividedByTheScaleBeforeTheOptimizerSeesThem) {
   Linear model(5);
-  LossScaler scaler(kCpu, {/*init_scale=*/1024.0});
+  LossScaler scaler(kHost, {/*init_scale=*/1024.0});
   const std::vector<torch::Tensor> before = model.weights();
   model.set_gradients(2048.0f);
   EXPECT_TRUE(scaler.step(*model.optimizer, model.parameters));
@@ -99,7 +99,7 @@ TEST(LossScaler, GradientsAreDividedByTheScaleBeforeTheOptimizerSeesThem) {
 TEST(LossScaler, AnOverflowSkipsTheStepAndHalvesTheScale) {
   for (const float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
     Linear model(6);
-    LossScaler scaler(kCpu, {/*init_scale=*/8.0, 2.0, 0.5, /*growth_interval=*/2});
+    LossScaler scaler(kHost, {/*init_scale=*/8.0, 2.0, 0.5, /*growth_interval=*/2});
     model.set_gradients(8.0f);
     EXPECT_TRUE(scaler.step(*model.optimizer, model.parameters));  // one clean step of the two to grow
     const std::vector<torch::Tensor> before = model.weights();
@@ -122,7 +122,7 @@ TEST(LossScaler, AnOverflowSkipsTheStepAndHalvesTheScale) {
 
 TEST(LossScaler, TheScaleDoublesAfterEachRunOfGrowthIntervalCleanSteps) {
   Linear model(7);
-  LossScaler scaler(kCpu, {/*init_scale=*/2.0, 2.0, 0.5, /*growth_interval=*/3});
+  LossScaler scaler(kHost, {/*init_scale=*/2.0, 2.0, 0.5, /*growth_interval=*/3});
   std::vector<double> scales;
   for (int step = 0; step < 7; ++step) {
     model.set_gradients(1.0f);
@@ -134,7 +134,7 @@ TEST(LossScaler, TheScaleDoublesAfterEachRunOfGrowthIntervalCleanSteps) {
 
 TEST(LossScaler, SavedStateBringsBackTheScaleAndItsCountOfCleanSteps) {
   Linear model(8);
-  LossScaler scaler(kCpu, {/*init_scale=*/2.0, 2.0, 0.5, /*growth_interval=*/2});
+  LossScaler scaler(kHost, {/*init_scale=*/2.0, 2.0, 0.5, /*growth_interval=*/2});
   model.set_gradients(1.0f);
   scaler.step(*model.optimizer, model.parameters);
   const LossScaler::State saved = scaler.save();
@@ -180,7 +180,7 @@ TEST(LossScaler, ASweepScalesItsStepsAndRecordsTheSkippedOnesAndTheScale) {
 // of clean steps comes back too, so the next batch size grows its scale when it would have.
 TEST(LossScaler, TheWorkloadsSavedStateHoldsTheScaler) {
   ExperimentConfig e = mnist_sweep(LossScale::Dynamic).experiments[0];
-  Workload w(e, kCpu);
+  Workload w(e, kHost);
   ASSERT_NE(w.loss_scaler(), nullptr);
   w.prepare_batch(2);
   w.step();
@@ -190,5 +190,5 @@ TEST(LossScaler, TheWorkloadsSavedStateHoldsTheScaler) {
   w.restore_state(saved);
   EXPECT_EQ(w.loss_scaler()->save().growth_tracker.item<int32_t>(), 1);
   e.loss_scale = LossScale::Off;
-  EXPECT_EQ(Workload(e, kCpu).loss_scaler(), nullptr);
+  EXPECT_EQ(Workload(e, kHost).loss_scaler(), nullptr);
 }

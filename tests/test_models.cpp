@@ -13,9 +13,12 @@
 #include "models/planned_network.h"
 #include "models/registry.h"
 #include "models/zoo.h"
+#include "tests/test_support.h"
 
 namespace bm = batchscope::models;
 using Shape = std::vector<int64_t>;
+
+using batchscope::testing_support::invalid_argument_message;
 
 namespace {
 
@@ -43,16 +46,6 @@ const std::vector<ZooCase>& zoo_cases() {
 
 int64_t parameters_of(const std::string& name, const Shape& input, int64_t classes) {
   return bm::count_parameters(*bm::find_model(name)->build(input, classes));
-}
-
-// The message of the std::invalid_argument `call` throws, or "" when it throws none.
-std::string invalid_argument_message(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  }
-  return "";
 }
 
 }  // namespace

@@ -12,21 +12,14 @@
 
 #include "lib/analysis/report/plots.h"
 #include "lib/common/errors.h"
+#include "tests/analysis_test_support.h"
 
 namespace batchscope {
 namespace {
 
 namespace fs = std::filesystem;
 
-bool gnuplot_on_path() {
-  const char* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (!dir.empty() && ::access((dir + "/gnuplot").c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
+using analysis_test::gnuplot_on_path;
 
 #define REQUIRE_GNUPLOT()                                                                       \
   if (!gnuplot_on_path())                                                                       \

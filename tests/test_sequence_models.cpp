@@ -12,10 +12,13 @@
 #include "models/registry.h"
 #include "models/sequence_flops.h"
 #include "models/sequence_models.h"
+#include "tests/test_support.h"
 
 namespace bm = batchscope::models;
 namespace flops = batchscope::models::flops;
 using Shape = std::vector<int64_t>;
+
+using batchscope::testing_support::invalid_argument_message;
 
 namespace {
 
@@ -25,16 +28,6 @@ const bm::ModelSpec& spec_of(const std::string& name) {
   const bm::ModelSpec* spec = bm::find_model(name);
   if (spec == nullptr) throw std::logic_error("no model " + name);
   return *spec;
-}
-
-// The message of the std::invalid_argument `call` throws, or "" when it throws none.
-std::string invalid_argument_message(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const std::invalid_argument& error) {
-    return error.what();
-  }
-  return "";
 }
 
 double loss_of(bm::Network& network, const bm::Batch& batch) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 
 #include "lib/common/errors.h"
@@ -39,7 +40,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string test = info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
+    const std::string test =
+        info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
     path_ = std::filesystem::temp_directory_path() /
             ("batchscope-" + test + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
@@ -60,9 +62,19 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// The message of the std::invalid_argument `call` throws, or "" when it throws none.
+inline std::string invalid_argument_message(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& error) {
+    return error.what();
+  }
+  return "";
+}
+
 // Passes when `f` throws a UserError whose sentence contains every fragment; says what it said otherwise.
 inline ::testing::AssertionResult refuses_with(const std::function<void()>& f,
-                                                std::initializer_list<std::string> fragments) {
+                                               std::initializer_list<std::string> fragments) {
   try {
     f();
   } catch (const UserError& e) {

@@ -28,7 +28,7 @@ std::string trim(const std::string& s) {
 }
 
 // The spec as it should appear in a message: quoted when it would otherwise be invisible.
-std::string shown(const std::string& text) {
+std::string shown_spec(const std::string& text) {
   const std::string t = trim(text);
   return t.empty() || t != text ? "\"" + text + "\"" : text;
 }
@@ -50,40 +50,42 @@ int64_t parse_number(const std::string& token, const std::string& whole) {
   const char* end = begin + token.size();
   const auto [ptr, ec] = std::from_chars(begin, end, value);
   if (ec == std::errc::result_out_of_range && ptr == end) {
-    throw std::invalid_argument(shown(whole) + " holds a number too large for a batch size; the largest accepted is " +
+    throw std::invalid_argument(shown_spec(whole) +
+                                " holds a number too large for a batch size; the largest accepted is " +
                                 std::to_string(limits::kMaxBatchSize));
   }
   if (token.empty() || ec != std::errc() || ptr != end) {
-    throw std::invalid_argument(shown(whole) + " is not a batch spec; " + kAccepted);
+    throw std::invalid_argument(shown_spec(whole) + " is not a batch spec; " + kAccepted);
   }
   return value;
 }
 
 void check_size(int64_t size, const std::string& whole) {
   if (size > limits::kMaxBatchSize) {
-    throw std::invalid_argument(shown(whole) + " asks for batch size " + std::to_string(size) +
+    throw std::invalid_argument(shown_spec(whole) + " asks for batch size " + std::to_string(size) +
                                 "; the largest accepted is " + std::to_string(limits::kMaxBatchSize));
   }
   if (size >= 1) return;
   const std::string number = std::to_string(size);
   const std::string what = trim(whole) == number ? " is not" : " contains " + number + ", which is not";
-  throw std::invalid_argument(shown(whole) + what + " a batch size; give whole numbers of 1 or more");
+  throw std::invalid_argument(shown_spec(whole) + what + " a batch size; give whole numbers of 1 or more");
 }
 
 std::vector<int64_t> checked_range(int64_t from, int64_t to, int64_t step, const std::string& whole) {
   check_size(from, whole);
   check_size(to, whole);
   if (step < 1) {
-    throw std::invalid_argument(shown(whole) + " has step " + std::to_string(step) +
+    throw std::invalid_argument(shown_spec(whole) + " has step " + std::to_string(step) +
                                 "; give a STEP of 1 or more in FROM:TO:STEP");
   }
   if (from > to) {
-    throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
+    throw std::invalid_argument(shown_spec(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
   }
   const int64_t count = (to - from) / step + 1;
   if (count > kMaxBatchSizes) {
-    throw std::invalid_argument(shown(whole) + " gives " + std::to_string(count) + " batch sizes; at most " +
-                                std::to_string(kMaxBatchSizes) + " are allowed, so use a larger STEP");
+    throw std::invalid_argument(shown_spec(whole) + " gives " + std::to_string(count) +
+                                " batch sizes; at most " + std::to_string(kMaxBatchSizes) +
+                                " are allowed, so use a larger STEP");
   }
   std::vector<int64_t> sizes;
   sizes.reserve(static_cast<size_t>(count));
@@ -98,10 +100,10 @@ double parse_factor(const std::string& token, const std::string& whole) {
   const char* end = token.data() + token.size();
   const auto [ptr, ec] = std::from_chars(begin, end, factor);
   if (token.size() < 2 || ec != std::errc() || ptr != end) {
-    throw std::invalid_argument(shown(whole) + " is not a batch spec; " + kAccepted);
+    throw std::invalid_argument(shown_spec(whole) + " is not a batch spec; " + kAccepted);
   }
   if (!(factor > 1.0)) {
-    throw std::invalid_argument(shown(whole) + " grows by " + token.substr(1) +
+    throw std::invalid_argument(shown_spec(whole) + " grows by " + token.substr(1) +
                                 "; give a FACTOR above 1 in FROM:TO:xFACTOR, e.g. x2");
   }
   return factor;
@@ -117,12 +119,12 @@ std::vector<int64_t> batch_geometric(int64_t from, int64_t to, double factor) {
   check_size(from, whole);
   check_size(to, whole);
   if (from > to)
-    throw std::invalid_argument(shown(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
-  if (!(factor > 1.0)) throw std::invalid_argument(shown(whole) + " needs a FACTOR above 1");
+    throw std::invalid_argument(shown_spec(whole) + " is an inverted range; give FROM:TO with FROM <= TO");
+  if (!(factor > 1.0)) throw std::invalid_argument(shown_spec(whole) + " needs a FACTOR above 1");
   // A factor just above 1 would take billions of multiplications to get from FROM to TO.
   const double growths = std::log(static_cast<double>(to) / static_cast<double>(from)) / std::log(factor);
   if (!(growths <= static_cast<double>(kMaxBatchSizes))) {
-    throw std::invalid_argument(shown(whole) + " grows from FROM to TO in more than " +
+    throw std::invalid_argument(shown_spec(whole) + " grows from FROM to TO in more than " +
                                 std::to_string(kMaxBatchSizes) +
                                 " steps; give a FACTOR further above 1, or a range FROM:TO:STEP");
   }
@@ -149,7 +151,8 @@ std::optional<BatchToMax> parse_batch_to_max(const std::string& text) {
     } else {
       plan.step = parse_number(parts[2], text);
       if (plan.step < 1) {
-        throw std::invalid_argument(shown(text) + " has step " + parts[2] + "; give a STEP of 1 or more");
+        throw std::invalid_argument(shown_spec(text) + " has step " + parts[2] +
+                                    "; give a STEP of 1 or more");
       }
     }
   }
@@ -172,7 +175,8 @@ std::vector<int64_t> batch_range(int64_t from, int64_t to, int64_t step) {
 }
 
 std::vector<int64_t> parse_batch_spec(const std::string& text) {
-  if (trim(text).empty()) throw std::invalid_argument(shown(text) + " is an empty batch spec; " + kAccepted);
+  if (trim(text).empty())
+    throw std::invalid_argument(shown_spec(text) + " is an empty batch spec; " + kAccepted);
 
   if (text.find(',') != std::string::npos) {
     std::vector<int64_t> sizes;
@@ -181,7 +185,7 @@ std::vector<int64_t> parse_batch_spec(const std::string& text) {
       const int64_t size = parse_number(token, text);
       check_size(size, text);
       if (!seen.insert(size).second) {
-        throw std::invalid_argument(shown(text) + " lists " + std::to_string(size) +
+        throw std::invalid_argument(shown_spec(text) + " lists " + std::to_string(size) +
                                     " twice; give each batch size once");
       }
       sizes.push_back(size);
@@ -190,9 +194,9 @@ std::vector<int64_t> parse_batch_spec(const std::string& text) {
   }
 
   const std::vector<std::string> parts = split(text, ':');
-  if (parts.size() > 3) throw std::invalid_argument(shown(text) + " is not a batch spec; " + kAccepted);
+  if (parts.size() > 3) throw std::invalid_argument(shown_spec(text) + " is not a batch spec; " + kAccepted);
   if (parts.size() >= 2 && parts[1] == "max") {
-    throw std::invalid_argument(shown(text) +
+    throw std::invalid_argument(shown_spec(text) +
                                 " ends at the largest size that fits, which is found when the "
                                 "sweep starts; it is accepted as a sweep's batch only");
   }
