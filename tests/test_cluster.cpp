@@ -90,8 +90,6 @@ class ShardDirs : public ::testing::Test {
   std::string root_;
 };
 
-}  // namespace
-
 TEST(ShardPlan, EveryBatchSizeIsInExactlyOneShard) {
   const SweepConfig config = mixed();
   for (int count : {1, 2, 5, 16, 76}) {
@@ -434,3 +432,5 @@ TEST(ProgramRunner, KeepsWhatAProgramWritesToStdout) {
   EXPECT_EQ(run.errors, "oops\n");
   EXPECT_EQ(run_program("/bin/sh", {"-c", "echo x"}, "/").output, "") << "discarded unless kept";
 }
+
+}  // namespace

@@ -76,8 +76,6 @@ SweepOutcome sweep_with(const SweepOptions& base, const std::string& name) {
   return run_sweep(resolve_for_machine(tiny_sweep()), options, progress);
 }
 
-}  // namespace
-
 TEST(EnergySweep, EveryPointCarriesTheEnergyOfItsWindow) {
   constexpr double kIdleW = 30, kBusyW = 100, kIdleSeconds = 0.05;
   SweepOptions options;
@@ -313,3 +311,5 @@ TEST(SweepOutputs, JsonlCsvAndTableCarryTheSameRecords) {
     EXPECT_NE(table.find(text), std::string::npos) << text << "\nnot in\n" << table;
   }
 }
+
+}  // namespace

@@ -70,8 +70,6 @@ class CpuMemory : public ::testing::Test {
   void TearDown() override { cpu_memory::set_limit(std::nullopt); }
 };
 
-}  // namespace
-
 TEST(FindMaxBatch, FindsTheCapacityInLogarithmicallyManyTries) {
   for (int64_t k : {1, 2, 3, 7, 64, 100, 1000, 65535}) {
     SCOPED_TRACE("capacity " + std::to_string(k));
@@ -449,3 +447,5 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   EXPECT_EQ(fresh[0], 1);
   EXPECT_EQ(fresh[1], 2);
 }
+
+}  // namespace

@@ -48,8 +48,6 @@ class RunStoreTest : public ::testing::Test {
   const Json experiments_ = Json::array({{{"name", "a"}, {"batch", {1, 2, 3}}}});
 };
 
-}  // namespace
-
 TEST_F(RunStoreTest, FreshDirectoryIsCreated) {
   RunStore store(dir_, experiments_, false);
   EXPECT_FALSE(store.resuming());
@@ -279,3 +277,5 @@ TEST_F(RunStoreTest, ALogThatIsNotARegularFileIsRefused) {
   fs::create_directories(dir_ + "/steps.jsonl");
   EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false); }, {"steps.jsonl", "is not a regular file"}));
 }
+
+}  // namespace

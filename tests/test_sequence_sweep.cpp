@@ -48,8 +48,6 @@ ExperimentConfig small_sequence_experiment(const std::string& model, Phase phase
 // One case a model and phase, so that the shards of the suite share these, the slowest of its cases.
 class EverySequenceModel : public ::testing::TestWithParam<std::tuple<std::string, Phase>> {};
 
-}  // namespace
-
 TEST_P(EverySequenceModel, SweepsEveryBatchSize) {
   const auto& [model, phase] = GetParam();
   SweepConfig config{"test", {small_sequence_experiment(model, phase)}};
@@ -130,3 +128,5 @@ TEST(SequenceMicroBatching, ModelModeAccumulatesExactlyWithoutBatchStatistics) {
     EXPECT_EQ(text.find("check --batch"), std::string::npos) << text;
   }
 }
+
+}  // namespace
