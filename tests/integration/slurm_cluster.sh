@@ -122,7 +122,7 @@ cat > "$work/long.yaml" <<'YAML'
 device: cpu
 defaults: {warmup: 1, steps: 6}
 experiments:
-  - {name: vgg, model: vgg16, input: [3, 32, 32], classes: 10, batch: 1:24}
+  - {name: vgg, model: vgg16, input: [3, 32, 32], classes: 10, batch: 1:12}
 YAML
 expect 0 "submit slurm, 2 shards" "submitted job [0-9]+: tasks 0-1" submit slurm "$work/long.yaml" --shards 2 --out "$work/cancel" \
   -- --no-energy --idle-seconds 0
@@ -140,7 +140,7 @@ scancel "${job}_1"
 wait_job "$job"
 done1="$(points "$log1")"
 grep -q '"type":"end"' "$log1" && fail "shard 1 finished before the cancel came ($done1 batch sizes)" \
-  || ok "shard 1 cancelled after $done1 of 12 batch sizes"
+  || ok "shard 1 cancelled after $done1 of 6 batch sizes"
 expect 3 "status after the cancel" "1 of 2 shards complete, 1 (stopped|running)" status "$work/cancel"
 expect 0 "resubmit what is not complete" "submitted job [0-9]+: tasks 1$" submit slurm "$work/long.yaml" --shards 2 --out "$work/cancel" \
   --unfinished -- --no-energy --idle-seconds 0
