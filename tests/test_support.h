@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -40,8 +41,9 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::string test =
-        info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
+    std::string test = info == nullptr ? "none" : std::string(info->test_suite_name()) + "." + info->name();
+    // A parameterised test's names hold slashes (Instance/Suite.Case/param): one directory, not a tree.
+    std::replace(test.begin(), test.end(), '/', '_');
     path_ = std::filesystem::temp_directory_path() /
             ("batchscope-" + test + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
