@@ -172,7 +172,8 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   cxxopts::Options options(
       "batchscope maxbatch",
       "Find the largest batch size that runs a full training (or inference) step on a device: grow by\n"
-      "doubling until a size runs out of memory, bisect, then run the answer --confirm steps in a row.\n"
+      "doubling until a size runs out of memory, bisect, then run the answer --confirm steps in a row\n"
+      "(where they fail, search on below with --confirm steps a try).\n"
       "On the CPU, LibTorch's tensor memory is counted and limited by --memory-limit (default: 90% of\n"
       "the memory available); memory that BLAS or oneDNN allocate themselves is not counted. On CUDA the\n"
       "GPU's own memory is the limit, and --memory-limit is refused.");

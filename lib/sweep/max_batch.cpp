@@ -2,6 +2,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <stdexcept>
@@ -116,7 +117,8 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
     b = b > options.upper_bound / 2 ? options.upper_bound : 2 * b;
   }
   result.stopped_by = fail ? "" : fit == options.upper_bound ? "upper bound" : "try limit";
-  for (;;) {
+  // Halves the gap between `fit` and `fail` with tries of `steps` steps until it is close enough.
+  const auto bisect = [&](TryStage stage, int steps) {
     while (fail && (result.stopped_by = close_enough(fit, *fail)).empty()) {
       // Halfway, on a multiple of the granularity where that lies strictly between the two.
       int64_t middle = fit + (*fail - fit) / 2;
@@ -124,27 +126,47 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
         const int64_t aligned = middle / options.granularity * options.granularity;
         if (aligned > fit) middle = aligned;
       }
-      if (attempt(middle, TryStage::Bisect, options.search_steps)) {
+      if (attempt(middle, stage, steps)) {
         fit = middle;
       } else {
         fail = middle;
       }
     }
-    if (fit == 0) {
-      result.stopped_by = "nothing fits";
-      return result;
-    }
-    if (attempt(fit, TryStage::Confirm, options.confirm_steps)) break;
-    // A single step fits but repeated ones do not: search again below, from the largest size left.
+  };
+  bisect(TryStage::Bisect, options.search_steps);
+  if (fit == 0) {
+    result.stopped_by = "nothing fits";
+    return result;
+  }
+  if (!attempt(fit, TryStage::Confirm, options.confirm_steps)) {
+    // A single step fits but repeated ones do not (on a GPU, a later step's tensors no longer find room
+    // among the blocks the first one left in the allocator's cache). The single-step tries near the edge
+    // then say nothing about the answer, which may lie far below, so the search goes on with the
+    // confirmation's steps: down from the failure in doubling strides until a size runs them (whatever
+    // the try limit), then bisecting between the two. Walking down one size at a time would take as many
+    // tries as the gap is wide.
     fail = fit;
     fit = 0;
-    for (const MaxBatchTry& t : result.tries) {
-      if (t.fits && t.stage != TryStage::Confirm && t.batch_size < *fail && t.batch_size > fit)
-        fit = t.batch_size;
+    for (int64_t stride = 1; fit == 0; stride *= 2) {
+      const int64_t b = std::max<int64_t>(*fail - stride, 1);
+      if (attempt(b, TryStage::Confirm, options.confirm_steps)) {
+        fit = b;
+      } else if (b == 1) {
+        result.stopped_by = "nothing fits";
+        return result;
+      } else {
+        fail = b;
+      }
     }
+    bisect(TryStage::Confirm, options.confirm_steps);
   }
   result.max_batch = fit;
-  result.peak_memory_bytes = result.tries.back().peak_memory_bytes;
+  for (auto t = result.tries.rbegin(); t != result.tries.rend(); ++t) {
+    if (t->fits && t->stage == TryStage::Confirm && t->batch_size == fit) {
+      result.peak_memory_bytes = t->peak_memory_bytes;
+      break;
+    }
+  }
   result.hit_upper_bound = fit == options.upper_bound;
   return result;
 }
@@ -153,6 +175,9 @@ ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps) {
   const torch::Device& device = workload.device();
   const bool count_cpu = device.is_cpu() && cpu_memory::installed();
   workload.release_batch();
+  // Each try starts from an empty cache, as a training process of that size would, not among the
+  // blocks an earlier size left behind.
+  if (device.is_cuda()) gpu::empty_cache();
   if (device.is_cuda()) gpu::reset_peak_memory(device.index());
   if (count_cpu) cpu_memory::reset_peak();
   ProbeOutcome outcome;

@@ -86,7 +86,9 @@ using TryObserver = std::function<void(const MaxBatchTry&)>;
 // The largest batch size that fits, found with the probe alone. Grows from options.start by doubling
 // until a size does not fit or upper_bound is reached (tried last when doubling would overshoot it),
 // bisects between the last size that fit and the first that did not, then runs confirm_steps steps at
-// the answer. When that fails the search goes on below it, so the answer always passed confirmation.
+// the answer. When that fails the search goes on below it with confirm_steps steps a try, down in doubling
+// strides until a size runs them, then bisecting, so the answer always passed confirmation and the search
+// takes logarithmically many tries however far below the single-step answer it lies.
 // Every try is reported to on_try (which may be empty) as it ends. What the probe throws propagates:
 // a probe reports out-of-memory as a ProbeOutcome and lets every other error through.
 MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
