@@ -255,6 +255,33 @@ TEST_F(AnalyzeTest, Tf32SetOffIsAGroupOfItsOwnBesideLibTorchsDefault) {
   EXPECT_TRUE(labels.count("vgg16 train fp32 · GPU A · tf32 off")) << *labels.rbegin();
 }
 
+// A report of one sweep names no setting in its heading (nothing tells its groups apart), and its run
+// record holds LibTorch's defaults (convolutions in TF32): so the group says what its experiment changed,
+// or an IEEE fp32 sweep would read as TF32.
+TEST_F(AnalyzeTest, AGroupSaysTheSettingsItsExperimentChangedEvenAlone) {
+  FakeLog log;
+  log.batches = range(1, 8);
+  log.tf32 = {{"cudnn_convolutions", true}, {"cublas_matmul", false}};
+  log.tf32_setting = "off";
+  log.cudnn_benchmark = true;
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream changed, plain;
+  const Analysis a = analyze_logs({write("ieee.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].label, "vgg16 train fp32 · GPU A");
+  write_report(changed, a, plots, "plots");
+  EXPECT_NE(
+      changed.str().find("**Settings:** TF32 off (convolutions and matrix products in IEEE fp32); cuDNN "
+                         "benchmark mode (algorithms timed per shape).\n"),
+      std::string::npos)
+      << changed.str();
+  log.tf32_setting.clear();
+  log.cudnn_benchmark = false;
+  write_report(plain, analyze_logs({write("default.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_EQ(plain.str().find("**Settings:**"), std::string::npos) << plain.str();
+}
+
 // fp16 training with loss scaling is not the same steps as without: a group of its own. Where the scale
 // was still falling, some timed steps skipped their optimizer step; the analysis names those sizes.
 TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed) {

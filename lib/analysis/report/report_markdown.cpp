@@ -240,6 +240,28 @@ void write_points_table(std::ostream& out, const GroupAnalysis& g) {
   out << "\n</details>\n\n";
 }
 
+// The settings of a group that change which kernels run or what a step times, where they depart from the
+// defaults. A heading names only what tells the groups of one report apart, and the run record holds
+// LibTorch's defaults, so without this a report of a single `--tf32 off` sweep would not say it ran in
+// IEEE fp32.
+std::string departed_settings(const nlohmann::ordered_json& id) {
+  std::vector<std::string> settings;
+  const auto text_at = [&](const char* key) {
+    return id.contains(key) && id[key].is_string() ? id[key].get<std::string>() : std::string();
+  };
+  const auto flag_at = [&](const char* key) { return id.contains(key) && id[key] == true; };
+  if (text_at("tf32") == "off")
+    settings.push_back("TF32 off (convolutions and matrix products in IEEE fp32)");
+  if (text_at("tf32") == "on") settings.push_back("TF32 on (convolutions and matrix products)");
+  if (flag_at("cudnn_benchmark")) settings.push_back("cuDNN benchmark mode (algorithms timed per shape)");
+  if (flag_at("channels_last")) settings.push_back("channels-last memory format");
+  if (text_at("transfer") == "included") settings.push_back("the host-to-device copy timed in each step");
+  if (!text_at("loss_scale").empty()) settings.push_back("loss scaling " + text_at("loss_scale"));
+  std::string out;
+  for (const std::string& s : settings) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+
 void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
                  const std::string& dir) {
   out << "## " << g.label << "\n\n";
@@ -254,6 +276,9 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
       << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log")
       << ".\n\n";
+  if (const std::string settings = departed_settings(g.identity); !settings.empty()) {
+    out << "**Settings:** " << settings << ".\n\n";
+  }
   if (g.trend) {
     out << "**Trend** (Theil–Sen over " << g.trend->points << " points): step time ≈ "
         << significant(g.trend->intercept_ms) << " ms + " << significant(g.trend->slope_ms_per_sample)
