@@ -59,6 +59,10 @@ std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& r
   if (e.phase == Phase::Train && e.loss_scale == LossScale::Dynamic) text += ", loss scaled";
   if (e.phase == Phase::Train && e.optimizer.foreach.value_or(false)) text += ", foreach optimizer";
   text += ") on " + e.device;
+  // How much fits on a GPU depends on how its caching allocator is set.
+  if (e.device.rfind("cuda", 0) == 0) {
+    for (const auto& [name, value] : cuda_allocator_environment()) text += " with " + name + "=" + value;
+  }
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
   if (result.margin > 0) {
     char share[32];

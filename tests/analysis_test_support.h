@@ -45,6 +45,8 @@ struct FakeLog {
   Json tf32;
   // The run record's cpu.onednn object (version, enabled); none where null.
   Json onednn;
+  // The run record's cuda_allocator_environment object (variable: value); none where null.
+  Json cuda_allocator;
   // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
   std::string tf32_setting;
   // The optimizer stepped multi-tensor (foreach), as its record says then.
@@ -77,6 +79,7 @@ struct FakeLog {
                 {"config", {{"experiments", {config}}}}};
     if (!tf32.is_null()) run["tf32"] = tf32;
     if (!onednn.is_null()) run["cpu"]["onednn"] = onednn;
+    if (!cuda_allocator.is_null()) run["cuda_allocator_environment"] = cuda_allocator;
     std::ostringstream out;
     out << run.dump() << "\n";
     const Json common = {{"experiment", experiment},

@@ -282,6 +282,23 @@ TEST_F(AnalyzeTest, AGroupSaysTheSettingsItsExperimentChangedEvenAlone) {
   EXPECT_EQ(plain.str().find("**Settings:**"), std::string::npos) << plain.str();
 }
 
+TEST_F(AnalyzeTest, ReportNamesTheCudaAllocatorSettingsOfTheRun) {
+  FakeLog log;
+  log.batches = range(1, 8);
+  log.cuda_allocator = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream set, unset;
+  write_report(set, analyze_logs({write("expandable.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_NE(set.str().find("  - CUDA caching allocator set by the environment: "
+                           "`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`\n"),
+            std::string::npos)
+      << set.str();
+  log.cuda_allocator = nullptr;
+  write_report(unset, analyze_logs({write("default.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_EQ(unset.str().find("caching allocator"), std::string::npos) << unset.str();
+}
+
 // fp16 training with loss scaling is not the same steps as without: a group of its own. Where the scale
 // was still falling, some timed steps skipped their optimizer step; the analysis names those sizes.
 TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed) {

@@ -135,6 +135,26 @@ TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
   EXPECT_FALSE(without.value("allocator_environment", nlohmann::json::object()).contains("MALLOC_MMAP_THRESHOLD_"));
 }
 
+// How much fits on a GPU depends on LibTorch's caching allocator: a run record says how the environment
+// set it, and `env` prints it; a record without the variables has no such field.
+TEST(Environment, TheRunRecordNamesTheCudaAllocatorSettings) {
+  const char* before = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+  const std::string kept = before ? before : "";
+  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
+  const nlohmann::json with = collect_environment();
+  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
+  const nlohmann::json without = collect_environment();
+  if (before) setenv("PYTORCH_CUDA_ALLOC_CONF", kept.c_str(), 1);
+  ASSERT_TRUE(with.contains("cuda_allocator_environment")) << with.dump();
+  EXPECT_EQ(with["cuda_allocator_environment"]["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True");
+  EXPECT_NE(
+      format_environment(with).find("cuda allocator: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n"),
+      std::string::npos)
+      << format_environment(with);
+  EXPECT_FALSE(without.value("cuda_allocator_environment", nlohmann::json::object())
+                   .contains("PYTORCH_CUDA_ALLOC_CONF"));
+}
+
 TEST(Environment, OneDnnVersionIsReadFromLibTorchsBuildConfiguration) {
   EXPECT_EQ(onednn_version("  - Intel(R) MKL-DNN v2.6.3 (Git Hash N/A)\n  - OpenMP 201511"), "2.6.3");
   EXPECT_EQ(onednn_version("  - Intel(R) oneDNN v3.7.2 (Git Hash 5e92403)\n"), "3.7.2");

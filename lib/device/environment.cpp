@@ -105,6 +105,13 @@ std::string onednn_version(const std::string& build_config) {
   return "";
 }
 
+std::map<std::string, std::string> cuda_allocator_environment() {
+  return cpu_threads::environment_variables([](const std::string& name) {
+    return name == "PYTORCH_CUDA_ALLOC_CONF" || name == "PYTORCH_ALLOC_CONF" ||
+           name == "PYTORCH_NO_CUDA_MEMORY_CACHING";
+  });
+}
+
 nlohmann::json collect_environment() {
   utsname os{};
   uname(&os);
@@ -142,6 +149,8 @@ nlohmann::json collect_environment() {
   nlohmann::json gpus = nlohmann::json::array();
   for (int i = 0; i < gpu::device_count(); ++i) gpus.push_back(gpu::device_info(i));
   env["gpus"] = gpus;
+  if (const auto allocator = cuda_allocator_environment(); !allocator.empty())
+    env["cuda_allocator_environment"] = allocator;
   return env;
 }
 
@@ -181,6 +190,12 @@ std::string format_environment(const nlohmann::json& env) {
       if (malloc.contains("decided_by")) out << " (" << malloc.value("decided_by", "") << ")";
       out << "\n";
     }
+  }
+  if (env.contains("cuda_allocator_environment") && env["cuda_allocator_environment"].is_object()) {
+    out << "cuda allocator:";
+    for (const auto& [name, value] : env["cuda_allocator_environment"].items())
+      out << " " << name << "=" << (value.is_string() ? value.get<std::string>() : value.dump());
+    out << "\n";
   }
   if (env.at("gpus").empty()) out << "gpus:          none\n";
   for (const auto& g : env.at("gpus")) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -8,6 +9,11 @@ namespace batchscope {
 
 // What a result needs beside it to mean something: host, versions, CPU, threads and every GPU.
 nlohmann::json collect_environment();
+// The variables that set LibTorch's CUDA caching allocator (PYTORCH_CUDA_ALLOC_CONF, PYTORCH_ALLOC_CONF,
+// PYTORCH_NO_CUDA_MEMORY_CACHING), those that are set, by name. How much fits depends on them: with the
+// default settings a size that runs one step may not run a second, whose tensors no longer find room
+// among the blocks the first left cached. The run record lists them as cuda_allocator_environment.
+std::map<std::string, std::string> cuda_allocator_environment();
 // The same as indented "key: value" lines for a terminal.
 std::string format_environment(const nlohmann::json& env);
 

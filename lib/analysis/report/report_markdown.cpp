@@ -86,6 +86,12 @@ void write_environment(std::ostream& out, const Analysis& a) {
             << text(g, "sm_count") << " SMs, compute capability " << text(g, "compute_capability") << "\n";
       }
     }
+    if (env.contains("cuda_allocator_environment") && env["cuda_allocator_environment"].is_object()) {
+      out << "  - CUDA caching allocator set by the environment:";
+      for (const auto& [name, value] : env["cuda_allocator_environment"].items())
+        out << " `" << name << "=" << (value.is_string() ? value.get<std::string>() : value.dump()) << "`";
+      out << "\n";
+    }
     if (env.contains("command")) out << "  - command: `" << text(env, "command") << "`\n";
   }
   out << "\n";
