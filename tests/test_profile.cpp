@@ -494,6 +494,26 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
       warned = warned || w.find("profile.jsonl.gz:16") != std::string::npos;
   }
   EXPECT_TRUE(warned);
+
+  // The log compressed too (gzip steps.jsonl): the directory stands for steps.jsonl.gz, not for a
+  // directory of shards, and the analysis is the same.
+  {
+    std::ifstream in(dir / "steps.jsonl", std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  gzFile log_out = gzopen((dir / "steps.jsonl.gz").c_str(), "wb9");
+  ASSERT_NE(log_out, nullptr);
+  gzwrite(log_out, text.data(), static_cast<unsigned>(text.size()));
+  ASSERT_EQ(gzclose(log_out), Z_OK);
+  fs::remove(dir / "steps.jsonl");
+  const Analysis all_packed = analyze_logs({dir.path().string()}, AnalyzeOptions{});
+  ASSERT_EQ(all_packed.logs.size(), 1u);
+  EXPECT_EQ(all_packed.logs[0].path, dir / "steps.jsonl.gz");
+  ASSERT_EQ(all_packed.groups.size(), 1u);
+  ASSERT_FALSE(all_packed.groups[0].jumps.jumps.empty());
+  EXPECT_EQ(all_packed.groups[0].jumps.jumps[0].to_batch, 17);
+  EXPECT_EQ(analysis_to_json(all_packed, AnalyzeOptions{})["groups"][0]["profile"],
+            j["groups"][0]["profile"]);
 }
 
 TEST(ProfileConfig, IsReadFromTheFileAndRefusedOutOfRange) {

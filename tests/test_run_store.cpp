@@ -119,6 +119,33 @@ TEST_F(RunStoreTest, ACompressedLogIsRefusedUntouchedForASweepAppendsToAPlainOne
   EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
 }
 
+// A sweep's log compressed to keep or send (gzip steps.jsonl) is this directory's sweep: a new log beside
+// it is refused, the compressed one left as it was; --force replaces it.
+TEST_F(RunStoreTest, ACompressedLogBesideIsRefusedUntouchedAndForceReplacesIt) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write(typed({run_record(experiments_), point("a", 1), Json{{"type", "end"}}}));
+  }
+  std::string text;
+  {
+    std::ifstream in(dir_ + "/steps.jsonl", std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  gzFile out = gzopen((dir_ + "/steps.jsonl.gz").c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
+  fs::remove(dir_ + "/steps.jsonl");
+  const auto size = fs::file_size(dir_ + "/steps.jsonl.gz");
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore again(dir_, experiments_, false); },
+                                            {dir_ + "/steps.jsonl.gz", "compressed", "gunzip", "--force"}));
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl.gz"), size);
+  EXPECT_FALSE(fs::exists(dir_ + "/steps.jsonl"));
+  RunStore forced(dir_, experiments_, true);
+  EXPECT_FALSE(forced.resuming());
+  EXPECT_FALSE(fs::exists(dir_ + "/steps.jsonl.gz"));
+}
+
 TEST_F(RunStoreTest, CompleteRunIsNotOverwrittenWithoutForce) {
   {
     RunStore store(dir_, experiments_, false);

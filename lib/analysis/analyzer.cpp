@@ -466,7 +466,8 @@ std::vector<std::string> expand_shards(const std::vector<std::string>& arguments
   for (const std::string& argument : arguments) {
     std::error_code ec;
     const bool shard_root = std::filesystem::is_directory(argument, ec) &&
-                            !std::filesystem::exists(std::filesystem::path(argument) / "steps.jsonl", ec);
+                            !std::filesystem::exists(std::filesystem::path(argument) / "steps.jsonl", ec) &&
+                            !std::filesystem::exists(std::filesystem::path(argument) / "steps.jsonl.gz", ec);
     const std::optional<ShardedRun> run = shard_root ? find_shards(argument) : std::nullopt;
     if (!run) {
       expanded.push_back(argument);

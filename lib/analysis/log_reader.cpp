@@ -173,10 +173,13 @@ void load_profiles(LoadedLog& log) {
 std::string log_file_for(const std::string& argument) {
   std::error_code ec;
   if (!fs::is_directory(argument, ec)) return argument;
-  // A sweep's directory, else a micro-batch study's.
+  // A sweep's directory, else a micro-batch study's; each log plain, else compressed to keep or send
+  // (gzip steps.jsonl leaves steps.jsonl.gz), which read_jsonl reads as the plain one.
   const fs::path sweep = fs::path(argument) / "steps.jsonl";
-  const fs::path microbatch = fs::path(argument) / "microbatch.jsonl";
-  if (!fs::exists(sweep, ec) && fs::is_regular_file(microbatch, ec)) return microbatch.string();
+  for (const char* name : {"steps.jsonl", "steps.jsonl.gz", "microbatch.jsonl", "microbatch.jsonl.gz"}) {
+    const fs::path log = fs::path(argument) / name;
+    if (fs::exists(log, ec)) return log.string();
+  }
   return sweep.string();
 }
 

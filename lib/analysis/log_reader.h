@@ -25,8 +25,8 @@ struct LoadedLog {
   std::vector<ProfileRecord> profiles;
 };
 
-// The file a log argument names: a directory stands for its steps.jsonl, or for its microbatch.jsonl
-// where it holds that and no steps.jsonl.
+// The file a log argument names: a directory stands for the first of its steps.jsonl, steps.jsonl.gz,
+// microbatch.jsonl and microbatch.jsonl.gz that it holds (its steps.jsonl where it holds none).
 std::string log_file_for(const std::string& argument);
 
 // Reads one log leniently: unreadable lines, an unfinished last line and unknown record types become

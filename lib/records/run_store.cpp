@@ -164,6 +164,21 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
   }
   lock_.path = (fs::path(dir) / ".lock").string();
   lock_.fd = lock_directory(lock_.path, dir);
+  // A sweep's log compressed to keep or send (gzip steps.jsonl): a new log beside it would make two
+  // sweeps of one directory, of which analyze reads the plain one.
+  const fs::path compressed = fs::path(dir) / "steps.jsonl.gz";
+  if (fs::exists(compressed, ec)) {
+    if (!force) {
+      throw UserError(
+          located(compressed.string(), 0,
+                  "holds this directory's sweep, compressed, and a sweep resumes by appending to a "
+                  "plain steps.jsonl",
+                  "decompress it (gunzip " + compressed.string() +
+                      ") and run again to resume, choose another --out directory, or pass --force "
+                      "to replace it"));
+    }
+    fs::remove(compressed, ec);
+  }
   const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
