@@ -2,7 +2,6 @@
 // layers add up to the step, and the causes analyze gives for planted jumps and kernel switches.
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <cmath>
 #include <filesystem>
@@ -474,15 +473,7 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
 
   // The same profiles compressed (gzip -9 profile.jsonl) explain the same jump; the warning names the
   // compressed file.
-  std::string text;
-  {
-    std::ifstream in(dir / "profile.jsonl", std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  gzFile out = gzopen((dir / "profile.jsonl.gz").c_str(), "wb9");
-  ASSERT_NE(out, nullptr);
-  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
-  ASSERT_EQ(gzclose(out), Z_OK);
+  testing_support::write_gzip(dir / "profile.jsonl.gz", testing_support::file_bytes(dir / "profile.jsonl"));
   fs::remove(dir / "profile.jsonl");
   const Analysis packed = analyze_logs({dir.path().string()}, AnalyzeOptions{});
   ASSERT_EQ(packed.groups.size(), 1u);
@@ -497,14 +488,7 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
 
   // The log compressed too (gzip steps.jsonl): the directory stands for steps.jsonl.gz, not for a
   // directory of shards, and the analysis is the same.
-  {
-    std::ifstream in(dir / "steps.jsonl", std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  gzFile log_out = gzopen((dir / "steps.jsonl.gz").c_str(), "wb9");
-  ASSERT_NE(log_out, nullptr);
-  gzwrite(log_out, text.data(), static_cast<unsigned>(text.size()));
-  ASSERT_EQ(gzclose(log_out), Z_OK);
+  testing_support::write_gzip(dir / "steps.jsonl.gz", testing_support::file_bytes(dir / "steps.jsonl"));
   fs::remove(dir / "steps.jsonl");
   const Analysis all_packed = analyze_logs({dir.path().string()}, AnalyzeOptions{});
   ASSERT_EQ(all_packed.logs.size(), 1u);

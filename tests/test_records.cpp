@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +14,7 @@ namespace fs = std::filesystem;
 using namespace batchscope;
 using batchscope::testing_support::refuses_with;
 using batchscope::testing_support::TempDir;
+using batchscope::testing_support::write_gzip;
 
 namespace {
 
@@ -197,14 +197,6 @@ TEST(Jsonl, ARecordWhoseTypeIsNotTextNamesFileAndLine) {
   const std::string path = dir / "typed.jsonl";
   std::ofstream(path) << "{\"type\":\"run\"}\n{\"type\":[\"point\"]}\n";
   EXPECT_TRUE(refuses_with([&] { read_jsonl(path); }, {path + ":2:", "\"type\" in text"}));
-}
-
-// text, compressed as gzip -9 would.
-void write_gzip(const std::string& path, const std::string& text) {
-  gzFile out = gzopen(path.c_str(), "wb9");
-  ASSERT_NE(out, nullptr);
-  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
-  ASSERT_EQ(gzclose(out), Z_OK);
 }
 
 TEST(Jsonl, AGzipFileReadsAsTheLogItHolds) {

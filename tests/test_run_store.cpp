@@ -1,5 +1,4 @@
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -104,15 +103,7 @@ TEST_F(RunStoreTest, ACompressedLogIsRefusedUntouchedForASweepAppendsToAPlainOne
     RunStore store(dir_, experiments_, false);
     store.write(typed({run_record(experiments_), point("a", 1)}));
   }
-  std::string text;
-  {
-    std::ifstream in(dir_ + "/steps.jsonl", std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  gzFile out = gzopen((dir_ + "/steps.jsonl").c_str(), "wb9");
-  ASSERT_NE(out, nullptr);
-  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
-  ASSERT_EQ(gzclose(out), Z_OK);
+  testing_support::write_gzip(dir_ + "/steps.jsonl", testing_support::file_bytes(dir_ + "/steps.jsonl"));
   const auto size = fs::file_size(dir_ + "/steps.jsonl");
   EXPECT_TRUE(testing_support::refuses_with([&] { RunStore again(dir_, experiments_, false); },
                                             {dir_ + "/steps.jsonl", "is compressed (gzip)", "gunzip"}));
@@ -126,15 +117,7 @@ TEST_F(RunStoreTest, ACompressedLogBesideIsRefusedUntouchedAndForceReplacesIt) {
     RunStore store(dir_, experiments_, false);
     store.write(typed({run_record(experiments_), point("a", 1), Json{{"type", "end"}}}));
   }
-  std::string text;
-  {
-    std::ifstream in(dir_ + "/steps.jsonl", std::ios::binary);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  gzFile out = gzopen((dir_ + "/steps.jsonl.gz").c_str(), "wb9");
-  ASSERT_NE(out, nullptr);
-  gzwrite(out, text.data(), static_cast<unsigned>(text.size()));
-  ASSERT_EQ(gzclose(out), Z_OK);
+  testing_support::write_gzip(dir_ + "/steps.jsonl.gz", testing_support::file_bytes(dir_ + "/steps.jsonl"));
   fs::remove(dir_ + "/steps.jsonl");
   const auto size = fs::file_size(dir_ + "/steps.jsonl.gz");
   EXPECT_TRUE(testing_support::refuses_with([&] { RunStore again(dir_, experiments_, false); },

@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -90,6 +93,20 @@ inline ::testing::AssertionResult refuses_with(const std::function<void()>& f,
     return ::testing::AssertionFailure() << "threw something else than a UserError: " << other.what();
   }
   return ::testing::AssertionFailure() << "nothing was refused";
+}
+
+// The whole file as it is on disk.
+inline std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// `text` written to `path` as gzip -9 would.
+inline void write_gzip(const std::string& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb9");
+  ASSERT_NE(out, nullptr);
+  ASSERT_EQ(gzwrite(out, text.data(), static_cast<unsigned>(text.size())), static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(out), Z_OK);
 }
 
 }  // namespace batchscope::testing_support
