@@ -12,6 +12,7 @@
 
 namespace fs = std::filesystem;
 using namespace batchscope;
+using batchscope::testing_support::file_bytes;
 using batchscope::testing_support::refuses_with;
 using batchscope::testing_support::TempDir;
 using batchscope::testing_support::write_gzip;
@@ -32,11 +33,6 @@ BatchKey key(int64_t batch_size) { return batch_key(experiment(), "cpu", batch_s
 
 Json step_json(int64_t batch_size, int64_t step, double time_ms, std::optional<double> loss) {
   return to_json(StepRecord{key(batch_size), step, time_ms, loss, std::nullopt});
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 }  // namespace
@@ -218,11 +214,7 @@ TEST(Jsonl, AGzipFileReadsAsTheLogItHolds) {
   EXPECT_EQ(packed.complete_bytes, plain.complete_bytes);
   EXPECT_LT(fs::file_size(dir / "packed.jsonl.gz"), fs::file_size(dir / "plain.jsonl") / 4);
   // A compressed file cut short is refused whole, naming it: there are no lines to keep before the cut.
-  std::string bytes;
-  {
-    std::ifstream in(dir / "packed.jsonl.gz", std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string bytes = file_bytes(dir / "packed.jsonl.gz");
   std::ofstream(dir / "cut.jsonl.gz", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   EXPECT_TRUE(refuses_with([&] { read_jsonl(dir / "cut.jsonl.gz", BadLines::Collect); },
                            {dir / "cut.jsonl.gz", "is a gzip file that cannot be read whole"}));
@@ -247,7 +239,7 @@ TEST(Csv, OneLinePerBatchRecordWithEscaping) {
   rewrite_csv(path, {run, StepRecord{key(2), 1, 3.25, 1.0, std::nullopt}});
   std::string session = "second";
   append_csv(path, {oom}, session);
-  const std::string text = slurp(path);
+  const std::string text = file_bytes(path);
   EXPECT_EQ(text.rfind(csv_header_line() + "\n", 0), 0u);
   EXPECT_NE(text.find("step,first,tiny,mnist_cnn,train,fp32,cpu,excluded,2,,1,3.25,,1.0,"), std::string::npos) << text;
   EXPECT_NE(text.find("oom,second,"), std::string::npos) << text;
@@ -316,9 +308,10 @@ TEST(GoldenRecords, TheStructsWriteTheLinesTheOldWritersWrote) {
     JsonlWriter writer(dir / "steps.jsonl");
     for (const SweepRecord& r : records) writer.add(to_json(r));
   }
-  const std::string golden = slurp(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/records/golden_records.jsonl");
+  const std::string golden =
+      file_bytes(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/records/golden_records.jsonl");
   ASSERT_FALSE(golden.empty());
-  EXPECT_EQ(slurp(dir / "steps.jsonl"), golden);
+  EXPECT_EQ(file_bytes(dir / "steps.jsonl"), golden);
 
   // Read back: the same struct writes the same line.
   const JsonlContents back = read_jsonl(std::string(BATCHSCOPE_SOURCE_DIR) + "/tests/data/records/golden_records.jsonl");

@@ -265,10 +265,7 @@ TEST_F(RunStoreTest, DamagedRecordsAreRefusedOnResumeWithTheirLine) {
     fs::create_directories(dir_);
     std::ofstream(dir_ + "/steps.jsonl")
         << run_record(experiments_).dump() << "\n" << point("a", 3).dump() << "\n" << bad.dump() << "\n";
-    const std::string before = [&] {
-      std::ifstream in(dir_ + "/steps.jsonl");
-      return std::string(std::istreambuf_iterator<char>(in), {});
-    }();
+    const std::string before = testing_support::file_bytes(dir_ + "/steps.jsonl");
     try {
       RunStore again(dir_, experiments_, false);
       ADD_FAILURE() << what << " was resumed";
@@ -278,8 +275,7 @@ TEST_F(RunStoreTest, DamagedRecordsAreRefusedOnResumeWithTheirLine) {
                   message.find("steps.jsonl:3: is not a batchscope record") != std::string::npos)
           << what << ": " << message;
     }
-    std::ifstream in(dir_ + "/steps.jsonl");
-    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), before) << what << ": the log was changed";
+    EXPECT_EQ(testing_support::file_bytes(dir_ + "/steps.jsonl"), before) << what << ": the log was changed";
   }
 }
 

@@ -177,8 +177,10 @@ ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps) {
   workload.release_batch();
   // Each try starts from an empty cache, as a training process of that size would, not among the
   // blocks an earlier size left behind.
-  if (device.is_cuda()) gpu::empty_cache();
-  if (device.is_cuda()) gpu::reset_peak_memory(device.index());
+  if (device.is_cuda()) {
+    gpu::empty_cache();
+    gpu::reset_peak_memory(device.index());
+  }
   if (count_cpu) cpu_memory::reset_peak();
   ProbeOutcome outcome;
   try {
