@@ -1,18 +1,22 @@
 #include "app/command_line.h"
 
+#include <torch/torch.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <sstream>
 
+#include "lib/common/errors.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
-#include "lib/common/errors.h"
 #include "models/registry.h"
-
-#include <torch/torch.h>
 
 namespace batchscope::app {
 
@@ -361,6 +365,34 @@ int64_t parse_memory_limit(const std::string& text) {
     // The parser's sentence already says what a size looks like.
     throw UserError(located("command line", 0, std::string("--memory-limit ") + error.what(), ""));
   }
+}
+
+namespace {
+
+std::atomic<bool> stop_flag{false};
+const char* stop_what = "this step";
+
+extern "C" void request_stop(int signal_number) {
+  stop_flag.store(true);
+  // write() alone: it is safe in a signal handler, where stdio is not.
+  const auto say = [](const char* text) {
+    const ssize_t ignored = write(STDERR_FILENO, text, std::strlen(text));
+    (void)ignored;
+  };
+  say("\nbatchscope: stopping after ");
+  say(stop_what);
+  say(" (Ctrl-C again to stop now)\n");
+  std::signal(signal_number, SIG_DFL);
+}
+
+}  // namespace
+
+const std::atomic<bool>& stop_requested() { return stop_flag; }
+
+void stop_on_signals(const char* what) {
+  stop_what = what;
+  std::signal(SIGINT, request_stop);
+  std::signal(SIGTERM, request_stop);
 }
 
 }  // namespace batchscope::app

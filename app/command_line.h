@@ -1,12 +1,13 @@
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <cxxopts.hpp>
 #include <string>
 #include <vector>
 
-#include "lib/config/config.h"
 #include "lib/common/limits.h"
+#include "lib/config/config.h"
 
 namespace batchscope::app {
 
@@ -70,5 +71,12 @@ std::vector<int64_t> parse_input_shape(const std::string& text);
 
 // A --memory-limit such as 8GiB as bytes; a UserError naming --memory-limit otherwise.
 int64_t parse_memory_limit(const std::string& text);
+
+// Set once Ctrl-C or SIGTERM asked the command to stop (after stop_on_signals).
+const std::atomic<bool>& stop_requested();
+// From now on the first Ctrl-C (or SIGTERM) sets stop_requested() and prints that the command stops
+// after `what` ("this batch size"), which the command finishes and writes; a second one stops at once.
+// `what` must outlive the command (a literal).
+void stop_on_signals(const char* what);
 
 }  // namespace batchscope::app

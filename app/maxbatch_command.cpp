@@ -5,27 +5,30 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
-#include "lib/common/errors.h"
 #include "lib/device/gpu.h"
-#include "lib/sweep/max_batch.h"
+#include "lib/records/maxbatch_records.h"
 #include "lib/records/records.h"
+#include "lib/sweep/max_batch.h"
 #include "lib/sweep/sweep_runner.h"
-#include "lib/common/words.h"
 #include "models/registry.h"
 
 namespace batchscope::app {
 namespace {
 
 constexpr int kNothingFits = 3;
+constexpr int kStopped = 130;
 
 // What describes the experiment whose largest batch size is searched (the search picks the sizes).
 const std::vector<ExperimentOption> kMaxbatchOptions = {
@@ -44,11 +47,14 @@ std::string describe_try(const MaxBatchTry& t) {
   const std::string steps = std::to_string(t.steps) + (t.steps == 1 ? " step" : " steps");
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.2f s", t.seconds);
-  if (!t.fits)
-    return "try batch " + std::to_string(t.batch_size) + ": out of memory (" + steps + ", " + seconds + ")";
+  const std::string when = t.earlier ? ", in an earlier session" : "";
+  if (!t.fits) {
+    return "try batch " + std::to_string(t.batch_size) + ": out of memory (" + steps + ", " + seconds + when +
+           ")";
+  }
   std::string text = "try batch " + std::to_string(t.batch_size) + ": fits (" + steps + ", " + seconds;
   if (t.peak_memory_bytes) text += ", peak " + format_memory_size(*t.peak_memory_bytes);
-  return text + ")";
+  return text + when + ")";
 }
 
 // "a full train step of vgg16 (3x224x224, fp16, loss scaled, foreach optimizer) on cpu within 2.00 GiB":
@@ -100,7 +106,10 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
   } else if (result.stopped_by == "try limit") {
     text += "; the try limit stopped the growth, so larger sizes were not tried";
   }
-  return text + ", " + counted(static_cast<long long>(result.tries.size()), "try", "tries") + ")";
+  text += ", " + counted(static_cast<long long>(result.tries.size()), "try", "tries");
+  if (result.earlier_tries > 0)
+    text += ", " + std::to_string(result.earlier_tries) + " of them in an earlier session";
+  return text + ")";
 }
 
 Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
@@ -110,14 +119,99 @@ Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
   return record;
 }
 
-Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
-  Json record = context_record(record::kMaxBatch, command, Json(to_json(e)));
+// A record with the run's context and the experiment, for a search on e.device.
+Json search_context(const char* type, const ExperimentConfig& e, const std::string& command) {
+  Json record = context_record(type, command, Json(to_json(e)));
   // The search picks its own sizes: the placeholder batch of the config would only mislead.
   record["config"].erase("batch");
   record["config"].erase("batch_to_max");
   record["device"] = e.device;
+  return record;
+}
+
+// The record that opens a search (and each session that resumes one): what decides its course.
+Json opening_record(const ExperimentConfig& e, const MaxBatchOptions& search, const std::string& command,
+                    int resumed_tries) {
+  Json record = search_context(record::kMaxBatchSearch, e, command);
+  record["search"] = to_json(search);
+  if (resumed_tries > 0) record["resumed_tries"] = resumed_tries;
+  return record;
+}
+
+Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
+  Json record = search_context(record::kMaxBatch, e, command);
   record["result"] = to_json(result);
   return record;
+}
+
+// Whether to go on with the stopped search found at the end of --out. On the CPU without --memory-limit the
+// search keeps the limit it began with (the default follows the memory available, which changes). Refuses a
+// stopped search of another experiment or other options, and tries that this search would not make, naming
+// the line.
+std::optional<StoppedSearch> stopped_search_to_resume(const std::string& path,
+                                                      std::optional<StoppedSearch> found,
+                                                      const cxxopts::ParseResult& args,
+                                                      const ExperimentConfig& e, MaxBatchOptions& search,
+                                                      const std::string& command) {
+  if (!found) return std::nullopt;
+  StoppedSearch& stopped = *found;
+  if (args.count("restart")) {
+    spdlog::info("{} ends with a stopped search ({}); --restart: a new search starts after it", path,
+                 counted(static_cast<long long>(stopped.tries.size()), "try", "tries"));
+    return std::nullopt;
+  }
+  if (!stopped.opening) {
+    spdlog::warn(
+        "{} ends with {} that no maxbatch_search record opens (an older batchscope wrote them): a new "
+        "search starts after them",
+        path, counted(static_cast<long long>(stopped.tries.size()), "try", "tries"));
+    return std::nullopt;
+  }
+  const Json& earlier = *stopped.opening;
+  const Json& limit = earlier["search"].contains("cpu_memory_limit_bytes")
+                          ? earlier["search"]["cpu_memory_limit_bytes"]
+                          : Json();
+  if (torch::Device(e.device).is_cpu() && !args.count("memory-limit") && limit.is_number_integer() &&
+      limit.get<int64_t>() > 0 && search.cpu_memory_limit != limit.get<int64_t>()) {
+    search.cpu_memory_limit = limit.get<int64_t>();
+    spdlog::info("going on within {}, the limit the stopped search began with",
+                 format_memory_size(*search.cpu_memory_limit));
+  }
+  const std::string difference = search_difference(earlier, opening_record(e, search, command, 0));
+  if (!difference.empty()) {
+    throw UserError(
+        located(path, stopped.opening_line,
+                "ends with a stopped search of another experiment or other options (" + difference + ")",
+                "run the command that began it to finish it, choose another --out, or pass --restart "
+                "to start a new search after it"));
+  }
+  // Replaying the tries alone, with no try run, shows whether they are this search's.
+  SearchSession dry_run;
+  dry_run.earlier_tries = stopped.tries;
+  dry_run.stop_requested = [] { return true; };
+  try {
+    find_max_batch([](int64_t, int) -> ProbeOutcome { throw std::logic_error("a replay runs no try"); },
+                   search, {}, dry_run);
+  } catch (const MaxBatchStopped&) {
+  } catch (const EarlierTriesDiffer& differ) {
+    throw UserError(located(path, stopped.try_lines.at(differ.index),
+                            std::string("holds tries that this search does not make (") + differ.what() +
+                                "): another version of batchscope began it",
+                            "choose another --out, or pass --restart to start a new search after it"));
+  }
+  return found;
+}
+
+// The stopped search at the end of --out that this command goes on with, or none to start anew; a
+// half-written last line is cut once the file is to be appended to.
+std::optional<StoppedSearch> search_to_resume(const std::string& path, const cxxopts::ParseResult& args,
+                                              const ExperimentConfig& e, MaxBatchOptions& search,
+                                              const std::string& command) {
+  SearchLog log = read_search_log(path);
+  std::optional<StoppedSearch> resumed =
+      stopped_search_to_resume(path, std::move(log.stopped), args, e, search, command);
+  if (log.truncated_tail) std::filesystem::resize_file(path, log.complete_bytes);
+  return resumed;
 }
 
 // The experiment the options describe, with its device resolved for this machine, through the
@@ -193,33 +287,62 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
       ("max-tries", "the most tries growing and bisecting may take before the answer is confirmed; 0: no limit", cxxopts::value<std::string>()->default_value("0"))
       ("margin", "leave this share of the memory free: the largest size that fits in the rest, e.g. 10%", cxxopts::value<std::string>()->default_value("0%"))
       ("json", "print the result as JSON")
-      ("o,out", "append a record per try and the result to this JSON-lines file", cxxopts::value<std::string>())
+      ("o,out", "append a record per try and the result to this JSON-lines file; where it ends with a stopped search of the same experiment and options, go on from its tries", cxxopts::value<std::string>())
+      ("restart", "with --out: start a new search even where the file ends with a stopped one (kept as it is)")
       ("q,quiet", "no line per try")
       ("h,help", "this help");
   // clang-format on
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
-    std::cout << options.help()
-              << "\nExit codes: 0 found (or at least --upper), 3 not even batch size 1 fits, 2 bad input.\n"
-                 "Example: batchscope maxbatch --model vgg16 --device cpu --memory-limit 2GiB\n";
+    std::cout
+        << options.help()
+        << "\nExit codes: 0 found (or at least --upper), 3 not even batch size 1 fits, 2 bad input,\n"
+           "130 stopped by Ctrl-C or SIGTERM after the running try (the same command with --out goes on).\n"
+           "Example: batchscope maxbatch --model vgg16 --device cpu --memory-limit 2GiB\n";
     return 0;
   }
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  if (result.count("restart") && !result.count("out")) {
+    refuse("--restart applies to a search kept with --out", "give --out FILE, or leave --restart out");
+  }
   const ExperimentConfig e = experiment_from(result);
   const torch::Device device(e.device);
-  const MaxBatchOptions search = search_options(result, e);
+  MaxBatchOptions search = search_options(result, e);
 
   const std::string command = command_text("maxbatch", args);
+  SearchSession session;
   std::optional<JsonlWriter> out;
-  if (result.count("out")) out.emplace(result["out"].as<std::string>());
-
-  const MaxBatchResult found = run_max_batch(e, device, search, [&](const MaxBatchTry& t) {
-    spdlog::info("{}", describe_try(t));
-    if (out) {
-      out->add(try_record(e, t));
-      out->flush();
+  if (result.count("out")) {
+    const std::string path = result["out"].as<std::string>();
+    if (std::optional<StoppedSearch> stopped = search_to_resume(path, result, e, search, command)) {
+      session.earlier_tries = std::move(stopped->tries);
+      spdlog::info("going on with the search stopped in {} after {}", path,
+                   counted(static_cast<long long>(session.earlier_tries.size()), "try", "tries"));
     }
-  });
+    out.emplace(path);
+    out->add(opening_record(e, search, command, static_cast<int>(session.earlier_tries.size())));
+    out->flush();
+  }
+  session.stop_requested = [] { return stop_requested().load(); };
+  stop_on_signals("this try");
+
+  MaxBatchResult found;
+  try {
+    found = run_max_batch(
+        e, device, search,
+        [&](const MaxBatchTry& t) {
+          spdlog::info("{}", describe_try(t));
+          if (out && !t.earlier) {
+            out->add(try_record(e, t));
+            out->flush();
+          }
+        },
+        session);
+  } catch (const MaxBatchStopped& stopped) {
+    spdlog::warn("stopped after {}{}", counted(stopped.tries, "try", "tries"),
+                 out ? "; run the same command to go on from them" : "; without --out nothing was kept");
+    return kStopped;
+  }
   if (out) {
     out->add(result_record(e, found, command));
     out->flush();

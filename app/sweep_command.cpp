@@ -1,9 +1,7 @@
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <csignal>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <iostream>
@@ -25,18 +23,6 @@
 
 namespace batchscope::app {
 namespace {
-
-std::atomic<bool> stop_requested{false};
-
-// The first Ctrl-C (or SIGTERM) lets the running batch size finish and be written; a second one stops
-// at once, and the sweep then resumes from the last batch size written.
-extern "C" void request_stop(int signal_number) {
-  static const char message[] = "\nbatchscope: stopping after this batch size (Ctrl-C again to stop now)\n";
-  stop_requested.store(true);
-  const ssize_t ignored = write(STDERR_FILENO, message, sizeof message - 1);
-  (void)ignored;
-  std::signal(signal_number, SIG_DFL);
-}
 
 // Every experiment option: a sweep's command line can describe a whole experiment.
 const std::vector<ExperimentOption> kSweepOptions = {
@@ -119,7 +105,7 @@ SweepOptions sweep_run_options(const cxxopts::ParseResult& result, const std::ve
   if (result.count("energy-window"))
     sweep.min_energy_window_ms = real_option(result, "energy-window", 0, 3.6e6, /*least_excluded=*/true);
   sweep.trace = result.count("trace") > 0;
-  sweep.stop_requested = &stop_requested;
+  sweep.stop_requested = &stop_requested();
   return sweep;
 }
 
@@ -219,8 +205,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   }
   const SweepConfig config = resolve_batch_maximum(machine, sweep.out_dir);
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
-  std::signal(SIGINT, request_stop);
-  std::signal(SIGTERM, request_stop);
+  stop_on_signals("this batch size");
   const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
   if (outcome.interrupted) {
     spdlog::warn("stopped before the end; the finished batch sizes are in {}: run the same command to resume",

@@ -1,18 +1,18 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
-#include <filesystem>
-#include <fstream>
-
-#include "lib/sweep/batch_maximum.h"
-#include "lib/device/cpu_memory.h"
 #include "lib/common/errors.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
+#include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/timing/step_runner.h"
 #include "tests/test_support.h"
@@ -183,6 +183,100 @@ TEST(FindMaxBatch, AnAnswerThatFailsItsConfirmationIsNotReported) {
   FakeDevice single_step_only{5, 0, {}};
   const MaxBatchResult result = search(single_step_only);
   EXPECT_FALSE(result.max_batch.has_value());
+}
+
+// What decides a search's course: each try's size, stage, steps and outcome.
+std::vector<std::tuple<int64_t, TryStage, int, bool>> course(const std::vector<MaxBatchTry>& tries) {
+  std::vector<std::tuple<int64_t, TryStage, int, bool>> out;
+  for (const MaxBatchTry& t : tries) out.emplace_back(t.batch_size, t.stage, t.steps, t.fits);
+  return out;
+}
+
+TEST(FindMaxBatch, AStoppedSearchGoesOnFromItsTriesAsIfNeverStopped) {
+  // Plain, a confirmation that fails far below (as VGG16 on a GPU), the upper bound, nothing fitting.
+  const std::vector<std::pair<int64_t, int64_t>> devices = {{37, 37}, {1855, 1500}, {65536, 65536}, {5, 0}};
+  for (const auto& [capacity, repeated] : devices) {
+    FakeDevice whole{capacity, repeated, {}};
+    const MaxBatchResult uninterrupted = search(whole);
+    const std::size_t total = uninterrupted.tries.size();
+    ASSERT_GE(total, 2u);
+    for (std::size_t stop_after = 0; stop_after <= total; ++stop_after) {
+      SCOPED_TRACE("capacity " + std::to_string(capacity) + "/" + std::to_string(repeated) +
+                   ", stopped after " + std::to_string(stop_after) + " of " + std::to_string(total) +
+                   " tries");
+      FakeDevice first{capacity, repeated, {}};
+      SearchSession stopping;
+      stopping.stop_requested = [&] { return first.calls.size() >= stop_after; };
+      std::vector<MaxBatchTry> written;
+      const auto keep = [&](const MaxBatchTry& t) { written.push_back(t); };
+      if (stop_after < total) {
+        try {
+          find_max_batch([&](int64_t b, int steps) { return first(b, steps); }, {}, keep, stopping);
+          ADD_FAILURE() << "the search did not stop";
+        } catch (const MaxBatchStopped& stopped) {
+          EXPECT_EQ(stopped.tries, static_cast<int>(stop_after));
+          EXPECT_EQ(stopped.earlier_tries, 0);
+        }
+      } else {
+        find_max_batch([&](int64_t b, int steps) { return first(b, steps); }, {}, keep, stopping);
+      }
+      ASSERT_EQ(written.size(), stop_after);
+
+      FakeDevice second{capacity, repeated, {}};
+      SearchSession resuming;
+      resuming.earlier_tries = written;
+      std::vector<MaxBatchTry> reported;
+      const MaxBatchResult resumed =
+          find_max_batch([&](int64_t b, int steps) { return second(b, steps); }, {},
+                         [&](const MaxBatchTry& t) { reported.push_back(t); }, resuming);
+      EXPECT_EQ(course(resumed.tries), course(uninterrupted.tries));
+      EXPECT_EQ(resumed.max_batch, uninterrupted.max_batch);
+      EXPECT_EQ(resumed.first_failure, uninterrupted.first_failure);
+      EXPECT_EQ(resumed.stopped_by, uninterrupted.stopped_by);
+      EXPECT_EQ(resumed.peak_memory_bytes, uninterrupted.peak_memory_bytes);
+      EXPECT_EQ(resumed.earlier_tries, static_cast<int>(stop_after));
+      // The earlier tries are not run again, and are reported as earlier ones.
+      EXPECT_EQ(second.calls.size(), total - stop_after);
+      ASSERT_EQ(reported.size(), total);
+      for (std::size_t i = 0; i < total; ++i) EXPECT_EQ(reported[i].earlier, i < stop_after) << i;
+    }
+  }
+}
+
+TEST(FindMaxBatch, EarlierTriesThatAreNotThisSearchsAreRefusedBeforeAnyTryRuns) {
+  FakeDevice whole{100, 60, {}};
+  const std::vector<MaxBatchTry> tries = search(whole).tries;
+  ASSERT_GT(tries.size(), 8u);
+  const auto resume_with = [](const std::vector<MaxBatchTry>& earlier, const MaxBatchOptions& options) {
+    FakeDevice device{100, 60, {}};
+    SearchSession session;
+    session.earlier_tries = earlier;
+    try {
+      find_max_batch([&](int64_t b, int steps) { return device(b, steps); }, options, {}, session);
+    } catch (const EarlierTriesDiffer& differ) {
+      EXPECT_TRUE(device.calls.empty()) << "a try ran before the earlier ones were all read back";
+      return static_cast<long>(differ.index);
+    }
+    return -1L;
+  };
+  std::vector<MaxBatchTry> other_size(tries.begin(), tries.begin() + 6);
+  other_size[4].batch_size += 1;
+  EXPECT_EQ(resume_with(other_size, {}), 4);
+  std::vector<MaxBatchTry> other_steps(tries.begin(), tries.begin() + 6);
+  other_steps[2].steps = 2;
+  EXPECT_EQ(resume_with(other_steps, {}), 2);
+  // Another outcome changes the course after it: the next try is not the one written.
+  std::vector<MaxBatchTry> other_outcome(tries.begin(), tries.begin() + 6);
+  other_outcome[3].fits = !other_outcome[3].fits;
+  EXPECT_EQ(resume_with(other_outcome, {}), 4);
+  MaxBatchOptions other_start;
+  other_start.start = 2;
+  EXPECT_EQ(resume_with(tries, other_start), 0);
+  // Tries beyond the search's end were some other search's.
+  std::vector<MaxBatchTry> too_many = tries;
+  too_many.push_back(tries.back());
+  EXPECT_EQ(resume_with(too_many, {}), static_cast<long>(tries.size()));
+  EXPECT_EQ(resume_with(tries, {}), -1);
 }
 
 TEST(FindMaxBatch, OnlyOutOfMemoryMeansDoesNotFit) {

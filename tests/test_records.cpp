@@ -7,6 +7,7 @@
 
 #include "lib/common/errors.h"
 #include "lib/records/csv_writer.h"
+#include "lib/records/maxbatch_records.h"
 #include "lib/records/records.h"
 #include "tests/test_support.h"
 
@@ -368,4 +369,134 @@ TEST(Csv, EveryFieldOfEveryRecordHasItsColumn) {
       EXPECT_NE(std::find(columns.begin(), columns.end(), field), columns.end()) << field << " has no column";
     }
   }
+}
+
+namespace {
+
+Json search_opening(const std::string& precision, const std::string& device, const std::string& gpu) {
+  return {{"type", record::kMaxBatchSearch},
+          {"libtorch_version", "1.13.1"},
+          {"gpus", Json::array({Json{{"name", gpu}, {"memory_bytes", 1}}})},
+          {"config", {{"name", "vgg16_train"}, {"model", "vgg16"}, {"precision", precision}}},
+          {"device", device},
+          {"search", {{"start", 1}, {"confirm_steps", 3}}}};
+}
+
+Json try_line(int64_t batch_size, bool fits) {
+  MaxBatchTry t;
+  t.batch_size = batch_size;
+  t.stage = TryStage::Grow;
+  t.steps = 1;
+  t.fits = fits;
+  t.seconds = 0.25;
+  if (fits) t.peak_memory_bytes = batch_size * 1000;
+  if (!fits) t.error = "out of memory";
+  Json record = {{"type", record::kMaxBatchTry}, {"experiment", "vgg16_train"}};
+  const Json fields = to_json(t);
+  for (const auto& [key, value] : fields.items()) record[key] = value;
+  return record;
+}
+
+}  // namespace
+
+TEST(MaxBatchRecords, ATryReadsBackAsWrittenAndADamagedOneIsNamed) {
+  const MaxBatchTry back = try_from_json(try_line(48, false));
+  EXPECT_EQ(back.batch_size, 48);
+  EXPECT_EQ(back.stage, TryStage::Grow);
+  EXPECT_EQ(back.steps, 1);
+  EXPECT_FALSE(back.fits);
+  EXPECT_DOUBLE_EQ(back.seconds, 0.25);
+  EXPECT_EQ(back.error, "out of memory");
+  EXPECT_EQ(try_from_json(try_line(32, true)).peak_memory_bytes, 32000);
+  const auto problem = [](const char* key, const Json& value) {
+    Json j = try_line(8, true);
+    j[key] = value;
+    try {
+      try_from_json(j);
+    } catch (const BadRecord& bad) {
+      return std::string(bad.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(problem("batch_size", 0).find("batch_size"), std::string::npos);
+  EXPECT_NE(problem("stage", "up").find("\"up\" that is not grow, bisect or confirm"), std::string::npos);
+  EXPECT_NE(problem("steps", "three").find("steps"), std::string::npos);
+  EXPECT_NE(problem("fits", 1).find("fits"), std::string::npos);
+  EXPECT_NE(problem("seconds", -1).find("seconds"), std::string::npos);
+  EXPECT_EQ(problem("seconds", 2.5), "");
+}
+
+TEST(MaxBatchRecords, TheSearchLogGivesTheStoppedSearchAtItsEnd) {
+  TempDir dir;
+  const std::string path = dir / "maxbatch.jsonl";
+  EXPECT_FALSE(read_search_log(path).stopped.has_value()) << "no file, no stopped search";
+  const Json opening = search_opening("fp32", "cuda:0", "H1");
+  const Json result = {{"type", record::kMaxBatch}, {"result", {{"max_batch", 2}}}};
+  std::string text;
+  for (const Json& r : {opening, try_line(1, true), try_line(2, true), result}) text += r.dump() + "\n";
+  { std::ofstream(path) << text; }
+  EXPECT_FALSE(read_search_log(path).stopped.has_value()) << "a file that ends with a result";
+
+  Json resumed = opening;
+  resumed["resumed_tries"] = 1;
+  for (const Json& r : {opening, try_line(1, true), resumed, try_line(2, true), try_line(4, false)}) {
+    text += r.dump() + "\n";
+  }
+  { std::ofstream(path) << text << R"({"type":"maxbatch_try","batch_si)"; }
+  const SearchLog log = read_search_log(path);
+  ASSERT_TRUE(log.stopped.has_value());
+  ASSERT_TRUE(log.stopped->opening.has_value());
+  EXPECT_FALSE(log.stopped->opening->contains("resumed_tries"))
+      << "the first opening says what the search is";
+  EXPECT_EQ(log.stopped->opening_line, 5);
+  ASSERT_EQ(log.stopped->tries.size(), 3u);
+  EXPECT_EQ(log.stopped->try_lines, (std::vector<int>{6, 8, 9}));
+  EXPECT_EQ(log.stopped->tries[2].batch_size, 4);
+  EXPECT_FALSE(log.stopped->tries[2].fits);
+  EXPECT_TRUE(log.stopped->tries[0].earlier);
+  EXPECT_TRUE(log.truncated_tail);
+  EXPECT_EQ(log.complete_bytes, text.size());
+
+  // Tries alone (an older batchscope's) are a stopped search without its opening.
+  { std::ofstream(path) << try_line(1, true).dump() << "\n"; }
+  ASSERT_TRUE(read_search_log(path).stopped.has_value());
+  EXPECT_FALSE(read_search_log(path).stopped->opening.has_value());
+
+  // A damaged try and a record of another command are named with their line.
+  Json damaged = try_line(2, true);
+  damaged["stage"] = "sideways";
+  { std::ofstream(path) << opening.dump() << "\n" << damaged.dump() << "\n"; }
+  EXPECT_TRUE(
+      refuses_with([&] { read_search_log(path); }, {path + ":2: is damaged: the record has a stage"}));
+  { std::ofstream(path) << opening.dump() << "\n" << Json{{"type", "step"}}.dump() << "\n"; }
+  EXPECT_TRUE(refuses_with([&] { read_search_log(path); },
+                           {path + ":2: holds a \"step\" record, which maxbatch does not write"}));
+  write_gzip(path, opening.dump() + "\n");
+  EXPECT_TRUE(refuses_with([&] { read_search_log(path); }, {"is compressed"}));
+}
+
+TEST(MaxBatchRecords, AStoppedSearchDiffersInWhatDecidesItsCourse) {
+  const Json earlier = search_opening("fp32", "cuda:0", "H1");
+  Json now = earlier;
+  now["run_id"] = "another session";
+  now["start_time"] = "later";
+  EXPECT_EQ(search_difference(earlier, now), "");
+  EXPECT_EQ(search_difference(earlier, search_opening("bf16", "cuda:0", "H1")),
+            "precision was fp32 there and is bf16 here");
+  Json fewer_steps = earlier;
+  fewer_steps["search"]["confirm_steps"] = 2;
+  EXPECT_EQ(search_difference(earlier, fewer_steps), "confirm_steps was 3 there and is 2 here");
+  Json no_start = earlier;
+  no_start["search"].erase("start");
+  EXPECT_EQ(search_difference(earlier, no_start), "start was 1 there and is absent here");
+  EXPECT_NE(search_difference(earlier, search_opening("fp32", "cuda:0", "H2")).find("GPUs"),
+            std::string::npos);
+  Json allocator = earlier;
+  allocator["cuda_allocator_environment"] = {{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}};
+  EXPECT_EQ(search_difference(earlier, allocator),
+            "PYTORCH_CUDA_ALLOC_CONF was absent there and is expandable_segments:True here");
+  // On the CPU the GPUs and their allocator do not decide what fits.
+  EXPECT_EQ(search_difference(search_opening("fp32", "cpu", "H1"), search_opening("fp32", "cpu", "H2")), "");
+  EXPECT_NE(search_difference(earlier, search_opening("fp32", "cpu", "H1")).find("device was cuda:0"),
+            std::string::npos);
 }

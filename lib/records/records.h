@@ -36,8 +36,9 @@ inline constexpr const char* kLayerCost = "layer_cost";
 inline constexpr const char* kLayerCostSkipped = "layer_cost_skipped";
 inline constexpr const char* kLayerPlan = "layer_plan";
 inline constexpr const char* kMicroBatchResult = "microbatch_result";
-inline constexpr const char* kMaxBatch = "maxbatch";
+inline constexpr const char* kMaxBatchSearch = "maxbatch_search";
 inline constexpr const char* kMaxBatchTry = "maxbatch_try";
+inline constexpr const char* kMaxBatch = "maxbatch";
 // Profiled steps of a sweep (profile.jsonl beside steps.jsonl).
 inline constexpr const char* kProfile = "profile";
 // batchscope peak: the device's matrix-product rates.

@@ -32,26 +32,6 @@ void check_options(const MaxBatchOptions& o) {
   if (!(o.margin >= 0 && o.margin <= 0.9)) refuse("the memory margin must be from 0% to 90%");
 }
 
-std::string to_string(TryStage stage) {
-  switch (stage) {
-    case TryStage::Grow:
-      return "grow";
-    case TryStage::Bisect:
-      return "bisect";
-    case TryStage::Confirm:
-      return "confirm";
-  }
-  TORCH_CHECK(false, "unknown try stage");
-}
-
-Json to_json(const MaxBatchTry& t) {
-  Json j = {{"batch_size", t.batch_size}, {"stage", to_string(t.stage)},
-            {"steps", t.steps},           {"fits", t.fits},
-            {"seconds", t.seconds},       {"peak_memory_bytes", optional_json(t.peak_memory_bytes)}};
-  if (!t.fits) j["error"] = t.error;
-  return j;
-}
-
 Json to_json(const MaxBatchResult& r) {
   Json j = {{"max_batch", optional_json(r.max_batch)},
             {"confirm_steps", r.confirm_steps},
@@ -61,27 +41,60 @@ Json to_json(const MaxBatchResult& r) {
             {"cpu_memory_limit_bytes", optional_json(r.cpu_memory_limit)},
             {"tries", r.tries.size()},
             {"stopped_by", r.stopped_by},
-            {"margin", r.margin}};
+            {"margin", r.margin},
+            {"earlier_tries", r.earlier_tries}};
   if (!r.error.empty()) j["error"] = r.error;
   return j;
 }
 
+Json to_json(const MaxBatchOptions& o) {
+  return {{"start", o.start},
+          {"upper_bound", o.upper_bound},
+          {"search_steps", o.search_steps},
+          {"confirm_steps", o.confirm_steps},
+          {"cpu_memory_limit_bytes", optional_json(o.cpu_memory_limit)},
+          {"granularity", o.granularity},
+          {"tolerance", o.tolerance},
+          {"max_tries", o.max_tries},
+          {"margin", o.margin}};
+}
+
 MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
-                              const TryObserver& on_try) {
+                              const TryObserver& on_try, const SearchSession& session) {
   check_options(options);
   MaxBatchResult result;
   result.confirm_steps = options.confirm_steps;
   const auto attempt = [&](int64_t batch_size, TryStage stage, int steps) {
-    const auto begin = std::chrono::steady_clock::now();
-    const ProbeOutcome outcome = probe(batch_size, steps);
     MaxBatchTry t;
-    t.batch_size = batch_size;
-    t.stage = stage;
-    t.steps = steps;
-    t.fits = outcome.fits;
-    t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    t.peak_memory_bytes = outcome.peak_memory_bytes;
-    t.error = outcome.error;
+    const std::size_t index = result.tries.size();
+    if (index < session.earlier_tries.size()) {
+      // The earlier session's try in this place must be the one this search makes now.
+      t = session.earlier_tries[index];
+      if (t.batch_size != batch_size || t.stage != stage || t.steps != steps) {
+        const auto shown = [](int64_t b, TryStage s, int n) {
+          return "batch " + std::to_string(b) + " (" + to_string(s) + ", " + std::to_string(n) +
+                 (n == 1 ? " step)" : " steps)");
+        };
+        throw EarlierTriesDiffer(index, "earlier try " + std::to_string(index + 1) + " was " +
+                                            shown(t.batch_size, t.stage, t.steps) +
+                                            " where this search tries " + shown(batch_size, stage, steps));
+      }
+      t.earlier = true;
+      ++result.earlier_tries;
+    } else {
+      if (session.stop_requested && session.stop_requested()) {
+        throw MaxBatchStopped(static_cast<int>(index), result.earlier_tries);
+      }
+      const auto begin = std::chrono::steady_clock::now();
+      const ProbeOutcome outcome = probe(batch_size, steps);
+      t.batch_size = batch_size;
+      t.stage = stage;
+      t.steps = steps;
+      t.fits = outcome.fits;
+      t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      t.peak_memory_bytes = outcome.peak_memory_bytes;
+      t.error = outcome.error;
+    }
     result.tries.push_back(t);
     if (on_try) on_try(t);
     if (!t.fits && (!result.first_failure || batch_size < *result.first_failure)) {
@@ -133,10 +146,21 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
       }
     }
   };
+  // Earlier tries beyond the search's end were not this search's.
+  const auto finished = [&]() -> MaxBatchResult& {
+    if (result.tries.size() < session.earlier_tries.size()) {
+      const std::size_t index = result.tries.size();
+      throw EarlierTriesDiffer(index, "the search ends after " + std::to_string(index) +
+                                          " tries, before earlier try " + std::to_string(index + 1) +
+                                          " (batch " +
+                                          std::to_string(session.earlier_tries[index].batch_size) + ")");
+    }
+    return result;
+  };
   bisect(TryStage::Bisect, options.search_steps);
   if (fit == 0) {
     result.stopped_by = "nothing fits";
-    return result;
+    return finished();
   }
   if (!attempt(fit, TryStage::Confirm, options.confirm_steps)) {
     // A single step fits but repeated ones do not (on a GPU, a later step's tensors no longer find room
@@ -153,7 +177,7 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
         fit = b;
       } else if (b == 1) {
         result.stopped_by = "nothing fits";
-        return result;
+        return finished();
       } else {
         fail = b;
       }
@@ -168,7 +192,7 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
     }
   }
   result.hit_upper_bound = fit == options.upper_bound;
-  return result;
+  return finished();
 }
 
 ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps) {
@@ -209,7 +233,8 @@ std::optional<int64_t> default_cpu_memory_limit() {
 }
 
 MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::Device& device,
-                             const MaxBatchOptions& options, const TryObserver& on_try) {
+                             const MaxBatchOptions& options, const TryObserver& on_try,
+                             const SearchSession& session) {
   check_options(options);
   if (options.cpu_memory_limit && !device.is_cpu()) {
     throw std::invalid_argument("a CPU memory limit does not apply to " + device.str() +
@@ -262,7 +287,7 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
   }
   MaxBatchResult result = find_max_batch(
       [&](int64_t batch_size, int steps) { return probe_workload(*workload, batch_size, steps); }, options,
-      on_try);
+      on_try, session);
   result.cpu_memory_limit = limit_used;
   result.margin = options.margin;
   return result;

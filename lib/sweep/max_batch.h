@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "lib/config/config.h"
+#include "lib/records/maxbatch_records.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
@@ -46,19 +48,6 @@ struct ProbeOutcome {
   std::optional<int64_t> peak_memory_bytes;  // of the try, where the device reports it
 };
 
-enum class TryStage { Grow, Bisect, Confirm };
-std::string to_string(TryStage stage);
-
-struct MaxBatchTry {
-  int64_t batch_size = 0;
-  TryStage stage = TryStage::Grow;
-  int steps = 0;
-  bool fits = false;
-  double seconds = 0;  // of the whole try: making the batch, the steps, releasing memory after a failure
-  std::optional<int64_t> peak_memory_bytes;
-  std::string error;
-};
-
 struct MaxBatchResult {
   // The largest size that ran confirm_steps steps in a row; nullopt when not even batch size 1 fits.
   std::optional<int64_t> max_batch;
@@ -75,10 +64,38 @@ struct MaxBatchResult {
   // "try limit", or "nothing fits".
   std::string stopped_by;
   double margin = 0;  // the share of memory the search left free
+  int earlier_tries = 0;  // of `tries`, those an earlier session ran (a resumed search)
 };
 
-Json to_json(const MaxBatchTry& t);
 Json to_json(const MaxBatchResult& r);  // the tries left out: they are records of their own
+// What decides the search's course, for telling whether a stopped search is the one asked for again.
+Json to_json(const MaxBatchOptions& o);
+
+// How this session of a search goes on from an earlier one, and when it stops.
+struct SearchSession {
+  // The tries an earlier, stopped session of the same search ran, in order: the search takes their
+  // outcomes instead of running them again, as long as each is the try it would make next.
+  std::vector<MaxBatchTry> earlier_tries;
+  // Asked before every try that would run: true stops the search (MaxBatchStopped) between two tries.
+  std::function<bool()> stop_requested;
+};
+
+// The search was asked to stop; every try it ran had been reported.
+class MaxBatchStopped : public std::runtime_error {
+ public:
+  MaxBatchStopped(int tries, int earlier_tries)
+      : std::runtime_error("the search was stopped"), tries(tries), earlier_tries(earlier_tries) {}
+  int tries;          // in all, the earlier session's included
+  int earlier_tries;  // of them, read back from the earlier session
+};
+
+// An earlier session's tries are not the ones this search makes: another version of the search, or
+// other options, wrote them. `index` is the first that differs (0-based).
+class EarlierTriesDiffer : public std::runtime_error {
+ public:
+  EarlierTriesDiffer(std::size_t index, const std::string& what) : std::runtime_error(what), index(index) {}
+  std::size_t index;
+};
 
 using BatchProbe = std::function<ProbeOutcome(int64_t batch_size, int steps)>;
 using TryObserver = std::function<void(const MaxBatchTry&)>;
@@ -89,10 +106,12 @@ using TryObserver = std::function<void(const MaxBatchTry&)>;
 // the answer. When that fails the search goes on below it with confirm_steps steps a try, down in doubling
 // strides until a size runs them, then bisecting, so the answer always passed confirmation and the search
 // takes logarithmically many tries however far below the single-step answer it lies.
-// Every try is reported to on_try (which may be empty) as it ends. What the probe throws propagates:
-// a probe reports out-of-memory as a ProbeOutcome and lets every other error through.
+// Every try is reported to on_try (which may be empty) as it ends, an earlier session's included (their
+// `earlier` set). What the probe throws propagates: a probe reports out-of-memory as a ProbeOutcome and
+// lets every other error through. The course of the search depends on the options and the outcomes
+// alone, so a stopped search given its tries back (session.earlier_tries) goes on as if never stopped.
 MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
-                              const TryObserver& on_try);
+                              const TryObserver& on_try, const SearchSession& session = {});
 
 // Tries a batch size on a workload: prepares the batch, runs `steps` steps and waits for the device.
 // Out-of-memory is caught and the memory released (the batch dropped, and on CUDA the cache emptied);
@@ -110,7 +129,8 @@ std::optional<int64_t> default_cpu_memory_limit();
 // CPU memory limit on CUDA: there the GPU's own memory is the limit. A model that does not fit on its own
 // gives a result with no tries, no max_batch and its error. The experiment's batch sizes are ignored.
 MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::Device& device,
-                             const MaxBatchOptions& options, const TryObserver& on_try);
+                             const MaxBatchOptions& options, const TryObserver& on_try,
+                             const SearchSession& session = {});
 
 // "CPU out of memory: tried to allocate ..." without LibTorch's backtrace: the first line of the message.
 std::string short_error_message(const std::exception& error);

@@ -171,7 +171,7 @@ class Campaign:
                 out.append({"id": f"maxbatch_{m}_{precision}", "kind": "maxbatch",
                             "argv": ["maxbatch", "--model", m, "--precision", precision, "--quiet", "--json",
                                      "--out", path] + extra + dev[:2],
-                            "out": path, "resumable": False})
+                            "out": path, "resumable": True})
         for m in JUMP_MODELS_ON[1:]:
             bench_on(m)
         return out
@@ -290,7 +290,7 @@ class Campaign:
                 continue
             left = self.remaining() - self.a.reserve_s
             # A sweep keeps every batch size it finishes, so a few seconds are worth starting it for.
-            needed = it["estimate_s"] * 1.3 + 10 if not it["resumable"] else 5
+            needed = it["estimate_s"] * 1.3 + 10 if not resumes(it) else 5
             if left < needed:
                 self.log(f"({i}) {it['id']}: {left:.0f} s of the budget left, {needed:.0f} s needed to start it: "
                          "stopping here; run the campaign again to go on")
@@ -299,7 +299,7 @@ class Campaign:
             self.log(f"({i}) {it['id']}: estimated {it['estimate_s']:.0f} s: batchscope {' '.join(it['argv'])}")
             with open(os.path.join(self.results, "commands.txt"), "a") as f:
                 f.write(f"{self.bin} {' '.join(it['argv'])}\n")
-            if not it["resumable"]:
+            if not resumes(it):
                 set_aside(it["out"])
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
             t0 = time.monotonic()
@@ -311,7 +311,7 @@ class Campaign:
             elif interrupted:
                 # Exit 130 after the first request; a second one (or SIGKILL) ends it by the signal.
                 self.log(f"({i}) {it['id']}: stopped at the budget after {seconds:.0f} s"
-                         + ("; the next run resumes it" if it["resumable"] else "; the next run starts it again"))
+                         + ("; the next run resumes it" if resumes(it) else "; the next run starts it again"))
                 stopped = True
             else:
                 self.state[it["id"]] = f"failed (exit {rc})"
@@ -482,6 +482,12 @@ def estimate(it, rate, steps):
     if it["kind"] == "microbatch":
         return 90.0 if gpu else 30.0
     return 90.0 if gpu else 20.0
+
+
+def resumes(it):
+    """Whether the item's command goes on from what it wrote: sweeps, and maxbatch with --out, which
+    plans made before it could still mark as not resumable."""
+    return it["resumable"] or it["kind"] == "maxbatch"
 
 
 def set_aside(path):

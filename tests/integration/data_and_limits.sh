@@ -71,6 +71,7 @@ assert result["type"] == "maxbatch", result["type"]
 e = result["config"]
 assert e["loss_scale"] == "dynamic" and e["optimizer"]["foreach"] is True, e
 PY
+expect 2 "maxbatch --restart without --out" "--restart applies to a search kept with --out" maxbatch --model mnist_cnn --device cpu --restart
 expect 3 "maxbatch when nothing fits" "no batch size|not even batch size 1" maxbatch --model mnist_cnn --device cpu --memory-limit 1MiB --quiet
 expect 2 "maxbatch of an unknown model" "unknown model vgg17" maxbatch --model vgg17 --device cpu
 expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots

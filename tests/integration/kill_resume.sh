@@ -50,4 +50,42 @@ grep -q "run the same command to resume" "$work/int.err"
 stopped_at="$(points "$work/int/steps.jsonl")"
 "$bin" "${args[@]}" > /dev/null
 python3 "$src/tests/integration/check_run.py" "$work/int" 1 "$(seq -s, 1 30)" 4 --resumes 1
-echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT)"
+
+# maxbatch --out: SIGINT stops the search after its running try (exit 130), and the same command goes
+# on from the tries written to the answer an uninterrupted search gives, none of them run twice.
+search=(maxbatch --model resnet18 --input 3,48,48 --classes 10 --device cpu --memory-limit 192MiB --quiet)
+"$bin" "${search[@]}" --out "$work/whole.jsonl" > "$work/whole.txt"
+"$bin" "${search[@]}" --out "$work/search.jsonl" > /dev/null 2> "$work/search.err" &
+pid=$!
+tries() { local n; n="$(grep -c '"type":"maxbatch_try"' "$1" 2>/dev/null || true)"; echo "${n:-0}"; }
+for _ in $(seq 1 600); do
+  [ "$(tries "$work/search.jsonl")" -ge 2 ] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+rc=0; wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || { echo "maxbatch: SIGINT gave exit code $rc"; cat "$work/search.err"; exit 1; }
+grep -q "run the same command to go on" "$work/search.err"
+tries_before="$(tries "$work/search.jsonl")"
+cp "$work/search.jsonl" "$work/search-before.jsonl"
+# Another search is refused, naming the difference, and leaves the file as it was.
+rc=0; "$bin" "${search[@]}" --confirm 2 --out "$work/search.jsonl" > /dev/null 2> "$work/other.err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "confirm_steps was 3 there and is 2 here" "$work/other.err" ||
+  { echo "maxbatch: another search was not refused (exit $rc)"; cat "$work/other.err"; exit 1; }
+cmp "$work/search.jsonl" "$work/search-before.jsonl"
+"$bin" "${search[@]}" --out "$work/search.jsonl" > "$work/search.txt"
+grep -q "$tries_before of them in an earlier session" "$work/search.txt"
+cmp -n "$(stat -c %s "$work/search-before.jsonl")" "$work/search-before.jsonl" "$work/search.jsonl"
+python3 - "$work/whole.jsonl" "$work/search.jsonl" "$tries_before" <<'PY'
+import json, sys
+def read(path):
+    return [json.loads(line) for line in open(path)]
+whole, resumed, before = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
+course = lambda records: [(r["batch_size"], r["stage"], r["steps"], r["fits"]) for r in records if r["type"] == "maxbatch_try"]
+assert course(resumed) == course(whole), (course(resumed), course(whole))
+openings = [r for r in resumed if r["type"] == "maxbatch_search"]
+assert len(openings) == 2 and openings[1]["resumed_tries"] == before, openings
+result = resumed[-1]["result"]
+assert result["max_batch"] == whole[-1]["result"]["max_batch"] and result["earlier_tries"] == before, result
+PY
+echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT, $tries_before tries of the search)"
