@@ -12,8 +12,9 @@
 using namespace batchscope::synthetic;
 
 int main() {
-  std::printf("False positives: runs (of %d per cell) reporting any jump, drop or spike\nnoise        ",
-              kFalsePositiveRuns);
+  std::printf(
+      "False positives: runs (of %d per cell) reporting any jump, drop, spike or fast size\nnoise        ",
+      kFalsePositiveRuns);
   for (const Shape& s : smooth_shapes()) std::printf("%13s", s.name.c_str());
   std::printf("          all\n");
   const auto counts = false_positive_counts();

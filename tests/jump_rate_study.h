@@ -22,7 +22,7 @@ struct Shape {
   std::vector<int64_t> batches;
 };
 
-// Trends without steps: any jump, drop or spike reported on them is a false positive.
+// Trends without steps: any jump, drop, spike or fast size reported on them is a false positive.
 inline std::vector<Shape> smooth_shapes() {
   return {
       {"flat", [](double) { return 20.0; }, sizes(1, 70)},
@@ -38,8 +38,7 @@ inline std::vector<Shape> smooth_shapes() {
 
 constexpr int kFalsePositiveRuns = 200;
 
-
-// Runs (of kFalsePositiveRuns) with any jump, drop or spike: [noise][shape].
+// Runs (of kFalsePositiveRuns) with any jump, drop, spike or fast size: [noise][shape].
 inline std::vector<std::vector<int>> false_positive_counts() {
   std::vector<std::vector<int>> counts;
   uint64_t seed = 1000;
@@ -49,7 +48,7 @@ inline std::vector<std::vector<int>> false_positive_counts() {
       int any = 0;
       for (int r = 0; r < kFalsePositiveRuns; ++r) {
         const JumpAnalysis a = detect_jumps(measure(shape.truth, shape.batches, noise, ++seed));
-        if (!a.jumps.empty() || !a.drops.empty() || !a.spikes.empty()) ++any;
+        if (!a.jumps.empty() || !a.drops.empty() || !a.spikes.empty() || !a.fast_sizes.empty()) ++any;
       }
       counts.back().push_back(any);
     }
@@ -91,7 +90,7 @@ inline double clearance(const Scenario& sc, double height, double median_se) {
 
 struct Tally {
   int steps = 0, found = 0;  // true steps, and of them reported at the right from/to
-  int runs = 0, wrong = 0;   // runs, and of them with any jump, drop or spike elsewhere
+  int runs = 0, wrong = 0;   // runs, and of them with any jump, drop, spike or fast size elsewhere
   int period16 = 0;          // runs judged periodic with k = 16
   double found_rate() const { return steps ? static_cast<double>(found) / steps : 0; }
   double wrong_rate() const { return runs ? static_cast<double>(wrong) / runs : 0; }
@@ -113,7 +112,7 @@ inline Tally run_scenario(const Scenario& sc, const Noise& noise, double height,
       return std::find(truth_pairs.begin(), truth_pairs.end(), std::make_pair(j.from_batch, j.to_batch)) ==
              truth_pairs.end();
     });
-    t.wrong += elsewhere || !a.drops.empty() || !a.spikes.empty() ? 1 : 0;
+    t.wrong += elsewhere || !a.drops.empty() || !a.spikes.empty() || !a.fast_sizes.empty() ? 1 : 0;
     const Periodicity p = analyze_periodicity(a.jumps, sc.batches);
     t.period16 += p.periodic && p.best->k == 16 ? 1 : 0;
   }

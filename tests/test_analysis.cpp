@@ -499,5 +499,32 @@ TEST_F(AnalyzeTest, GpuSizesWhoseHostTimeNearsTheStepAreLaunchBound) {
   EXPECT_FALSE(old.groups[0].points[0].host_median_ms.has_value());
 }
 
+// A sawtooth's fast sizes reach the report and analysis.json with the step times around them.
+TEST_F(AnalyzeTest, ReportNamesTheFastSizesOfASawtooth) {
+  FakeLog log;
+  log.batches = range(1, 40);
+  log.level = [](int64_t b) {
+    const double line = 10.0 + 1.5 * static_cast<double>(b);
+    return b == 16 || b == 32 ? 0.6 * line : line;
+  };
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  const Analysis a = analyze_logs({write("sawtooth.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  std::ostringstream report;
+  write_report(report, a, plots, "plots");
+  // The fake log's medians are 0.999 of its level.
+  EXPECT_NE(
+      report.str().find("sizes to prefer over their neighbours): 16 (20.38 ms against 32.47 and 35.46 ms, "
+                        "37% less), 32 (34.77 ms against 56.44 and 59.44 ms, 38% less).\n"),
+      std::string::npos)
+      << report.str();
+  const Json fast = analysis_to_json(a, {})["groups"][0]["jumps"]["fast_sizes"];
+  ASSERT_EQ(fast.size(), 2u);
+  EXPECT_EQ(fast[1]["first"], 32);
+  EXPECT_EQ(fast[1]["last"], 32);
+  EXPECT_NEAR(fast[1]["before_ms"].get<double>(), 0.999 * (10 + 1.5 * 31), 1e-9);
+}
+
 }  // namespace
 }  // namespace batchscope

@@ -185,6 +185,57 @@ TEST(JumpDetector, ConfidenceFollowsZ) {
   EXPECT_GE(big.jumps[0].z, 10);
 }
 
+// As VGG16 trained in IEEE fp32 on a GPU: cuDNN's fast algorithm at some sizes only, a sawtooth of sizes
+// much faster than both neighbours, one or two sizes wide.
+Truth sawtooth() {
+  return [](double b) {
+    const double line = 10 + 1.5 * b;
+    if (b == 16 || b == 32 || b == 40 || b == 48) return 0.6 * line;
+    if (b == 23 || b == 24) return 0.55 * line;
+    if (b == 60) return 0.985 * line;  // 1.5% less: below min_relative
+    if (b == 56) return 1.5 * line;    // a slow spike: 55 and 57 are not fast beside it
+    return line;
+  };
+}
+
+std::vector<std::pair<int64_t, int64_t>> runs(const JumpAnalysis& a) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const FastSizes& f : a.fast_sizes) out.emplace_back(f.first_batch, f.last_batch);
+  return out;
+}
+
+TEST(JumpDetector, FindsTheFastSizesOfASawtooth) {
+  const std::vector<std::pair<int64_t, int64_t>> truth = {{16, 16}, {23, 24}, {32, 32}, {40, 40}, {48, 48}};
+  const JumpAnalysis a = detect_jumps(exact(sawtooth(), sizes(1, 70)));
+  EXPECT_EQ(runs(a), truth);
+  ASSERT_EQ(a.fast_sizes.size(), truth.size());
+  const FastSizes& valley = a.fast_sizes[1];
+  EXPECT_DOUBLE_EQ(valley.fastest_ms, 0.55 * (10 + 1.5 * 23));
+  EXPECT_DOUBLE_EQ(valley.slowest_ms, 0.55 * (10 + 1.5 * 24));
+  EXPECT_DOUBLE_EQ(valley.before_ms, 10 + 1.5 * 22);
+  EXPECT_DOUBLE_EQ(valley.after_ms, 10 + 1.5 * 25);
+  EXPECT_NEAR(valley.gain_pct, 100 * (1 - 0.55 * 46 / 43), 1e-9);
+  EXPECT_EQ(a.spikes, (std::vector<int64_t>{56}));
+
+  // Found through 2% noise of every step (20 steps a size) in nearly every run, and nothing else.
+  int all_found = 0, other = 0;
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    const JumpAnalysis noisy = detect_jumps(measure(sawtooth(), sizes(1, 70), noise_levels()[1], seed));
+    const auto found = runs(noisy);
+    if (found == truth) ++all_found;
+    for (const auto& run : found) {
+      if (std::find(truth.begin(), truth.end(), run) == truth.end()) ++other;
+    }
+  }
+  EXPECT_GE(all_found, 95);
+  EXPECT_LE(other, 2);
+
+  // A dip within the noise of its medians is not a fast size, however deep it looks.
+  std::vector<LevelPoint> uncertain = exact(sawtooth(), sizes(1, 70));
+  for (LevelPoint& p : uncertain) p.median_se_ms = 0.1 * p.median_ms;
+  EXPECT_TRUE(detect_jumps(uncertain).fast_sizes.empty());
+}
+
 // The rates of tests/jump_rate_study.h, asserted; bench/jump_detector_rates prints them.
 TEST(JumpDetectorRates, FalsePositivesOnSmoothTrends) {
   const auto counts = false_positive_counts();

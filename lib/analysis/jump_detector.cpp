@@ -28,6 +28,9 @@ constexpr double kClipSigmas = 3.0;
 // Standard deviation of a normal sample cut at +-3 sigma, in sigmas.
 constexpr double kClippedNormalSd = 0.9866;
 constexpr int kMaxPasses = 10;
+// The widest run of fast sizes: the sawtooths measured are one or two sizes wide; a longer faster stretch
+// is a drop and a jump, with a segment between them.
+constexpr size_t kMaxFastRun = 3;
 
 // One pair of consecutive measured batch sizes.
 struct Pair {
@@ -288,6 +291,45 @@ void add_segments(const std::vector<LevelPoint>& points, const Pass& pass, doubl
   }
 }
 
+// Runs of one to kMaxFastRun sizes faster than the sizes on both sides, left to right, the widest first
+// (on a rising trend the first of two fast sizes is also faster than the second); a run's right
+// neighbour cannot start the next one, being slower.
+std::vector<FastSizes> find_fast_sizes(const std::vector<LevelPoint>& all, const std::vector<int64_t>& spikes,
+                                       const JumpDetectorOptions& options) {
+  std::vector<LevelPoint> points;
+  for (const LevelPoint& p : all) {
+    if (std::find(spikes.begin(), spikes.end(), p.batch_size) == spikes.end()) points.push_back(p);
+  }
+  std::vector<FastSizes> found;
+  for (size_t i = 1; i + 1 < points.size();) {
+    bool run = false;
+    for (size_t width = kMaxFastRun; width >= 1 && !run; --width) {
+      const size_t last = i + width - 1;
+      if (last + 1 >= points.size()) continue;
+      double fastest = points[i].median_ms, slowest = points[i].median_ms, inside_se = 0;
+      for (size_t k = i; k <= last; ++k) {
+        fastest = std::min(fastest, points[k].median_ms);
+        slowest = std::max(slowest, points[k].median_ms);
+        inside_se = std::max(inside_se, points[k].median_se_ms);
+      }
+      const LevelPoint& before = points[i - 1];
+      const LevelPoint& after = points[last + 1];
+      const double outside = std::min(before.median_ms, after.median_ms);
+      const double gain = outside - slowest;
+      const double sigma = std::hypot(inside_se, std::max(before.median_se_ms, after.median_se_ms));
+      if (gain > 0 && gain >= options.z_threshold * sigma &&
+          gain >= options.min_relative * std::fabs(outside)) {
+        found.push_back({points[i].batch_size, points[last].batch_size, fastest, slowest, before.median_ms,
+                         after.median_ms, outside != 0 ? 100 * gain / outside : 0});
+        i = last + 2;
+        run = true;
+      }
+    }
+    if (!run) ++i;
+  }
+  return found;
+}
+
 }  // namespace
 
 double median_standard_error(const std::vector<double>& times_ms) {
@@ -348,6 +390,7 @@ JumpAnalysis detect_jumps(const std::vector<LevelPoint>& points, const JumpDetec
     }
   }
   add_segments(points, pass, options.z_threshold, analysis);
+  analysis.fast_sizes = find_fast_sizes(points, analysis.spikes, options);
   return analysis;
 }
 

@@ -54,6 +54,18 @@ struct Segment {
   bool plateau = false;
 };
 
+// One to three consecutive batch sizes whose steps are all faster than those of the sizes on both sides
+// (a sawtooth's good sizes: cuDNN picks a faster algorithm at some sizes only), by more than the noise
+// of those medians and by the detector's min_relative: sizes to prefer over their neighbours.
+struct FastSizes {
+  int64_t first_batch = 0;
+  int64_t last_batch = 0;
+  double fastest_ms = 0, slowest_ms = 0;  // the step times inside
+  double before_ms = 0, after_ms = 0;     // of the sizes just outside
+  // How much less the slowest inside takes than the faster of the two outside, in percent of that.
+  double gain_pct = 0;
+};
+
 struct JumpAnalysis {
   double slope_ms_per_sample = 0;  // median of the consecutive differences per extra sample
   // Robust spread of the differences after the local trend, at the median step time: the detector
@@ -63,6 +75,9 @@ struct JumpAnalysis {
   std::vector<Jump> jumps;        // rises, ascending batch size
   std::vector<Jump> drops;        // falls beyond the noise
   std::vector<int64_t> spikes;    // single batch sizes that rise and fall straight back
+  // Judged against the neighbours alone, not the trend: a sawtooth inflates the spread around the trend,
+  // which is not the noise of a size's own median. Spikes are left out as neighbours.
+  std::vector<FastSizes> fast_sizes;
   std::vector<Segment> segments;  // split at the jumps and drops
   // At least two jumps and every inner segment a plateau; the first and last segments are not judged
   // (a GPU's flat start before it fills up, a sweep that stops mid-step).

@@ -114,6 +114,16 @@ Json jumps_json(const JumpAnalysis& j) {
   Json rises = Json::array(), drops = Json::array(), segments = Json::array();
   for (const Jump& x : j.jumps) rises.push_back(jump_json(x));
   for (const Jump& x : j.drops) drops.push_back(jump_json(x));
+  Json fast = Json::array();
+  for (const FastSizes& f : j.fast_sizes) {
+    fast.push_back(Json{{"first", f.first_batch},
+                        {"last", f.last_batch},
+                        {"fastest_ms", f.fastest_ms},
+                        {"slowest_ms", f.slowest_ms},
+                        {"before_ms", f.before_ms},
+                        {"after_ms", f.after_ms},
+                        {"gain_pct", f.gain_pct}});
+  }
   for (const Segment& s : j.segments) {
     segments.push_back(Json{{"first", s.first_batch},
                             {"last", s.last_batch},
@@ -128,6 +138,7 @@ Json jumps_json(const JumpAnalysis& j) {
               {"rises", rises},
               {"drops", drops},
               {"spikes", j.spikes},
+              {"fast_sizes", fast},
               {"segments", segments},
               {"staircase", j.staircase}};
 }

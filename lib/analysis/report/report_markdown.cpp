@@ -144,6 +144,20 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
     out << "**Spikes** (one batch size slower than both neighbours, not a step): " << batch_list(j.spikes)
         << ".\n\n";
   }
+  if (!j.fast_sizes.empty()) {
+    out << "**Fast sizes** (one to three batch sizes that step faster than the sizes on both sides, beyond "
+           "the noise: sizes to prefer over their neighbours): ";
+    for (size_t i = 0; i < j.fast_sizes.size(); ++i) {
+      const FastSizes& f = j.fast_sizes[i];
+      out << (i ? ", " : "") << f.first_batch;
+      if (f.last_batch != f.first_batch) out << "–" << f.last_batch;
+      out << " (" << significant(f.fastest_ms);
+      if (f.last_batch != f.first_batch) out << "–" << significant(f.slowest_ms);
+      out << " ms against " << significant(f.before_ms) << " and " << significant(f.after_ms) << " ms, "
+          << significant(f.gain_pct, 2) << "% less)";
+    }
+    out << ".\n\n";
+  }
   if (j.jumps.size() >= 1 && !j.segments.empty()) {
     out << "**Segments between jumps**"
         << (j.staircase ? " (a staircase: flat steps separated by jumps)" : "")
