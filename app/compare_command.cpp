@@ -37,8 +37,20 @@ Json comparison_json(const RunComparison& c) {
                      {"contender_passes", s.contender_passes},
                      {"verdict", s.verdict}});
   }
-  return Json{{"threshold", c.threshold}, {"z", c.z},          {"slower", c.slower},
-              {"faster", c.faster},       {"sizes", sizes},    {"unmatched", c.unmatched}};
+  const auto ranges = [](const std::vector<FastSizes>& runs) {
+    Json out = Json::array();
+    for (const FastSizes& f : runs)
+      out.push_back({{"first", f.first_batch}, {"last", f.last_batch}, {"gain_pct", f.gain_pct}});
+    return out;
+  };
+  Json fast = Json::array();
+  for (const FastSizesInBoth& f : c.fast_sizes) {
+    fast.push_back(
+        {{"experiment", f.experiment}, {"baseline", ranges(f.baseline)}, {"contender", ranges(f.contender)}});
+  }
+  return Json{{"threshold", c.threshold}, {"z", c.z},       {"slower", c.slower},
+              {"faster", c.faster},       {"sizes", sizes}, {"unmatched", c.unmatched},
+              {"fast_sizes", fast}};
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -288,4 +289,40 @@ TEST(RepeatsCompare, DriftBetweenPassesWidensTheBand) {
   EXPECT_EQ(pooled.sizes.at(0).baseline_passes, 1);
   EXPECT_EQ(pooled.sizes[0].verdict, "slower") << pooled.sizes[0].noise;
   EXPECT_EQ(pooled.slower, 1);
+}
+
+namespace {
+
+// A sweep of 1..40 on the line 10 + 1.5 b with the given sizes at 0.6 of it, each size's steps spread
+// +-0.1% around its level.
+LoadedLog sawtooth_at(const std::vector<int64_t>& fast) {
+  LoadedLog log;
+  for (int64_t b = 1; b <= 40; ++b) {
+    BatchKey key{"vgg16_train_fp32", "vgg16", "train", "fp32", "cuda:0", "", b, std::nullopt};
+    const double line = 10 + 1.5 * static_cast<double>(b);
+    const double level = std::find(fast.begin(), fast.end(), b) == fast.end() ? line : 0.6 * line;
+    for (double spread : {-0.001, -0.0005, 0.0, 0.0005, 0.001, -0.0002, 0.0002, 0.0}) {
+      log.records.push_back(StepRecord{key, 0, level * (1 + spread), std::nullopt, std::nullopt});
+    }
+  }
+  return log;
+}
+
+}  // namespace
+
+// Two passes of a sawtooth: which fast sizes hold in both, and which in one run only.
+TEST(RepeatsCompare, SaysWhichFastSizesHoldInBothRuns) {
+  const RunComparison c = compare_runs(sawtooth_at({8, 16, 26, 32}), sawtooth_at({8, 16, 31, 32, 36}), 0.05);
+  ASSERT_EQ(c.fast_sizes.size(), 1u);
+  EXPECT_EQ(c.fast_sizes[0].experiment, "vgg16_train_fp32");
+  EXPECT_EQ(c.fast_sizes[0].baseline.size(), 4u);
+  EXPECT_EQ(c.fast_sizes[0].contender.size(), 4u);  // 31-32 is one run of two sizes
+  const std::string text = format_run_comparison(c);
+  EXPECT_NE(
+      text.find("Fast sizes of vgg16_train_fp32 (faster than the sizes on both sides): in both runs 8, 16, "
+                "32 (31–32 in the contender); in the baseline only 26; in the contender only 36.\n"),
+      std::string::npos)
+      << text;
+  // A run without fast sizes against itself says nothing of them.
+  EXPECT_TRUE(compare_runs(sawtooth_at({}), sawtooth_at({}), 0.05).fast_sizes.empty());
 }

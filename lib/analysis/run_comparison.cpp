@@ -54,6 +54,68 @@ double relative_error(const std::vector<double>& times, const std::map<int64_t, 
 
 std::string size_name(const SizeKey& key) { return key.first + " batch " + std::to_string(key.second); }
 
+// Each experiment's fast sizes in both runs, from the sizes compared (in batch order within each).
+std::vector<FastSizesInBoth> fast_sizes_of(const std::vector<SizeComparison>& sizes,
+                                           const std::map<SizeKey, std::pair<double, double>>& errors) {
+  std::vector<FastSizesInBoth> out;
+  for (std::size_t first = 0; first < sizes.size();) {
+    std::size_t last = first;
+    while (last < sizes.size() && sizes[last].experiment == sizes[first].experiment) ++last;
+    std::vector<LevelPoint> baseline, contender;
+    for (std::size_t i = first; i < last; ++i) {
+      const auto& [rb, ro] = errors.at({sizes[i].experiment, sizes[i].batch_size});
+      baseline.push_back({sizes[i].batch_size, sizes[i].baseline_ms, rb * sizes[i].baseline_ms});
+      contender.push_back({sizes[i].batch_size, sizes[i].contender_ms, ro * sizes[i].contender_ms});
+    }
+    FastSizesInBoth f{sizes[first].experiment, detect_jumps(baseline).fast_sizes,
+                      detect_jumps(contender).fast_sizes};
+    if (!f.baseline.empty() || !f.contender.empty()) out.push_back(std::move(f));
+    first = last;
+  }
+  return out;
+}
+
+bool overlap(const FastSizes& a, const FastSizes& b) {
+  return a.first_batch <= b.last_batch && b.first_batch <= a.last_batch;
+}
+
+std::string range_name(const FastSizes& f) {
+  return f.first_batch == f.last_batch ? std::to_string(f.first_batch)
+                                       : std::to_string(f.first_batch) + "–" + std::to_string(f.last_batch);
+}
+
+// "in both runs 23–24, 32, 40 (39–40 in the contender); in the baseline only 26; in the contender only 30"
+std::string fast_sizes_sentence(const FastSizesInBoth& f) {
+  std::vector<std::string> both, baseline_only, contender_only;
+  for (const FastSizes& b : f.baseline) {
+    const auto match = std::find_if(f.contender.begin(), f.contender.end(),
+                                    [&](const FastSizes& c) { return overlap(b, c); });
+    if (match == f.contender.end()) {
+      baseline_only.push_back(range_name(b));
+    } else {
+      both.push_back(range_name(b) + (range_name(*match) == range_name(b)
+                                          ? ""
+                                          : " (" + range_name(*match) + " in the contender)"));
+    }
+  }
+  for (const FastSizes& c : f.contender) {
+    if (std::none_of(f.baseline.begin(), f.baseline.end(),
+                     [&](const FastSizes& b) { return overlap(b, c); })) {
+      contender_only.push_back(range_name(c));
+    }
+  }
+  std::string out;
+  const auto part = [&](const char* label, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    out += (out.empty() ? "" : "; ") + std::string(label);
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : " ") + names[i];
+  };
+  part("in both runs", both);
+  part("in the baseline only", baseline_only);
+  part("in the contender only", contender_only);
+  return out;
+}
+
 }  // namespace
 
 RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender, double threshold, double z,
@@ -62,6 +124,7 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
   c.threshold = threshold;
   c.z = z;
   const StepTimes base = step_times(baseline), other = step_times(contender);
+  std::map<SizeKey, std::pair<double, double>> errors;  // each compared size's relative standard errors
   for (const std::string& experiment : base.order) {
     for (auto it = base.times.lower_bound({experiment, INT64_MIN});
          it != base.times.end() && it->first.first == experiment; ++it) {
@@ -90,6 +153,7 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
       const double rb = relative_error(b, b_passes, s.baseline_ms);
       const double ro = relative_error(o, o_passes, s.contender_ms);
       s.noise = z * s.ratio * std::sqrt(rb * rb + ro * ro);
+      errors[it->first] = {rb, ro};
       const double difference = std::fabs(s.ratio - 1);
       if (difference <= s.noise) {
         s.verdict = "within noise";
@@ -105,6 +169,7 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
   for (const auto& [key, times] : other.times) {
     if (base.times.find(key) == base.times.end()) c.unmatched.push_back(size_name(key));
   }
+  c.fast_sizes = fast_sizes_of(c.sizes, errors);
   return c;
 }
 
@@ -133,6 +198,10 @@ std::string format_run_comparison(const RunComparison& c) {
     out += "Not compared (measured in one run only, or with too few steps): ";
     for (std::size_t i = 0; i < c.unmatched.size(); ++i) out += (i ? ", " : "") + c.unmatched[i];
     out += ".\n";
+  }
+  for (const FastSizesInBoth& f : c.fast_sizes) {
+    out += "Fast sizes of " + f.experiment +
+           " (faster than the sizes on both sides): " + fast_sizes_sentence(f) + ".\n";
   }
   return out;
 }

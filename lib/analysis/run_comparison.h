@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/jump_detector.h"
 #include "lib/analysis/log_reader.h"
 
 namespace batchscope {
@@ -24,6 +25,13 @@ struct SizeComparison {
   std::string verdict;
 };
 
+// An experiment's fast sizes (jump_detector.h) in each run, over the sizes compared: whether a sawtooth's
+// good sizes hold from one run to the next.
+struct FastSizesInBoth {
+  std::string experiment;
+  std::vector<FastSizes> baseline, contender;
+};
+
 struct RunComparison {
   double threshold = 0.05;
   double z = 3;
@@ -31,6 +39,7 @@ struct RunComparison {
   // "experiment batch N" measured in one run only, or with fewer steps than min_samples in either.
   std::vector<std::string> unmatched;
   int slower = 0, faster = 0;
+  std::vector<FastSizesInBoth> fast_sizes;  // experiments with fast sizes in either run
 };
 
 // Sets the contender's sweep against the baseline's, batch size by batch size, matching experiments by
@@ -39,7 +48,8 @@ struct RunComparison {
 RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender, double threshold,
                            double z = 3, int min_samples = 5);
 
-// The table and a closing sentence ("no difference beyond the noise and 5%", or what is slower).
+// The table and a closing sentence ("no difference beyond the noise and 5%", or what is slower), then
+// per experiment with fast sizes, which hold in both runs and which in one only.
 std::string format_run_comparison(const RunComparison& c);
 
 }  // namespace batchscope

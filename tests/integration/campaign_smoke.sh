@@ -120,6 +120,11 @@ done
   ok "a finished sweep's profile is kept compressed and analysed from there" ||
   fail "profile: $(ls "$work/r/jumps/vgg16_tf32_off_profiled")"
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
+# The allocator item runs with its variable set, which its records and commands.txt name.
+grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"' \
+  "$work/r/maxbatch/resnet18_fp32_expandable_segments.jsonl" &&
+  grep -q '^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True .* maxbatch ' "$work/r/commands.txt" &&
+  ok "the allocator item ran with PYTORCH_CUDA_ALLOC_CONF set" || fail "the allocator item: no record naming its variable"
 python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["type"] == "peak" and r["rates"][0]["median_tflops"] > 0, r' \
   "$work/r/peak.jsonl" || fail "peak: no measured rate"
 grep -q "% of the measured fp32 peak" "$work/r/mnist_train_vs_infer/analysis/report.md" &&
