@@ -26,7 +26,7 @@ const std::vector<ExperimentOption> kMicrobatchOptions = {
     ExperimentOption::Model,     ExperimentOption::Input,          ExperimentOption::Classes,
     ExperimentOption::SeqLen,    ExperimentOption::Device,         ExperimentOption::Precision,
     ExperimentOption::Optimizer, ExperimentOption::CudnnBenchmark, ExperimentOption::Tf32,
-    ExperimentOption::LossScale, ExperimentOption::Foreach};
+    ExperimentOption::LossScale, ExperimentOption::Foreach,        ExperimentOption::ChannelsLast};
 
 std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
   if (text == "every")
@@ -86,7 +86,9 @@ cxxopts::Options microbatch_options() {
       "and with every convolution split. model mode: gradient accumulation over micro-batches of the\n"
       "whole model, planned from forward+backward times per size. Predictions and measurements are\n"
       "both reported, including where splitting does not help. Costs and steps run as the step trains:\n"
-      "in --precision (autocast), with --loss-scale, --optimizer and --foreach; --tf32 as a sweep sets it.\n"
+      "in --precision (autocast), with --loss-scale, --optimizer, --foreach and --channels-last; --tf32 as "
+      "a\n"
+      "sweep sets it.\n"
       "LibTorch's C++ API has no cuDNN workspace limit, mu-cuDNN's central parameter; where PyTorch's\n"
       "cuDNN v8 path reads CUDNN_CONV_WSCAP_DBG, its value is recorded when set.");
   add_experiment_options(options, kMicrobatchOptions);

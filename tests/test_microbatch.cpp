@@ -103,6 +103,36 @@ TEST(LayerMicroBatches, EqualTheUndividedForwardAndGradientsEvenWithBatchNorm) {
   expect_close(grads_of(*network), whole, 1e-4);
 }
 
+// A channels-last (NHWC) input keeps its layout through a split convolution, so the layers after it see
+// what an undivided channels-last step gives them, and the results are the undivided ones.
+TEST(LayerMicroBatches, AChannelsLastInputStaysChannelsLastThroughASplit) {
+  auto network = build("resnet18", {3, 32, 32}, 10);
+  network->train();
+  for (auto& p : network->parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
+  const torch::Tensor x = torch::randn({8, 3, 32, 32}).contiguous(at::MemoryFormat::ChannelsLast);
+  const torch::Tensor y = torch::randint(10, {8}, torch::kLong);
+  const auto convolutions = models::convolutions(*network);
+  const auto& [name, conv] = convolutions.front();
+  const torch::Tensor whole_conv = conv->forward(x).detach();
+  conv->set_micro_batches({3, 5});
+  const torch::Tensor split_conv = conv->forward(x).detach();
+  EXPECT_TRUE(split_conv.is_contiguous(at::MemoryFormat::ChannelsLast)) << name;
+  EXPECT_TRUE(whole_conv.is_contiguous(at::MemoryFormat::ChannelsLast)) << name;
+  expect_close({split_conv}, {whole_conv}, 1e-5);
+  conv->set_micro_batches({});
+  auto run = [&] {
+    for (auto& p : network->parameters()) p.mutable_grad().reset();
+    torch::nn::functional::cross_entropy(network->forward(x), y).backward();
+  };
+  run();
+  const auto whole = grads_of(*network);
+  for (auto& [n, c] : models::convolutions(*network)) c->set_micro_batches({3, 2, 3});
+  run();
+  expect_close(grads_of(*network), whole, 1e-4);
+}
+
 TEST(LayerCosts, MeasureEveryConvolutionAtEverySize) {
   auto network = build("mnist_cnn", {1, 28, 28}, 10);
   network->train();
@@ -310,6 +340,28 @@ TEST(MicroBatchStudy, ModelModeStepsInTheExperimentsPrecisionOptimizerAndLossSca
   const MicroBatchStudy plain = run_microbatch_study(tiny_experiment("mnist_cnn", {1, 28, 28}, 10), o);
   EXPECT_FALSE(plain.outcomes.front().undivided.skipped_steps.has_value());
   EXPECT_FALSE(result_of(plain)["measured"]["planned"].contains("skipped_steps"));
+}
+
+// --channels-last: the layer costs and the steps run on NHWC inputs and weights, the split leaves the
+// gradients as they were, and the summary and report say how the steps ran.
+TEST(MicroBatchStudy, LayerModeRunsChannelsLast) {
+  ExperimentConfig e = tiny_experiment("resnet18", {3, 32, 32}, 10);
+  e.channels_last = true;
+  MicroBatchOptions o;
+  o.batch = 8;
+  o.policies = {MicroBatchPolicy::PowerOfTwo};
+  o.warmup = 1;
+  o.steps = 3;
+  o.repeats = 1;
+  const MicroBatchStudy study = run_microbatch_study(e, o);
+  ASSERT_EQ(study.outcomes.size(), 1u);
+  EXPECT_LT(study.outcomes.front().gradient_difference, 1e-4);
+  EXPECT_NE(study_summary(study).find("(3x32x32, fp32, channels-last)"), std::string::npos)
+      << study_summary(study);
+  EXPECT_NE(
+      study_report_markdown(study).find(", channels-last (images and convolution weights laid out NHWC"),
+      std::string::npos);
+  EXPECT_TRUE(Json(to_json(study.experiment))["channels_last"].get<bool>());
 }
 
 TEST(MicroBatchResult, SaysWhereTheLossScalerSkippedSteps) {

@@ -44,12 +44,18 @@ std::optional<int64_t> peak(const torch::Device& device) {
   return std::nullopt;
 }
 
+// An image tensor in the memory format the step trains in: channels-last (NHWC) where asked, as the
+// sweep's workload lays out its inputs and its convolutions' weights.
+torch::Tensor in_format(const torch::Tensor& t, bool channels_last) {
+  return channels_last && t.dim() == 4 ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
+}
+
 // A synthetic batch of the model's kind (images, tokens, spectrograms), made on the host and copied.
 models::Batch device_batch(const models::ModelSpec& spec, int64_t batch,
                            const std::vector<int64_t>& sample_shape, int64_t classes,
-                           const torch::Device& device) {
+                           const torch::Device& device, bool channels_last) {
   const models::Batch host = spec.synthetic_batch(batch, sample_shape, classes);
-  return {host.inputs.to(device), host.targets.to(device)};
+  return {in_format(host.inputs.to(device), channels_last), host.targets.to(device)};
 }
 
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& sample_shape) {
@@ -114,13 +120,14 @@ std::vector<int64_t> candidate_sizes(const std::vector<MicroBatchPolicy>& polici
 
 std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inputs(
     models::Network& network, const std::vector<int64_t>& sample_shape, const torch::Device& device,
-    Precision precision, int64_t sample_batch) {
+    Precision precision, int64_t sample_batch, bool channels_last) {
   auto convs = models::convolutions(network);
   for (auto& [name, conv] : convs) conv->record_input_shape(true);
   {
     torch::NoGradGuard no_grad;
     AutocastScope autocast(precision, device);
-    network.forward(torch::randn(with_batch(sample_batch, sample_shape), torch::TensorOptions(device)));
+    network.forward(in_format(
+        torch::randn(with_batch(sample_batch, sample_shape), torch::TensorOptions(device)), channels_last));
   }
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
   for (auto& [name, conv] : convs) {
@@ -132,8 +139,8 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inp
 
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats, Precision precision) {
-  record_convolution_inputs(network, sample_shape, device, precision);
+                                    int warmup, int repeats, Precision precision, bool channels_last) {
+  record_convolution_inputs(network, sample_shape, device, precision, 2, channels_last);
   CostMeasurement out;
   for (auto& named : models::convolutions(network)) {
     const std::string& name = named.first;
@@ -145,7 +152,8 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
     for (int64_t m : sizes) {
       // The input in the type the layer sees in a step; its forward under autocast as in the step.
       const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
-      torch::Tensor x = torch::randn(with_batch(m, shape), options).requires_grad_(true);
+      torch::Tensor x =
+          in_format(torch::randn(with_batch(m, shape), options), channels_last).requires_grad_(true);
       torch::Tensor grad;
       {
         torch::NoGradGuard no_grad;
@@ -179,7 +187,8 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats, Precision precision, bool scaled_loss) {
+                                    int warmup, int repeats, Precision precision, bool scaled_loss,
+                                    bool channels_last) {
   CostMeasurement out;
   CostTable table{"model", {}};
   // A step's loss scaler multiplies the loss by its scale before backward; its first scale stands in.
@@ -193,7 +202,7 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
                             ", the smallest batch " + spec.name + " can train at on this input (batch norm)");
       continue;
     }
-    const models::Batch batch = device_batch(spec, m, sample_shape, classes, device);
+    const models::Batch batch = device_batch(spec, m, sample_shape, classes, device, channels_last);
     const torch::Tensor& x = batch.inputs;
     const torch::Tensor& y = batch.targets;
     try {
@@ -348,16 +357,16 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
 
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
   const Precision precision = experiment.precision;
-  study.costs =
-      layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup, o.repeats,
-                                  precision)
-            : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes, device, sizes,
-                                  o.warmup, o.repeats, precision, workload.loss_scaler() != nullptr);
+  study.costs = layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup,
+                                            o.repeats, precision, experiment.channels_last)
+                      : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes,
+                                            device, sizes, o.warmup, o.repeats, precision,
+                                            workload.loss_scaler() != nullptr, experiment.channels_last);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);
-  const models::Batch fixed =
-      device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device);
+  const models::Batch fixed = device_batch(*spec, o.batch, experiment.input_shape, experiment.classes, device,
+                                           experiment.channels_last);
   const torch::Tensor& x = fixed.inputs;
   const torch::Tensor& y = fixed.targets;
 

@@ -54,28 +54,31 @@ struct CostMeasurement {
   std::vector<std::string> skipped;
 };
 
-// Runs one forward of `sample_batch` samples (under autocast in fp16 or bf16) with recording on, then
-// off again: each convolution's per-sample input shape, in forward order; each also keeps its input's type.
+// Runs one forward of `sample_batch` samples (under autocast in fp16 or bf16, channels-last where asked)
+// with recording on, then off again: each convolution's per-sample input shape, in forward order; each also
+// keeps its input's type.
 std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inputs(
     models::Network& network, const std::vector<int64_t>& sample_shape, const torch::Device& device,
-    Precision precision = Precision::FP32, int64_t sample_batch = 2);
+    Precision precision = Precision::FP32, int64_t sample_batch = 2, bool channels_last = false);
 
 // Times each convolution alone (forward + backward of the layer itself, train mode, undivided) at
 // each size: `warmup` untimed then `repeats` timed runs, each on its own with the device synchronised
 // after it; inputs and output gradients are made before the timed region. In fp16 or bf16 the input
-// has the type the layer sees in a step and its forward runs under autocast.
+// has the type the layer sees in a step and its forward runs under autocast; with `channels_last` the
+// input is laid out NHWC, as a channels-last step's are (the network's weights already so).
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats, Precision precision = Precision::FP32);
+                                    int warmup, int repeats, Precision precision = Precision::FP32,
+                                    bool channels_last = false);
 
 // Times one forward + loss + backward of the whole network (no optimizer step) at each size, on
 // synthetic batches of `spec`'s kind: forward and loss under autocast in fp16 or bf16, and the backward
-// of the loss times a loss scale where `scaled_loss`.
+// of the loss times a loss scale where `scaled_loss`; images laid out NHWC with `channels_last`.
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats, Precision precision = Precision::FP32,
-                                    bool scaled_loss = false);
+                                    bool scaled_loss = false, bool channels_last = false);
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
 // Sets each named convolution's micro-batches to its plan's split; TORCH_CHECKs that every convolution

@@ -38,10 +38,11 @@ std::string memory_text(const std::optional<int64_t>& bytes) {
   return bytes ? format_memory_size(*bytes) : "n/a";
 }
 
-// "3x224x224, fp16, loss scaled": the sample and how its steps compute.
+// "3x224x224, fp16, loss scaled, channels-last": the sample and how its steps compute.
 std::string workload_text(const ExperimentConfig& e) {
   std::string text = join_sizes(e.input_shape, "x") + ", " + to_string(e.precision);
   if (e.loss_scale == LossScale::Dynamic) text += ", loss scaled";
+  if (e.channels_last) text += ", channels-last";
   return text;
 }
 
@@ -149,6 +150,8 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
       (e.optimizer.foreach.value_or(false) ? " with the multi-tensor (foreach) step" : "") + ", " +
       to_string(e.precision) + (e.precision == Precision::FP32 ? "" : " under autocast (the costs too)") +
       (e.loss_scale == LossScale::Dynamic ? ", loss scaled dynamically" : "") +
+      (e.channels_last ? ", channels-last (images and convolution weights laid out NHWC, the costs too)"
+                       : "") +
       ". Gradient differences are computed in fp32 with dropout off, so that only the split moves them.\n\n";
   for (const PolicyOutcome& o : study.outcomes) {
     md += "## Policy " + to_string(o.policy) +
