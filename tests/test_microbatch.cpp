@@ -303,19 +303,25 @@ void check_written_study(MicroBatchMode mode) {
 TEST(MicroBatchStudy, LayerModeWritesTheExpectedRecords) { check_written_study(MicroBatchMode::Layer); }
 TEST(MicroBatchStudy, ModelModeWritesTheExpectedRecords) { check_written_study(MicroBatchMode::Model); }
 
+// A short study of batch 8 under powerOfTwo: one warm-up run, three steps, one timed run per cost.
+MicroBatchOptions short_study(MicroBatchMode mode) {
+  MicroBatchOptions o;
+  o.batch = 8;
+  o.mode = mode;
+  o.policies = {MicroBatchPolicy::PowerOfTwo};
+  o.warmup = 1;
+  o.steps = 3;
+  o.repeats = 1;
+  return o;
+}
+
 TEST(MicroBatchStudy, ModelModeStepsInTheExperimentsPrecisionOptimizerAndLossScaling) {
   ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
   e.precision = Precision::BF16;
   e.loss_scale = LossScale::Dynamic;
   e.optimizer.kind = OptimizerKind::AdamW;
   e.optimizer.foreach = true;
-  MicroBatchOptions o;
-  o.batch = 8;
-  o.mode = MicroBatchMode::Model;
-  o.policies = {MicroBatchPolicy::PowerOfTwo};
-  o.warmup = 1;
-  o.steps = 3;
-  o.repeats = 1;
+  const MicroBatchOptions o = short_study(MicroBatchMode::Model);
   const MicroBatchStudy study = run_microbatch_study(e, o);
   ASSERT_EQ(study.outcomes.size(), 1u);
   const PolicyOutcome& outcome = study.outcomes.front();
@@ -347,13 +353,7 @@ TEST(MicroBatchStudy, ModelModeStepsInTheExperimentsPrecisionOptimizerAndLossSca
 TEST(MicroBatchStudy, LayerModeRunsChannelsLast) {
   ExperimentConfig e = tiny_experiment("resnet18", {3, 32, 32}, 10);
   e.channels_last = true;
-  MicroBatchOptions o;
-  o.batch = 8;
-  o.policies = {MicroBatchPolicy::PowerOfTwo};
-  o.warmup = 1;
-  o.steps = 3;
-  o.repeats = 1;
-  const MicroBatchStudy study = run_microbatch_study(e, o);
+  const MicroBatchStudy study = run_microbatch_study(e, short_study(MicroBatchMode::Layer));
   ASSERT_EQ(study.outcomes.size(), 1u);
   EXPECT_LT(study.outcomes.front().gradient_difference, 1e-4);
   EXPECT_NE(study_summary(study).find("(3x32x32, fp32, channels-last)"), std::string::npos)

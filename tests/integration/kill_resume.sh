@@ -35,15 +35,23 @@ python3 "$src/tests/integration/check_run.py" "$work/run" 1 "$(seq -s, 1 40)" 4 
 # Ctrl-C (SIGINT) stops after the running batch size: exit code 130, whole lines only, no end record,
 # and the same command resumes it.
 args=(sweep --model mnist_cnn --batch 1:30 --device cpu --steps 4 --warmup 1 --out "$work/int" --quiet)
-"$bin" "${args[@]}" > /dev/null 2> "$work/int.err" &
-pid=$!
-for _ in $(seq 1 600); do
-  [ "$(points "$work/int/steps.jsonl")" -ge 3 ] && break
-  sleep 0.1
-done
-kill -INT "$pid"
-rc=0; wait "$pid" || rc=$?
-[ "$rc" -eq 130 ] || { echo "SIGINT gave exit code $rc"; cat "$work/int.err"; exit 1; }
+# interrupt COUNT N ERR ARGS...: runs the program with ARGS (stderr to ERR), waits until COUNT (a function
+# of no arguments) reaches N, sends SIGINT and expects exit code 130.
+interrupt() {
+  local count="$1" n="$2" err="$3" rc=0
+  shift 3
+  "$bin" "$@" > /dev/null 2> "$err" &
+  pid=$!
+  for _ in $(seq 1 600); do
+    [ "$("$count")" -ge "$n" ] && break
+    sleep 0.1
+  done
+  kill -INT "$pid"
+  wait "$pid" || rc=$?
+  [ "$rc" -eq 130 ] || { echo "SIGINT gave exit code $rc: $*"; cat "$err"; exit 1; }
+}
+int_points() { points "$work/int/steps.jsonl"; }
+interrupt int_points 3 "$work/int.err" "${args[@]}"
 grep -q "run the same command to resume" "$work/int.err"
 [ "$(tail -c 1 "$work/int/steps.jsonl" | od -An -c | tr -d ' ')" = '\n' ] || { echo "a half line after SIGINT"; exit 1; }
 ! grep -q '"type":"end"' "$work/int/steps.jsonl"
@@ -55,16 +63,9 @@ python3 "$src/tests/integration/check_run.py" "$work/int" 1 "$(seq -s, 1 30)" 4 
 # on from the tries written to the answer an uninterrupted search gives, none of them run twice.
 search=(maxbatch --model resnet18 --input 3,48,48 --classes 10 --device cpu --memory-limit 192MiB --quiet)
 "$bin" "${search[@]}" --out "$work/whole.jsonl" > "$work/whole.txt"
-"$bin" "${search[@]}" --out "$work/search.jsonl" > /dev/null 2> "$work/search.err" &
-pid=$!
 tries() { local n; n="$(grep -c '"type":"maxbatch_try"' "$1" 2>/dev/null || true)"; echo "${n:-0}"; }
-for _ in $(seq 1 600); do
-  [ "$(tries "$work/search.jsonl")" -ge 2 ] && break
-  sleep 0.1
-done
-kill -INT "$pid"
-rc=0; wait "$pid" || rc=$?
-[ "$rc" -eq 130 ] || { echo "maxbatch: SIGINT gave exit code $rc"; cat "$work/search.err"; exit 1; }
+search_tries() { tries "$work/search.jsonl"; }
+interrupt search_tries 2 "$work/search.err" "${search[@]}" --out "$work/search.jsonl"
 grep -q "run the same command to go on" "$work/search.err"
 tries_before="$(tries "$work/search.jsonl")"
 cp "$work/search.jsonl" "$work/search-before.jsonl"
