@@ -168,9 +168,7 @@ std::optional<StoppedSearch> stopped_search_to_resume(const std::string& path,
     return std::nullopt;
   }
   const Json& earlier = *stopped.opening;
-  const Json& limit = earlier["search"].contains("cpu_memory_limit_bytes")
-                          ? earlier["search"]["cpu_memory_limit_bytes"]
-                          : Json();
+  const Json limit = earlier["search"].value("cpu_memory_limit_bytes", Json());
   if (torch::Device(e.device).is_cpu() && !args.count("memory-limit") && limit.is_number_integer() &&
       limit.get<int64_t>() > 0 && search.cpu_memory_limit != limit.get<int64_t>()) {
     search.cpu_memory_limit = limit.get<int64_t>();

@@ -44,18 +44,12 @@ std::optional<int64_t> peak(const torch::Device& device) {
   return std::nullopt;
 }
 
-// An image tensor in the memory format the step trains in: channels-last (NHWC) where asked, as the
-// sweep's workload lays out its inputs and its convolutions' weights.
-torch::Tensor in_format(const torch::Tensor& t, bool channels_last) {
-  return channels_last && t.dim() == 4 ? t.contiguous(at::MemoryFormat::ChannelsLast) : t;
-}
-
 // A synthetic batch of the model's kind (images, tokens, spectrograms), made on the host and copied.
 models::Batch device_batch(const models::ModelSpec& spec, int64_t batch,
                            const std::vector<int64_t>& sample_shape, int64_t classes,
                            const torch::Device& device, bool channels_last) {
   const models::Batch host = spec.synthetic_batch(batch, sample_shape, classes);
-  return {in_format(host.inputs.to(device), channels_last), host.targets.to(device)};
+  return {in_memory_format(host.inputs.to(device), channels_last), host.targets.to(device)};
 }
 
 std::vector<int64_t> with_batch(int64_t batch, const std::vector<int64_t>& sample_shape) {
@@ -126,7 +120,7 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inp
   {
     torch::NoGradGuard no_grad;
     AutocastScope autocast(precision, device);
-    network.forward(in_format(
+    network.forward(in_memory_format(
         torch::randn(with_batch(sample_batch, sample_shape), torch::TensorOptions(device)), channels_last));
   }
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
@@ -153,7 +147,7 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
       // The input in the type the layer sees in a step; its forward under autocast as in the step.
       const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
       torch::Tensor x =
-          in_format(torch::randn(with_batch(m, shape), options), channels_last).requires_grad_(true);
+          in_memory_format(torch::randn(with_batch(m, shape), options), channels_last).requires_grad_(true);
       torch::Tensor grad;
       {
         torch::NoGradGuard no_grad;

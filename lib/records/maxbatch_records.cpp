@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
+#include <utility>
 
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
@@ -43,15 +45,13 @@ MaxBatchTry try_from_json(const Json& j) {
                     std::to_string(limits::kMaxBatchSize));
   }
   const std::string stage = read_text(j, "stage");
-  if (stage == "grow") {
-    t.stage = TryStage::Grow;
-  } else if (stage == "bisect") {
-    t.stage = TryStage::Bisect;
-  } else if (stage == "confirm") {
-    t.stage = TryStage::Confirm;
-  } else {
+  const TryStage stages[] = {TryStage::Grow, TryStage::Bisect, TryStage::Confirm};
+  const auto* found =
+      std::find_if(std::begin(stages), std::end(stages), [&](TryStage s) { return to_string(s) == stage; });
+  if (found == std::end(stages)) {
     throw BadRecord("has a stage \"" + printable(stage) + "\" that is not grow, bisect or confirm");
   }
+  t.stage = *found;
   const int64_t steps = read_whole(j, "steps");
   if (steps < 1 || steps > limits::kMaxSteps) {
     throw BadRecord("has a steps that is not a whole number from 1 to " + std::to_string(limits::kMaxSteps));
@@ -160,15 +160,15 @@ std::string search_difference(const Json& earlier, const Json& now) {
   const auto part = [](const Json& record, const char* key) {
     return record.contains(key) ? record[key] : Json();
   };
-  for (const char* key : {"config", "search"}) {
-    const std::string difference = first_difference(part(earlier, key), part(now, key));
+  // The device and LibTorch version as an object of their own, so that one comparison names either.
+  const auto where = [&](const Json& record) {
+    return Json{{"device", part(record, "device")}, {"libtorch_version", part(record, "libtorch_version")}};
+  };
+  for (const auto& [before, after] :
+       {std::pair{part(earlier, "config"), part(now, "config")},
+        std::pair{part(earlier, "search"), part(now, "search")}, std::pair{where(earlier), where(now)}}) {
+    const std::string difference = first_difference(before, after);
     if (!difference.empty()) return difference;
-  }
-  for (const char* key : {"device", "libtorch_version"}) {
-    if (part(earlier, key) != part(now, key)) {
-      return std::string(key) + " was " + shown(part(earlier, key)) + " there and is " +
-             shown(part(now, key)) + " here";
-    }
   }
   // How much fits on a GPU depends on which GPU and how its caching allocator is set.
   if (part(now, "device").is_string() && part(now, "device").get<std::string>().rfind("cuda", 0) == 0) {

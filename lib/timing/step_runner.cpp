@@ -87,14 +87,12 @@ void Workload::prepare_batch(int64_t batch_size) {
   // The steps' own draws (dropout) start from the same state at a batch size, whatever ran before.
   torch::manual_seed(seed);
   targets_ = batch.targets;
-  inputs_ = timed_copy() ? batch.inputs : in_memory_format(batch.inputs);
+  inputs_ = timed_copy() ? batch.inputs : in_memory_format(batch.inputs, experiment_.channels_last);
   if (!timed_copy()) synchronize();
 }
 
-torch::Tensor Workload::in_memory_format(const torch::Tensor& inputs) const {
-  if (experiment_.channels_last && inputs.dim() == 4)
-    return inputs.contiguous(at::MemoryFormat::ChannelsLast);
-  return inputs;
+torch::Tensor in_memory_format(const torch::Tensor& inputs, bool channels_last) {
+  return channels_last && inputs.dim() == 4 ? inputs.contiguous(at::MemoryFormat::ChannelsLast) : inputs;
 }
 
 void Workload::stage() {
@@ -111,7 +109,7 @@ void Workload::stage() {
     return;
   }
   const data::Batch on_device = loader_->to_device(batch);
-  inputs_ = in_memory_format(on_device.images);
+  inputs_ = in_memory_format(on_device.images, experiment_.channels_last);
   targets_ = on_device.labels;
   synchronize();
 }
@@ -130,7 +128,7 @@ void Workload::step() {
   if (timed_copy()) {
     // From pinned host memory, asynchronously on the current stream, as a data loader would.
     models::LayerScope scope("step.copy");
-    inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true));
+    inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true), experiment_.channels_last);
     targets = targets.to(device_, /*non_blocking=*/true);
   }
   if (experiment_.phase == Phase::Train) {

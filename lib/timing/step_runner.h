@@ -94,7 +94,6 @@ class Workload {
   void train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
   void infer_step(const torch::Tensor& inputs);
   bool timed_copy() const;
-  torch::Tensor in_memory_format(const torch::Tensor& inputs) const;
 
   ExperimentConfig experiment_;
   const models::ModelSpec* spec_ = nullptr;
@@ -131,6 +130,9 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
 
 // True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
 bool is_out_of_memory(const std::exception& error);
+
+// An image batch (4-D) laid out as a step with channels_last trains on it: NHWC where asked, else as it is.
+torch::Tensor in_memory_format(const torch::Tensor& inputs, bool channels_last);
 
 // LibTorch's own sentence when it has no kernel for an operation in this precision on this device
 // ("\"hardshrink_backward_cpu\" not implemented for 'BFloat16'"), without its backtrace; nullopt for
