@@ -20,6 +20,7 @@
 #include "lib/device/gpu.h"
 #include "lib/records/maxbatch_records.h"
 #include "lib/records/records.h"
+#include "lib/sweep/kept_search.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/sweep/sweep_runner.h"
 #include "models/registry.h"
@@ -112,104 +113,58 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
   return text + ")";
 }
 
-Json try_record(const ExperimentConfig& e, const MaxBatchTry& t) {
-  Json record = {{"type", record::kMaxBatchTry}, {"experiment", e.name}, {"model", e.model}, {"device", e.device}};
-  const Json fields = to_json(t);
-  for (const auto& [key, value] : fields.items()) record[key] = value;
-  return record;
-}
-
-// A record with the run's context and the experiment, for a search on e.device.
-Json search_context(const char* type, const ExperimentConfig& e, const std::string& command) {
-  Json record = context_record(type, command, Json(to_json(e)));
-  // The search picks its own sizes: the placeholder batch of the config would only mislead.
-  record["config"].erase("batch");
-  record["config"].erase("batch_to_max");
-  record["device"] = e.device;
-  return record;
-}
-
-// The record that opens a search (and each session that resumes one): what decides its course.
-Json opening_record(const ExperimentConfig& e, const MaxBatchOptions& search, const std::string& command,
-                    int resumed_tries) {
-  Json record = search_context(record::kMaxBatchSearch, e, command);
-  record["search"] = to_json(search);
-  if (resumed_tries > 0) record["resumed_tries"] = resumed_tries;
-  return record;
-}
-
-Json result_record(const ExperimentConfig& e, const MaxBatchResult& result, const std::string& command) {
-  Json record = search_context(record::kMaxBatch, e, command);
-  record["result"] = to_json(result);
-  return record;
-}
-
-// Whether to go on with the stopped search found at the end of --out. On the CPU without --memory-limit the
-// search keeps the limit it began with (the default follows the memory available, which changes). Refuses a
-// stopped search of another experiment or other options, and tries that this search would not make, naming
-// the line.
-std::optional<StoppedSearch> stopped_search_to_resume(const std::string& path,
-                                                      std::optional<StoppedSearch> found,
-                                                      const cxxopts::ParseResult& args,
-                                                      const ExperimentConfig& e, MaxBatchOptions& search,
-                                                      const std::string& command) {
-  if (!found) return std::nullopt;
-  StoppedSearch& stopped = *found;
-  if (args.count("restart")) {
-    spdlog::info("{} ends with a stopped search ({}); --restart: a new search starts after it", path,
-                 counted(static_cast<long long>(stopped.tries.size()), "try", "tries"));
-    return std::nullopt;
-  }
-  if (!stopped.opening) {
-    spdlog::warn(
-        "{} ends with {} that no maxbatch_search record opens (an older batchscope wrote them): a new "
-        "search starts after them",
-        path, counted(static_cast<long long>(stopped.tries.size()), "try", "tries"));
-    return std::nullopt;
-  }
-  const Json& earlier = *stopped.opening;
-  const Json limit = earlier["search"].value("cpu_memory_limit_bytes", Json());
-  if (torch::Device(e.device).is_cpu() && !args.count("memory-limit") && limit.is_number_integer() &&
-      limit.get<int64_t>() > 0 && search.cpu_memory_limit != limit.get<int64_t>()) {
-    search.cpu_memory_limit = limit.get<int64_t>();
-    spdlog::info("going on within {}, the limit the stopped search began with",
-                 format_memory_size(*search.cpu_memory_limit));
-  }
-  const std::string difference = search_difference(earlier, opening_record(e, search, command, 0));
-  if (!difference.empty()) {
-    throw UserError(
-        located(path, stopped.opening_line,
-                "ends with a stopped search of another experiment or other options (" + difference + ")",
-                "run the command that began it to finish it, choose another --out, or pass --restart "
-                "to start a new search after it"));
-  }
-  // Replaying the tries alone, with no try run, shows whether they are this search's.
-  SearchSession dry_run;
-  dry_run.earlier_tries = stopped.tries;
-  dry_run.stop_requested = [] { return true; };
-  try {
-    find_max_batch([](int64_t, int) -> ProbeOutcome { throw std::logic_error("a replay runs no try"); },
-                   search, {}, dry_run);
-  } catch (const MaxBatchStopped&) {
-  } catch (const EarlierTriesDiffer& differ) {
-    throw UserError(located(path, stopped.try_lines.at(differ.index),
-                            std::string("holds tries that this search does not make (") + differ.what() +
-                                "): another version of batchscope began it",
-                            "choose another --out, or pass --restart to start a new search after it"));
-  }
-  return found;
-}
-
-// The stopped search at the end of --out that this command goes on with, or none to start anew; a
+// The stopped search at the end of --out that this command goes on with, or none to start anew. On the
+// CPU without --memory-limit the search keeps the limit it began with. Refuses a stopped search of another
+// experiment or other options, and tries that this search would not make, naming the line. A
 // half-written last line is cut once the file is to be appended to.
 std::optional<StoppedSearch> search_to_resume(const std::string& path, const cxxopts::ParseResult& args,
                                               const ExperimentConfig& e, MaxBatchOptions& search,
                                               const std::string& command) {
-  SearchLog log = read_search_log(path);
-  std::optional<StoppedSearch> resumed =
-      stopped_search_to_resume(path, std::move(log.stopped), args, e, search, command);
-  if (log.truncated_tail) std::filesystem::resize_file(path, log.complete_bytes);
-  return resumed;
+  if (args.count("restart")) {
+    const SearchLog log = read_search_log(path);
+    if (log.stopped) {
+      spdlog::info("{} ends with a stopped search ({}); --restart: a new search starts after it", path,
+                   counted(static_cast<long long>(log.stopped->tries.size()), "try", "tries"));
+    }
+    if (log.truncated_tail) std::filesystem::resize_file(path, log.complete_bytes);
+    return std::nullopt;
+  }
+  EarlierSearch earlier = find_earlier_search(path, e, search, command, !args.count("memory-limit"));
+  const auto tries = [&] {
+    return counted(static_cast<long long>(earlier.stopped.tries.size()), "try", "tries");
+  };
+  switch (earlier.state) {
+    case EarlierSearch::State::None:
+    case EarlierSearch::State::Finished:
+      break;
+    case EarlierSearch::State::Unopened:
+      spdlog::warn(
+          "{} ends with {} that no maxbatch_search record opens (an older batchscope wrote them): a new "
+          "search starts after them",
+          path, tries());
+      break;
+    case EarlierSearch::State::Different:
+      throw UserError(
+          located(path, earlier.line,
+                  "ends with a stopped search of another experiment or other options (" + earlier.why + ")",
+                  "run the command that began it to finish it, choose another --out, or pass --restart "
+                  "to start a new search after it"));
+    case EarlierSearch::State::OtherTries:
+      throw UserError(located(path, earlier.line,
+                              "holds tries that this search does not make (" + earlier.why +
+                                  "): another version of batchscope began it",
+                              "choose another --out, or pass --restart to start a new search after it"));
+    case EarlierSearch::State::Stopped:
+      if (earlier.options.cpu_memory_limit != search.cpu_memory_limit) {
+        spdlog::info("going on within {}, the limit the stopped search began with",
+                     format_memory_size(*earlier.options.cpu_memory_limit));
+      }
+      search = earlier.options;
+      cut_truncated_tail(path, earlier);
+      return std::move(earlier.stopped);
+  }
+  cut_truncated_tail(path, earlier);
+  return std::nullopt;
 }
 
 // The experiment the options describe, with its device resolved for this machine, through the
@@ -318,7 +273,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
                    counted(static_cast<long long>(session.earlier_tries.size()), "try", "tries"));
     }
     out.emplace(path);
-    out->add(opening_record(e, search, command, static_cast<int>(session.earlier_tries.size())));
+    out->add(search_opening_record(e, search, command, static_cast<int>(session.earlier_tries.size())));
     out->flush();
   }
   session.stop_requested = [] { return stop_requested().load(); };
@@ -331,7 +286,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
         [&](const MaxBatchTry& t) {
           spdlog::info("{}", describe_try(t));
           if (out && !t.earlier) {
-            out->add(try_record(e, t));
+            out->add(search_try_record(e, t));
             out->flush();
           }
         },
@@ -342,11 +297,11 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
     return kStopped;
   }
   if (out) {
-    out->add(result_record(e, found, command));
+    out->add(search_result_record(e, found, command));
     out->flush();
   }
   if (result.count("json")) {
-    Json printed = result_record(e, found, command);
+    Json printed = search_result_record(e, found, command);
     Json tries = Json::array();
     for (const MaxBatchTry& t : found.tries) tries.push_back(to_json(t));
     printed["tries"] = tries;

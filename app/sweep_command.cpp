@@ -1,4 +1,5 @@
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "lib/device/cpu_memory.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/batch_maximum.h"
+#include "lib/sweep/max_batch.h"
 #include "lib/sweep/sweep_plan.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/sweep/time_spent.h"
@@ -203,9 +205,15 @@ int run_sweep_command(const std::vector<std::string>& args) {
     if (!mine) return 0;  // complete already
     machine = *mine;
   }
-  const SweepConfig config = resolve_batch_maximum(machine, sweep.out_dir);
+  // A search for the largest batch size (batch: 1:max) stops between two tries, and goes on from them.
+  stop_on_signals("this try or batch size");
+  SweepConfig config;
+  try {
+    config = resolve_batch_maximum(machine, sweep);
+  } catch (const MaxBatchStopped&) {
+    return 130;
+  }
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
-  stop_on_signals("this batch size");
   const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
   if (outcome.interrupted) {
     spdlog::warn("stopped before the end; the finished batch sizes are in {}: run the same command to resume",

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -521,6 +522,21 @@ TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
   EXPECT_THROW(run_max_batch(e, torch::Device("cuda:0"), options, {}), std::invalid_argument);
 }
 
+// A sweep's options writing to dir.
+SweepOptions sweep_into(const std::filesystem::path& dir) {
+  SweepOptions sweep;
+  sweep.out_dir = dir.string();
+  sweep.command_line = "batchscope sweep (test)";
+  return sweep;
+}
+
+std::vector<std::string> lines_of(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
 // A sweep with batch: 1:max that is resumed keeps the sizes of its run record rather than searching
 // again (a new search could answer differently and the resume would be refused); a fresh one searches.
 TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
@@ -536,7 +552,7 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   std::ofstream(dir / "steps.jsonl") << run.dump() << "\n";
 
   cpu_memory::set_limit(int64_t{1} << 20);  // a search now would find nothing and throw
-  EXPECT_EQ(resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes,
+  EXPECT_EQ(resolve_batch_maximum(config, sweep_into(dir)).experiments[0].batch_sizes,
             (std::vector<int64_t>{1, 2, 4, 8}));
 
   // A record of that name that this program could not have written is not reused: the sizes are
@@ -544,17 +560,84 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   Json odd = run;
   odd["config"]["experiments"][0]["precision"] = "fp64";
   std::ofstream(dir / "steps.jsonl") << odd.dump() << "\n";
-  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, dir.string()); },
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, sweep_into(dir)); },
                                             {"not even batch size 1 runs a full step on cpu"}));
 
   std::filesystem::remove(dir / "steps.jsonl");
-  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, dir.string()); },
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, sweep_into(dir)); },
                                             {"not even batch size 1 runs a full step on cpu"}));
   cpu_memory::set_limit(int64_t{48} << 20);
-  const std::vector<int64_t> fresh = resolve_batch_maximum(config, dir.string()).experiments[0].batch_sizes;
+  const std::vector<int64_t> fresh =
+      resolve_batch_maximum(config, sweep_into(dir)).experiments[0].batch_sizes;
   ASSERT_GE(fresh.size(), 3u);
   EXPECT_EQ(fresh[0], 1);
   EXPECT_EQ(fresh[1], 2);
+}
+
+// A sweep's search for its largest batch size (batch: 1:max) is kept in OUT/maxbatch/EXPERIMENT.jsonl.
+// One stopped between two tries goes on from them without running them again, to the sizes of a search
+// that was never stopped; one that ended gives its answer to the next session without a try.
+TEST_F(CpuMemory, ASweepsSearchForItsLargestBatchGoesOnFromItsTries) {
+  ExperimentConfig e = mnist_on_cpu("tomax");
+  e.batch_to_max = BatchToMax{1, 1, 2.0};
+  const SweepConfig config{"test", {e}};
+  cpu_memory::set_limit(int64_t{48} << 20);
+
+  const testing_support::TempDir whole_dir;
+  const std::vector<int64_t> whole =
+      resolve_batch_maximum(config, sweep_into(whole_dir.path())).experiments[0].batch_sizes;
+  const std::vector<std::string> whole_log = lines_of(search_log_path(whole_dir.path().string(), "tomax"));
+  ASSERT_GE(whole_log.size(), 6u);  // the opening, 4 tries or more, the result
+  EXPECT_EQ(Json::parse(whole_log.front())["type"], "maxbatch_search");
+  EXPECT_EQ(Json::parse(whole_log.back())["type"], "maxbatch");
+
+  // Asked to stop before the first try: the opening is kept, and MaxBatchStopped says so.
+  const testing_support::TempDir dir;
+  const std::string path = search_log_path(dir.path().string(), "tomax");
+  std::atomic<bool> stop{true};
+  SweepOptions stopping = sweep_into(dir.path());
+  stopping.stop_requested = &stop;
+  EXPECT_THROW(resolve_batch_maximum(config, stopping), MaxBatchStopped);
+  ASSERT_EQ(lines_of(path).size(), 1u);
+
+  // The whole search's first two tries, as a session stopped after them would have left them.
+  {
+    std::ofstream cut(path, std::ios::trunc);
+    for (std::size_t i = 0; i < 3; ++i) cut << whole_log[i] << "\n";
+  }
+  const std::vector<int64_t> resumed =
+      resolve_batch_maximum(config, sweep_into(dir.path())).experiments[0].batch_sizes;
+  EXPECT_EQ(resumed, whole);
+  const std::vector<std::string> log = lines_of(path);
+  ASSERT_EQ(log.size(), whole_log.size() + 1);  // one more opening
+  const Json reopened = Json::parse(log[3]);
+  EXPECT_EQ(reopened["type"], "maxbatch_search");
+  EXPECT_EQ(reopened["resumed_tries"], 2);
+  for (std::size_t i = 4; i + 1 < log.size(); ++i) {
+    EXPECT_EQ(Json::parse(log[i])["type"], "maxbatch_try") << log[i];
+    EXPECT_EQ(Json::parse(log[i])["batch_size"], Json::parse(whole_log[i - 1])["batch_size"]) << log[i];
+  }
+  EXPECT_EQ(Json::parse(log.back())["result"]["earlier_tries"], 2);
+
+  // Ended: the next session takes its answer without a try (one would stop at once).
+  EXPECT_EQ(resolve_batch_maximum(config, stopping).experiments[0].batch_sizes, whole);
+  EXPECT_EQ(lines_of(path), log);
+
+  // A stopped search of other options is left as it is, and a new one starts after it.
+  {
+    std::ofstream cut(path, std::ios::app);
+    for (std::size_t i = 0; i < 3; ++i) cut << whole_log[i] << "\n";
+  }
+  ExperimentConfig other = e;
+  other.classes = 12;
+  const std::vector<int64_t> anew =
+      resolve_batch_maximum(SweepConfig{"test", {other}}, sweep_into(dir.path())).experiments[0].batch_sizes;
+  EXPECT_FALSE(anew.empty());
+  const std::vector<std::string> after = lines_of(path);
+  ASSERT_GT(after.size(), log.size() + 4);
+  EXPECT_EQ(after[log.size() + 2], whole_log[2]);
+  EXPECT_FALSE(Json::parse(after[log.size() + 3]).contains("resumed_tries"));
+  EXPECT_EQ(Json::parse(after[log.size() + 3])["config"]["classes"], 12);
 }
 
 }  // namespace

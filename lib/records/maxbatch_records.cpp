@@ -84,6 +84,16 @@ SearchLog read_search_log(const std::string& path) {
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     if (contents.records[i]["type"] == record::kMaxBatch) begin = i + 1;
   }
+  if (begin > 0 && begin == contents.records.size()) {
+    // The file ends with a result: the search it closes opened after the result before it, if any.
+    FinishedSearch finished;
+    finished.result = contents.records[begin - 1];
+    finished.result_line = contents.record_lines[begin - 1];
+    for (std::size_t i = begin - 1; i-- > 0 && contents.records[i]["type"] != record::kMaxBatch;) {
+      if (contents.records[i]["type"] == record::kMaxBatchSearch) finished.opening = contents.records[i];
+    }
+    log.finished = std::move(finished);
+  }
   StoppedSearch stopped;
   for (std::size_t i = begin; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];

@@ -42,8 +42,16 @@ struct StoppedSearch {
   std::vector<int> try_lines;  // the 1-based line of each try
 };
 
+// The search whose result ends a --out file.
+struct FinishedSearch {
+  std::optional<Json> opening;  // its (first) maxbatch_search record; none where an older batchscope wrote it
+  Json result;                  // its maxbatch record
+  int result_line = 0;          // 1-based
+};
+
 struct SearchLog {
   std::optional<StoppedSearch> stopped;  // none where the file is empty or ends with a search's result
+  std::optional<FinishedSearch> finished;  // where the file ends with a search's result
   // A write cut short leaves half a line after the last whole one; appending must start after them.
   bool truncated_tail = false;
   std::uintmax_t complete_bytes = 0;

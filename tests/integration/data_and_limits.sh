@@ -41,12 +41,16 @@ expect 0 "analyze compares the copy timed and not" "copy_included|transfer inclu
 # Batch sizes up to the largest that fits under a CPU memory limit; kept when the sweep resumes.
 expect 0 "sweep 1:max under --memory-limit" "the largest batch size that fits is [0-9]+" \
   sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 48MiB --out "$work/tomax" --quiet
-python3 - "$work/tomax/steps.jsonl" <<'PY' || fail "the run record of the 1:max sweep"
+python3 - "$work/tomax/steps.jsonl" "$work/tomax/maxbatch/mnist_cnn_train_fp32.jsonl" <<'PY' || fail "the run record of the 1:max sweep"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 e = records[0]["config"]["experiments"][0]
 assert e["batch_to_max"] == {"from": 1, "step": 1, "factor": 2.0}, e["batch_to_max"]
 b = e["batch"]
+# The search is kept beside the log: its opening, its tries and its answer, the sweep's last size.
+search = [json.loads(l) for l in open(sys.argv[2])]
+assert [r["type"] for r in search[:2]] == ["maxbatch_search", "maxbatch_try"], search[:2]
+assert search[-1]["type"] == "maxbatch" and b[-1] == search[-1]["result"]["max_batch"], (search[-1], b)
 assert b[0] == 1 and len(b) >= 3 and all(b[i] * 2 == b[i + 1] for i in range(len(b) - 2)), b
 points = [r for r in records if r["type"] == "point"]
 assert [p["batch_size"] for p in points] == b, (points, b)

@@ -89,4 +89,25 @@ assert len(openings) == 2 and openings[1]["resumed_tries"] == before, openings
 result = resumed[-1]["result"]
 assert result["max_batch"] == whole[-1]["result"]["max_batch"] and result["earlier_tries"] == before, result
 PY
+# A sweep's batch: 1:max search stops the same way between two tries, kept in OUT/maxbatch/, and the same
+# sweep command goes on from its tries to the same answer, then sweeps up to it.
+tomax=(sweep --model resnet18 --input 3,48,48 --classes 10 --batch 1:max:x4 --device cpu --memory-limit 192MiB
+       --steps 1 --warmup 0 --no-energy --out "$work/tomax" --quiet)
+tomax_tries() { tries "$work/tomax/maxbatch/resnet18_train_fp32.jsonl"; }
+interrupt tomax_tries 2 "$work/tomax.err" "${tomax[@]}"
+grep -q "the same command goes on from there" "$work/tomax.err"
+[ ! -e "$work/tomax/steps.jsonl" ] || { echo "sweep 1:max: the sweep began before its search ended"; exit 1; }
+"$bin" "${tomax[@]}" > /dev/null 2> "$work/tomax2.err"
+grep -q "going on with the search stopped" "$work/tomax2.err"
+python3 - "$work/whole.jsonl" "$work/tomax/maxbatch/resnet18_train_fp32.jsonl" "$work/tomax/steps.jsonl" <<'PY'
+import json, sys
+whole, search, steps = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
+course = lambda records: [(r["batch_size"], r["stage"], r["steps"], r["fits"]) for r in records if r["type"] == "maxbatch_try"]
+assert course(search) == course(whole), (course(search), course(whole))
+answer = whole[-1]["result"]["max_batch"]
+assert search[-1]["result"]["max_batch"] == answer, search[-1]
+assert steps[0]["config"]["experiments"][0]["batch"][-1] == answer, steps[0]["config"]["experiments"][0]["batch"]
+assert steps[-1]["type"] == "end", steps[-1]
+PY
+
 echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT, $tries_before tries of the search)"
