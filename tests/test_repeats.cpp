@@ -12,6 +12,8 @@
 #include <sstream>
 
 #include "lib/analysis/analyzer.h"
+#include "lib/analysis/report/analysis_json.h"
+#include "lib/analysis/report/report_markdown.h"
 #include "lib/analysis/run_comparison.h"
 #include "lib/common/statistics.h"
 #include "lib/records/jsonl.h"
@@ -186,6 +188,37 @@ TEST(RepeatsDetector, ARealJumpIsFoundInEveryPassDespiteScatterAtLargeSizes) {
   EXPECT_EQ(j.jumps[0].passes, 3);
   EXPECT_EQ(j.jumps[0].passes_with, 3);
   EXPECT_TRUE(j.drops.empty());
+}
+
+// Fast sizes count the passes that show them: 24 is 15% faster than the trend in all three passes; 40 is
+// 22% faster in two, and in the third by less than half of that, so it shows in 2 of 3.
+TEST(RepeatsDetector, FastSizesSayInHowManyPassesTheyShow) {
+  const testing_support::TempDir dir;
+  const double gain_40 = 1.0 - 0.78 * trend(40) / trend(39);  // the pooled gain, of the size before
+  const std::string log = write_log(dir, 3, 64, [&](int pass, int64_t b, int) {
+    if (b == 24) return trend(b) * 0.85;
+    if (b == 40) return pass < 3 ? trend(b) * 0.78 : trend(39) * (1.0 - 0.45 * gain_40);
+    return trend(b);
+  });
+  const Analysis a = analyze_logs({log}, AnalyzeOptions{});
+  const JumpAnalysis& j = a.groups.at(0).jumps;
+  ASSERT_EQ(j.fast_sizes.size(), 2u);
+  EXPECT_EQ(j.fast_sizes[0].first_batch, 24);
+  EXPECT_EQ(j.fast_sizes[0].before_batch, 23);
+  EXPECT_EQ(j.fast_sizes[0].after_batch, 25);
+  EXPECT_EQ(j.fast_sizes[0].passes, 3);
+  EXPECT_EQ(j.fast_sizes[0].passes_with, 3);
+  EXPECT_EQ(j.fast_sizes[1].first_batch, 40);
+  EXPECT_EQ(j.fast_sizes[1].passes, 3);
+  EXPECT_EQ(j.fast_sizes[1].passes_with, 2);
+  EXPECT_FALSE(j.fast_sizes[1].doubtful);
+  const Json fast = analysis_to_json(a, {})["groups"][0]["jumps"]["fast_sizes"];
+  EXPECT_EQ(fast[1]["passes_with"], 2);
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream report;
+  write_report(report, a, plots, "plots");
+  EXPECT_NE(report.str().find("% less, in 2 of 3 passes)"), std::string::npos) << report.str();
 }
 
 // One pass, sizes whose medians wander ±5% around the trend while their own steps are tight: scatter,

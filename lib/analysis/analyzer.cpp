@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -164,7 +165,7 @@ void label_groups(const std::vector<RawGroup>& raw, std::vector<GroupAnalysis>& 
 }
 
 // In how many passes each jump and drop shows: a pass has it where its own medians change across the
-// pair by at least half the pooled change, in the same direction.
+// pair by at least half the pooled change, in the same direction. The same for each run of fast sizes.
 void count_passes(GroupAnalysis& g) {
   std::map<int64_t, const PointStats*> by_batch;
   for (const PointStats& p : g.points) by_batch[p.batch_size] = &p;
@@ -183,6 +184,36 @@ void count_passes(GroupAnalysis& g) {
       }
       if (j.passes > 0 && 2 * j.passes_with < j.passes) j.confidence = "doubtful";
     }
+  }
+  // A run of fast sizes shows in a pass where that pass's medians make it faster than both sizes
+  // outside by at least half the pooled gain.
+  for (FastSizes& f : g.jumps.fast_sizes) {
+    std::vector<const PointStats*> inside;
+    for (const PointStats& p : g.points) {
+      if (p.batch_size >= f.first_batch && p.batch_size <= f.last_batch) inside.push_back(&p);
+    }
+    const PointStats* before = by_batch.count(f.before_batch) ? by_batch[f.before_batch] : nullptr;
+    const PointStats* after = by_batch.count(f.after_batch) ? by_batch[f.after_batch] : nullptr;
+    if (before == nullptr || after == nullptr || before->pass_medians.size() < 2) continue;
+    const double pooled = std::min(f.before_ms, f.after_ms) - f.slowest_ms;
+    for (const auto& [pass, before_ms] : before->pass_medians) {
+      const auto after_ms = after->pass_medians.find(pass);
+      if (after_ms == after->pass_medians.end()) continue;
+      double slowest = -std::numeric_limits<double>::infinity();
+      bool complete = true;
+      for (const PointStats* p : inside) {
+        const auto ms = p->pass_medians.find(pass);
+        if (ms == p->pass_medians.end()) {
+          complete = false;
+          break;
+        }
+        slowest = std::max(slowest, ms->second);
+      }
+      if (!complete) continue;
+      ++f.passes;
+      if (pooled > 0 && (std::min(before_ms, after_ms->second) - slowest) / pooled >= 0.5) ++f.passes_with;
+    }
+    f.doubtful = f.passes > 0 && 2 * f.passes_with < f.passes;
   }
 }
 

@@ -319,8 +319,17 @@ std::vector<FastSizes> find_fast_sizes(const std::vector<LevelPoint>& all, const
       const double sigma = std::hypot(inside_se, std::max(before.median_se_ms, after.median_se_ms));
       if (gain > 0 && gain >= options.z_threshold * sigma &&
           gain >= options.min_relative * std::fabs(outside)) {
-        found.push_back({points[i].batch_size, points[last].batch_size, fastest, slowest, before.median_ms,
-                         after.median_ms, outside != 0 ? 100 * gain / outside : 0});
+        FastSizes f;
+        f.first_batch = points[i].batch_size;
+        f.last_batch = points[last].batch_size;
+        f.fastest_ms = fastest;
+        f.slowest_ms = slowest;
+        f.before_batch = before.batch_size;
+        f.after_batch = after.batch_size;
+        f.before_ms = before.median_ms;
+        f.after_ms = after.median_ms;
+        f.gain_pct = outside != 0 ? 100 * gain / outside : 0;
+        found.push_back(f);
         i = last + 2;
         run = true;
       }

@@ -61,9 +61,14 @@ struct FastSizes {
   int64_t first_batch = 0;
   int64_t last_batch = 0;
   double fastest_ms = 0, slowest_ms = 0;  // the step times inside
-  double before_ms = 0, after_ms = 0;     // of the sizes just outside
+  int64_t before_batch = 0, after_batch = 0;  // the sizes just outside
+  double before_ms = 0, after_ms = 0;         // their step times
   // How much less the slowest inside takes than the faster of the two outside, in percent of that.
   double gain_pct = 0;
+  // With repeated passes (repeats: R): the passes whose own medians show the run faster than both sizes
+  // outside by at least half the pooled gain. Fast in fewer than half of them: doubtful.
+  int passes = 0, passes_with = 0;
+  bool doubtful = false;
 };
 
 struct JumpAnalysis {

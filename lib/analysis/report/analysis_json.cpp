@@ -116,13 +116,15 @@ Json jumps_json(const JumpAnalysis& j) {
   for (const Jump& x : j.drops) drops.push_back(jump_json(x));
   Json fast = Json::array();
   for (const FastSizes& f : j.fast_sizes) {
-    fast.push_back(Json{{"first", f.first_batch},
-                        {"last", f.last_batch},
-                        {"fastest_ms", f.fastest_ms},
-                        {"slowest_ms", f.slowest_ms},
-                        {"before_ms", f.before_ms},
-                        {"after_ms", f.after_ms},
-                        {"gain_pct", f.gain_pct}});
+    Json run{{"first", f.first_batch},     {"last", f.last_batch},     {"fastest_ms", f.fastest_ms},
+             {"slowest_ms", f.slowest_ms}, {"before_ms", f.before_ms}, {"after_ms", f.after_ms},
+             {"gain_pct", f.gain_pct}};
+    if (f.passes > 0) {
+      run["passes"] = f.passes;
+      run["passes_with"] = f.passes_with;
+      run["doubtful"] = f.doubtful;
+    }
+    fast.push_back(run);
   }
   for (const Segment& s : j.segments) {
     segments.push_back(Json{{"first", s.first_batch},

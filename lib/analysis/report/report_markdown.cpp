@@ -154,7 +154,12 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
       out << " (" << significant(f.fastest_ms);
       if (f.last_batch != f.first_batch) out << "–" << significant(f.slowest_ms);
       out << " ms against " << significant(f.before_ms) << " and " << significant(f.after_ms) << " ms, "
-          << significant(f.gain_pct, 2) << "% less)";
+          << significant(f.gain_pct, 2) << "% less";
+      if (f.passes > 0) {
+        out << ", in " << f.passes_with << " of " << f.passes << " passes"
+            << (f.doubtful ? ": doubtful" : "");
+      }
+      out << ")";
     }
     out << ".\n\n";
   }
