@@ -16,6 +16,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/program_runner.h"
 #include "lib/config/config.h"
+#include "tests/test_support.h"
 
 // Sharing a sweep out over a cluster: the plan, which shard a task is, the shards on disk, their
 // status, and the Slurm script and Kubernetes manifest that run them.
@@ -264,6 +265,24 @@ TEST_F(ShardDirs, ShardsOfOnePlanAreFoundWithWhatEachHasDone) {
   EXPECT_FALSE(run->shards[0].complete);
   EXPECT_TRUE(run->shards[1].complete);
   EXPECT_FALSE(find_shards((fs::path(root_) / "shard-0000-of-0003").string())) << "a shard is not a root";
+}
+
+// A finished shard's log kept compressed (gzip steps.jsonl) is still that shard's: found, read and
+// counted complete, so that analyze and status see it.
+TEST_F(ShardDirs, AShardsCompressedLogIsRead) {
+  const ShardPlanRecord plan = plan_shards(mixed(), 3);
+  const auto& first = plan.shares[1].parts.front();
+  write_shard(plan, 1, {{first.experiment, first.batch_sizes.front()}}, true);
+  const fs::path log = fs::path(root_) / shard_dir_name(1, 3) / "steps.jsonl";
+  testing_support::write_gzip(log.string() + ".gz", testing_support::file_bytes(log.string()));
+  fs::remove(log);
+  const auto run = find_shards(root_);
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->shards.size(), 1u);
+  EXPECT_EQ(run->shards[0].log, log.string() + ".gz");
+  EXPECT_TRUE(run->shards[0].has_log);
+  EXPECT_TRUE(run->shards[0].complete);
+  EXPECT_EQ(run->shards[0].done.size(), 1u);
 }
 
 TEST_F(ShardDirs, TwoPlansInOneDirectoryAreRefused) {

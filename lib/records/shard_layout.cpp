@@ -180,6 +180,10 @@ ShardDir read_shard_dir(const std::string& root, int index, int count) {
   shard.count = count;
   shard.dir = (fs::path(root) / shard_dir_name(index, count)).string();
   shard.log = (fs::path(shard.dir) / "steps.jsonl").string();
+  // A finished shard's log kept compressed (gzip steps.jsonl), which read_jsonl reads as the plain one.
+  const std::string compressed = shard.log + ".gz";
+  std::error_code ec;
+  if (!fs::exists(shard.log, ec) && fs::is_regular_file(compressed, ec)) shard.log = compressed;
   read_shard_log(shard);
   return shard;
 }

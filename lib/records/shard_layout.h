@@ -53,7 +53,7 @@ std::optional<std::pair<int, int>> parse_shard_dir_name(const std::string& name)
 // One shard directory as found on disk.
 struct ShardDir {
   int index = 0, count = 0;  // from its name
-  std::string dir, log;      // the directory and its steps.jsonl
+  std::string dir, log;      // the directory and its steps.jsonl (steps.jsonl.gz where only that is there)
   bool has_log = false;      // steps.jsonl exists and holds at least a run record
   std::optional<ShardPlanRecord> plan;  // from its first run record
   bool complete = false;     // an end record closes it
