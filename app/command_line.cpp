@@ -229,7 +229,7 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.data = text(r, n); }},
   {ExperimentOption::Transfer, "transfer", "excluded or included: time the host-to-device copy of each batch", false,
    [](const auto& r, const auto& n, auto& o) { o.transfer = text(r, n); }},
-  {ExperimentOption::Chunk, "chunk", "infer: forward at most this many samples at a time", false,
+  {ExperimentOption::Chunk, "chunk", "at most this many samples at a time: infer in slices, train with gradient accumulation over micro-batches", false,
    [](const auto& r, const auto& n, auto& o) { o.chunk = whole_option(r, n); }},
   {ExperimentOption::Order, "order", "ascending or shuffled batch order", false,
    [](const auto& r, const auto& n, auto& o) { o.order = text(r, n); }},

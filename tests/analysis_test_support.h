@@ -32,6 +32,7 @@ struct FakeLog {
   std::string precision = "fp32";
   std::string run_id = "run-a";
   bool cudnn_benchmark = false;
+  int64_t chunk = 0;  // written where not 0
   std::vector<int64_t> batches;
   std::function<double(int64_t)> level = [](int64_t b) { return 10.0 + 0.5 * static_cast<double>(b); };
   int steps = 8;
@@ -70,6 +71,7 @@ struct FakeLog {
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
     if (!tf32_setting.empty()) config["tf32"] = tf32_setting;
     if (!loss_scale.empty()) config["loss_scale"] = loss_scale;
+    if (chunk > 0) config["chunk"] = chunk;
     if (foreach) config["optimizer"]["foreach"] = true;
     Json run = {{"type", "run"},
                 {"run_id", run_id},

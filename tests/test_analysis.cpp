@@ -280,6 +280,15 @@ TEST_F(AnalyzeTest, AGroupSaysTheSettingsItsExperimentChangedEvenAlone) {
   log.cudnn_benchmark = false;
   write_report(plain, analyze_logs({write("default.jsonl", log.text())}, {}), plots, "plots");
   EXPECT_EQ(plain.str().find("**Settings:**"), std::string::npos) << plain.str();
+  // A training chunk is gradient accumulation, which the step time includes.
+  std::ostringstream chunked;
+  log.chunk = 4;
+  write_report(chunked, analyze_logs({write("chunked.jsonl", log.text())}, {}), plots, "plots");
+  EXPECT_NE(
+      chunked.str().find("**Settings:** gradient accumulation over micro-batches of 4 samples (chunk), one "
+                         "optimizer step.\n"),
+      std::string::npos)
+      << chunked.str();
 }
 
 TEST_F(AnalyzeTest, ReportNamesTheCudaAllocatorSettingsOfTheRun) {

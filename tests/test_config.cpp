@@ -788,8 +788,7 @@ TEST(ConfigErrors, DataTransferAndChunk) {
   scaled_inference.loss_scale = "dynamic";
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\n", scaled_inference),
                        {"--loss-scale applies to phase: train only", "remove it"}));
-  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n"),
-                       {"exp.yaml:3: chunk applies to phase: infer only"}));
+  EXPECT_EQ(only_experiment("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n").chunk, 100);  // train: accumulation
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));
 }
 

@@ -159,11 +159,28 @@ std::vector<torch::Tensor> gradients_of_step(ExperimentConfig e, const std::vect
   Workload workload(e, torch::kCPU);
   DropoutOff dropout_off(workload.network());
   workload.prepare_batch(8);
-  workload.set_micro_batches(split);
+  if (!split.empty()) workload.set_micro_batches(split);
   workload.stage();
   workload.step();
   EXPECT_TRUE(std::isfinite(workload.last_loss().item<double>()));
   return grads_of(workload.network());
+}
+
+// A training sweep's chunk is gradient accumulation: micro-batches of that many samples and the rest
+// (8 in chunks of 3: 3, 3, 2), one optimizer step, the whole batch's gradients.
+TEST(WorkloadMicroBatches, ATrainingChunkAccumulatesTheWholeBatchsGradients) {
+  ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
+  const auto whole = gradients_of_step(e, {});
+  e.chunk = 3;
+  expect_close(gradients_of_step(e, {}), whole, 1e-5);
+  e.batch_sizes = {8};
+  Workload workload(e, torch::kCPU);
+  workload.prepare_batch(8);
+  EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{3, 3, 2}));
+  workload.prepare_batch(3);
+  EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{3}));  // the whole batch
+  workload.stage();
+  EXPECT_NO_THROW(workload.step());
 }
 
 TEST(WorkloadMicroBatches, AccumulateToTheGradientsOfTheWholeBatch) {

@@ -38,7 +38,8 @@
 //                    data sets input to [1, 28, 28] and classes to 10 (image models only)
 //   transfer         excluded | included: whether each step's time includes copying its batch
 //                    from host memory to the device (excluded)
-//   chunk            infer only: forward passes of at most this many samples per step (whole batch)
+//   chunk            at most this many samples at a time (whole batch): infer runs its forward pass over
+//                    slices, train accumulates gradients over micro-batches before one optimizer step
 //   seed             a whole number >= 0 (0)
 //   profile          true | false (false): after the timed steps of each batch size, profile_steps
 //                    more steps under LibTorch's profiler, recorded per layer and per operator or

@@ -86,7 +86,9 @@ struct ExperimentConfig {
   BatchOrder order = BatchOrder::Ascending;
   std::string data = "synthetic";  // or mnist, fashion-mnist, or a directory of IDX files
   Transfer transfer = Transfer::Excluded;
-  int64_t chunk = 0;  // infer: forward passes of at most this many samples per step; 0 = the whole batch
+  // At most this many samples at a time; 0 = the whole batch. infer: forward passes over slices; train:
+  // micro-batches whose gradients accumulate before one optimizer step (gradient accumulation).
+  int64_t chunk = 0;
   uint64_t seed = 0;
   // Extra steps per batch size under LibTorch's profiler, after the timed ones (sweep --profile).
   bool profile = false;

@@ -467,9 +467,6 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
-    if (c.phase != Phase::Infer)
-      fail(k["chunk"].where, k["chunk"].where.label + " applies to phase: infer only",
-           "remove it, or use phase: infer");
   }
   if (k.has("seed")) c.seed = get_seed(k["seed"]);
   if (k.has("device")) c.device = get_device(k["device"]);

@@ -61,6 +61,11 @@ bool Workload::timed_copy() const { return experiment_.transfer == Transfer::Inc
 
 void Workload::prepare_batch(int64_t batch_size) {
   release_batch();
+  if (training() && experiment_.chunk > 0) {
+    // Gradient accumulation: micro-batches of `chunk` samples and the rest, one optimizer step.
+    micro_batches_.assign(static_cast<std::size_t>(batch_size / experiment_.chunk), experiment_.chunk);
+    if (batch_size % experiment_.chunk != 0) micro_batches_.push_back(batch_size % experiment_.chunk);
+  }
   // Each batch size gets the same data stream for a given seed, whatever ran before it.
   const uint64_t seed = experiment_.seed + static_cast<uint64_t>(batch_size);
   if (dataset_ != nullptr) {

@@ -44,6 +44,7 @@ class Workload {
 
   // Makes this batch size's data (outside any timed region): synthetic batches once, on the device,
   // or in host memory (pinned for a GPU) when the copy is timed; for a dataset, a shuffled loader.
+  // Training with a chunk: the micro-batches of at most that many samples (set_micro_batches).
   void prepare_batch(int64_t batch_size);
   // Before each step, untimed: the next batch of a dataset, copied to the device and waited for
   // unless the copy is timed. Nothing for synthetic data.
@@ -62,6 +63,7 @@ class Workload {
   // its own, its loss weighted by its share of the batch, then one optimizer step (with the loss
   // scaler's unscale and check where there is one). Empty runs the batch whole again.
   void set_micro_batches(std::vector<int64_t> sizes);
+  const std::vector<int64_t>& micro_batches() const { return micro_batches_; }
 
   // Everything a step changes that a later step depends on: weights, buffers (batch-norm statistics),
   // the optimizer's state and the random generators. Extra steps between save_state() and

@@ -282,6 +282,13 @@ std::string departed_settings(const nlohmann::ordered_json& id) {
   if (flag_at("channels_last")) settings.push_back("channels-last memory format");
   if (text_at("transfer") == "included") settings.push_back("the host-to-device copy timed in each step");
   if (!text_at("loss_scale").empty()) settings.push_back("loss scaling " + text_at("loss_scale"));
+  if (id.contains("chunk") && id["chunk"].is_number_integer() && id["chunk"].get<int64_t>() > 0) {
+    const std::string chunk = std::to_string(id["chunk"].get<int64_t>());
+    settings.push_back(text_at("phase") == "train"
+                           ? "gradient accumulation over micro-batches of " + chunk +
+                                 " samples (chunk), one optimizer step"
+                           : "the forward pass in slices of " + chunk + " samples (chunk)");
+  }
   std::string out;
   for (const std::string& s : settings) out += (out.empty() ? "" : "; ") + s;
   return out;
