@@ -789,6 +789,8 @@ TEST(ConfigErrors, DataTransferAndChunk) {
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\n", scaled_inference),
                        {"--loss-scale applies to phase: train only", "remove it"}));
   EXPECT_EQ(only_experiment("model: mnist_cnn\nbatch: 1:4\nchunk: 100\n").chunk, 100);  // train: accumulation
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:max\nchunk: 100\n"),
+                       {"exp.yaml:3: chunk runs every batch in slices of 100 samples", "1:4096:x2"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));
 }
 

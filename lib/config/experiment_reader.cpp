@@ -467,6 +467,14 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
+    // In slices (micro-batches) of chunk samples every batch takes the memory of one slice: the search
+    // for the largest that fits would only reach its upper bound.
+    if (c.batch_to_max) {
+      fail(k["chunk"].where,
+           k["chunk"].where.label + " runs every batch in slices of " + std::to_string(c.chunk) +
+               " samples, so no batch size is the largest that fits (batch: ...:max)",
+           "give the batch sizes to go up to, e.g. 1:4096:x2, or leave the chunk out");
+    }
   }
   if (k.has("seed")) c.seed = get_seed(k["seed"]);
   if (k.has("device")) c.device = get_device(k["device"]);
