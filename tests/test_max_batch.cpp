@@ -13,6 +13,7 @@
 #include "lib/common/errors.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
+#include "lib/records/run_store.h"
 #include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/timing/step_runner.h"
@@ -638,6 +639,13 @@ TEST_F(CpuMemory, ASweepsSearchForItsLargestBatchGoesOnFromItsTries) {
   EXPECT_EQ(after[log.size() + 2], whole_log[2]);
   EXPECT_FALSE(Json::parse(after[log.size() + 3]).contains("resumed_tries"));
   EXPECT_EQ(Json::parse(after[log.size() + 3])["config"]["classes"], 12);
+
+  // While another sweep holds the directory, no search starts there.
+  const testing_support::TempDir busy;
+  const OutputDirectoryLock held(busy.path().string());
+  EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, sweep_into(busy.path())); },
+                                            {"is being written by another batchscope sweep right now"}));
+  EXPECT_FALSE(std::filesystem::exists(search_log_path(busy.path().string(), "tomax")));
 }
 
 }  // namespace

@@ -142,10 +142,16 @@ int lock_directory(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-RunStore::DirectoryLock::~DirectoryLock() {
-  if (fd < 0) return;
-  ::unlink(path.c_str());  // while still held: see lock_directory
-  ::close(fd);
+OutputDirectoryLock::OutputDirectoryLock(const std::string& dir) : path_((fs::path(dir) / ".lock").string()) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fd_ = lock_directory(path_, dir);
+}
+
+OutputDirectoryLock::~OutputDirectoryLock() {
+  if (fd_ < 0) return;
+  ::unlink(path_.c_str());  // while still held: see lock_directory
+  ::close(fd_);
 }
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
@@ -162,8 +168,7 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
     throw UserError(located(jsonl_path_, 0, "is not a regular file, so no sweep can be written or resumed there",
                             "move it away, or choose another --out directory"));
   }
-  lock_.path = (fs::path(dir) / ".lock").string();
-  lock_.fd = lock_directory(lock_.path, dir);
+  lock_ = std::make_unique<OutputDirectoryLock>(dir);
   // A sweep's log compressed to keep or send (gzip steps.jsonl): a new log beside it would make two
   // sweeps of one directory, of which analyze reads the plain one.
   const fs::path compressed = fs::path(dir) / "steps.jsonl.gz";

@@ -14,6 +14,22 @@
 
 namespace batchscope {
 
+// OUT/.lock held for as long as the object lives, so that two sweeps never write into one directory at
+// once: the search for the largest batch size (batch: 1:max) holds it, then the RunStore. The file is
+// removed when the lock is let go, so that a finished sweep leaves only its records. Throws UserError
+// where another process holds it. The directory is made where it is missing.
+class OutputDirectoryLock {
+ public:
+  explicit OutputDirectoryLock(const std::string& dir);
+  ~OutputDirectoryLock();
+  OutputDirectoryLock(const OutputDirectoryLock&) = delete;
+  OutputDirectoryLock& operator=(const OutputDirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
 // The output directory of a sweep: steps.jsonl, the record, and steps.csv, derived from it.
 // Opening it decides between a fresh run and resuming an interrupted one; nothing is written
 // until every check has passed, and a finished run is never overwritten without force.
@@ -53,16 +69,8 @@ class RunStore {
   std::unique_ptr<JsonlWriter> writer_;
   std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile
   std::string run_id_;  // the session's, for the rows of steps.csv
-  // dir/.lock, held while the store is open (and released if opening it fails part-way); the file is
-  // removed when the store closes, so that a finished sweep leaves only its records.
-  struct DirectoryLock {
-    int fd = -1;
-    std::string path;
-    DirectoryLock() = default;
-    DirectoryLock(const DirectoryLock&) = delete;
-    DirectoryLock& operator=(const DirectoryLock&) = delete;
-    ~DirectoryLock();
-  } lock_;
+  // Held while the store is open (and released if opening it fails part-way).
+  std::unique_ptr<OutputDirectoryLock> lock_;
 };
 
 }  // namespace batchscope

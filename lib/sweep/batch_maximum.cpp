@@ -13,6 +13,7 @@
 #include "lib/device/cpu_memory.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/records.h"
+#include "lib/records/run_store.h"
 #include "lib/sweep/kept_search.h"
 #include "lib/sweep/max_batch.h"
 
@@ -54,6 +55,9 @@ MaxBatchResult search_batch_maximum(const ExperimentConfig& e, MaxBatchOptions o
   if (device.is_cpu())
     options.cpu_memory_limit = limit_given ? cpu_memory::limit() : default_cpu_memory_limit();
 
+  // Two sweeps on one --out must not both search into its file: the directory is locked as the
+  // sweep's log will be, and let go before the RunStore takes it.
+  const OutputDirectoryLock lock(sweep.out_dir);
   const std::string path = search_log_path(sweep.out_dir, e.name);
   EarlierSearch earlier = find_earlier_search(path, e, options, sweep.command_line, !limit_given);
   SearchSession session;
