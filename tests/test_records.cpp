@@ -436,6 +436,17 @@ TEST(MaxBatchRecords, TheSearchLogGivesTheStoppedSearchAtItsEnd) {
   for (const Json& r : {opening, try_line(1, true), try_line(2, true), result}) text += r.dump() + "\n";
   { std::ofstream(path) << text; }
   EXPECT_FALSE(read_search_log(path).stopped.has_value()) << "a file that ends with a result";
+  const SearchLog ended = read_search_log(path);
+  ASSERT_TRUE(ended.finished.has_value());
+  EXPECT_EQ(ended.finished->result_line, 4);
+  EXPECT_EQ(ended.finished->opening, opening);
+  // The finished search's opening is checked as a stopped one's is: it says what the search was.
+  Json bare = opening;
+  bare.erase("search");
+  { std::ofstream(path) << bare.dump() << "\n" << result.dump() << "\n"; }
+  EXPECT_TRUE(refuses_with([&] { read_search_log(path); },
+                           {path + ":1: has a maxbatch_search record without its config and search"}));
+  { std::ofstream(path) << text; }
 
   Json resumed = opening;
   resumed["resumed_tries"] = 1;

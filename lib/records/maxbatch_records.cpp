@@ -84,13 +84,24 @@ SearchLog read_search_log(const std::string& path) {
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     if (contents.records[i]["type"] == record::kMaxBatch) begin = i + 1;
   }
+  // A search's opening record, which says what the search is: its config and search options.
+  const auto opening = [&](std::size_t i) {
+    const Json& r = contents.records[i];
+    if (!r.contains("config") || !r["config"].is_object() || !r.contains("search") ||
+        !r["search"].is_object()) {
+      throw UserError(located(path, contents.record_lines[i],
+                              "has a maxbatch_search record without its config and search",
+                              "repair or remove that line, or choose another --out"));
+    }
+    return r;
+  };
   if (begin > 0 && begin == contents.records.size()) {
     // The file ends with a result: the search it closes opened after the result before it, if any.
     FinishedSearch finished;
     finished.result = contents.records[begin - 1];
     finished.result_line = contents.record_lines[begin - 1];
     for (std::size_t i = begin - 1; i-- > 0 && contents.records[i]["type"] != record::kMaxBatch;) {
-      if (contents.records[i]["type"] == record::kMaxBatchSearch) finished.opening = contents.records[i];
+      if (contents.records[i]["type"] == record::kMaxBatchSearch) finished.opening = opening(i);
     }
     log.finished = std::move(finished);
   }
@@ -102,12 +113,7 @@ SearchLog read_search_log(const std::string& path) {
     if (type == record::kMaxBatchSearch) {
       // A resumed session opens with one more; the first says what the search is.
       if (!stopped.opening) {
-        if (!r.contains("config") || !r["config"].is_object() || !r.contains("search") ||
-            !r["search"].is_object()) {
-          throw UserError(located(path, line, "has a maxbatch_search record without its config and search",
-                                  "repair or remove that line, or choose another --out"));
-        }
-        stopped.opening = r;
+        stopped.opening = opening(i);
         stopped.opening_line = line;
       }
     } else if (type == record::kMaxBatchTry) {

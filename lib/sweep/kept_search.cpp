@@ -73,10 +73,13 @@ EarlierSearch find_earlier_search(const std::string& path, const ExperimentConfi
   earlier.options = search;
   earlier.truncated_tail = log.truncated_tail;
   earlier.complete_bytes = log.complete_bytes;
-  const std::optional<Json>& opening = log.stopped    ? log.stopped->opening
-                                       : log.finished ? log.finished->opening
-                                                      : std::nullopt;
-  if (log.stopped) earlier.stopped = std::move(*log.stopped);
+  std::optional<Json> opening;  // of the search the file ends with
+  if (log.stopped) {
+    opening = log.stopped->opening;
+    earlier.stopped = std::move(*log.stopped);
+  } else if (log.finished) {
+    opening = log.finished->opening;
+  }
   if (!opening) {
     earlier.state = log.stopped ? EarlierSearch::State::Unopened : EarlierSearch::State::None;
     return earlier;
