@@ -72,6 +72,9 @@ std::vector<int64_t> parse_input_shape(const std::string& text);
 // A --memory-limit such as 8GiB as bytes; a UserError naming --memory-limit otherwise.
 int64_t parse_memory_limit(const std::string& text);
 
+// The exit code of a command stopped by Ctrl-C or SIGTERM at a point the same command goes on from.
+inline constexpr int kExitStopped = 130;
+
 // Set once Ctrl-C or SIGTERM asked the command to stop (after stop_on_signals).
 const std::atomic<bool>& stop_requested();
 // From now on the first Ctrl-C (or SIGTERM) sets stop_requested() and prints that the command stops

@@ -9,6 +9,7 @@
 #include "app/commands.h"
 #include "lib/config/config.h"
 #include "lib/timing/peak_rate.h"
+#include "lib/training/batch_study.h"
 #include "models/registry.h"
 
 // batchscope completion bash: a bash completion script made from the commands' own option definitions,
@@ -128,6 +129,9 @@ std::string bash_script() {
     << to_string(Tf32::Default) << " " << to_string(Tf32::On) << " " << to_string(Tf32::Off)
     << "\" -- \"$cur\")); return ;;\n"
        "    --foreach) COMPREPLY=($(compgen -W \"auto on off\" -- \"$cur\")); return ;;\n"
+       "    --lr-scaling) COMPREPLY=($(compgen -W \""
+    << to_string(LrScaling::None) << " " << to_string(LrScaling::Linear) << " " << to_string(LrScaling::Sqrt)
+    << "\" -- \"$cur\")); return ;;\n"
        "    --loss-scale) COMPREPLY=($(compgen -W \"auto "
     << to_string(LossScale::Dynamic) << " " << to_string(LossScale::Off)
     << "\" -- \"$cur\")); return ;;\n"

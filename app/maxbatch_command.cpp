@@ -29,8 +29,6 @@ namespace batchscope::app {
 namespace {
 
 constexpr int kNothingFits = 3;
-constexpr int kStopped = 130;
-
 // What describes the experiment whose largest batch size is searched (the search picks the sizes).
 const std::vector<ExperimentOption> kMaxbatchOptions = {
     ExperimentOption::Model,     ExperimentOption::Input,        ExperimentOption::Classes,
@@ -294,7 +292,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   } catch (const MaxBatchStopped& stopped) {
     spdlog::warn("stopped after {}{}", counted(stopped.tries, "try", "tries"),
                  out ? "; run the same command to go on from them" : "; without --out nothing was kept");
-    return kStopped;
+    return kExitStopped;
   }
   if (out) {
     out->add(search_result_record(e, found, command));

@@ -211,14 +211,14 @@ int run_sweep_command(const std::vector<std::string>& args) {
   try {
     config = resolve_batch_maximum(machine, sweep);
   } catch (const MaxBatchStopped&) {
-    return 130;
+    return kExitStopped;
   }
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
   const SweepOutcome outcome = run_sweep(config, sweep, std::cerr);
   if (outcome.interrupted) {
     spdlog::warn("stopped before the end; the finished batch sizes are in {}: run the same command to resume",
                  outcome.jsonl_path);
-    return 130;
+    return kExitStopped;
   }
   spdlog::info("time spent: {}", describe_time_spent(outcome.time_spent));
   const std::string written = std::string(outcome.resumed ? "resumed and completed: " : "written: ") +

@@ -8,12 +8,45 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/common/errors.h"
+#include "lib/config/batch_spec.h"
 #include "lib/config/config_names.h"
+#include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
 
 namespace batchscope::app {
 namespace {
+
+// --batch: one size, or several ("32,128,512", "32:4096:x4") for a study of each.
+std::vector<int64_t> batch_sizes(const cxxopts::ParseResult& result) {
+  const std::string text = result["batch"].as<std::string>();
+  if (text.find_first_of(",:") == std::string::npos)
+    return {whole_option(result, "batch", 1, limits::kMaxBatchSize)};
+  std::vector<int64_t> sizes;
+  try {
+    sizes = parse_batch_spec(text);
+  } catch (const std::invalid_argument& bad) {
+    refuse("--batch " + text + ": " + bad.what(), "give one size (64) or several (32,128,512 or 32:4096:x4)");
+  }
+  for (const int64_t b : sizes) {
+    if (b < 1 || b > limits::kMaxBatchSize)
+      refuse("--batch " + text + " holds " + std::to_string(b),
+             "give sizes from 1 to " + std::to_string(limits::kMaxBatchSize));
+  }
+  return sizes;
+}
+
+// --target-accuracy as a share: "98%" or "98"; a share such as 0.98 is refused, as it reads as 0.98%.
+std::optional<double> target_accuracy(const cxxopts::ParseResult& result) {
+  if (!result.count("target-accuracy")) return std::nullopt;
+  const std::string text = result["target-accuracy"].as<std::string>();
+  const double share = percent_option(result, "target-accuracy", 100);
+  if (share <= 0 || (text.back() != '%' && share <= 0.01)) {
+    refuse("--target-accuracy " + text + " reads as " + text + "%",
+           "give the accuracy as a percentage above 1, e.g. --target-accuracy 98%");
+  }
+  return share;
+}
 
 OptimizerKind optimizer_kind(const std::string& name) {
   if (const auto kind = value_of(kOptimizers, name)) return *kind;
@@ -64,9 +97,12 @@ int run_train_command(const std::vector<std::string>& args) {
       ("m,model", "model name (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
       ("data", "mnist, fashion-mnist, or a directory of their four IDX files", cxxopts::value<std::string>()->default_value("mnist"))
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
-      ("b,batch", "training batch size", cxxopts::value<std::string>()->default_value("64"))
+      ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
-      ("lr", "learning rate", cxxopts::value<std::string>()->default_value("0.01"))
+      ("lr", "learning rate (at --lr-batch where --lr-scaling scales it)", cxxopts::value<std::string>()->default_value("0.01"))
+      ("lr-scaling", "none, linear or sqrt: the learning rate at each batch size is --lr times (B / --lr-batch), or its square root", cxxopts::value<std::string>()->default_value("none"))
+      ("lr-batch", "the batch size --lr is given for (default: the smallest --batch)", cxxopts::value<std::string>())
+      ("target-accuracy", "stop at the first epoch whose test accuracy reaches this percentage, e.g. 98%; --epochs is then the most", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
       ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -80,9 +116,17 @@ int run_train_command(const std::vector<std::string>& args) {
   // clang-format on
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
-    std::cout << options.help()
-              << "\nExample: batchscope train --model mnist_cnn --data mnist --epochs 3 --batch 64 --out "
-                 "runs/train-mnist\n";
+    std::cout
+        << options.help()
+        << "\nExamples:\n  batchscope train --model mnist_cnn --data mnist --epochs 3 --batch 64 --out "
+           "runs/train-mnist\n"
+           "  batchscope train --batch 32:2048:x4 --target-accuracy 98% --epochs 10 --lr-scaling linear "
+           "--out "
+           "runs/time-to-accuracy\n"
+           "\nA run stopped (Ctrl-C after the running epoch, or killed) goes on after its last complete "
+           "epoch "
+           "when the same command is run again.\nExit codes: 0 done, 1 error, 2 bad input, 130 stopped by "
+           "Ctrl-C or SIGTERM.\n";
     return 0;
   }
   apply_threads_option(result);
@@ -92,7 +136,8 @@ int run_train_command(const std::vector<std::string>& args) {
   o.model = result["model"].as<std::string>();
   o.data = result["data"].as<std::string>();
   o.epochs = static_cast<int>(whole_option(result, "epochs", 1, 100000));
-  o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
+  const std::vector<int64_t> batches = batch_sizes(result);
+  o.batch_size = batches.front();
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
   if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;
@@ -100,33 +145,82 @@ int run_train_command(const std::vector<std::string>& args) {
   o.seed = seed_option(result, "seed");
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
+  o.target_accuracy = target_accuracy(result);
   o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
   o.force = result.count("force") > 0;
   o.command_line = command_text("train", args);
+  const std::string scaling_text = result["lr-scaling"].as<std::string>();
+  const std::optional<LrScaling> scaling = lr_scaling_from_string(scaling_text);
+  if (!scaling) refuse("--lr-scaling " + scaling_text + " is not known", "use none, linear or sqrt");
+  const int64_t lr_batch =
+      result.count("lr-batch") ? whole_option(result, "lr-batch", 1, limits::kMaxBatchSize) : 0;
 
   if (result.count("compare")) {
+    if (batches.size() > 1) refuse("--compare trains one batch size", "give a single --batch with --compare");
+    if (o.target_accuracy) refuse("--compare trains every epoch on both devices", "remove --target-accuracy");
     const auto [first, second] = device_pair(result["compare"].as<std::string>());
     const DeviceComparison comparison = compare_devices(o, first, second);
     std::cout << format_comparison_table(comparison) << "written: " << comparison.jsonl_path << ", "
               << comparison.first.jsonl_path << ", " << comparison.second.jsonl_path << "\n";
     return 0;
   }
+  o.stop_requested = [] { return stop_requested().load(); };
+  stop_on_signals("this epoch");
   // The table on standard output, each row as its epoch ends (with --quiet, all rows at the end); no
   // log line repeats them.
   const bool quiet = result.count("quiet") > 0;
   if (!quiet) {
-    std::cout << epoch_table_header() << std::flush;
     o.on_epoch = [](const EpochResult& r) { std::cout << epoch_table_row(r) << std::flush; };
   } else {
     o.on_epoch = [](const EpochResult&) {};
   }
-  const TrainingOutcome outcome = train_model(o);
-  if (quiet) {
+  const auto print_epochs = [&](const TrainingOutcome& outcome) {
+    if (!quiet) return;
     std::cout << epoch_table_header();
     for (const EpochResult& r : outcome.epochs) std::cout << epoch_table_row(r);
+  };
+  const auto say_stopped = [&](const TrainingOutcome& outcome, const std::string& dir) {
+    spdlog::warn("stopped after epoch {} of {}: the same command goes on from {}", outcome.epochs.size(),
+                 o.epochs, dir);
+    return kExitStopped;
+  };
+
+  if (batches.size() > 1) {
+    BatchStudyOptions study_options;
+    study_options.training = o;
+    study_options.batch_sizes = batches;
+    study_options.lr_scaling = *scaling;
+    study_options.reference_batch = lr_batch;
+    study_options.on_batch = [&](int64_t batch, double lr, const std::string& dir) {
+      std::cout << "\nbatch " << batch << " (lr " << lr << ") into " << dir << "\n";
+      if (!quiet) std::cout << epoch_table_header() << std::flush;
+    };
+    const BatchStudy study = run_batch_study(study_options);
+    if (quiet) {
+      for (const BatchStudyRow& row : study.rows) {
+        std::cout << "\nbatch " << row.batch_size << " (lr " << row.lr << ") in " << row.dir << "\n";
+        print_epochs(row.outcome);
+      }
+    }
+    if (study.stopped) return say_stopped(study.rows.back().outcome, study.rows.back().dir);
+    std::cout << "\n"
+              << format_batch_study(study) << "written: " << study.json_path << ", " << study.markdown_path
+              << "\n";
+    return 0;
   }
-  std::cout << "written: " << outcome.jsonl_path << ", " << outcome.checkpoint_path
-            << "\n";
+  if (lr_batch > 0) o.optimizer.lr = scaled_lr(o.optimizer.lr, o.batch_size, lr_batch, *scaling);
+  if (!quiet) std::cout << epoch_table_header() << std::flush;
+  const TrainingOutcome outcome = train_model(o);
+  print_epochs(outcome);
+  if (outcome.stopped) return say_stopped(outcome, o.out_dir);
+  if (outcome.target_epoch) {
+    std::cout << "reached " << 100 * *o.target_accuracy << "% test accuracy after epoch "
+              << *outcome.target_epoch << "\n";
+  } else if (o.target_accuracy) {
+    std::cout << "did not reach " << 100 * *o.target_accuracy << "% test accuracy in " << o.epochs
+              << " epochs\n";
+  }
+  std::cout << "written: " << outcome.jsonl_path << ", " << outcome.checkpoint_path << "\n";
   return 0;
 }
 

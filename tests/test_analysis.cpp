@@ -54,6 +54,36 @@ TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
   EXPECT_NEAR(*g.points[0].tflops, 1e9 / (g.points[0].median_ms / 1e3) / 1e12, 1e-12);
 }
 
+// A run record's GPU entry damaged by hand: an SM count no GPU has predicts nothing (a count of 0 once
+// divided by zero), and an index that is not a number names no GPU (it once threw a JSON type error).
+TEST_F(AnalyzeTest, ADamagedGpuEntryPredictsNothingAndTheAnalysisGoesOn) {
+  FakeLog log;
+  log.gpu = "GPU A";
+  log.batches = range(1, 40);
+  const auto analysed_with = [&](const Json& entry) {
+    std::string text = log.text();
+    const std::size_t end = text.find('\n');
+    Json run = Json::parse(text.substr(0, end));
+    run["gpus"] = Json::array({entry});
+    return analyze_logs({write("steps.jsonl", run.dump() + text.substr(end))}, {});
+  };
+  const Analysis good = analysed_with({{"index", 0}, {"name", "GPU A"}, {"sm_count", 132}});
+  ASSERT_EQ(good.groups.size(), 1u);
+  EXPECT_EQ(good.groups[0].no_prediction.find("no SM count"), std::string::npos)
+      << good.groups[0].no_prediction;
+  for (const Json& sms : {Json(0), Json(-4)}) {
+    const Analysis a = analysed_with({{"index", 0}, {"name", "GPU A"}, {"sm_count", sms}});
+    ASSERT_EQ(a.groups.size(), 1u);
+    EXPECT_NE(a.groups[0].no_prediction.find("no SM count"), std::string::npos) << sms;
+    EXPECT_EQ(a.groups[0].points.size(), 40u);
+  }
+  for (const Json& index : {Json("x"), Json(), Json::array(), Json::object()}) {
+    const Analysis a = analysed_with({{"index", index}, {"name", "GPU A"}, {"sm_count", 132}});
+    ASSERT_EQ(a.groups.size(), 1u);
+    EXPECT_NE(a.groups[0].no_prediction.find("no SM count"), std::string::npos) << index;
+  }
+}
+
 TEST_F(AnalyzeTest, StraightLineHasNoJumps) {
   FakeLog log;
   log.batches = range(1, 70);

@@ -65,6 +65,14 @@ TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
             std::string::npos);
   EXPECT_NE(refused(peak_line("cuda:1", "GPU A", {rate("fp32", 2)})).find("does not name the GPU cuda:1"),
             std::string::npos);
+  // An index that is not a number names no GPU (it once ended in a JSON type error).
+  for (const Json& index : {Json("x"), Json(), Json::array(), Json::object()}) {
+    Json record = Json::parse(peak_line("cuda:0", "GPU A", {rate("fp32", 2)}));
+    record["gpus"][0]["index"] = index;
+    EXPECT_NE(refused(record.dump() + "\n").find("p.jsonl:1: the peak record does not name the GPU cuda:0"),
+              std::string::npos)
+        << index;
+  }
   EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "tf32"}, {"skipped", "no TF32"}}}))
                 .find("holds no measured rate"),
             std::string::npos);

@@ -10,6 +10,7 @@
 #include "data/idx.h"
 #include "lib/common/errors.h"
 #include "lib/records/records.h"
+#include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
 #include "tests/test_support.h"
@@ -352,6 +353,22 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
   EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
                                             {"checkpoint.pt", "is not a readable mnist_cnn checkpoint"}));
 
+  // What checkpoint.json names and is not there is said of checkpoint.json.
+  {
+    std::ifstream in(good / "checkpoint.json");
+    Json info = Json::parse(in);
+    info["weights"] = "gone.pt";
+    std::ofstream(bad / "checkpoint.json") << info.dump();
+    EXPECT_TRUE(testing_support::refuses_with(
+        [&] { evaluate_checkpoint(eval); },
+        {"checkpoint.json", "names the weights gone.pt, which are not beside it"}));
+    info["weights"] = "checkpoint.pt";
+    info["data"]["directory"] = (*root_ / "moved").string();
+    std::ofstream(bad / "checkpoint.json") << info.dump();
+    EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                              {"checkpoint.json", "names the data directory", "--data"}));
+  }
+
   std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
   EXPECT_TRUE(
       testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
@@ -387,6 +404,186 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
   EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(options("refused"), "cpu", "cuda:99"); },
                                             {"cuda:99"}));
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
+}
+
+// The numbers of two runs' epochs, bit for bit (the time aside).
+void expect_same_epochs(const std::vector<EpochResult>& got, const std::vector<EpochResult>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].epoch, expected[i].epoch);
+    EXPECT_EQ(got[i].train_loss, expected[i].train_loss) << "epoch " << i + 1;
+    EXPECT_EQ(got[i].train_accuracy, expected[i].train_accuracy) << "epoch " << i + 1;
+    EXPECT_EQ(got[i].test.loss, expected[i].test.loss) << "epoch " << i + 1;
+    EXPECT_EQ(got[i].test.correct, expected[i].test.correct) << "epoch " << i + 1;
+  }
+}
+
+std::vector<std::string> record_types(const std::string& jsonl) {
+  std::vector<std::string> types;
+  for (const Json& r : read_jsonl(jsonl).records) types.push_back(r["type"].get<std::string>());
+  return types;
+}
+
+TEST_F(Training, AStoppedRunGoesOnAfterItsLastEpochWithTheNumbersOfOneThatNeverStopped) {
+  TrainingOptions o = options("stopped");
+  o.stop_requested = [] { return true; };
+  const TrainingOutcome first = train_model(o);
+  EXPECT_TRUE(first.stopped);
+  ASSERT_EQ(first.epochs.size(), 1u);
+  const fs::path dir(o.out_dir);
+  EXPECT_EQ(record_types(first.jsonl_path), (std::vector<std::string>{"run", "epoch"}));
+  EXPECT_TRUE(fs::is_regular_file(dir / "resume_epoch1.pt"));
+  // A kill in the middle of a write leaves half a line; the run goes on after it all the same.
+  std::ofstream(first.jsonl_path, std::ios::app) << "{\"type\": \"epo";
+
+  o.stop_requested = nullptr;
+  std::vector<int> told;
+  o.on_epoch = [&](const EpochResult& r) { told.push_back(r.epoch); };
+  const TrainingOutcome resumed = train_model(o);
+  EXPECT_FALSE(resumed.stopped);
+  EXPECT_EQ(resumed.resumed_from_epoch, 1);
+  EXPECT_EQ(told, (std::vector<int>{1, 2})) << "the earlier epoch is told too, so the table is whole";
+  // The optimizer's momentum and the generators went on, not only the weights.
+  expect_same_epochs(resumed.epochs, trained().epochs);
+  EXPECT_EQ(record_types(resumed.jsonl_path),
+            (std::vector<std::string>{"run", "epoch", "resume", "epoch", "end"}));
+  const std::vector<Json> records = read_jsonl(resumed.jsonl_path).records;
+  EXPECT_EQ(records[2]["from_epoch"], 1);
+  EXPECT_EQ(records[2]["config"], records[0]["config"]);
+  EXPECT_FALSE(fs::exists(dir / "resume_epoch1.pt"));
+  EXPECT_TRUE(fs::is_regular_file(dir / "resume_epoch2.pt"));
+  EvalOptions eval;
+  eval.checkpoint = o.out_dir;
+  eval.device = "cpu";
+  EXPECT_EQ(evaluate_checkpoint(eval).test.loss, trained().epochs[1].test.loss);
+}
+
+TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
+  TrainingOptions o = options("other_options");
+  o.epochs = 2;
+  o.limit_train = 128;
+  o.stop_requested = [] { return true; };
+  train_model(o);
+  const fs::path jsonl = fs::path(o.out_dir) / "train.jsonl";
+  const auto size = fs::file_size(jsonl);
+  o.stop_requested = nullptr;
+  o.optimizer.lr = 0.05;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); }, {"train.jsonl:1", "holds an interrupted training run of other options",
+                                "optimizer.lr was 0.02 there and is 0.05 here", "--force"}));
+  EXPECT_EQ(fs::file_size(jsonl), size);
+  EXPECT_TRUE(fs::is_regular_file(fs::path(o.out_dir) / "checkpoint_epoch1.pt"));
+
+  // A line that is no epoch of this run is named, not skipped.
+  std::ofstream(jsonl, std::ios::app) << "{\"type\": \"point\"}\n";
+  o.optimizer.lr = 0.02;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); }, {"train.jsonl:3", "\"point\" record, which train does not write"}));
+  o.force = true;
+  EXPECT_EQ(train_model(o).resumed_from_epoch, 0);
+  EXPECT_EQ(record_types(jsonl.string()), (std::vector<std::string>{"run", "epoch", "epoch", "end"}));
+}
+
+TEST_F(Training, StopsAtTheFirstEpochThatReachesTheTargetAccuracy) {
+  TrainingOptions o = options("target");
+  o.epochs = 5;
+  o.target_accuracy = trained().epochs[0].test.accuracy;
+  const TrainingOutcome run = train_model(o);
+  ASSERT_EQ(run.target_epoch, std::optional<int>(1));
+  expect_same_epochs(run.epochs, {trained().epochs[0]});
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records[0]["config"]["target_accuracy"], *o.target_accuracy);
+  EXPECT_EQ(records.back()["type"], "end");
+  EXPECT_EQ(records.back()["target_epoch"], 1);
+
+  o.out_dir = (*root_ / "target_missed").string();
+  o.epochs = 1;
+  o.target_accuracy = 1.0;
+  o.limit_train = 64;
+  const TrainingOutcome missed = train_model(o);
+  EXPECT_FALSE(missed.target_epoch.has_value());
+  EXPECT_TRUE(read_jsonl(missed.jsonl_path).records.back()["target_epoch"].is_null());
+  o.target_accuracy = 0.0;
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { train_model(o); }, {"a target accuracy must lie above 0%"}));
+}
+
+TEST(LearningRateScaling, ScalesFromTheReferenceBatch) {
+  EXPECT_DOUBLE_EQ(scaled_lr(0.01, 256, 64, LrScaling::Linear), 0.04);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.01, 16, 64, LrScaling::Linear), 0.0025);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.01, 256, 64, LrScaling::Sqrt), 0.02);
+  EXPECT_DOUBLE_EQ(scaled_lr(0.01, 256, 64, LrScaling::None), 0.01);
+  EXPECT_EQ(lr_scaling_from_string("linear"), LrScaling::Linear);
+  EXPECT_EQ(lr_scaling_from_string("sqrt"), LrScaling::Sqrt);
+  EXPECT_EQ(lr_scaling_from_string("none"), LrScaling::None);
+  EXPECT_FALSE(lr_scaling_from_string("cosine").has_value());
+}
+
+TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
+  // 128 images: the toy takes two epochs there. Batch 32 of the study trains as this run does.
+  TrainingOptions direct = options("study_direct");
+  direct.limit_train = 128;
+  const TrainingOutcome reference = train_model(direct);
+  ASSERT_LT(reference.epochs[0].test.accuracy, reference.epochs[1].test.accuracy);
+  BatchStudyOptions s;
+  s.training = options("study");
+  s.training.limit_train = 128;
+  s.training.epochs = 2;
+  s.training.target_accuracy = reference.epochs[1].test.accuracy;
+  s.batch_sizes = {32, 64, 32};
+  s.lr_scaling = LrScaling::Linear;
+  std::vector<int64_t> started;
+  s.on_batch = [&](int64_t batch, double, const std::string&) { started.push_back(batch); };
+  const BatchStudy study = run_batch_study(s);
+  EXPECT_EQ(started, (std::vector<int64_t>{32, 64})) << "each size once";
+  ASSERT_EQ(study.rows.size(), 2u);
+  EXPECT_EQ(study.reference_batch, 32);
+  const BatchStudyRow& small = study.rows[0];
+  const BatchStudyRow& large = study.rows[1];
+  EXPECT_DOUBLE_EQ(small.lr, 0.02);
+  EXPECT_DOUBLE_EQ(large.lr, 0.04);
+  EXPECT_EQ(small.dir, (*root_ / "study" / "batch-32").string());
+  expect_same_epochs(small.outcome.epochs, reference.epochs);
+  ASSERT_EQ(small.outcome.target_epoch, std::optional<int>(2));
+  EXPECT_EQ(small.steps_per_epoch, 4);
+  EXPECT_EQ(large.steps_per_epoch, 2);
+  EXPECT_DOUBLE_EQ(*small.seconds_to_target,
+                   small.outcome.epochs[0].epoch_seconds + small.outcome.epochs[1].epoch_seconds);
+  EXPECT_EQ(
+      read_jsonl((fs::path(large.dir) / "train.jsonl").string()).records[0]["config"]["optimizer"]["lr"],
+      0.04);
+
+  std::ifstream json_file(study.json_path);
+  const Json j = Json::parse(json_file);
+  EXPECT_EQ(j["rows"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["batch_size"], 32);
+  EXPECT_EQ(j["rows"][0]["target_epoch"], 2);
+  EXPECT_EQ(j["rows"][0]["steps_to_target"], 8);
+  EXPECT_EQ(j["rows"][0]["samples_to_target"], 256);
+  EXPECT_EQ(j["lr_scaling"], "linear");
+  const std::string table = format_batch_study(study);
+  EXPECT_NE(table.find("| 32 | 0.02 | 2 | 8 |"), std::string::npos) << table;
+  if (!large.outcome.target_epoch) {
+    EXPECT_NE(table.find("| 64 | 0.04 | not in 2 |"), std::string::npos) << table;
+    EXPECT_NE(table.find("Fastest to "), std::string::npos) << table;
+    EXPECT_EQ(j["fastest_to_target"], 32);
+  }
+
+  // Run again: the complete runs are taken as they are, nothing is trained.
+  const auto size = fs::file_size(fs::path(small.dir) / "train.jsonl");
+  started.clear();
+  const BatchStudy again = run_batch_study(s);
+  EXPECT_TRUE(again.rows[0].outcome.reused);
+  EXPECT_TRUE(again.rows[1].outcome.reused);
+  expect_same_epochs(again.rows[0].outcome.epochs, small.outcome.epochs);
+  EXPECT_EQ(fs::file_size(fs::path(small.dir) / "train.jsonl"), size);
+  EXPECT_EQ(format_batch_study(again), table);
+
+  // Another learning rate is another study: refused, the runs left as they were.
+  s.training.optimizer.lr = 0.03;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { run_batch_study(s); },
+      {"batch-32/train.jsonl", "holds a complete training run of other options"}));
 }
 
 }  // namespace

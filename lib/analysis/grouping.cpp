@@ -79,7 +79,10 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
 std::optional<int64_t> sm_count_of(const std::string& device, const Json& environment) {
   const Json* g = gpu_entry(device, environment);
   if (g == nullptr || !g->contains("sm_count") || !(*g)["sm_count"].is_number_integer()) return std::nullopt;
-  return (*g)["sm_count"].get<int64_t>();
+  // A count no GPU has (a damaged record) predicts nothing: no waves can be counted on it.
+  const int64_t sms = (*g)["sm_count"].get<int64_t>();
+  if (sms < 1 || sms > 1000000) return std::nullopt;
+  return sms;
 }
 
 Json workload_of(const Json& identity) {
@@ -173,7 +176,8 @@ const Json* gpu_entry(const std::string& device, const Json& environment) {
   const size_t colon = device.find(':');
   const int index = colon == std::string::npos ? 0 : std::atoi(device.c_str() + colon + 1);
   for (const Json& g : environment["gpus"]) {
-    if (g.is_object() && g.value("index", -1) == index) return &g;
+    if (g.is_object() && g.contains("index") && g["index"].is_number_integer() && g["index"] == index)
+      return &g;
   }
   return nullptr;
 }

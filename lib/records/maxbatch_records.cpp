@@ -146,30 +146,6 @@ Json gpu_names(const Json& record) {
   return names;
 }
 
-std::string shown(const Json& value) {
-  if (value.is_null()) return "absent";
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-// The first key (in `now`'s order, then `earlier`'s) whose value differs, with both values.
-std::string first_difference(const Json& earlier, const Json& now) {
-  const auto value = [](const Json& object, const std::string& key) {
-    return object.is_object() && object.contains(key) ? object[key] : Json();
-  };
-  std::vector<std::string> keys;
-  for (const Json* object : {&now, &earlier}) {
-    if (!object->is_object()) continue;
-    for (const auto& [key, unused] : object->items()) {
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-    }
-  }
-  for (const std::string& key : keys) {
-    const Json before = value(earlier, key), after = value(now, key);
-    if (before != after) return key + " was " + shown(before) + " there and is " + shown(after) + " here";
-  }
-  return "";
-}
-
 }  // namespace
 
 std::string search_difference(const Json& earlier, const Json& now) {
@@ -183,7 +159,7 @@ std::string search_difference(const Json& earlier, const Json& now) {
   for (const auto& [before, after] :
        {std::pair{part(earlier, "config"), part(now, "config")},
         std::pair{part(earlier, "search"), part(now, "search")}, std::pair{where(earlier), where(now)}}) {
-    const std::string difference = first_difference(before, after);
+    const std::string difference = first_key_difference(before, after);
     if (!difference.empty()) return difference;
   }
   // How much fits on a GPU depends on which GPU and how its caching allocator is set.
@@ -192,8 +168,8 @@ std::string search_difference(const Json& earlier, const Json& now) {
       return "the GPUs were " + gpu_names(earlier).dump() + " there and are " + gpu_names(now).dump() +
              " here";
     }
-    const std::string allocator = first_difference(part(earlier, "cuda_allocator_environment"),
-                                                   part(now, "cuda_allocator_environment"));
+    const std::string allocator = first_key_difference(part(earlier, "cuda_allocator_environment"),
+                                                       part(now, "cuda_allocator_environment"));
     if (!allocator.empty()) return allocator;
   }
   return "";

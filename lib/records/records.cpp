@@ -383,4 +383,34 @@ double stepping_share(const SweepTimeSpent& spent) {
   return stepping / spent.total_s;
 }
 
+namespace {
+
+std::string shown(const Json& value) {
+  if (value.is_null()) return "absent";
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+std::string first_key_difference(const Json& earlier, const Json& now) {
+  const auto value = [](const Json& object, const std::string& key) {
+    return object.is_object() && object.contains(key) ? object[key] : Json();
+  };
+  std::vector<std::string> keys;
+  for (const Json* object : {&now, &earlier}) {
+    if (!object->is_object()) continue;
+    for (const auto& [key, unused] : object->items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
+  for (const std::string& key : keys) {
+    const Json before = value(earlier, key), after = value(now, key);
+    if (before == after) continue;
+    // Within two objects, the key inside that differs: "optimizer.lr", not both optimizers whole.
+    if (before.is_object() && after.is_object()) return key + "." + first_key_difference(before, after);
+    return key + " was " + shown(before) + " there and is " + shown(after) + " here";
+  }
+  return "";
+}
+
 }  // namespace batchscope

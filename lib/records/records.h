@@ -178,6 +178,10 @@ EndRecord end_record(std::optional<SweepTimeSpent> time_spent = std::nullopt);  
 // The record that opens the logs of the other commands (train, compare, maxbatch, microbatch).
 Json context_record(const char* type, const std::string& command_line, const Json& config);
 
+// The first key of two objects (in `now`'s order, then `earlier`'s) whose values differ, as "KEY was X
+// there and is Y here" (a missing key is "absent"); empty where they are equal.
+std::string first_key_difference(const Json& earlier, const Json& now);
+
 Json to_json(const RunRecord& r);
 Json to_json(const StepRecord& r);
 Json to_json(const PointRecord& r);

@@ -1,12 +1,17 @@
+#include <ATen/Context.h>
+
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <sstream>
 
 #include "lib/common/errors.h"
 #include "lib/training/training_parts.h"
 #include "models/registry.h"
 
-// Checkpoint files: the weights of each epoch, the latest, and checkpoint.json that says how to rebuild
-// the model; each written beside and renamed into place.
+// Checkpoint files: the weights of each epoch, the latest, checkpoint.json that says how to rebuild the
+// model, and the state a run goes on from; each written beside and renamed into place.
 
 namespace fs = std::filesystem;
 
@@ -34,7 +39,98 @@ void write_text(const fs::path& path, const std::string& text) {
   fs::rename(partial, path);
 }
 
+// The first line of a LibTorch error, without its backtrace.
+std::string reason_of(const std::exception& bad) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
+  const std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
+  return reason.substr(0, reason.find('\n'));
+}
+
+at::Generator default_generator(const torch::Device& device) {
+  return at::globalContext().defaultGenerator(device);
+}
+
+torch::Tensor generator_state(at::Generator generator) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+void set_generator_state(at::Generator generator, const torch::Tensor& state) {
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  generator.set_state(state);
+}
+
 }  // namespace
+
+std::string resume_state_name(int epoch) { return "resume_epoch" + std::to_string(epoch) + ".pt"; }
+
+std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state) {
+  torch::serialize::OutputArchive archive;
+  // The optimizer's own archive as bytes, so that reading puts its tensors on the device and the
+  // generators' states stay on the host.
+  torch::serialize::OutputArchive optimizer;
+  state.optimizer->save(optimizer);
+  std::ostringstream bytes;
+  optimizer.save_to(bytes);
+  const std::string text = bytes.str();
+  torch::Tensor packed = torch::empty({static_cast<int64_t>(text.size())}, torch::kUInt8);
+  std::memcpy(packed.data_ptr(), text.data(), text.size());
+  archive.write("optimizer", packed);
+  archive.write("epoch", torch::tensor(static_cast<int64_t>(epoch)));
+  archive.write("cpu_generator", generator_state(default_generator(torch::kCPU)));
+  if (state.device.is_cuda())
+    archive.write("device_generator", generator_state(default_generator(state.device)));
+  if (state.masks) archive.write("mask_generator", generator_state(*state.masks));
+  const fs::path path = fs::path(dir) / resume_state_name(epoch);
+  const fs::path partial = path.string() + ".partial";
+  archive.save_to(partial.string());
+  fs::rename(partial, path);
+  return path.string();
+}
+
+void read_resume_state(const std::string& path, const TrainerState& state) {
+  const auto refuse = [&](const std::string& problem) {
+    throw UserError(located(path, 0, problem, "pass --force to train again from the first epoch"));
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) refuse("is missing, so the run cannot go on from its last epoch");
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    torch::Tensor packed, cpu, device, masks;
+    archive.read("optimizer", packed);
+    archive.read("cpu_generator", cpu);
+    if (state.device.is_cuda()) archive.read("device_generator", device);
+    if (state.masks) archive.read("mask_generator", masks);
+    if (packed.scalar_type() != torch::kUInt8 || packed.dim() != 1) refuse("holds no optimizer state");
+    const std::string text(static_cast<const char*>(packed.data_ptr()),
+                           static_cast<std::size_t>(packed.numel()));
+    std::istringstream bytes(text);
+    torch::serialize::InputArchive optimizer;
+    optimizer.load_from(bytes, state.device);
+    state.optimizer->load(optimizer);
+    set_generator_state(default_generator(torch::kCPU), cpu);
+    if (state.device.is_cuda()) set_generator_state(default_generator(state.device), device);
+    if (state.masks) set_generator_state(*state.masks, masks);
+  } catch (const UserError&) {
+    throw;
+  } catch (const std::exception& bad) {
+    refuse("is not a readable resume state (" + printable(reason_of(bad)) + ")");
+  }
+}
+
+void load_weights(models::Network& model, const std::string& path, const std::string& model_name,
+                  const torch::Device& device) {
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path, device);
+    model.load(archive);
+  } catch (const std::exception& bad) {
+    throw UserError(located(
+        path, 0, "is not a readable " + model_name + " checkpoint (" + printable(reason_of(bad)) + ")",
+        "train again or give another checkpoint"));
+  }
+}
 
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json for the latest; returns the first.
 std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info) {

@@ -58,9 +58,19 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   const CheckpointInfo info = read_checkpoint_info(info_path.string());
   const fs::path weights = is_dir ? dir / info.weights : given;
   if (!fs::is_regular_file(weights, ec)) {
+    if (is_dir) {
+      throw UserError(located(info_path.string(), 0,
+                              "names the weights " + info.weights + ", which are not beside it",
+                              "give one of the directory's checkpoint_epochN.pt files, or train again"));
+    }
     throw UserError(
         located(weights.string(), 0, "no such weights file",
                 "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
+  }
+  if (!options.data && !fs::is_directory(info.data_dir, ec)) {
+    throw UserError(located(info_path.string(), 0,
+                            "names the data directory " + info.data_dir + ", which is not there",
+                            "give --data mnist, fashion-mnist or the directory that holds the images now"));
   }
   if (options.batch_size < 1) {
     throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
@@ -70,18 +80,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   // The algorithms and precision of training, so that its numbers come back.
   const DeterminismScope determinism(device, info.tf32_off);
   std::shared_ptr<models::Network> model = build_network(info.model);
-  try {
-    torch::serialize::InputArchive archive;
-    archive.load_from(weights.string(), device);
-    model->load(archive);
-  } catch (const std::exception& bad) {
-    const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
-    std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
-    reason = reason.substr(0, reason.find('\n'));
-    throw UserError(located(weights.string(), 0,
-                            "is not a readable " + info.model + " checkpoint (" + reason + ")",
-                            "train again or give another checkpoint"));
-  }
+  load_weights(*model, weights.string(), info.model, device);
   model->to(device);
   const LoadedData data =
       load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));

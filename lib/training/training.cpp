@@ -76,22 +76,108 @@ void synchronize(const torch::Device& device) {
 
 }  // namespace
 
-// Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
-void check_output_dir(const std::string& dir, bool force) {
+namespace {
+
+// "checkpoint*.pt", "resume_epochN.pt" and their ".partial" copies: the files a training run writes.
+bool written_by_training(const fs::path& file) {
+  std::string name = file.filename().string();
+  const std::string partial = ".partial";
+  if (name.size() > partial.size() &&
+      name.compare(name.size() - partial.size(), partial.size(), partial) == 0)
+    name.resize(name.size() - partial.size());
+  const bool weights = fs::path(name).extension() == ".pt" &&
+                       (name.rfind("checkpoint", 0) == 0 || name.rfind("resume_epoch", 0) == 0);
+  return weights || name == kJsonlName || name == kCheckpointInfo;
+}
+
+// An epoch record as train_on wrote it, its checkpoint a path in dir; BadRecord where a field is missing
+// or of another type.
+EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
+  const auto number = [&](const char* key) {
+    if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()))
+      throw BadRecord(std::string("has no number \"") + key + "\"");
+    return r[key].get<double>();
+  };
+  const auto whole = [&](const char* key) {
+    if (!r.contains(key) || !r[key].is_number_integer() || r[key].get<int64_t>() < 0)
+      throw BadRecord(std::string("has no whole number \"") + key + "\"");
+    return r[key].get<int64_t>();
+  };
+  EpochResult e;
+  e.epoch = static_cast<int>(std::min<int64_t>(whole("epoch"), 1000000));
+  e.train_loss = number("train_loss");
+  e.train_accuracy = number("train_accuracy");
+  e.test.loss = number("test_loss");
+  e.test.accuracy = number("test_accuracy");
+  e.test.correct = whole("test_correct");
+  e.test.samples = whole("test_samples");
+  e.epoch_seconds = number("epoch_seconds");
+  e.samples_per_s = number("samples_per_s");
+  if (!r.contains("checkpoint") || !r["checkpoint"].is_string())
+    throw BadRecord("has no text \"checkpoint\"");
+  const std::string name = r["checkpoint"].get<std::string>();
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+    throw BadRecord("names a checkpoint outside its directory");
+  e.checkpoint = (dir / name).string();
+  return e;
+}
+
+}  // namespace
+
+EarlierRun read_earlier_run(const std::string& dir) {
+  EarlierRun earlier;
   const fs::path jsonl = fs::path(dir) / kJsonlName;
   std::error_code ec;
-  if (force || !fs::exists(jsonl, ec) || fs::file_size(jsonl, ec) == 0) return;
-  const JsonlContents contents = read_jsonl(jsonl.string(), BadLines::Collect);
+  if (!fs::exists(jsonl, ec) || fs::file_size(jsonl, ec) == 0) return earlier;
+  earlier.jsonl = jsonl.string();
+  const JsonlContents contents = read_jsonl(earlier.jsonl);
+  earlier.complete_bytes = contents.complete_bytes;
+  earlier.truncated_tail = contents.truncated_tail;
   if (contents.records.empty() || contents.records.front().value("type", "") != record::kRun) {
-    throw UserError(located(jsonl.string(), 1, "does not start with a batchscope run record",
+    throw UserError(located(earlier.jsonl, 1, "does not start with a batchscope run record",
                             "choose another --out directory or pass --force to replace it"));
   }
-  for (const Json& r : contents.records) {
-    if (r.value("type", "") == record::kEnd) {
-      throw UserError(
-          located(jsonl.string(), 0, "already holds a complete training run",
-                  "choose another --out directory or pass --force to train again and replace it"));
+  earlier.run = contents.records.front();
+  if (!earlier.run.contains("config") || !earlier.run["config"].is_object()) {
+    throw UserError(located(earlier.jsonl, 1, "is damaged: its run record has no \"config\" object",
+                            "choose another --out directory or pass --force to replace it"));
+  }
+  earlier.state = EarlierRun::State::Interrupted;
+  for (std::size_t i = 1; i < contents.records.size(); ++i) {
+    const Json& r = contents.records[i];
+    const int line = contents.record_lines[i];
+    const std::string type = r["type"].get<std::string>();
+    const auto damaged = [&](const std::string& problem) {
+      throw UserError(located(earlier.jsonl, line, "is damaged: " + problem,
+                              "repair or remove that line, or pass --force to train again from the start"));
+    };
+    if (earlier.state == EarlierRun::State::Complete) damaged("a record follows the end record");
+    if (type == record::kResume) continue;
+    if (type == record::kEnd) {
+      earlier.state = EarlierRun::State::Complete;
+    } else if (type == record::kEpoch) {
+      try {
+        earlier.epochs.push_back(epoch_from_json(r, dir));
+      } catch (const BadRecord& bad) {
+        damaged(std::string("the epoch record ") + bad.what());
+      }
+      if (earlier.epochs.back().epoch != static_cast<int>(earlier.epochs.size()))
+        damaged("epoch " + std::to_string(earlier.epochs.back().epoch) + " follows epoch " +
+                std::to_string(earlier.epochs.size() - 1));
+    } else {
+      damaged("it holds a \"" + printable(type) + "\" record, which train does not write");
     }
+  }
+  return earlier;
+}
+
+// Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
+void check_output_dir(const std::string& dir, bool force, bool reuse_complete) {
+  if (force) return;
+  const EarlierRun earlier = read_earlier_run(dir);
+  if (earlier.state == EarlierRun::State::Complete && !reuse_complete) {
+    throw UserError(located(earlier.jsonl, 0, "already holds a complete training run",
+                            "choose another --out directory or pass --force to train again and replace it"));
   }
 }
 
@@ -104,10 +190,7 @@ void clear_output_dir(const std::string& dir) {
                             "choose an --out directory you can write to"));
   }
   for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    const bool ours = name == kJsonlName || name == kCheckpointInfo ||
-                      (name.rfind("checkpoint", 0) == 0 && entry.path().extension() == ".pt");
-    if (ours) fs::remove(entry.path());
+    if (written_by_training(entry.path())) fs::remove(entry.path());
   }
 }
 
@@ -130,6 +213,8 @@ void check_options(const TrainingOptions& o) {
   if (!(o.optimizer.lr > 0)) fail("the learning rate must be positive", "give e.g. --lr 0.01");
   if (o.limit_train < 0 || o.limit_test < 0)
     fail("a sample limit must be positive", "give e.g. --limit-train 1000");
+  if (o.target_accuracy && !(*o.target_accuracy > 0 && *o.target_accuracy <= 1))
+    fail("a target accuracy must lie above 0% and at most 100%", "give e.g. --target-accuracy 98%");
 }
 
 Json epoch_record(const EpochResult& r) {
@@ -204,6 +289,7 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["optimizer"] = optimizer_json(o.optimizer);
   config["precision"] = "fp32";
   config["seed"] = o.seed;
+  if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
@@ -213,6 +299,22 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["determinism"] = determinism.record();
   return config;
 }
+
+namespace {
+
+bool reaches_target(const TrainingOptions& o, const EpochResult& r) {
+  return o.target_accuracy && r.test.accuracy >= *o.target_accuracy;
+}
+
+// The earlier session's files that the next epoch does not go on from: stale resume states.
+void remove_other_resume_states(const std::string& dir, int keep) {
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("resume_epoch", 0) == 0 && name != resume_state_name(keep)) fs::remove(entry.path());
+  }
+}
+
+}  // namespace
 
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
                          const LoadedData& data) {
@@ -226,36 +328,103 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                                 std::to_string(train.size()) + " training images",
                             "give a smaller --batch or a larger --limit-train"));
   }
+  const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
   const torch::Device device(device_name);
   const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent);
   TrainingOutcome outcome;
+  outcome.device = device_name;
+  outcome.train_samples = train.size();
+  outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
+  outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
   torch::manual_seed(o.seed);
   std::shared_ptr<models::Network> model = build_network(o.model);
   model->to(device);
+  std::optional<at::Generator> masks;
   if (o.device_independent) {
     // A stream of its own: the default generator's, from the same seed, drew the initial weights.
-    const at::Generator masks = at::make_generator<at::CPUGeneratorImpl>(o.seed ^ kDropoutSeedSalt);
-    outcome.drawn_on_device = models::draw_dropout_masks_on_host(*model, masks).unswitched;
+    masks = at::make_generator<at::CPUGeneratorImpl>(o.seed ^ kDropoutSeedSalt);
+    outcome.drawn_on_device = models::draw_dropout_masks_on_host(*model, *masks).unswitched;
   }
-  std::vector<torch::Tensor> parameters = model->parameters();
-  std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
-  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
-
   const Json rebuild = rebuild_info(o, data);
   const Json config = training_config(o, rebuild, device_name, determinism, outcome.drawn_on_device);
 
-  clear_output_dir(o.out_dir);
-  outcome.device = device_name;
-  outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
-  outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
-  JsonlWriter writer(outcome.jsonl_path);
-  const Json header = context_record(record::kRun, o.command_line, config);
-  writer.add(header);
-  writer.flush();
-  Json info = rebuild;
-  info["run_id"] = header["run_id"];
+  // An earlier session's epochs are kept where its options are these; with none, its run record alone
+  // is replaced.
+  const int done = static_cast<int>(earlier.epochs.size());
+  const bool complete = earlier.state == EarlierRun::State::Complete;
+  if (complete || done > 0) {
+    const std::string difference = first_key_difference(earlier.run["config"], config);
+    if (!difference.empty()) {
+      throw UserError(
+          located(earlier.jsonl, 1,
+                  std::string(complete ? "holds a complete" : "holds an interrupted") +
+                      " training run of other options (" + difference + ")",
+                  std::string(complete ? "" : "give the options it began with to go on with it, ") +
+                      "pass --force to replace it, or choose another --out directory"));
+    }
+  }
+  if (complete) {
+    outcome.reused = true;
+    outcome.epochs = earlier.epochs;
+    for (const EpochResult& r : outcome.epochs) {
+      if (reaches_target(o, r)) {
+        outcome.target_epoch = r.epoch;
+        break;
+      }
+    }
+    return outcome;
+  }
 
-  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+  std::vector<torch::Tensor> parameters = model->parameters();
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  const TrainerState trainer{nullptr, device, masks};
+  Json info = rebuild;
+  if (done > 0) {
+    // The weights, then the optimizer's state and the generators, as they were after the last epoch.
+    const EpochResult& last = earlier.epochs.back();
+    load_weights(*model, last.checkpoint, o.model, device);
+    parameters = model->parameters();
+    optimizer = make_optimizer(o.optimizer, parameters);
+    TrainerState state = trainer;
+    state.optimizer = optimizer.get();
+    read_resume_state((fs::path(o.out_dir) / resume_state_name(done)).string(), state);
+    if (earlier.truncated_tail) fs::resize_file(earlier.jsonl, earlier.complete_bytes);
+    remove_other_resume_states(o.out_dir, done);
+    outcome.resumed_from_epoch = done;
+    info["run_id"] = earlier.run.value("run_id", "");
+  } else {
+    optimizer = make_optimizer(o.optimizer, parameters);
+    clear_output_dir(o.out_dir);
+  }
+  data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+  JsonlWriter writer(outcome.jsonl_path);
+  if (done > 0) {
+    Json resumed = context_record(record::kResume, o.command_line, config);
+    resumed["from_epoch"] = done;
+    writer.add(resumed);
+    spdlog::info("going on with the training run in {} after epoch {} of {}", o.out_dir, done, o.epochs);
+  } else {
+    const Json header = context_record(record::kRun, o.command_line, config);
+    info["run_id"] = header["run_id"];
+    writer.add(header);
+  }
+  writer.flush();
+  TrainerState state = trainer;
+  state.optimizer = optimizer.get();
+
+  const auto finished = [&](const EpochResult& r) {
+    if (o.on_epoch) {
+      o.on_epoch(r);
+    } else {
+      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s",
+                   r.epoch, o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
+                   r.epoch_seconds, r.samples_per_s);
+    }
+    outcome.epochs.push_back(r);
+    if (!outcome.target_epoch && reaches_target(o, r)) outcome.target_epoch = r.epoch;
+  };
+  for (const EpochResult& r : earlier.epochs) finished(r);
+  for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch; ++epoch) {
     const EpochTotals totals = train_epoch(*model, parameters, *optimizer, loader, epoch);
     EpochResult r;
     r.epoch = epoch;
@@ -266,18 +435,23 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     r.samples_per_s = samples / totals.seconds;
     r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device);
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
+    // Written before the epoch's record: a run stopped after that record goes on from this epoch.
+    write_resume_state(o.out_dir, epoch, state);
     writer.add(epoch_record(r));
     writer.flush();
-    if (o.on_epoch) {
-      o.on_epoch(r);
-    } else {
-      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s",
-                   epoch, o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
-                   r.epoch_seconds, r.samples_per_s);
+    remove_other_resume_states(o.out_dir, epoch);
+    finished(r);
+    if (epoch < o.epochs && !outcome.target_epoch && o.stop_requested && o.stop_requested()) {
+      outcome.stopped = true;
+      return outcome;
     }
-    outcome.epochs.push_back(r);
   }
-  writer.add(to_json(end_record()));
+  Json end = to_json(end_record());
+  if (o.target_accuracy) {
+    end["target_accuracy"] = *o.target_accuracy;
+    end["target_epoch"] = outcome.target_epoch ? Json(*outcome.target_epoch) : Json();
+  }
+  writer.add(end);
   writer.flush();
   return outcome;
 }
@@ -311,7 +485,7 @@ TrainingOutcome train_model(const TrainingOptions& options) {
   check_options(options);
   const std::string device = resolve_training_device(options.device);
   build_network(options.model);  // an unsuitable model is refused before the data is read
-  check_output_dir(options.out_dir, options.force);
+  check_output_dir(options.out_dir, options.force, options.reuse_complete);
   return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
 }
 

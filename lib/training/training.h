@@ -30,6 +30,12 @@ struct TrainingOptions {
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
   bool force = false;        // replace a complete training run in out_dir
+  // Stop after the first epoch whose test accuracy reaches this (a share, 0 to 1]; `epochs` is then the
+  // most it trains.
+  std::optional<double> target_accuracy;
+  // A complete run of the same options in out_dir is taken as it is, without training, instead of being
+  // refused (a batch-size study or a device comparison run again).
+  bool reuse_complete = false;
   // The same computation on every device: dropout's masks drawn on the host from the seed, and on a GPU
   // fp32 kept in fp32 (no TF32), so that two devices' numbers differ by their arithmetic alone. Slower
   // on a GPU (a host draw and a copy per dropout layer and step); `train --compare` sets it for both runs.
@@ -37,6 +43,9 @@ struct TrainingOptions {
   std::string command_line;  // recorded in the run record
   // Told of each epoch as it ends; without it, each epoch is a log line.
   std::function<void(const EpochResult&)> on_epoch;
+  // Asked after each epoch: true stops the run there, without its end record, so that the same options
+  // go on from it (Ctrl-C).
+  std::function<bool()> stop_requested;
 };
 
 struct Evaluation {
@@ -60,7 +69,12 @@ struct TrainingOutcome {
   std::string device;  // resolved: cpu or cuda:N
   std::string jsonl_path;
   std::string checkpoint_path;  // checkpoint.pt, the weights after the last epoch
-  std::vector<EpochResult> epochs;
+  std::vector<EpochResult> epochs;  // every epoch of the run, those of earlier sessions included
+  int64_t train_samples = 0;        // the training images an epoch goes through
+  int resumed_from_epoch = 0;       // the epochs an earlier, interrupted session trained; 0: none
+  bool reused = false;              // complete before this call (reuse_complete): nothing was trained
+  std::optional<int> target_epoch;  // the first epoch whose test accuracy reached target_accuracy
+  bool stopped = false;             // stop_requested ended it before its last epoch
   // With device_independent: the modules that still draw random numbers on the device (dropout inside
   // attention or between recurrent layers), by their path; empty for the planned networks.
   std::vector<std::string> drawn_on_device;
@@ -68,9 +82,13 @@ struct TrainingOutcome {
 
 // Trains as the options say, writing into out_dir: train.jsonl (a "run" record, one "epoch" record per
 // epoch, synced as it goes, and "end"), checkpoint_epochN.pt per epoch, checkpoint.pt (the latest) and
-// checkpoint.json (what eval needs to rebuild the model). The same seed and device (and, on the CPU,
-// thread count) give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on
-// for the run. Logs one line per epoch with spdlog. Throws UserError for the user's mistakes.
+// checkpoint.json (what eval needs to rebuild the model), and resume_epochN.pt for the last epoch (the
+// optimizer's state and the random generators). The same seed and device (and, on the CPU, thread count)
+// give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on for the run.
+// A run interrupted in out_dir goes on after its last complete epoch, with the numbers an uninterrupted
+// run has (a "resume" record says from which epoch), where its options are these; other options are
+// refused in a sentence naming the difference. Logs one line per epoch with spdlog. Throws UserError for
+// the user's mistakes.
 TrainingOutcome train_model(const TrainingOptions& options);
 
 struct EvalOptions {

@@ -4,7 +4,9 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "data/datasets.h"
 #include "lib/records/records.h"
@@ -30,8 +32,21 @@ struct LoadedData {
 
 // The registered model for 1x28x28 inputs of 10 classes; UserError when it is unknown or cannot take them.
 std::shared_ptr<models::Network> build_network(const std::string& name);
-// Refuses a directory that holds a complete result unless force is set.
-void check_output_dir(const std::string& dir, bool force);
+// What an earlier session left in a training output directory (its train.jsonl).
+struct EarlierRun {
+  enum class State { None, Interrupted, Complete };
+  State state = State::None;
+  std::string jsonl;
+  Json run;                         // its run record
+  std::vector<EpochResult> epochs;  // its complete epochs, from 1
+  std::uintmax_t complete_bytes = 0;
+  bool truncated_tail = false;  // a write cut short, after complete_bytes
+};
+// Reads dir/train.jsonl strictly; a file that is not a training run's, or a damaged one, is a UserError
+// naming the file and line.
+EarlierRun read_earlier_run(const std::string& dir);
+// Refuses a directory that holds a complete result unless force (or, for a complete run, reuse) is set.
+void check_output_dir(const std::string& dir, bool force, bool reuse_complete = false);
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test);
 void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
@@ -44,5 +59,23 @@ Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t b
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
 // returns the first.
 std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, int epoch, Json info);
+
+// What the epoch after `epoch` needs besides the weights, so that a run that goes on from it trains as
+// one that never stopped: the optimizer's state (momentum, Adam's moments) and the random generators
+// (the CPU's, the device's, and the host's dropout masks where they are drawn there).
+struct TrainerState {
+  torch::optim::Optimizer* optimizer = nullptr;
+  torch::Device device = torch::kCPU;
+  std::optional<at::Generator> masks;
+};
+// resume_epochN.pt in dir, written beside and renamed into place; returns its path.
+std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state);
+// Loads a resume_epochN.pt into the optimizer and generators; a missing or unreadable file is a
+// UserError naming it.
+void read_resume_state(const std::string& path, const TrainerState& state);
+std::string resume_state_name(int epoch);
+// Loads a checkpoint's weights into the model, on device; an unreadable file is a UserError naming it.
+void load_weights(models::Network& model, const std::string& path, const std::string& model_name,
+                  const torch::Device& device);
 
 }  // namespace batchscope::training_parts

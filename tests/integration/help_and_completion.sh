@@ -54,6 +54,8 @@ complete_words() {  # the words bash would offer for the command line "$@" (the 
   || fail "completing --precision t: peak '$(complete_words batchscope peak --precision t | tr '\n' ' ')', sweep '$(complete_words batchscope sweep --precision t | tr '\n' ' ')'"
 [ "$(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')" = "vgg16 vgg19 " ] && ok "completes model names" \
   || fail "completing a model: $(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')"
+[ "$(complete_words batchscope train --lr-scaling s | tr '\n' ' ')" = "sqrt " ] && ok "completes train's --lr-scaling" \
+  || fail "completing --lr-scaling: $(complete_words batchscope train --lr-scaling s | tr '\n' ' ')"
 complete_words batchscope ana | grep -qx analyze && ok "completes commands" || fail "completing a command"
 [ "$(complete_words batchscope submit s | tr '\n' ' ')" = "slurm " ] && ok "completes submit's engines" \
   || fail "completing submit: $(complete_words batchscope submit s | tr '\n' ' ')"

@@ -110,4 +110,33 @@ assert steps[0]["config"]["experiments"][0]["batch"][-1] == answer, steps[0]["co
 assert steps[-1]["type"] == "end", steps[-1]
 PY
 
-echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT, $tries_before tries of the search)"
+# train: SIGKILL in an epoch, then SIGINT after one, and the same command goes on each time after the
+# last complete epoch, with the losses and accuracies of a run that never stopped (bit for bit: the
+# optimizer's state and the random generators go on too).
+python3 "$src/tests/data/make_idx.py" "$work/digits" --train 600 --test 200 > /dev/null
+train=(train --data "$work/digits" --device cpu --threads 1 --batch 16 --epochs 4 --quiet)
+"$bin" "${train[@]}" --out "$work/train_whole" > /dev/null
+epochs() { local n; n="$(grep -c '"type":"epoch"' "$work/train/train.jsonl" 2>/dev/null || true)"; echo "${n:-0}"; }
+"$bin" "${train[@]}" --out "$work/train" > /dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  [ "$(epochs)" -ge 1 ] && break
+  sleep 0.1
+done
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+killed_after="$(epochs)"
+[ "$killed_after" -ge 1 ] && [ "$killed_after" -lt 3 ] || { echo "train: the kill came after $killed_after of 4 epochs"; exit 1; }
+interrupt epochs $((killed_after + 1)) "$work/train.err" "${train[@]}" --out "$work/train"
+grep -q "stopped after epoch [23] of 4: the same command goes on from $work/train" "$work/train.err"
+"$bin" "${train[@]}" --out "$work/train" > "$work/train.txt"
+python3 - "$work/train_whole/train.jsonl" "$work/train/train.jsonl" <<'PY'
+import json, sys
+whole, resumed = ([json.loads(line) for line in open(path)] for path in sys.argv[1:])
+numbers = lambda records: [(r["epoch"], r["train_loss"], r["train_accuracy"], r["test_loss"], r["test_correct"])
+                           for r in records if r["type"] == "epoch"]
+assert numbers(resumed) == numbers(whole), (numbers(resumed), numbers(whole))
+assert [r["type"] for r in resumed].count("resume") >= 1 and resumed[-1]["type"] == "end", [r["type"] for r in resumed]
+PY
+[ "$(grep -c '^ *[0-9]' "$work/train.txt")" -eq 4 ] || { echo "train: the table after going on is not whole"; cat "$work/train.txt"; exit 1; }
+
+echo "kill_resume: ok ($done_before of 40 batch sizes before the kill, $stopped_at of 30 before SIGINT, $tries_before tries of the search, train killed after $killed_after epochs)"

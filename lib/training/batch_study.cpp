@@ -1,0 +1,255 @@
+#include "lib/training/batch_study.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
+#include "lib/training/training_parts.h"
+
+namespace fs = std::filesystem;
+
+namespace batchscope {
+namespace {
+
+using namespace training_parts;
+
+std::string percent(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f%%", 100 * share);
+  return text;
+}
+
+std::string number(const char* format, double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+// The epochs a row's figures are over: to the target where it was reached, else all it ran.
+int64_t epochs_counted(const BatchStudyRow& row) {
+  return row.outcome.target_epoch ? *row.outcome.target_epoch
+                                  : static_cast<int64_t>(row.outcome.epochs.size());
+}
+
+double seconds_counted(const BatchStudyRow& row) {
+  double seconds = 0;
+  for (int64_t i = 0; i < epochs_counted(row); ++i)
+    seconds += row.outcome.epochs[static_cast<std::size_t>(i)].epoch_seconds;
+  return seconds;
+}
+
+// The row that reached the target in the least training time (or, `by_epochs`, in the fewest epochs,
+// the least time breaking ties); null where none reached it.
+const BatchStudyRow* first_to_target(const BatchStudy& study, bool by_epochs) {
+  const BatchStudyRow* best = nullptr;
+  for (const BatchStudyRow& row : study.rows) {
+    if (!row.outcome.target_epoch) continue;
+    const auto key = [&](const BatchStudyRow& r) {
+      return std::make_pair(by_epochs ? static_cast<double>(*r.outcome.target_epoch) : 0.0,
+                            *r.seconds_to_target);
+    };
+    if (best == nullptr || key(row) < key(*best)) best = &row;
+  }
+  return best;
+}
+
+Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
+  Json rows = Json::array();
+  for (const BatchStudyRow& row : study.rows) {
+    const EpochResult& last = row.outcome.epochs.back();
+    const bool reached = row.outcome.target_epoch.has_value();
+    const int64_t epochs = epochs_counted(row);
+    rows.push_back({{"batch_size", row.batch_size},
+                    {"lr", row.lr},
+                    {"run", (fs::path(row.dir) / kJsonlName).string()},
+                    {"epochs", row.outcome.epochs.size()},
+                    {"steps_per_epoch", row.steps_per_epoch},
+                    {"target_epoch", reached ? Json(*row.outcome.target_epoch) : Json()},
+                    {"seconds_to_target", reached ? Json(*row.seconds_to_target) : Json()},
+                    {"steps_to_target", reached ? Json(epochs * row.steps_per_epoch) : Json()},
+                    {"samples_to_target", reached ? Json(epochs * row.outcome.train_samples) : Json()},
+                    {"training_seconds", seconds_counted(row)},
+                    {"mean_samples_per_s", row.mean_samples_per_s},
+                    {"best_test_accuracy", row.best_test_accuracy},
+                    {"last_test_accuracy", last.test.accuracy},
+                    {"last_test_loss", last.test.loss}});
+  }
+  const BatchStudyRow* fastest = first_to_target(study, false);
+  const BatchStudyRow* fewest = first_to_target(study, true);
+  return {{"model", options.training.model},
+          {"data", options.training.data},
+          {"optimizer", to_string(options.training.optimizer.kind)},
+          {"lr", options.training.optimizer.lr},
+          {"reference_batch", study.reference_batch},
+          {"lr_scaling", to_string(study.lr_scaling)},
+          {"most_epochs", options.training.epochs},
+          {"target_accuracy", study.target_accuracy ? Json(*study.target_accuracy) : Json()},
+          {"rows", rows},
+          {"fastest_to_target", fastest ? Json(fastest->batch_size) : Json()},
+          {"fewest_epochs_to_target", fewest ? Json(fewest->batch_size) : Json()}};
+}
+
+}  // namespace
+
+std::optional<LrScaling> lr_scaling_from_string(const std::string& text) {
+  if (text == "none") return LrScaling::None;
+  if (text == "linear") return LrScaling::Linear;
+  if (text == "sqrt") return LrScaling::Sqrt;
+  return std::nullopt;
+}
+
+const char* to_string(LrScaling scaling) {
+  switch (scaling) {
+    case LrScaling::Linear:
+      return "linear";
+    case LrScaling::Sqrt:
+      return "sqrt";
+    case LrScaling::None:
+      break;
+  }
+  return "none";
+}
+
+double scaled_lr(double lr, int64_t batch_size, int64_t reference_batch, LrScaling scaling) {
+  const double ratio = static_cast<double>(batch_size) / static_cast<double>(reference_batch);
+  switch (scaling) {
+    case LrScaling::Linear:
+      return lr * ratio;
+    case LrScaling::Sqrt:
+      return lr * std::sqrt(ratio);
+    case LrScaling::None:
+      break;
+  }
+  return lr;
+}
+
+BatchStudy run_batch_study(const BatchStudyOptions& options) {
+  if (options.batch_sizes.empty()) {
+    throw UserError(located("command line", 0, "no batch size is given", "give e.g. --batch 32,128,512"));
+  }
+  check_options(options.training);
+  BatchStudy study;
+  study.target_accuracy = options.training.target_accuracy;
+  study.lr_scaling = options.lr_scaling;
+  study.reference_batch = options.reference_batch > 0
+                              ? options.reference_batch
+                              : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
+  const std::string device = resolve_training_device(options.training.device);
+  build_network(options.training.model);
+  std::vector<TrainingOptions> runs;
+  std::vector<int64_t> seen;
+  for (const int64_t batch : options.batch_sizes) {
+    if (std::find(seen.begin(), seen.end(), batch) != seen.end()) continue;
+    seen.push_back(batch);
+    TrainingOptions o = options.training;
+    o.batch_size = batch;
+    o.optimizer.lr =
+        scaled_lr(options.training.optimizer.lr, batch, study.reference_batch, options.lr_scaling);
+    o.out_dir = (fs::path(options.training.out_dir) / ("batch-" + std::to_string(batch))).string();
+    o.reuse_complete = true;
+    check_options(o);
+    check_output_dir(o.out_dir, o.force, /*reuse_complete=*/true);
+    runs.push_back(o);
+  }
+  const LoadedData data =
+      load_data(options.training.data, options.training.limit_train, options.training.limit_test);
+  const int64_t largest = *std::max_element(seen.begin(), seen.end());
+  if (largest > data.splits.train.size()) {
+    throw UserError(located(data.location.directory, 0,
+                            "--batch " + std::to_string(largest) + " is larger than the " +
+                                std::to_string(data.splits.train.size()) + " training images",
+                            "give smaller batch sizes or a larger --limit-train"));
+  }
+  for (const TrainingOptions& o : runs) {
+    if (options.on_batch) options.on_batch(o.batch_size, o.optimizer.lr, o.out_dir);
+    BatchStudyRow row;
+    row.batch_size = o.batch_size;
+    row.lr = o.optimizer.lr;
+    row.dir = o.out_dir;
+    row.outcome = train_on(o, device, data);
+    row.steps_per_epoch = (row.outcome.train_samples + o.batch_size - 1) / o.batch_size;
+    double seconds = 0;
+    for (const EpochResult& r : row.outcome.epochs) {
+      row.best_test_accuracy = std::max(row.best_test_accuracy, r.test.accuracy);
+      seconds += r.epoch_seconds;
+    }
+    row.mean_samples_per_s = seconds > 0 ? static_cast<double>(row.outcome.train_samples) *
+                                               static_cast<double>(row.outcome.epochs.size()) / seconds
+                                         : 0;
+    if (row.outcome.target_epoch) row.seconds_to_target = seconds_counted(row);
+    const bool stopped =
+        row.outcome.stopped || (o.stop_requested && o.stop_requested() && &o != &runs.back());
+    study.rows.push_back(std::move(row));
+    if (stopped) {
+      study.stopped = true;
+      return study;
+    }
+  }
+  const fs::path out(options.training.out_dir);
+  study.json_path = (out / "time_to_accuracy.json").string();
+  study.markdown_path = (out / "time_to_accuracy.md").string();
+  replace_file(study.json_path, study_json(study, options).dump(2) + "\n");
+  replace_file(study.markdown_path, format_batch_study(study));
+  return study;
+}
+
+std::string format_batch_study(const BatchStudy& study) {
+  const bool target = study.target_accuracy.has_value();
+  std::string text;
+  if (target) {
+    text += "Time to " + percent(*study.target_accuracy) + " test accuracy per batch size";
+  } else {
+    text += "Training per batch size";
+  }
+  text += " (learning rate scaled " + std::string(to_string(study.lr_scaling)) + " from batch " +
+          std::to_string(study.reference_batch) +
+          "; seconds are the training epochs', evaluation excluded)\n\n";
+  text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
+                   "test accuracy |\n"
+                 : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |\n";
+  text += "|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const BatchStudyRow& row : study.rows) {
+    const int64_t epochs = epochs_counted(row);
+    const bool missed = target && !row.outcome.target_epoch;
+    text += "| " + std::to_string(row.batch_size) + " | " + number("%.4g", row.lr) + " | ";
+    if (missed) {
+      text += "not in " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
+    } else {
+      text += std::to_string(epochs) + " | " + std::to_string(epochs * row.steps_per_epoch) + " | " +
+              number("%.1f", seconds_counted(row)) + " | ";
+    }
+    text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |\n";
+  }
+  text += "\n";
+  if (target) {
+    const BatchStudyRow* fastest = first_to_target(study, false);
+    const BatchStudyRow* fewest = first_to_target(study, true);
+    if (fastest == nullptr) {
+      text += "No batch size reached " + percent(*study.target_accuracy) +
+              " within its epochs: give more --epochs, another --lr or --lr-scaling.\n";
+    } else {
+      text += "Fastest to " + percent(*study.target_accuracy) + ": batch " +
+              std::to_string(fastest->batch_size) + ", " + number("%.1f", *fastest->seconds_to_target) +
+              " s of training in " + std::to_string(*fastest->outcome.target_epoch) + " epoch(s).";
+      if (fewest != fastest) {
+        text += " Fewest epochs: batch " + std::to_string(fewest->batch_size) + ", " +
+                std::to_string(*fewest->outcome.target_epoch) + " epoch(s) in " +
+                number("%.1f", *fewest->seconds_to_target) + " s.";
+      }
+      text += "\n";
+    }
+  } else {
+    const auto best = std::max_element(
+        study.rows.begin(), study.rows.end(),
+        [](const auto& a, const auto& b) { return a.best_test_accuracy < b.best_test_accuracy; });
+    text += "Highest test accuracy: batch " + std::to_string(best->batch_size) + ", " +
+            percent(best->best_test_accuracy) +
+            ". Give --target-accuracy to time each batch size to one accuracy.\n";
+  }
+  return text;
+}
+
+}  // namespace batchscope

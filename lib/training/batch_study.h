@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/training/training.h"
+
+namespace batchscope {
+
+// What a batch size costs to reach an accuracy: the same training at several batch sizes, each until its
+// test accuracy reaches a target (or for the most epochs), with the learning rate scaled from the one
+// given at a reference batch size.
+
+enum class LrScaling { None, Linear, Sqrt };
+
+// "none", "linear" or "sqrt"; nullopt for anything else.
+std::optional<LrScaling> lr_scaling_from_string(const std::string& text);
+const char* to_string(LrScaling scaling);
+
+// lr at batch_size, from the learning rate at reference_batch: the same (none), times
+// batch_size / reference_batch (linear, the rule of large-batch SGD), or times its square root (sqrt,
+// the rule often used for Adam).
+double scaled_lr(double lr, int64_t batch_size, int64_t reference_batch, LrScaling scaling);
+
+struct BatchStudyOptions {
+  // Everything but the batch size, the learning rate and the output directory, which each run gets
+  // from the study; `training.optimizer.lr` is the learning rate at reference_batch.
+  TrainingOptions training;
+  std::vector<int64_t> batch_sizes;
+  LrScaling lr_scaling = LrScaling::None;
+  int64_t reference_batch = 0;  // 0: the smallest of batch_sizes
+  // Told of each batch size before its run starts (its learning rate and directory).
+  std::function<void(int64_t batch_size, double lr, const std::string& dir)> on_batch;
+};
+
+struct BatchStudyRow {
+  int64_t batch_size = 0;
+  double lr = 0;
+  std::string dir;
+  TrainingOutcome outcome;
+  int64_t steps_per_epoch = 0;  // ceil(training images / batch size)
+  std::optional<double>
+      seconds_to_target;  // the training epochs' time up to the target's, evaluation excluded
+  double best_test_accuracy = 0;
+  double mean_samples_per_s = 0;  // training images over training seconds, all epochs
+};
+
+struct BatchStudy {
+  std::vector<BatchStudyRow> rows;
+  std::optional<double> target_accuracy;
+  int64_t reference_batch = 0;
+  LrScaling lr_scaling = LrScaling::None;
+  std::string json_path;      // OUT/time_to_accuracy.json
+  std::string markdown_path;  // OUT/time_to_accuracy.md
+  bool stopped = false;       // a run was stopped (stop_requested): no table was written
+};
+
+// Trains at each batch size into <out_dir>/batch-<B> (a run each, as train_model writes it: a stopped
+// run goes on after its last epoch, a complete one of the same options is taken as it is), then writes
+// the study's table to <out_dir>/time_to_accuracy.json and .md, replacing earlier ones (they are made
+// from the runs). Every directory is read before anything is trained; a run there of other options is
+// refused when the study comes to it. A run stopped on request ends the study there, without the table.
+BatchStudy run_batch_study(const BatchStudyOptions& options);
+
+// The table, one row per batch size, and which batch size reached the target first in training time and
+// in epochs.
+std::string format_batch_study(const BatchStudy& study);
+
+}  // namespace batchscope
