@@ -191,10 +191,13 @@ int run_train_command(const std::vector<std::string>& args) {
     study_options.batch_sizes = batches;
     study_options.lr_scaling = *scaling;
     study_options.reference_batch = lr_batch;
-    study_options.on_batch = [&](int64_t batch, double lr, const std::string& dir) {
-      std::cout << "\nbatch " << batch << " (lr " << lr << ") into " << dir << "\n";
-      if (!quiet) std::cout << epoch_table_header() << std::flush;
-    };
+    // With --quiet, each batch size's epochs are printed at the end.
+    if (!quiet) {
+      study_options.on_batch = [&](int64_t batch, double lr, const std::string& dir) {
+        std::cout << "\nbatch " << batch << " (lr " << lr << ") into " << dir << "\n"
+                  << epoch_table_header() << std::flush;
+      };
+    }
     const BatchStudy study = run_batch_study(study_options);
     if (quiet) {
       for (const BatchStudyRow& row : study.rows) {

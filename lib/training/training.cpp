@@ -391,7 +391,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     if (earlier.truncated_tail) fs::resize_file(earlier.jsonl, earlier.complete_bytes);
     remove_other_resume_states(o.out_dir, done);
     outcome.resumed_from_epoch = done;
-    info["run_id"] = earlier.run.value("run_id", "");
+    if (earlier.run.contains("run_id")) info["run_id"] = earlier.run["run_id"];
   } else {
     optimizer = make_optimizer(o.optimizer, parameters);
     clear_output_dir(o.out_dir);
