@@ -113,7 +113,7 @@ PY
 # train: SIGKILL in an epoch, then SIGINT after one, and the same command goes on each time after the
 # last complete epoch, with the losses and accuracies of a run that never stopped (bit for bit: the
 # optimizer's state and the random generators go on too).
-python3 "$src/tests/data/make_idx.py" "$work/digits" --train 600 --test 200 > /dev/null
+python3 "$src/tests/data/make_idx.py" "$work/digits" --train 320 --test 100 > /dev/null
 train=(train --data "$work/digits" --device cpu --threads 1 --batch 16 --epochs 4 --quiet)
 "$bin" "${train[@]}" --out "$work/train_whole" > /dev/null
 epochs() { local n; n="$(grep -c '"type":"epoch"' "$work/train/train.jsonl" 2>/dev/null || true)"; echo "${n:-0}"; }
