@@ -474,6 +474,24 @@ TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
   EXPECT_EQ(fs::file_size(jsonl), size);
   EXPECT_TRUE(fs::is_regular_file(fs::path(o.out_dir) / "checkpoint_epoch1.pt"));
 
+  // An epoch record that names another epoch's weights is refused with its line, never loaded.
+  {
+    std::vector<std::string> lines;
+    std::ifstream in(jsonl);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    Json epoch = Json::parse(lines[1]);
+    epoch["checkpoint"] = "checkpoint.pt";
+    std::ofstream out(fs::path(o.out_dir) / "damaged.jsonl");
+    out << lines[0] << "\n" << epoch.dump() << "\n";
+  }
+  fs::copy_file(jsonl, fs::path(o.out_dir) / "kept.jsonl");
+  fs::rename(fs::path(o.out_dir) / "damaged.jsonl", jsonl);
+  o.optimizer.lr = 0.02;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); },
+      {"train.jsonl:2", "does not name its epoch's checkpoint \"checkpoint_epoch1.pt\""}));
+  fs::rename(fs::path(o.out_dir) / "kept.jsonl", jsonl);
+
   // A line that is no epoch of this run is named, not skipped.
   std::ofstream(jsonl, std::ios::app) << "{\"type\": \"point\"}\n";
   o.optimizer.lr = 0.02;

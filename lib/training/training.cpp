@@ -113,11 +113,10 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   e.test.samples = whole("test_samples");
   e.epoch_seconds = number("epoch_seconds");
   e.samples_per_s = number("samples_per_s");
-  if (!r.contains("checkpoint") || !r["checkpoint"].is_string())
-    throw BadRecord("has no text \"checkpoint\"");
-  const std::string name = r["checkpoint"].get<std::string>();
-  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-    throw BadRecord("names a checkpoint outside its directory");
+  // The weights a run goes on from are the epoch's own file, the one train_on wrote, never another.
+  const std::string name = "checkpoint_epoch" + std::to_string(e.epoch) + ".pt";
+  if (!r.contains("checkpoint") || r["checkpoint"] != name)
+    throw BadRecord("does not name its epoch's checkpoint \"" + name + "\"");
   e.checkpoint = (dir / name).string();
   return e;
 }
@@ -162,8 +161,8 @@ EarlierRun read_earlier_run(const std::string& dir) {
         damaged(std::string("the epoch record ") + bad.what());
       }
       if (earlier.epochs.back().epoch != static_cast<int>(earlier.epochs.size()))
-        damaged("epoch " + std::to_string(earlier.epochs.back().epoch) + " follows epoch " +
-                std::to_string(earlier.epochs.size() - 1));
+        damaged("it records epoch " + std::to_string(earlier.epochs.back().epoch) + " where epoch " +
+                std::to_string(earlier.epochs.size()) + " comes next");
     } else {
       damaged("it holds a \"" + printable(type) + "\" record, which train does not write");
     }
