@@ -301,8 +301,14 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
 
 namespace {
 
-bool reaches_target(const TrainingOptions& o, const EpochResult& r) {
-  return o.target_accuracy && r.test.accuracy >= *o.target_accuracy;
+// The first of the epochs whose test accuracy reached the options' target; none without a target.
+std::optional<int> first_epoch_reaching_target(const TrainingOptions& o,
+                                               const std::vector<EpochResult>& epochs) {
+  if (!o.target_accuracy) return std::nullopt;
+  for (const EpochResult& r : epochs) {
+    if (r.test.accuracy >= *o.target_accuracy) return r.epoch;
+  }
+  return std::nullopt;
 }
 
 // The earlier session's files that the next epoch does not go on from: stale resume states.
@@ -365,34 +371,24 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   if (complete) {
     outcome.reused = true;
     outcome.epochs = earlier.epochs;
-    for (const EpochResult& r : outcome.epochs) {
-      if (reaches_target(o, r)) {
-        outcome.target_epoch = r.epoch;
-        break;
-      }
-    }
+    outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
     return outcome;
   }
 
+  // Going on: the weights, then the optimizer's state and the generators, as they were after the last
+  // epoch.
+  if (done > 0) load_weights(*model, earlier.epochs.back().checkpoint, o.model, device);
   std::vector<torch::Tensor> parameters = model->parameters();
-  std::unique_ptr<torch::optim::Optimizer> optimizer;
-  const TrainerState trainer{nullptr, device, masks};
+  const std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
+  const TrainerState state{optimizer.get(), device, masks};
   Json info = rebuild;
   if (done > 0) {
-    // The weights, then the optimizer's state and the generators, as they were after the last epoch.
-    const EpochResult& last = earlier.epochs.back();
-    load_weights(*model, last.checkpoint, o.model, device);
-    parameters = model->parameters();
-    optimizer = make_optimizer(o.optimizer, parameters);
-    TrainerState state = trainer;
-    state.optimizer = optimizer.get();
     read_resume_state((fs::path(o.out_dir) / resume_state_name(done)).string(), state);
     if (earlier.truncated_tail) fs::resize_file(earlier.jsonl, earlier.complete_bytes);
     remove_other_resume_states(o.out_dir, done);
     outcome.resumed_from_epoch = done;
     if (earlier.run.contains("run_id")) info["run_id"] = earlier.run["run_id"];
   } else {
-    optimizer = make_optimizer(o.optimizer, parameters);
     clear_output_dir(o.out_dir);
   }
   data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
@@ -408,8 +404,6 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     writer.add(header);
   }
   writer.flush();
-  TrainerState state = trainer;
-  state.optimizer = optimizer.get();
 
   const auto finished = [&](const EpochResult& r) {
     if (o.on_epoch) {
@@ -420,7 +414,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                    r.epoch_seconds, r.samples_per_s);
     }
     outcome.epochs.push_back(r);
-    if (!outcome.target_epoch && reaches_target(o, r)) outcome.target_epoch = r.epoch;
+    outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
   };
   for (const EpochResult& r : earlier.epochs) finished(r);
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch; ++epoch) {
