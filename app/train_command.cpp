@@ -205,7 +205,10 @@ int run_train_command(const std::vector<std::string>& args) {
         print_epochs(row.outcome);
       }
     }
-    if (study.stopped) return say_stopped(study.rows.back().outcome, study.rows.back().dir);
+    if (study.stopped) {
+      std::cout << "\n" << format_batch_study(study) << std::flush;
+      return say_stopped(study.rows.back().outcome, study.rows.back().dir);
+    }
     std::cout << "\n"
               << format_batch_study(study) << "written: " << study.json_path << ", " << study.markdown_path
               << "\n";

@@ -604,5 +604,41 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
       {"batch-32/train.jsonl", "holds a complete training run of other options"}));
 }
 
+TEST_F(Training, ABatchStudyRefusesALaterRunOfOtherOptionsBeforeItTrainsAndTabulatesAStop) {
+  BatchStudyOptions s;
+  s.training = options("study_checked");
+  s.training.limit_train = 64;
+  s.training.epochs = 2;
+  s.training.target_accuracy = 1.0;  // not reached: each run trains both epochs unless stopped
+  s.batch_sizes = {32, 64};
+  // Batch 64's directory holds a run of another learning rate than the study gives it.
+  TrainingOptions other = s.training;
+  other.batch_size = 64;
+  other.epochs = 1;
+  other.out_dir = (*root_ / "study_checked" / "batch-64").string();
+  train_model(other);
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { run_batch_study(s); },
+      {"batch-64/train.jsonl", "holds a complete training run of other options", "epochs was 1"}));
+  EXPECT_FALSE(fs::exists(*root_ / "study_checked" / "batch-32")) << "batch 32 trained before the refusal";
+
+  // Stopped in its first run after epoch 1: the table so far, the rest named; nothing written.
+  s.training.out_dir = (*root_ / "study_stopped").string();
+  s.training.stop_requested = [] { return true; };
+  const BatchStudy stopped = run_batch_study(s);
+  ASSERT_TRUE(stopped.stopped);
+  ASSERT_EQ(stopped.rows.size(), 1u);
+  EXPECT_TRUE(stopped.rows[0].outcome.stopped);
+  EXPECT_EQ(stopped.not_started, (std::vector<int64_t>{64}));
+  EXPECT_TRUE(stopped.json_path.empty());
+  EXPECT_FALSE(fs::exists(*root_ / "study_stopped" / "time_to_accuracy.md"));
+  const std::string table = format_batch_study(stopped);
+  EXPECT_NE(table.find("per batch size, so far"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 32 | 0.02 | stopped after 1 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("Stopped in batch 32's run after epoch 1; not started: batch 64."), std::string::npos)
+      << table;
+  EXPECT_EQ(table.find("Fastest"), std::string::npos) << table;
+}
+
 }  // namespace
 }  // namespace batchscope

@@ -163,7 +163,10 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
                                 std::to_string(data.splits.train.size()) + " training images",
                             "give smaller batch sizes or a larger --limit-train"));
   }
-  for (const TrainingOptions& o : runs) {
+  // Before anything is trained: a run of other options is refused, not found after the sizes before it.
+  for (const TrainingOptions& o : runs) check_earlier_options(o, device, data);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const TrainingOptions& o = runs[i];
     if (options.on_batch) options.on_batch(o.batch_size, o.optimizer.lr, o.out_dir);
     BatchStudyRow row;
     row.batch_size = o.batch_size;
@@ -181,10 +184,11 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
                                          : 0;
     if (row.outcome.target_epoch) row.seconds_to_target = seconds_counted(row);
     const bool stopped =
-        row.outcome.stopped || (o.stop_requested && o.stop_requested() && &o != &runs.back());
+        row.outcome.stopped || (o.stop_requested && o.stop_requested() && i + 1 < runs.size());
     study.rows.push_back(std::move(row));
     if (stopped) {
       study.stopped = true;
+      for (std::size_t j = i + 1; j < runs.size(); ++j) study.not_started.push_back(runs[j].batch_size);
       return study;
     }
   }
@@ -204,6 +208,7 @@ std::string format_batch_study(const BatchStudy& study) {
   } else {
     text += "Training per batch size";
   }
+  if (study.stopped) text += ", so far";
   text += " (learning rate scaled " + std::string(to_string(study.lr_scaling)) + " from batch " +
           std::to_string(study.reference_batch) +
           "; seconds are the training epochs', evaluation excluded)\n\n";
@@ -215,7 +220,9 @@ std::string format_batch_study(const BatchStudy& study) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
     text += "| " + std::to_string(row.batch_size) + " | " + number("%.4g", row.lr) + " | ";
-    if (missed) {
+    if (row.outcome.stopped) {
+      text += "stopped after " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
+    } else if (missed) {
       text += "not in " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
     } else {
       text += std::to_string(epochs) + " | " + std::to_string(epochs * row.steps_per_epoch) + " | " +
@@ -224,6 +231,19 @@ std::string format_batch_study(const BatchStudy& study) {
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |\n";
   }
   text += "\n";
+  if (study.stopped) {
+    const BatchStudyRow& last = study.rows.back();
+    std::string left;
+    for (const int64_t b : study.not_started) left += (left.empty() ? "" : ", ") + std::to_string(b);
+    text += "Stopped";
+    if (last.outcome.stopped) {
+      text += " in batch " + std::to_string(last.batch_size) + "'s run after epoch " +
+              std::to_string(last.outcome.epochs.size());
+    }
+    text += (left.empty() ? std::string() : "; not started: batch " + left) +
+            ". The same command goes on from there and writes the table.\n";
+    return text;
+  }
   if (target) {
     const BatchStudyRow* fastest = first_to_target(study, false);
     const BatchStudyRow* fewest = first_to_target(study, true);

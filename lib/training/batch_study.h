@@ -55,17 +55,18 @@ struct BatchStudy {
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   bool stopped = false;       // a run was stopped (stop_requested): no table was written
+  std::vector<int64_t> not_started;  // where stopped: the batch sizes after the stopped one
 };
 
 // Trains at each batch size into <out_dir>/batch-<B> (a run each, as train_model writes it: a stopped
 // run goes on after its last epoch, a complete one of the same options is taken as it is), then writes
 // the study's table to <out_dir>/time_to_accuracy.json and .md, replacing earlier ones (they are made
-// from the runs). Every directory is read before anything is trained; a run there of other options is
-// refused when the study comes to it. A run stopped on request ends the study there, without the table.
+// from the runs). Every directory is read, and a run there of other options refused, before anything is
+// trained. A run stopped on request ends the study there, without writing the table.
 BatchStudy run_batch_study(const BatchStudyOptions& options);
 
 // The table, one row per batch size, and which batch size reached the target first in training time and
-// in epochs.
+// in epochs; for a stopped study, the rows so far, the stopped run's marked, and the sizes not started.
 std::string format_batch_study(const BatchStudy& study);
 
 }  // namespace batchscope

@@ -319,13 +319,68 @@ void remove_other_resume_states(const std::string& dir, int keep) {
   }
 }
 
+// The options as a run on device_name trains them: on a GPU the optimizer steps multi-tensor (foreach)
+// unless told otherwise, as a sweep decides it.
+TrainingOptions on_device(const TrainingOptions& options, const std::string& device_name) {
+  TrainingOptions o = options;
+  if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
+  return o;
+}
+
+// How a run of these options starts: the model built from the seed on the device (with dropout's masks
+// drawn on the host where the options say so), and the run record's configuration.
+struct RunStart {
+  std::shared_ptr<models::Network> model;
+  std::optional<at::Generator> masks;
+  std::vector<std::string> drawn_on_device;
+  Json rebuild;
+  Json config;
+};
+
+RunStart start_run(const TrainingOptions& o, const std::string& device_name, const LoadedData& data,
+                   const DeterminismScope& determinism) {
+  RunStart start;
+  torch::manual_seed(o.seed);
+  start.model = build_network(o.model);
+  start.model->to(torch::Device(device_name));
+  if (o.device_independent) {
+    // A stream of its own: the default generator's, from the same seed, drew the initial weights.
+    start.masks = at::make_generator<at::CPUGeneratorImpl>(o.seed ^ kDropoutSeedSalt);
+    start.drawn_on_device = models::draw_dropout_masks_on_host(*start.model, *start.masks).unswitched;
+  }
+  start.rebuild = rebuild_info(o, data);
+  start.config = training_config(o, start.rebuild, device_name, determinism, start.drawn_on_device);
+  return start;
+}
+
+// Refuses an earlier session's run whose options are not `config`'s, naming the first difference.
+void check_same_options(const EarlierRun& earlier, const Json& config) {
+  const bool complete = earlier.state == EarlierRun::State::Complete;
+  if (!complete && earlier.epochs.empty()) return;  // nothing of it is kept
+  const std::string difference = first_key_difference(earlier.run["config"], config);
+  if (difference.empty()) return;
+  throw UserError(located(earlier.jsonl, 1,
+                          std::string(complete ? "holds a complete" : "holds an interrupted") +
+                              " training run of other options (" + difference + ")",
+                          std::string(complete ? "" : "give the options it began with to go on with it, ") +
+                              "pass --force to replace it, or choose another --out directory"));
+}
+
 }  // namespace
+
+void check_earlier_options(const TrainingOptions& options, const std::string& device_name,
+                           const LoadedData& data) {
+  if (options.force) return;
+  const EarlierRun earlier = read_earlier_run(options.out_dir);
+  if (earlier.state != EarlierRun::State::Complete && earlier.epochs.empty()) return;
+  const TrainingOptions o = on_device(options, device_name);
+  const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent);
+  check_same_options(earlier, start_run(o, device_name, data, determinism).config);
+}
 
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
                          const LoadedData& data) {
-  // The optimizer's foreach decided here, where the device is known, as a sweep decides it.
-  TrainingOptions o = options;
-  if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
+  const TrainingOptions o = on_device(options, device_name);
   const data::Dataset& train = data.splits.train;
   if (o.batch_size > train.size()) {
     throw UserError(located(data.location.directory, 0,
@@ -341,33 +396,17 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   outcome.train_samples = train.size();
   outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
   outcome.checkpoint_path = (fs::path(o.out_dir) / kLatestWeights).string();
-  torch::manual_seed(o.seed);
-  std::shared_ptr<models::Network> model = build_network(o.model);
-  model->to(device);
-  std::optional<at::Generator> masks;
-  if (o.device_independent) {
-    // A stream of its own: the default generator's, from the same seed, drew the initial weights.
-    masks = at::make_generator<at::CPUGeneratorImpl>(o.seed ^ kDropoutSeedSalt);
-    outcome.drawn_on_device = models::draw_dropout_masks_on_host(*model, *masks).unswitched;
-  }
-  const Json rebuild = rebuild_info(o, data);
-  const Json config = training_config(o, rebuild, device_name, determinism, outcome.drawn_on_device);
+  const RunStart start = start_run(o, device_name, data, determinism);
+  const std::shared_ptr<models::Network>& model = start.model;
+  outcome.drawn_on_device = start.drawn_on_device;
+  const Json& rebuild = start.rebuild;
+  const Json& config = start.config;
 
   // An earlier session's epochs are kept where its options are these; with none, its run record alone
   // is replaced.
   const int done = static_cast<int>(earlier.epochs.size());
   const bool complete = earlier.state == EarlierRun::State::Complete;
-  if (complete || done > 0) {
-    const std::string difference = first_key_difference(earlier.run["config"], config);
-    if (!difference.empty()) {
-      throw UserError(
-          located(earlier.jsonl, 1,
-                  std::string(complete ? "holds a complete" : "holds an interrupted") +
-                      " training run of other options (" + difference + ")",
-                  std::string(complete ? "" : "give the options it began with to go on with it, ") +
-                      "pass --force to replace it, or choose another --out directory"));
-    }
-  }
+  check_same_options(earlier, config);
   if (complete) {
     outcome.reused = true;
     outcome.epochs = earlier.epochs;
@@ -380,7 +419,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   if (done > 0) load_weights(*model, earlier.epochs.back().checkpoint, o.model, device);
   std::vector<torch::Tensor> parameters = model->parameters();
   const std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
-  const TrainerState state{optimizer.get(), device, masks};
+  const TrainerState state{optimizer.get(), device, start.masks};
   Json info = rebuild;
   if (done > 0) {
     read_resume_state((fs::path(o.out_dir) / resume_state_name(done)).string(), state);

@@ -50,6 +50,9 @@ void check_output_dir(const std::string& dir, bool force, bool reuse_complete = 
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test);
 void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
+// Refuses, as train_on would when it starts, an earlier run in o.out_dir of other options than o's on
+// this device and data, naming the first difference (a study checks every run before it trains one).
+void check_earlier_options(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
 
 // The loss and accuracy of the model on a test split, in batches of batch_size (lib/training/evaluation.cpp).
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,

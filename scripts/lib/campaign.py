@@ -117,6 +117,17 @@ class Campaign:
         train += (["--epochs", "1", "--limit-train", "256", "--limit-test", "128", "--compare", "cpu,cpu"] if smoke
                   else ["--epochs", "2", "--compare", "cpu,cuda:0"])
         out.append({"id": "train_compare", "kind": "train", "argv": train, "out": path, "resumable": False})
+        # 2. What each batch size takes to reach 98% test accuracy: the time a user waits, not a step's.
+        # The learning rate is momentum SGD's 0.01 at batch 32, times the square root of the batch's growth
+        # (linear scaling diverged at 2048 on the CPU). A stopped study goes on from its finished epochs.
+        path = os.path.join(r, "mnist_time_to_accuracy")
+        study = ["train", "--lr", "0.01", "--lr-batch", "32", "--lr-scaling", "sqrt", "--quiet", "--out", path]
+        study += data or ["--data", "mnist"]
+        study += (["--batch", "16:64:x4", "--epochs", "2", "--target-accuracy", "50%", "--limit-train", "256",
+                   "--limit-test", "128"] if smoke
+                  else ["--batch", "64:16384:x4", "--epochs", "20", "--target-accuracy", "98%"])
+        out.append({"id": "mnist_time_to_accuracy", "kind": "train", "argv": study + dev[:2], "out": path,
+                    "resumable": True})
         # 3. µ-cuDNN's speedups, planned and measured.
         for m, b in (("alexnet", "256"), ("resnet18", "256")):
             path = os.path.join(r, "microbatch", m)
@@ -201,7 +212,7 @@ class Campaign:
         items += [it for it in kept.values() if it not in items]  # an item that is no longer planned
         fresh = [it for it in items if it["id"] not in kept]
         for it in fresh:
-            it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare")
+            it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare", "mnist_time_to_accuracy")
             if it["kind"] == "sweep":
                 it["plan"] = self.sweep_plan(it["argv"])
         # What is left of the kept items counts whole: a stopped sweep's remaining sizes are not known here.
@@ -492,6 +503,10 @@ def estimate(it, rate, steps):
         return 180.0 if gpu else 20.0
     if it["kind"] == "microbatch":
         return 90.0 if gpu else 30.0
+    if "--target-accuracy" in it["argv"]:
+        # Five batch sizes to 98%: the small ones in an epoch or two (938 steps an epoch at 64), the
+        # large ones up to their 20 epochs of a few steps each.
+        return 150.0 if gpu else 20.0
     return 90.0 if gpu else 20.0
 
 
