@@ -125,7 +125,8 @@ int run_train_command(const std::vector<std::string>& args) {
            "runs/time-to-accuracy\n"
            "\nA run stopped (Ctrl-C after the running epoch, or killed) goes on after its last complete "
            "epoch "
-           "when the same command is run again.\nExit codes: 0 done, 1 error, 2 bad input, 130 stopped by "
+           "when the same command is run again; a complete run given more --epochs goes on the same way.\n"
+           "Exit codes: 0 done, 1 error, 2 bad input, 130 stopped by "
            "Ctrl-C or SIGTERM.\n";
     return 0;
   }

@@ -458,6 +458,52 @@ TEST_F(Training, AStoppedRunGoesOnAfterItsLastEpochWithTheNumbersOfOneThatNeverS
   EXPECT_EQ(evaluate_checkpoint(eval).test.loss, trained().epochs[1].test.loss);
 }
 
+TEST_F(Training, MoreEpochsGoOnAfterACompleteRunWithTheNumbersOfOneGivenThemFromTheStart) {
+  TrainingOptions o = options("extended");
+  o.epochs = 1;
+  const TrainingOutcome one = train_model(o);
+  ASSERT_EQ(one.epochs.size(), 1u);
+  const auto first_bytes = fs::file_size(one.jsonl_path);
+
+  o.epochs = 2;
+  const TrainingOutcome two = train_model(o);
+  EXPECT_EQ(two.resumed_from_epoch, 1);
+  expect_same_epochs(two.epochs, trained().epochs);
+  // The first session's records are kept as they were, its end record among them.
+  EXPECT_EQ(record_types(two.jsonl_path),
+            (std::vector<std::string>{"run", "epoch", "end", "resume", "epoch", "end"}));
+  std::ifstream in(two.jsonl_path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_GT(text.size(), first_bytes);
+  const std::vector<Json> records = read_jsonl(two.jsonl_path).records;
+  EXPECT_EQ(records[0]["config"]["epochs"], 1);
+  EXPECT_EQ(records[3]["config"]["epochs"], 2);
+  EXPECT_EQ(records[3]["from_epoch"], 1);
+
+  // The run now holds 2 epochs: the same count again is complete, fewer are refused, more go on again.
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); },
+                                            {"already holds a complete training run", "--force"}));
+  o.epochs = 1;
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { train_model(o); }, {"already holds a complete training run"}));
+  // Another option besides the epochs is named, not hidden behind them.
+  o.epochs = 3;
+  o.optimizer.lr = 0.05;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); },
+      {"holds a complete training run of other options", "optimizer.lr was 0.02 there and is 0.05 here"}));
+  EXPECT_EQ(record_types(two.jsonl_path).size(), 6u);
+
+  // A run that reached its target has nothing to go on with: more epochs leave it complete.
+  TrainingOptions t = options("extended_target");
+  t.epochs = 1;
+  t.target_accuracy = trained().epochs[0].test.accuracy;
+  train_model(t);
+  t.epochs = 3;
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { train_model(t); }, {"already holds a complete training run"}));
+}
+
 TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
   TrainingOptions o = options("other_options");
   o.epochs = 2;
@@ -597,6 +643,17 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_EQ(fs::file_size(fs::path(small.dir) / "train.jsonl"), size);
   EXPECT_EQ(format_batch_study(again), table);
 
+  // More epochs: the size that reached the target is taken as it is, one that did not goes on.
+  s.training.epochs = 3;
+  const BatchStudy longer = run_batch_study(s);
+  EXPECT_TRUE(longer.rows[0].outcome.reused);
+  expect_same_epochs(longer.rows[0].outcome.epochs, small.outcome.epochs);
+  EXPECT_EQ(fs::file_size(fs::path(small.dir) / "train.jsonl"), size);
+  if (!large.outcome.target_epoch) {
+    EXPECT_EQ(longer.rows[1].outcome.resumed_from_epoch, 2);
+    EXPECT_EQ(longer.rows[1].outcome.epochs.size(), 3u);
+  }
+
   // Another learning rate is another study: refused, the runs left as they were.
   s.training.optimizer.lr = 0.03;
   EXPECT_TRUE(testing_support::refuses_with(
@@ -615,11 +672,12 @@ TEST_F(Training, ABatchStudyRefusesALaterRunOfOtherOptionsBeforeItTrainsAndTabul
   TrainingOptions other = s.training;
   other.batch_size = 64;
   other.epochs = 1;
+  other.optimizer.lr = 0.05;
   other.out_dir = (*root_ / "study_checked" / "batch-64").string();
   train_model(other);
   EXPECT_TRUE(testing_support::refuses_with(
-      [&] { run_batch_study(s); },
-      {"batch-64/train.jsonl", "holds a complete training run of other options", "epochs was 1"}));
+      [&] { run_batch_study(s); }, {"batch-64/train.jsonl", "holds a complete training run of other options",
+                                    "optimizer.lr was 0.05 there and is 0.02 here"}));
   EXPECT_FALSE(fs::exists(*root_ / "study_checked" / "batch-32")) << "batch 32 trained before the refusal";
 
   // Stopped in its first run after epoch 1: the table so far, the rest named; nothing written.

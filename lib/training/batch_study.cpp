@@ -151,7 +151,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     o.out_dir = (fs::path(options.training.out_dir) / ("batch-" + std::to_string(batch))).string();
     o.reuse_complete = true;
     check_options(o);
-    check_output_dir(o.out_dir, o.force, /*reuse_complete=*/true);
+    check_output_dir(o);
     runs.push_back(o);
   }
   const LoadedData data =

@@ -77,8 +77,8 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   // A comparison stopped after its first device's run goes on with the second: a side already complete
   // with these options is taken as it is, one stopped in an epoch goes on after its last.
   first.reuse_complete = second.reuse_complete = true;
-  check_output_dir(first.out_dir, options.force, /*reuse_complete=*/true);
-  check_output_dir(second.out_dir, options.force, /*reuse_complete=*/true);
+  check_output_dir(first);
+  check_output_dir(second);
 
   const LoadedData data = load_data(options.data, options.limit_train, options.limit_test);
   spdlog::info("training on {} into {}", c.first_device, first.out_dir);

@@ -121,6 +121,16 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   return e;
 }
 
+// The first of the epochs whose test accuracy reached the options' target; none without a target.
+std::optional<int> first_epoch_reaching_target(const TrainingOptions& o,
+                                               const std::vector<EpochResult>& epochs) {
+  if (!o.target_accuracy) return std::nullopt;
+  for (const EpochResult& r : epochs) {
+    if (r.test.accuracy >= *o.target_accuracy) return r.epoch;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 EarlierRun read_earlier_run(const std::string& dir) {
@@ -141,6 +151,7 @@ EarlierRun read_earlier_run(const std::string& dir) {
     throw UserError(located(earlier.jsonl, 1, "is damaged: its run record has no \"config\" object",
                             "choose another --out directory or pass --force to replace it"));
   }
+  earlier.config = earlier.run["config"];
   earlier.state = EarlierRun::State::Interrupted;
   for (std::size_t i = 1; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];
@@ -150,8 +161,16 @@ EarlierRun read_earlier_run(const std::string& dir) {
       throw UserError(located(earlier.jsonl, line, "is damaged: " + problem,
                               "repair or remove that line, or pass --force to train again from the start"));
     };
-    if (earlier.state == EarlierRun::State::Complete) damaged("a record follows the end record");
-    if (type == record::kResume) continue;
+    if (type == record::kResume) {
+      // A later session's options: the same, or (after an end record) more epochs.
+      if (!r.contains("config") || !r["config"].is_object())
+        damaged("its resume record has no \"config\" object");
+      earlier.config = r["config"];
+      earlier.state = EarlierRun::State::Interrupted;
+      continue;
+    }
+    if (earlier.state == EarlierRun::State::Complete)
+      damaged("a record other than resume follows the end record");
     if (type == record::kEnd) {
       earlier.state = EarlierRun::State::Complete;
     } else if (type == record::kEpoch) {
@@ -170,11 +189,26 @@ EarlierRun read_earlier_run(const std::string& dir) {
   return earlier;
 }
 
-// Refuses a complete training run (or a foreign train.jsonl) in dir unless forced; touches nothing.
-void check_output_dir(const std::string& dir, bool force, bool reuse_complete) {
-  if (force) return;
-  const EarlierRun earlier = read_earlier_run(dir);
-  if (earlier.state == EarlierRun::State::Complete && !reuse_complete) {
+bool serves_other_epochs(const EarlierRun& earlier, const TrainingOptions& o) {
+  if (earlier.state == EarlierRun::State::None || !earlier.config.contains("epochs") ||
+      !earlier.config["epochs"].is_number_integer() || earlier.config["epochs"].get<int64_t>() == o.epochs)
+    return false;
+  const auto done = static_cast<int64_t>(earlier.epochs.size());
+  if (earlier.state == EarlierRun::State::Interrupted) return o.epochs >= done;
+  const std::optional<int> reached = first_epoch_reaching_target(o, earlier.epochs);
+  return reached ? o.epochs >= *reached : o.epochs > done;
+}
+
+bool goes_on_with_other_epochs(const EarlierRun& earlier, const TrainingOptions& o) {
+  return serves_other_epochs(earlier, o) &&
+         !(earlier.state == EarlierRun::State::Complete && first_epoch_reaching_target(o, earlier.epochs));
+}
+
+void check_output_dir(const TrainingOptions& o) {
+  if (o.force) return;
+  const EarlierRun earlier = read_earlier_run(o.out_dir);
+  if (earlier.state == EarlierRun::State::Complete && !o.reuse_complete &&
+      !goes_on_with_other_epochs(earlier, o)) {
     throw UserError(located(earlier.jsonl, 0, "already holds a complete training run",
                             "choose another --out directory or pass --force to train again and replace it"));
   }
@@ -301,16 +335,6 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
 
 namespace {
 
-// The first of the epochs whose test accuracy reached the options' target; none without a target.
-std::optional<int> first_epoch_reaching_target(const TrainingOptions& o,
-                                               const std::vector<EpochResult>& epochs) {
-  if (!o.target_accuracy) return std::nullopt;
-  for (const EpochResult& r : epochs) {
-    if (r.test.accuracy >= *o.target_accuracy) return r.epoch;
-  }
-  return std::nullopt;
-}
-
 // The earlier session's files that the next epoch does not go on from: stale resume states.
 void remove_other_resume_states(const std::string& dir, int keep) {
   for (const auto& entry : fs::directory_iterator(dir)) {
@@ -353,11 +377,18 @@ RunStart start_run(const TrainingOptions& o, const std::string& device_name, con
   return start;
 }
 
-// Refuses an earlier session's run whose options are not `config`'s, naming the first difference.
-void check_same_options(const EarlierRun& earlier, const Json& config) {
+// Refuses an earlier session's run whose options are not `config`'s, naming the first difference; its
+// epoch count may differ where o goes on with it.
+void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, const Json& config) {
   const bool complete = earlier.state == EarlierRun::State::Complete;
   if (!complete && earlier.epochs.empty()) return;  // nothing of it is kept
-  const std::string difference = first_key_difference(earlier.run["config"], config);
+  Json before = earlier.config;
+  Json now = config;
+  if (serves_other_epochs(earlier, o)) {
+    before.erase("epochs");
+    now.erase("epochs");
+  }
+  const std::string difference = first_key_difference(before, now);
   if (difference.empty()) return;
   throw UserError(located(earlier.jsonl, 1,
                           std::string(complete ? "holds a complete" : "holds an interrupted") +
@@ -375,7 +406,7 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
   if (earlier.state != EarlierRun::State::Complete && earlier.epochs.empty()) return;
   const TrainingOptions o = on_device(options, device_name);
   const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent);
-  check_same_options(earlier, start_run(o, device_name, data, determinism).config);
+  check_same_options(earlier, o, start_run(o, device_name, data, determinism).config);
 }
 
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
@@ -406,8 +437,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   // is replaced.
   const int done = static_cast<int>(earlier.epochs.size());
   const bool complete = earlier.state == EarlierRun::State::Complete;
-  check_same_options(earlier, config);
-  if (complete) {
+  check_same_options(earlier, o, config);
+  if (complete && !goes_on_with_other_epochs(earlier, o)) {
     outcome.reused = true;
     outcome.epochs = earlier.epochs;
     outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
@@ -436,7 +467,12 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     Json resumed = context_record(record::kResume, o.command_line, config);
     resumed["from_epoch"] = done;
     writer.add(resumed);
-    spdlog::info("going on with the training run in {} after epoch {} of {}", o.out_dir, done, o.epochs);
+    if (complete) {
+      spdlog::info("going on with the complete training run in {} after its last epoch, {}, to {} epochs",
+                   o.out_dir, done, o.epochs);
+    } else {
+      spdlog::info("going on with the training run in {} after epoch {} of {}", o.out_dir, done, o.epochs);
+    }
   } else {
     const Json header = context_record(record::kRun, o.command_line, config);
     info["run_id"] = header["run_id"];
@@ -517,7 +553,7 @@ TrainingOutcome train_model(const TrainingOptions& options) {
   check_options(options);
   const std::string device = resolve_training_device(options.device);
   build_network(options.model);  // an unsuitable model is refused before the data is read
-  check_output_dir(options.out_dir, options.force, options.reuse_complete);
+  check_output_dir(options);
   return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
 }
 

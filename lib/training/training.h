@@ -86,9 +86,10 @@ struct TrainingOutcome {
 // optimizer's state and the random generators). The same seed and device (and, on the CPU, thread count)
 // give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on for the run.
 // A run interrupted in out_dir goes on after its last complete epoch, with the numbers an uninterrupted
-// run has (a "resume" record says from which epoch), where its options are these; other options are
-// refused in a sentence naming the difference. Logs one line per epoch with spdlog. Throws UserError for
-// the user's mistakes.
+// run has (a "resume" record says from which epoch), where its options are these; so does a complete
+// run given more epochs than it trained (one that reached its target is complete whatever the count);
+// other options are refused in a sentence naming the difference. Logs one line per epoch with spdlog. Throws
+// UserError for the user's mistakes.
 TrainingOutcome train_model(const TrainingOptions& options);
 
 struct EvalOptions {

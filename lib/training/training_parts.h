@@ -38,6 +38,7 @@ struct EarlierRun {
   State state = State::None;
   std::string jsonl;
   Json run;                         // its run record
+  Json config;  // the options it trains with: its run record's, or the last resume record's
   std::vector<EpochResult> epochs;  // its complete epochs, from 1
   std::uintmax_t complete_bytes = 0;
   bool truncated_tail = false;  // a write cut short, after complete_bytes
@@ -45,8 +46,15 @@ struct EarlierRun {
 // Reads dir/train.jsonl strictly; a file that is not a training run's, or a damaged one, is a UserError
 // naming the file and line.
 EarlierRun read_earlier_run(const std::string& dir);
-// Refuses a directory that holds a complete result unless force (or, for a complete run, reuse) is set.
-void check_output_dir(const std::string& dir, bool force, bool reuse_complete = false);
+// Refuses a directory that holds a complete result unless o.force or o.reuse_complete is set, or o asks
+// for more epochs than the complete run trained (it goes on); touches nothing.
+void check_output_dir(const TrainingOptions& o);
+// Whether the earlier run serves o though o gives another epoch count: a stopped run given no fewer
+// epochs than it trained, a complete one given more, or one that reached o's target given at least the
+// epochs it took (its numbers are then those of a run given o's count from the start).
+bool serves_other_epochs(const EarlierRun& earlier, const TrainingOptions& o);
+// Whether o trains on after such a run's epochs: all but the complete run that reached the target.
+bool goes_on_with_other_epochs(const EarlierRun& earlier, const TrainingOptions& o);
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test);
 void check_options(const TrainingOptions& o);
 TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
