@@ -74,7 +74,10 @@ TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
         << index;
   }
   EXPECT_NE(refused(peak_line("cpu", "", {Json{{"precision", "tf32"}, {"skipped", "no TF32"}}}))
-                .find("holds no measured rate"),
+                .find("p.jsonl:1: holds no measured rate"),
+            std::string::npos);
+  EXPECT_NE(refused(peak_line("cpu", "", {rate("fp32", 2)}) + peak_line("cpu", "", {}))
+                .find("p.jsonl:2: the peak record's rates list is empty"),
             std::string::npos);
   EXPECT_NE(refused("").find("holds no peak record"), std::string::npos);
 }

@@ -157,12 +157,12 @@ void refuse_parts_from_other_machines(const std::vector<RawGroup>& groups) {
       const bool overlap = std::any_of(ga.points.begin(), ga.points.end(),
                                        [&](const auto& p) { return gb.points.count(p.first) > 0; });
       if (overlap || ga.points.empty() || gb.points.empty()) continue;
-      throw UserError(
-          located(gb.logs.front(), 0,
-                  "holds part of experiment \"" + gb.experiment + "\" whose other part in " +
-                      ga.logs.front() + " ran elsewhere (" + machine_difference(ga.identity, gb.identity) +
-                      "), and they share no batch size, so they can be neither merged nor compared",
-                  "run the missing batch sizes on one machine, or analyze the logs one at a time"));
+      throw UserError(located(
+          gb.logs.front(), gb.identity_line,
+          "holds part of experiment \"" + gb.experiment + "\" whose other part in " + ga.logs.front() +
+              " ran elsewhere, as the run records say (" + machine_difference(ga.identity, gb.identity) +
+              "), and they share no batch size, so they can be neither merged nor compared",
+          "run the missing batch sizes on one machine, or analyze the logs one at a time"));
     }
   }
 }
@@ -204,12 +204,14 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
     const std::string& path = log.summary.path;
     ConfigByName configs;
     Json environment;
+    int environment_line = 0;  // the run record's line
     std::set<std::string> warned_experiments;
     for (size_t i = 0; i < log.records.size(); ++i) {
       const SweepRecord& r = log.records[i];
       if (const auto* run = std::get_if<RunRecord>(&r); run != nullptr && run->type == record::kRun) {
         configs = configs_of(*run);
         environment = run->environment;
+        environment_line = log.lines[i];
         continue;
       }
       const BatchKey* key = batch_key_of(r);
@@ -232,6 +234,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         g.identity = id;
         g.workload = workload_of(id);
         g.sm_count = sm_count_of(key->device, environment);
+        g.identity_line = environment_line;
         groups.push_back(std::move(g));
       }
       RawGroup& g = groups[slot->second];

@@ -34,6 +34,7 @@ struct RawGroup {
   std::set<int64_t> skipped;
   std::map<int64_t, ProfileRecord> profiles;  // the last profile of each batch size, where profiled
   std::optional<int64_t> sm_count;            // the GPU's multiprocessors, from the run record
+  int identity_line = 0;  // the line of the run record in logs.front() that the identity is read from
 };
 
 struct GroupingOptions {

@@ -49,6 +49,8 @@ PeakTable read_peak_table(const std::string& path) {
     base.line = line;
     if (!r.contains("rates") || !r["rates"].is_array())
       throw UserError(located(path, line, "the peak record has no rates list", kFix));
+    if (r["rates"].empty())
+      throw UserError(located(path, line, "the peak record's rates list is empty", kFix));
     for (const Json& rate : r["rates"]) {
       if (!rate.is_object() || !rate.contains("precision") || !rate["precision"].is_string())
         throw UserError(located(path, line, "a rate of the peak record has no precision", kFix));
@@ -75,8 +77,10 @@ PeakTable read_peak_table(const std::string& path) {
     }
   }
   if (contents.records.empty()) throw UserError(located(path, 0, "holds no peak record", kFix));
-  if (table.entries.empty())
-    throw UserError(located(path, 0, "holds no measured rate (every precision was skipped)", kFix));
+  if (table.entries.empty()) {
+    throw UserError(located(path, contents.record_lines.back(),
+                            "holds no measured rate (every precision was skipped)", kFix));
+  }
   return table;
 }
 
