@@ -211,8 +211,11 @@ int run_train_command(const std::vector<std::string>& args) {
       return say_stopped(study.rows.back().outcome, study.rows.back().dir);
     }
     std::cout << "\n"
-              << format_batch_study(study) << "written: " << study.json_path << ", " << study.markdown_path
-              << "\n";
+              << format_batch_study(study) << "written: " << study.json_path << ", " << study.markdown_path;
+    for (const std::string& file : study.plot_files) std::cout << ", " << file;
+    std::cout << "\n";
+    if (!study.plot_skipped.empty()) spdlog::warn("no plot: {}", study.plot_skipped);
+    for (const std::string& warning : study.plot_warnings) spdlog::warn("{}", warning);
     return 0;
   }
   if (lr_batch > 0) o.optimizer.lr = scaled_lr(o.optimizer.lr, o.batch_size, lr_batch, *scaling);

@@ -9,6 +9,7 @@
 
 #include "data/idx.h"
 #include "lib/common/errors.h"
+#include "lib/common/program_runner.h"
 #include "lib/records/records.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
@@ -625,6 +626,32 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_EQ(j["rows"][0]["steps_to_target"], 8);
   EXPECT_EQ(j["rows"][0]["samples_to_target"], 256);
   EXPECT_EQ(j["lr_scaling"], "linear");
+  // The plot: a line per batch size, a point per epoch at its running training time, the target dashed.
+  const PlotScript plot = time_to_accuracy_plot(study);
+  EXPECT_NE(plot.data.find("# batch 32 (lr 0.02)\n# training_s test_accuracy_pct epoch\n" +
+                           gp_number(small.outcome.epochs[0].epoch_seconds) + " " +
+                           gp_number(100 * small.outcome.epochs[0].test.accuracy) + " 1\n"),
+            std::string::npos)
+      << plot.data;
+  EXPECT_NE(plot.data.find("\n\n\n# batch 64 (lr 0.04)"), std::string::npos) << plot.data;
+  EXPECT_NE(plot.body.find("index 1 using 1:2"), std::string::npos) << plot.body;
+  EXPECT_NE(plot.body.find(gp_number(100 * *s.training.target_accuracy) + " with lines dt 2"),
+            std::string::npos)
+      << plot.body;
+  if (find_program("gnuplot")) {
+    EXPECT_EQ(study.plot_files,
+              (std::vector<std::string>{(*root_ / "study" / "time_to_accuracy.png").string(),
+                                        (*root_ / "study" / "time_to_accuracy.svg").string()}));
+    for (const std::string& file : study.plot_files) EXPECT_GT(fs::file_size(file), 0u) << file;
+    EXPECT_EQ(study.plot_warnings, std::vector<std::string>{});
+  } else {
+    EXPECT_TRUE(study.plot_files.empty());
+    EXPECT_NE(study.plot_skipped.find("gnuplot was not found"), std::string::npos) << study.plot_skipped;
+  }
+  // What draws it again by hand, or where gnuplot is installed later.
+  EXPECT_GT(fs::file_size(*root_ / "study" / "time_to_accuracy.gp"), 0u);
+  EXPECT_GT(fs::file_size(*root_ / "study" / "time_to_accuracy.dat"), 0u);
+
   const std::string table = format_batch_study(study);
   EXPECT_NE(table.find("| 32 | 0.02 | 2 | 8 |"), std::string::npos) << table;
   if (!large.outcome.target_epoch) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "lib/analysis/report/plots.h"
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
 #include "lib/training/training_parts.h"
@@ -197,7 +198,56 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.markdown_path = (out / "time_to_accuracy.md").string();
   replace_file(study.json_path, study_json(study, options).dump(2) + "\n");
   replace_file(study.markdown_path, format_batch_study(study));
+  const PlotOutcome plot = draw_plots({time_to_accuracy_plot(study)}, out.string());
+  for (const std::string& file : plot.files) study.plot_files.push_back((out / file).string());
+  study.plot_skipped = plot.skipped_reason;
+  study.plot_warnings = plot.warnings;
   return study;
+}
+
+PlotScript time_to_accuracy_plot(const BatchStudy& study) {
+  PlotScript plot{"time_to_accuracy", "", ""};
+  std::vector<std::string> items;
+  double shortest = 0, longest = 0;
+  for (const BatchStudyRow& row : study.rows) {
+    const std::string label =
+        "batch " + std::to_string(row.batch_size) + " (lr " + number("%.4g", row.lr) + ")";
+    if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
+    plot.data += "# " + label + "\n# training_s test_accuracy_pct epoch\n";
+    double seconds = 0;
+    for (const EpochResult& r : row.outcome.epochs) {
+      seconds += r.epoch_seconds;
+      plot.data +=
+          gp_number(seconds) + " " + gp_number(100 * r.test.accuracy) + " " + std::to_string(r.epoch) + "\n";
+      if (seconds > 0) shortest = shortest > 0 ? std::min(shortest, seconds) : seconds;
+      longest = std::max(longest, seconds);
+    }
+    items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
+                    std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
+                    gp_string(label));
+  }
+  if (study.target_accuracy) {
+    items.push_back(gp_number(100 * *study.target_accuracy) +
+                    " with lines dt 2 lw 1.5 lc rgb '#555555' title " +
+                    gp_string("target " + percent(*study.target_accuracy)));
+  }
+  std::string& body = plot.body;
+  body +=
+      "set title " +
+      gp_string(std::string("Test accuracy against training time per batch size (learning rate scaled ") +
+                to_string(study.lr_scaling) + " from batch " + std::to_string(study.reference_batch) + ")") +
+      "\n";
+  body += "set xlabel 'training time (s, evaluation excluded)'\n";
+  body += "set ylabel 'test accuracy (%)'\n";
+  body += "set yrange [*:100]\n";  // no room above what an accuracy can be
+  body += "set key below\nset bmargin 6\n";
+  // Small batches reach the target in seconds where large ones take minutes: a log axis past 50x.
+  if (shortest > 0 && longest / shortest > 50) {
+    body +=
+        "set logscale x\nset xrange [" + gp_number(shortest / 1.3) + ":" + gp_number(longest * 1.3) + "]\n";
+  }
+  body += join_plot(items);
+  return plot;
 }
 
 std::string format_batch_study(const BatchStudy& study) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/report/gnuplot_script.h"
 #include "lib/training/training.h"
 
 namespace batchscope {
@@ -54,16 +55,26 @@ struct BatchStudy {
   LrScaling lr_scaling = LrScaling::None;
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
+  // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what
+  // failed (plot_warnings).
+  std::vector<std::string> plot_files;
+  std::string plot_skipped;
+  std::vector<std::string> plot_warnings;
   bool stopped = false;       // a run was stopped (stop_requested): no table was written
   std::vector<int64_t> not_started;  // where stopped: the batch sizes after the stopped one
 };
 
 // Trains at each batch size into <out_dir>/batch-<B> (a run each, as train_model writes it: a stopped
 // run goes on after its last epoch, a complete one of the same options is taken as it is), then writes
-// the study's table to <out_dir>/time_to_accuracy.json and .md, replacing earlier ones (they are made
-// from the runs). Every directory is read, and a run there of other options refused, before anything is
-// trained. A run stopped on request ends the study there, without writing the table.
+// the study's table to <out_dir>/time_to_accuracy.json and .md and its plot beside them, replacing
+// earlier ones (they are made from the runs). Every directory is read, and a run there of other options
+// refused, before anything is trained. A run stopped on request ends the study there, without writing the
+// table.
 BatchStudy run_batch_study(const BatchStudyOptions& options);
+
+// Test accuracy against training time (the epochs' training seconds added up, evaluation excluded), a
+// line per batch size with a point per epoch, and the target as a dashed line: time_to_accuracy.
+PlotScript time_to_accuracy_plot(const BatchStudy& study);
 
 // The table, one row per batch size, and which batch size reached the target first in training time and
 // in epochs; for a stopped study, the rows so far, the stopped run's marked, and the sizes not started.

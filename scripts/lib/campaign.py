@@ -292,6 +292,11 @@ class Campaign:
                 if it["kind"] == "sweep" and os.path.exists(os.path.join(it["out"], "steps.jsonl")):
                     self.analyze(it)
                     print(f"analysed {it['out']}")
+                # A batch-size study's plot, drawn from the data and script it wrote beside its table.
+                script = os.path.join(it["out"], "time_to_accuracy.gp")
+                if it["kind"] == "train" and os.path.isfile(script):
+                    rc = subprocess.run(["gnuplot", "-d", "time_to_accuracy.gp"], cwd=it["out"]).returncode
+                    print(f"drew {script}" if rc == 0 else f"gnuplot failed on {script} (exit {rc})")
             return 0
         if self.a.plan_only:
             for i, it in enumerate(plan["items"], 1):

@@ -119,7 +119,7 @@ expect2 only_oom "oom.jsonl: holds only out-of-memory records: even batch size 1
 expect2 not_a_log "text.jsonl: holds no batchscope records" "$work/text.jsonl"
 cp "$work/part2.jsonl" "$work/copy.jsonl"
 expect2 measured_twice "copy.jsonl:[0-9]+: batch size 36 .* already measured in .*part2.jsonl.*--separate" "$work/part2.jsonl" "$work/copy.jsonl"
-expect2 split_across_gpus "elsewhere.jsonl: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
+expect2 split_across_gpus "elsewhere.jsonl:1: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
 expect2 no_logs "at least one log" --out "$work/x"
 expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0
 

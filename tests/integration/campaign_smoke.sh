@@ -133,6 +133,7 @@ grep -q "% of the measured fp32 peak" "$work/r/mnist_train_vs_infer/analysis/rep
 [ -f "$work/r/train_compare/compare.jsonl" ] || fail "train --compare: no comparison"
 python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch_size"] for r in t["rows"]] == [16, 64] and t["target_accuracy"] == 0.5, t' \
   "$work/r/mnist_time_to_accuracy/time_to_accuracy.json" && [ -f "$work/r/mnist_time_to_accuracy/time_to_accuracy.md" ] &&
+  [ -s "$work/r/mnist_time_to_accuracy/time_to_accuracy.gp" ] && [ -s "$work/r/mnist_time_to_accuracy/time_to_accuracy.png" ] &&
   ok "the batch-size study trained each size to its target and wrote its table" ||
   fail "time to accuracy: $(ls "$work/r/mnist_time_to_accuracy" 2>&1)"
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&

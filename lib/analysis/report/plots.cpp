@@ -234,7 +234,9 @@ std::vector<std::string> remove_stale_plot_files(const fs::path& dir, const std:
 
 }  // namespace
 
-PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
+namespace {
+
+void make_plot_dir(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) {
@@ -242,23 +244,25 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
         dir, 0, "the plot directory cannot be created" + (ec ? " (" + ec.message() + ")" : std::string()),
         "choose a plot directory you can write to"));
   }
-  PlotOutcome outcome;
+}
+
+// The gnuplot program; where there is none, the outcome says why.
+std::optional<std::string> gnuplot_program(const PlotOptions& options, PlotOutcome& outcome) {
   std::optional<std::string> program = find_program(options.gnuplot);
   if (!program) {
     outcome.skipped_reason = options.gnuplot.find('/') == std::string::npos
                                  ? options.gnuplot + " was not found on PATH; " + kHowToGetGnuplot
                                  : options.gnuplot + " is not an executable program; " + kHowToGetGnuplot;
-    return outcome;
   }
+  return program;
+}
 
-  const std::vector<PlotScript> plots = plots_of(analysis);
-  if (plots.empty()) {
-    outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
-    return outcome;
-  }
-
+// Each plot's data and script written into dir, then drawn there as PNG and SVG where there is a
+// program.
+void draw(const std::vector<PlotScript>& plots, const std::string& dir,
+          const std::optional<std::string>& gnuplot, PlotOutcome& outcome) {
   const fs::path base(dir);
-  outcome.removed = remove_stale_plot_files(base, plots);
+  std::error_code ec;
   for (const auto& plot : plots) {
     std::string script = plot.name + ".gp";
     if (!write_file(base / (plot.name + ".dat"), plot.data) ||
@@ -266,16 +270,18 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
       outcome.warnings.push_back((base / plot.name).string() + ": the plot files could not be written");
       continue;
     }
+    if (!gnuplot) continue;
+    const std::string& program = *gnuplot;
     std::vector<std::string> images = {plot.name + ".png", plot.name + ".svg"};
     for (const auto& image : images) fs::remove(base / image, ec);  // no stale image passes for a new one
     // Run inside the plot directory, so that the kept script reads its data by relative name and can be
     // rerun by hand; -d ignores the user's own gnuplot settings.
-    const ProgramRun run = run_program(*program, {"-d", script}, dir);
+    const ProgramRun run = run_program(program, {"-d", script}, dir);
     if (!run.started) {
       outcome.files.clear();
       outcome.warnings.clear();
-      outcome.skipped_reason = *program + " could not be run: " + run.failure + "; " + kHowToGetGnuplot;
-      return outcome;
+      outcome.skipped_reason = program + " could not be run: " + run.failure + "; " + kHowToGetGnuplot;
+      return;
     }
     outcome.made = true;
     if (run.exit_status != 0) {
@@ -294,6 +300,30 @@ PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const 
     }
     if (drawn) ++outcome.plots;
   }
+}
+
+}  // namespace
+
+PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
+  make_plot_dir(dir);
+  PlotOutcome outcome;
+  const std::optional<std::string> program = gnuplot_program(options, outcome);
+  if (!program) return outcome;
+  const std::vector<PlotScript> plots = plots_of(analysis);
+  if (plots.empty()) {
+    outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
+    return outcome;
+  }
+  outcome.removed = remove_stale_plot_files(fs::path(dir), plots);
+  draw(plots, dir, program, outcome);
+  return outcome;
+}
+
+PlotOutcome draw_plots(const std::vector<PlotScript>& plots, const std::string& dir,
+                       const PlotOptions& options) {
+  make_plot_dir(dir);
+  PlotOutcome outcome;
+  draw(plots, dir, gnuplot_program(options, outcome), outcome);
   return outcome;
 }
 

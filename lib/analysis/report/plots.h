@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "lib/analysis/analysis.h"
+#include "lib/analysis/report/gnuplot_script.h"
 
 namespace batchscope {
 
@@ -28,5 +29,11 @@ struct PlotOutcome {
 // removed, so that the directory holds this analysis's plots only. Without gnuplot nothing is drawn
 // (and nothing removed), and the reason is given.
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options = {});
+
+// Draws the given figures into dir (created if missing), each as .png and .svg beside its .dat and .gp
+// files, and removes nothing else; without gnuplot the .dat and .gp files alone are written (gnuplot -d
+// NAME.gp in dir draws them later), and the reason is given.
+PlotOutcome draw_plots(const std::vector<PlotScript>& plots, const std::string& dir,
+                       const PlotOptions& options = {});
 
 }  // namespace batchscope
