@@ -625,6 +625,11 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_EQ(j["rows"][0]["target_epoch"], 2);
   EXPECT_EQ(j["rows"][0]["steps_to_target"], 8);
   EXPECT_EQ(j["rows"][0]["samples_to_target"], 256);
+  ASSERT_EQ(j["rows"][0]["curve"].size(), 2u);
+  EXPECT_EQ(j["rows"][0]["curve"][1]["epoch"], 2);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["curve"][1]["training_seconds"].get<double>(), *small.seconds_to_target);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["curve"][1]["test_accuracy"].get<double>(),
+                   small.outcome.epochs[1].test.accuracy);
   EXPECT_EQ(j["lr_scaling"], "linear");
   // The plot: a line per batch size, a point per epoch at its running training time, the target dashed.
   const PlotScript plot = time_to_accuracy_plot(study);

@@ -63,6 +63,16 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
     const EpochResult& last = row.outcome.epochs.back();
     const bool reached = row.outcome.target_epoch.has_value();
     const int64_t epochs = epochs_counted(row);
+    // The curve the plot draws: each epoch at its running training time.
+    Json curve = Json::array();
+    double seconds = 0;
+    for (const EpochResult& r : row.outcome.epochs) {
+      seconds += r.epoch_seconds;
+      curve.push_back({{"epoch", r.epoch},
+                       {"training_seconds", seconds},
+                       {"test_accuracy", r.test.accuracy},
+                       {"test_loss", r.test.loss}});
+    }
     rows.push_back({{"batch_size", row.batch_size},
                     {"lr", row.lr},
                     {"run", (fs::path(row.dir) / kJsonlName).string()},
@@ -76,7 +86,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                     {"mean_samples_per_s", row.mean_samples_per_s},
                     {"best_test_accuracy", row.best_test_accuracy},
                     {"last_test_accuracy", last.test.accuracy},
-                    {"last_test_loss", last.test.loss}});
+                    {"last_test_loss", last.test.loss},
+                    {"curve", curve}});
   }
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
