@@ -208,7 +208,12 @@ int run_train_command(const std::vector<std::string>& args) {
     }
     if (study.stopped) {
       std::cout << "\n" << format_batch_study(study) << std::flush;
-      return say_stopped(study.rows.back().outcome, study.rows.back().dir);
+      const BatchStudyRow& last = study.rows.back();
+      if (last.outcome.stopped) return say_stopped(last.outcome, last.dir);
+      // Stopped between two runs: the last one is complete.
+      spdlog::warn("stopped after batch {}'s run: the same command goes on from {}", last.batch_size,
+                   o.out_dir);
+      return kExitStopped;
     }
     std::cout << "\n"
               << format_batch_study(study) << "written: " << study.json_path << ", " << study.markdown_path;
