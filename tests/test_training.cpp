@@ -491,8 +491,8 @@ TEST_F(Training, MoreEpochsGoOnAfterACompleteRunWithTheNumbersOfOneGivenThemFrom
   o.epochs = 3;
   o.optimizer.lr = 0.05;
   EXPECT_TRUE(testing_support::refuses_with(
-      [&] { train_model(o); },
-      {"holds a complete training run of other options", "optimizer.lr was 0.02 there and is 0.05 here"}));
+      [&] { train_model(o); }, {"train.jsonl:4:", "holds a complete training run of other options",
+                                "optimizer.lr was 0.02 there and is 0.05 here"}));
   EXPECT_EQ(record_types(two.jsonl_path).size(), 6u);
 
   // A run that reached its target has nothing to go on with: more epochs leave it complete.

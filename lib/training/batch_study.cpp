@@ -42,6 +42,14 @@ double seconds_counted(const BatchStudyRow& row) {
   return seconds;
 }
 
+// Each epoch's running training time: the seconds of the epochs up to and including it.
+std::vector<double> running_seconds(const BatchStudyRow& row) {
+  std::vector<double> out;
+  double seconds = 0;
+  for (const EpochResult& r : row.outcome.epochs) out.push_back(seconds += r.epoch_seconds);
+  return out;
+}
+
 // The row that reached the target in the least training time (or, `by_epochs`, in the fewest epochs,
 // the least time breaking ties); null where none reached it.
 const BatchStudyRow* first_to_target(const BatchStudy& study, bool by_epochs) {
@@ -65,11 +73,11 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
     const int64_t epochs = epochs_counted(row);
     // The curve the plot draws: each epoch at its running training time.
     Json curve = Json::array();
-    double seconds = 0;
-    for (const EpochResult& r : row.outcome.epochs) {
-      seconds += r.epoch_seconds;
+    const std::vector<double> seconds = running_seconds(row);
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
+      const EpochResult& r = row.outcome.epochs[i];
       curve.push_back({{"epoch", r.epoch},
-                       {"training_seconds", seconds},
+                       {"training_seconds", seconds[i]},
                        {"test_accuracy", r.test.accuracy},
                        {"test_loss", r.test.loss}});
     }
@@ -225,9 +233,10 @@ PlotScript time_to_accuracy_plot(const BatchStudy& study) {
         "batch " + std::to_string(row.batch_size) + " (lr " + number("%.4g", row.lr) + ")";
     if (!items.empty()) plot.data += "\n\n";  // two blank lines start a new gnuplot index block
     plot.data += "# " + label + "\n# training_s test_accuracy_pct epoch\n";
-    double seconds = 0;
-    for (const EpochResult& r : row.outcome.epochs) {
-      seconds += r.epoch_seconds;
+    const std::vector<double> running = running_seconds(row);
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const EpochResult& r = row.outcome.epochs[i];
+      const double seconds = running[i];
       plot.data +=
           gp_number(seconds) + " " + gp_number(100 * r.test.accuracy) + " " + std::to_string(r.epoch) + "\n";
       if (seconds > 0) shortest = shortest > 0 ? std::min(shortest, seconds) : seconds;

@@ -166,6 +166,7 @@ EarlierRun read_earlier_run(const std::string& dir) {
       if (!r.contains("config") || !r["config"].is_object())
         damaged("its resume record has no \"config\" object");
       earlier.config = r["config"];
+      earlier.config_line = line;
       earlier.state = EarlierRun::State::Interrupted;
       continue;
     }
@@ -390,7 +391,7 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
   }
   const std::string difference = first_key_difference(before, now);
   if (difference.empty()) return;
-  throw UserError(located(earlier.jsonl, 1,
+  throw UserError(located(earlier.jsonl, earlier.config_line,
                           std::string(complete ? "holds a complete" : "holds an interrupted") +
                               " training run of other options (" + difference + ")",
                           std::string(complete ? "" : "give the options it began with to go on with it, ") +
