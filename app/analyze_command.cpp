@@ -52,7 +52,7 @@ cxxopts::Options analyze_options() {
       ("tile", "the GEMM tile MxN of the prediction where no profiled kernel name gives one (default 128x128)", cxxopts::value<std::string>())
       ("price", "$ per device-hour, for every device the --prices file does not name: adds $ per million samples and the cheapest batch size", cxxopts::value<std::string>())
       ("prices", "a YAML file with prices: mapping device names (or parts of them) to $ per hour", cxxopts::value<std::string>())
-      ("peak", "the JSON-lines file of batchscope peak --out: each group's highest TFLOP/s as a share of its device's measured peak", cxxopts::value<std::string>())
+      ("peak", "the JSON-lines file of batchscope peak --out (again, or comma-separated, for more files): each group's highest TFLOP/s as a share of its device's measured peaks", cxxopts::value<std::vector<std::string>>())
       ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of mnist or fashion-mnist; none for synthetic data)", cxxopts::value<std::string>())
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
@@ -112,7 +112,7 @@ int run_analyze_command(const std::vector<std::string>& args) {
   if (result.count("tile")) analyze.tile = tile_option(result["tile"].as<std::string>());
   if (result.count("prices")) analyze.prices = read_prices(result["prices"].as<std::string>());
   if (result.count("price")) analyze.prices.fallback = real_option(result, "price", 0, 1e9, /*least_excluded=*/true);
-  if (result.count("peak")) analyze.peaks = read_peak_table(result["peak"].as<std::string>());
+  if (result.count("peak")) analyze.peaks = read_peak_tables(result["peak"].as<std::vector<std::string>>());
   if (result.count("epoch-samples")) analyze.epoch_samples = whole_option(result, "epoch-samples", 1, int64_t{1} << 40);
 
   const auto logs = result["logs"].as<std::vector<std::string>>();

@@ -1,6 +1,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
@@ -18,36 +19,70 @@
 #include "lib/timing/step_runner.h"
 #include "lib/training/training.h"
 
-// batchscope peak: the device's dense matrix-product rate, the peak a sweep's TFLOP/s is read against.
+// batchscope peak: the device's dense matrix-product and convolution rates, the peaks a sweep's TFLOP/s is
+// read against.
 
 namespace batchscope::app {
 namespace {
 
-std::vector<std::string> precision_option(const cxxopts::ParseResult& result, const torch::Device& device) {
-  if (!result.count("precision")) return default_peak_precisions(device);
+// A comma-separated list of the `known` names (each once, in the order given), or the defaults.
+std::vector<std::string> list_option(const cxxopts::ParseResult& result, const std::string& name,
+                                     const std::vector<std::string>& known, const std::vector<std::string>& defaults,
+                                     const std::string& what, const std::string& example) {
+  if (!result.count(name)) return defaults;
+  std::string names;
+  for (const std::string& k : known) names += (names.empty() ? "" : (&k == &known.back() ? " and " : ", ")) + k;
   std::vector<std::string> chosen;
-  std::stringstream list(result["precision"].as<std::string>());
-  for (std::string name; std::getline(list, name, ',');) {
-    if (std::find(kPeakPrecisions.begin(), kPeakPrecisions.end(), name) == kPeakPrecisions.end())
-      refuse("--precision: '" + printable(name) + "' is not a precision peak measures",
-             "give a comma-separated list of fp32, tf32, bf16 and fp16, e.g. --precision fp32,bf16");
-    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
+  std::stringstream list(result[name].as<std::string>());
+  for (std::string item; std::getline(list, item, ',');) {
+    if (std::find(known.begin(), known.end(), item) == known.end())
+      refuse("--" + name + ": '" + printable(item) + "' is not " + what,
+             "give a comma-separated list of " + names + ", e.g. --" + name + " " + example);
+    if (std::find(chosen.begin(), chosen.end(), item) == chosen.end()) chosen.push_back(item);
   }
-  if (chosen.empty()) refuse("--precision is empty", "give one or more of fp32, tf32, bf16 and fp16");
+  if (chosen.empty()) refuse("--" + name + " is empty", "give one or more of " + names);
   return chosen;
 }
 
-// Three n×n matrices of the widest type must fit: on the CPU within 90% of the memory available now.
-void check_size_fits(int64_t size, const torch::Device& device) {
+// --conv-input NxCxHxW: four whole numbers joined by x.
+ConvShape conv_shape_option(const cxxopts::ParseResult& result, const torch::Device& device) {
+  if (!result.count("conv-input")) return default_conv_shape(device);
+  const std::string text = result["conv-input"].as<std::string>();
+  std::vector<int64_t> sizes;
+  std::stringstream parts(text);
+  bool whole = !text.empty() && text.back() != 'x';
+  for (std::string part; whole && std::getline(parts, part, 'x');) {
+    whole = !part.empty() && part.size() <= 6 && std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (whole) sizes.push_back(std::stoll(part));
+    whole = whole && sizes.back() >= 1;
+  }
+  if (!whole || sizes.size() != 4) {
+    refuse("--conv-input: '" + printable(text) + "' is not an input shape N×C×H×W",
+           "give four whole numbers from 1 to 999999 joined by x, e.g. --conv-input 64x256x56x56");
+  }
+  return {sizes[0], sizes[1], sizes[2], sizes[3]};
+}
+
+// What the operations' tensors take on the CPU must fit within 90% of the memory available now: three
+// n×n matrices of the widest type, or a convolution's input, output and a copy of the input.
+void check_fits(const std::vector<std::string>& operations, const PeakOptions& o, const torch::Device& device) {
   if (!device.is_cpu()) return;
-  const auto n = static_cast<double>(size);
-  const double needed = 3 * n * n * 4;
   const std::optional<int64_t> limit = default_cpu_memory_limit();
-  if (limit && needed > static_cast<double>(*limit)) {
-    refuse("--size " + std::to_string(size) + " needs " + format_memory_size(static_cast<int64_t>(needed)) +
-               " for its three matrices, more than the " + format_memory_size(*limit) +
-               " this machine has free",
-           "give a smaller --size");
+  if (!limit) return;
+  for (const std::string& operation : operations) {
+    const bool conv = operation == "conv";
+    const auto n = static_cast<double>(o.size);
+    const auto s = o.conv.sizes();
+    const double needed = conv ? 3.0 * 4 * static_cast<double>(s[0]) * static_cast<double>(s[1]) *
+                                     static_cast<double>(s[2]) * static_cast<double>(s[3]) +
+                                     4.0 * 9 * static_cast<double>(s[1]) * static_cast<double>(s[1])
+                               : 3 * n * n * 4;
+    if (needed <= static_cast<double>(*limit)) continue;
+    const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
+    refuse(option + " needs " + format_memory_size(static_cast<int64_t>(std::min(needed, 9e18))) + " for its " +
+               (conv ? "convolution's tensors" : "three matrices") + ", more than the " +
+               format_memory_size(*limit) + " this machine has free",
+           conv ? "give a smaller --conv-input" : "give a smaller --size");
   }
 }
 
@@ -57,24 +92,41 @@ std::string device_description(const std::string& device) {
   return device + " (" + gpu::device_info(index).value("name", std::string("GPU")) + ")";
 }
 
+// "fp32        contiguous      51.28     50.1-51.9     21.44"
+void print_rate(const PeakRate& r, bool with_layout) {
+  const std::string layout = !with_layout ? "" : r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  std::printf("%-10s %-14s", r.precision.c_str(), layout.c_str());
+  if (!r.skipped.empty()) {
+    std::printf("not measured: %s\n", r.skipped.c_str());
+    return;
+  }
+  char range[64];
+  std::snprintf(range, sizeof range, "%.4g-%.4g", r.low_tflops, r.high_tflops);
+  std::printf("%15.4g %18s %12.4g\n", r.median_tflops, range, r.median_ms);
+}
+
 void print_table(const std::string& device, const PeakOptions& o, const std::vector<PeakRate>& rates) {
   std::string timer;
   for (const PeakRate& r : rates)
     if (!r.timer.empty()) timer = r.timer;
-  std::printf(
-      "peak matrix-product rate on %s: C = A·B with %lldx%lld matrices, %d warm-up and %d timed products "
-      "per precision%s\n",
-      device_description(device).c_str(), static_cast<long long>(o.size), static_cast<long long>(o.size),
-      o.warmup, o.steps, timer.empty() ? "" : (", timed with " + timer).c_str());
-  std::printf("%-10s %15s %18s %12s\n", "precision", "median TFLOP/s", "p10-p90 TFLOP/s", "median ms");
-  for (const PeakRate& r : rates) {
-    if (!r.skipped.empty()) {
-      std::printf("%-10s not measured: %s\n", r.precision.c_str(), r.skipped.c_str());
+  std::printf("peak rates on %s: %d warm-up and %d timed runs of each%s\n", device_description(device).c_str(),
+              o.warmup, o.steps, timer.empty() ? "" : (", timed with " + timer).c_str());
+  for (const std::string& operation : kPeakOperations) {
+    const bool conv = operation == "conv";
+    if (std::none_of(rates.begin(), rates.end(), [&](const PeakRate& r) { return r.operation == operation; }))
       continue;
+    if (conv) {
+      std::printf("\nconvolution 3x3, stride 1, padding 1: input %s, %lld channels out%s\n", o.conv.text().c_str(),
+                  static_cast<long long>(o.conv.channels),
+                  torch::Device(device).is_cuda() ? ", cuDNN benchmark mode" : "");
+    } else {
+      std::printf("\nmatrix product C = A·B: %lldx%lld matrices\n", static_cast<long long>(o.size),
+                  static_cast<long long>(o.size));
     }
-    char range[64];
-    std::snprintf(range, sizeof range, "%.4g-%.4g", r.low_tflops, r.high_tflops);
-    std::printf("%-10s %15.4g %18s %12.4g\n", r.precision.c_str(), r.median_tflops, range, r.median_ms);
+    std::printf("%-10s %-14s %15s %18s %12s\n", "precision", conv ? "layout" : "", "median TFLOP/s",
+                "p10-p90 TFLOP/s", "median ms");
+    for (const PeakRate& r : rates)
+      if (r.operation == operation) print_rate(r, conv);
   }
 }
 
@@ -83,19 +135,23 @@ void print_table(const std::string& device, const PeakOptions& o, const std::vec
 int run_peak_command(const std::vector<std::string>& args) {
   cxxopts::Options options(
       "batchscope peak",
-      "Measure the device's dense matrix-product rate, the peak that a sweep's TFLOP/s is read against:\n"
-      "C = A·B with square matrices (2n³ FLOPs), each product timed on its own (CUDA events on a GPU)\n"
-      "after warm-up, the median and p10-p90 reported per precision. fp32 is IEEE fp32 (TF32 refused);\n"
-      "tf32 is fp32 with TF32 allowed in cuBLAS, the tensor-core rate that cuDNN's fp32 convolutions may\n"
-      "use (LibTorch's default; a sweep's run record says which, under tf32); bf16 and fp16 are tensors of\n"
-      "that type. A GPU gets all four at n = 8192, a CPU fp32 at n = 2048.");
+      "Measure the device's dense rates, the peaks that a sweep's TFLOP/s is read against: a matrix\n"
+      "product C = A·B of n×n matrices (2n³ FLOPs), and a 3×3 convolution of an N×C×H×W input to C\n"
+      "channels (2·N·C²·9·H·W FLOPs) in both memory layouts, with cuDNN's benchmark mode on a GPU. Each\n"
+      "run is timed on its own (CUDA events on a GPU) after warm-up, the median and p10-p90 reported per\n"
+      "precision. fp32 is IEEE fp32 (TF32 refused); tf32 is fp32 with TF32 allowed in cuBLAS and cuDNN,\n"
+      "the tensor-core rate that cuDNN's fp32 convolutions may use (LibTorch's default; a sweep's run\n"
+      "record says which, under tf32); bf16 and fp16 are tensors of that type. A GPU gets all four at\n"
+      "n = 8192 and an input of 64x256x56x56, a CPU fp32 at n = 2048 and 8x128x28x28.");
   // clang-format off
   options.add_options()
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
+      ("operation", "comma-separated: matmul (the matrix product), conv (the convolution)", cxxopts::value<std::string>()->default_value("matmul,conv"))
       ("precision", "comma-separated: fp32, tf32, bf16, fp16 (default: all four on a GPU, fp32 on a CPU)", cxxopts::value<std::string>())
-      ("size", "n of the n×n matrices (default: 8192 on a GPU, 2048 on a CPU)", cxxopts::value<std::string>())
-      ("steps", "timed products per precision", cxxopts::value<std::string>()->default_value("20"))
-      ("warmup", "untimed products before them", cxxopts::value<std::string>()->default_value("5"))
+      ("size", "n of the matrix product's n×n matrices (default: 8192 on a GPU, 2048 on a CPU)", cxxopts::value<std::string>())
+      ("conv-input", "the convolution's input NxCxHxW (default: 64x256x56x56 on a GPU, 8x128x28x28 on a CPU)", cxxopts::value<std::string>())
+      ("steps", "timed runs of each operation, precision and layout", cxxopts::value<std::string>()->default_value("20"))
+      ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("5"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("json", "print the result as JSON")
       ("o,out", "append the result as a record to this JSON-lines file", cxxopts::value<std::string>())
@@ -105,39 +161,62 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (result.count("help")) {
     std::cout << options.help()
               << "\nExample: batchscope peak --device cuda:0 --out results/peak.jsonl\n"
-                 "Then: a sweep's TFLOP/s (report.md, analysis.json) over the rate of its precision.\n";
+                 "Then: analyze --peak results/peak.jsonl reads a sweep's TFLOP/s (report.md, analysis.json)\n"
+                 "against the rates of its precision.\n";
     return 0;
   }
   apply_threads_option(result);
   const std::string device_name = resolve_training_device(result["device"].as<std::string>());
   const torch::Device device(device_name);
   PeakOptions o;
+  const std::vector<std::string> operations =
+      list_option(result, "operation", kPeakOperations, kPeakOperations, "an operation peak measures", "conv");
+  const auto measures = [&operations](const std::string& operation) {
+    return std::find(operations.begin(), operations.end(), operation) != operations.end();
+  };
+  if (result.count("size") && !measures("matmul"))
+    refuse("--size is the matrix product's, and --operation leaves it out", "add matmul to --operation or leave --size out");
+  if (result.count("conv-input") && !measures("conv"))
+    refuse("--conv-input is the convolution's, and --operation leaves it out", "add conv to --operation or leave --conv-input out");
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
+  o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));
   o.warmup = static_cast<int>(whole_option(result, "warmup", 0, limits::kMaxSteps));
-  const std::vector<std::string> precisions = precision_option(result, device);
-  check_size_fits(o.size, device);
+  const std::vector<std::string> precisions = list_option(result, "precision", kPeakPrecisions,
+                                                          default_peak_precisions(device), "a precision peak measures",
+                                                          "fp32,bf16");
+  check_fits(operations, o, device);
   // Opened before the measurement, so that a path that cannot be written is refused at once.
   std::optional<JsonlWriter> out;
   if (result.count("out")) out.emplace(result["out"].as<std::string>());
 
   std::vector<PeakRate> rates;
-  for (const std::string& precision : precisions) {
-    try {
-      rates.push_back(measure_peak_rate(device, precision, o));
-    } catch (const std::exception& error) {
-      if (!is_out_of_memory(error)) throw;
-      throw UserError(
-          located("command line", 0,
-                  "--size " + std::to_string(o.size) + " does not fit on " + device_name + " in " + precision,
-                  "give a smaller --size"));
+  for (const std::string& operation : operations) {
+    const bool conv = operation == "conv";
+    for (const std::string& precision : precisions) {
+      for (const std::string& layout : conv ? kConvMemoryFormats : std::vector<std::string>{""}) {
+        try {
+          rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, o)
+                               : measure_peak_rate(device, precision, o));
+        } catch (const std::exception& error) {
+          if (!is_out_of_memory(error)) throw;
+          const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
+          throw UserError(located("command line", 0, option + " does not fit on " + device_name + " in " + precision,
+                                  conv ? "give a smaller --conv-input" : "give a smaller --size"));
+        }
+      }
     }
   }
-  const Json config = {{"device", device_name},
-                       {"size", o.size},
-                       {"warmup", o.warmup},
-                       {"steps", o.steps},
-                       {"precisions", precisions}};
+  Json config = {{"device", device_name},
+                 {"operations", operations},
+                 {"warmup", o.warmup},
+                 {"steps", o.steps},
+                 {"precisions", precisions}};
+  if (measures("matmul")) config["size"] = o.size;
+  if (measures("conv")) {
+    const auto sizes = o.conv.sizes();
+    config["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
+  }
   Json record = context_record(record::kPeak, command_text("peak", args), config);
   Json measured = Json::array();
   for (const PeakRate& r : rates) measured.push_back(to_json(r));

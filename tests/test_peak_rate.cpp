@@ -55,23 +55,68 @@ TEST(PeakRate, ModesACpuLacksAreSaidNotMeasured) {
     EXPECT_FALSE(r.skipped.empty()) << precision;
     EXPECT_TRUE(r.times_ms.empty()) << precision;
     const Json j = to_json(r);
-    EXPECT_EQ(j.size(), 3u) << j.dump();  // precision, size and why
+    EXPECT_EQ(j.size(), 4u) << j.dump();  // operation, precision, size and why
     EXPECT_EQ(j["skipped"], r.skipped);
   }
 }
 
-TEST(PeakRate, TheTf32SettingComesBackAsItWas) {
+TEST(PeakRate, EachConvolutionIsTimedInItsLayoutAndItsFlopsCountTwoPerMultiplyAdd) {
+  PeakOptions o;
+  o.conv = {2, 8, 6, 5};
+  o.warmup = 1;
+  o.steps = 4;
+  EXPECT_EQ(o.conv.text(), "2x8x6x5");
+  // Every output element of 8 channels at 6x5 (padding 1 keeps it) takes 8·3·3 multiply-adds.
+  EXPECT_DOUBLE_EQ(o.conv.flops(), 2.0 * (2 * 8 * 6 * 5) * (8 * 3 * 3));
+  for (const std::string& layout : kConvMemoryFormats) {
+    const PeakRate r = measure_conv_peak_rate(kCpu, "fp32", layout, o);
+    EXPECT_TRUE(r.skipped.empty()) << r.skipped;
+    EXPECT_EQ(r.operation, "conv");
+    EXPECT_EQ(r.memory_format, layout);
+    EXPECT_FALSE(r.cudnn_benchmark);
+    EXPECT_DOUBLE_EQ(r.flops, o.conv.flops());
+    ASSERT_EQ(r.times_ms.size(), 4u);
+    for (double t : r.times_ms) EXPECT_GT(t, 0);
+    EXPECT_DOUBLE_EQ(r.median_ms, median(r.times_ms));
+    EXPECT_NEAR(r.median_tflops, r.flops / (r.median_ms / 1e3) / 1e12, 1e-12 * r.median_tflops);
+    const Json j = to_json(r);
+    EXPECT_EQ(j["operation"], "conv");
+    EXPECT_EQ(j["memory_format"], layout);
+    EXPECT_EQ(j["conv_input"], Json({2, 8, 6, 5}));
+    EXPECT_FALSE(j.contains("size"));
+  }
+  // The modes a CPU lacks are said for the convolution too.
+  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "tf32", "contiguous", o).skipped.empty());
+  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "fp16", "channels_last", o).skipped.empty());
+  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "nhwc", o), std::invalid_argument);
+  o.conv.height = 0;
+  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "contiguous", o), std::invalid_argument);
+}
+
+TEST(PeakRate, TheTf32AndCudnnSettingsComeBackAsTheyWere) {
   auto& context = at::globalContext();
-  const bool before = context.allowTF32CuBLAS();
+  const bool cublas = context.allowTF32CuBLAS(), cudnn = context.allowTF32CuDNN();
+  const bool benchmark = context.benchmarkCuDNN(), deterministic = context.deterministicCuDNN();
   PeakOptions o;
   o.size = 16;
+  o.conv = {1, 4, 4, 4};
   o.steps = 1;
   for (bool setting : {true, false}) {
     context.setAllowTF32CuBLAS(setting);
+    context.setAllowTF32CuDNN(!setting);
+    context.setBenchmarkCuDNN(setting);
+    context.setDeterministicCuDNN(setting);
     measure_peak_rate(kCpu, "fp32", o);
+    measure_conv_peak_rate(kCpu, "fp32", "contiguous", o);
     EXPECT_EQ(context.allowTF32CuBLAS(), setting);
+    EXPECT_EQ(context.allowTF32CuDNN(), !setting);
+    EXPECT_EQ(context.benchmarkCuDNN(), setting);
+    EXPECT_EQ(context.deterministicCuDNN(), setting);
   }
-  context.setAllowTF32CuBLAS(before);
+  context.setAllowTF32CuBLAS(cublas);
+  context.setAllowTF32CuDNN(cudnn);
+  context.setBenchmarkCuDNN(benchmark);
+  context.setDeterministicCuDNN(deterministic);
 }
 
 TEST(PeakRate, UnknownPrecisionsAndEmptyMeasurementsAreRefused) {
@@ -88,6 +133,8 @@ TEST(PeakRate, UnknownPrecisionsAndEmptyMeasurementsAreRefused) {
 TEST(PeakRate, DefaultsByDevice) {
   EXPECT_EQ(default_peak_size(kCpu), 2048);
   EXPECT_EQ(default_peak_size(torch::Device("cuda:0")), 8192);
+  EXPECT_EQ(default_conv_shape(kCpu).text(), "8x128x28x28");
+  EXPECT_EQ(default_conv_shape(torch::Device("cuda:0")).text(), "64x256x56x56");
   EXPECT_EQ(default_peak_precisions(kCpu), std::vector<std::string>{"fp32"});
   EXPECT_EQ(default_peak_precisions(torch::Device("cuda:0")), kPeakPrecisions);
 }

@@ -31,6 +31,10 @@ Json rate(const std::string& precision, double tflops) {
   return {{"precision", precision}, {"median_tflops", tflops}};
 }
 
+Json conv_rate(const std::string& precision, const std::string& layout, double tflops) {
+  return {{"operation", "conv"}, {"precision", precision}, {"memory_format", layout}, {"median_tflops", tflops}};
+}
+
 class PeakShareTest : public AnalyzeTest {};
 
 TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPrecision) {
@@ -80,6 +84,68 @@ TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
                 .find("p.jsonl:2: the peak record's rates list is empty"),
             std::string::npos);
   EXPECT_NE(refused("").find("holds no peak record"), std::string::npos);
+}
+
+TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutAndLaterFilesReplaceEarlierOnes) {
+  // A record from before the convolution (no operation) is the matrix product's.
+  const std::string first =
+      write("peak.jsonl", peak_line("cuda:0", "GPU A",
+                                    {rate("fp32", 50), conv_rate("fp32", "contiguous", 60),
+                                     conv_rate("fp32", "channels_last", 55), conv_rate("tf32", "contiguous", 300)}));
+  const std::string second = write("conv.jsonl", peak_line("cuda:0", "GPU A", {conv_rate("fp32", "channels_last", 70)}));
+  const PeakTable t = read_peak_tables({first, second});
+  EXPECT_EQ(t.files, (std::vector<std::string>{first, second}));
+  EXPECT_EQ(peak_files_text(t), first + " and " + second);
+  ASSERT_EQ(t.entries.size(), 4u);
+  EXPECT_EQ(t.entries[0].operation, "matmul");
+  EXPECT_EQ(t.entries[0].memory_format, "");
+  EXPECT_EQ(t.entries[2].memory_format, "channels_last");
+  EXPECT_DOUBLE_EQ(t.entries[2].median_tflops, 70);
+  EXPECT_EQ(t.entries[2].file, second);
+
+  FakeLog gpu;
+  gpu.batches = {1, 2, 4, 8};
+  AnalyzeOptions options;
+  options.peaks = t;
+  const Analysis a = analyze_logs({write("gpu.jsonl", gpu.text())}, options);
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_TRUE(a.groups[0].peak);
+  const GroupPeak& peak = *a.groups[0].peak;
+  // fp32 with TF32 allowed: fp32's two roofs, then TF32's convolution (the file has no TF32 product).
+  ASSERT_EQ(peak.shares.size(), 3u);
+  EXPECT_EQ(peak.shares[0].operation, "matmul");
+  EXPECT_DOUBLE_EQ(peak.shares[0].peak_tflops, 50);
+  EXPECT_EQ(peak.shares[1].operation, "conv");
+  EXPECT_EQ(peak.shares[1].memory_format, "channels_last");
+  EXPECT_DOUBLE_EQ(peak.shares[1].peak_tflops, 70);
+  EXPECT_EQ(peak.shares[1].from, second + ":1");
+  EXPECT_NEAR(peak.shares[1].share, peak.tflops / 70, 1e-12);
+  EXPECT_EQ(peak.shares[2].precision, "tf32");
+  EXPECT_EQ(peak.shares[2].memory_format, "contiguous");
+  std::ostringstream report;
+  write_report(report, a, {}, "plots");
+  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (50.00 TFLOP/s, "), std::string::npos)
+      << report.str();
+  EXPECT_NE(report.str().find("% of the fp32 convolution peak (70.00 TFLOP/s, channels-last, " + second + ":1)"),
+            std::string::npos)
+      << report.str();
+  const Json j = analysis_to_json(a, options);
+  const Json& conv = j["groups"][0]["peak"]["of_peaks"][1];
+  EXPECT_EQ(conv["operation"], "conv");
+  EXPECT_EQ(conv["memory_format"], "channels_last");
+  EXPECT_FALSE(j["groups"][0]["peak"]["of_peaks"][0].contains("memory_format"));
+}
+
+TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
+  Json odd = rate("fp32", 2);
+  odd["operation"] = "fft";
+  EXPECT_NE(user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd}))); })
+                .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', neither matmul nor conv"),
+            std::string::npos);
+  odd["operation"] = 3;
+  EXPECT_NE(user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd}))); })
+                .find("p.jsonl:1: a rate of the peak record gives its operation as something other than text"),
+            std::string::npos);
 }
 
 TEST(PeakPrecisions, Fp32OnAGpuIsReadAgainstTf32WhereItsRunAllowedIt) {
@@ -139,9 +205,10 @@ TEST_F(PeakShareTest, EachGroupsHighestRateIsReadAgainstItsOwnDevicesPeaks) {
   write_report(report, a, {}, "plots");
   write_terminal_summary(terminal, a);
   EXPECT_NE(report.str().find("- highest rate: batch 8, "), std::string::npos);
-  EXPECT_NE(report.str().find("% of the measured fp32 peak (2.000 TFLOP/s, "), std::string::npos)
+  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (2.000 TFLOP/s, "), std::string::npos)
       << report.str();
-  EXPECT_NE(terminal.str().find("% of the tf32 peak (8.000 TFLOP/s)"), std::string::npos) << terminal.str();
+  EXPECT_NE(terminal.str().find("% of the tf32 matrix-product peak (8.000 TFLOP/s)"), std::string::npos)
+      << terminal.str();
   const Json j = analysis_to_json(a, options);
   int with_peak = 0;
   for (const auto& g : j["groups"]) {

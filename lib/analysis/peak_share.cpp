@@ -29,12 +29,33 @@ std::string device_name(const Json& record, const std::string& path, int line) {
   return (*gpu)["name"].get<std::string>();
 }
 
+// A rate's text field, or `absent` where the rate has none.
+std::string text_field(const Json& rate, const std::string& key, const std::string& absent, const std::string& path,
+                       int line) {
+  if (!rate.contains(key)) return absent;
+  if (!rate[key].is_string())
+    throw UserError(located(path, line, "a rate of the peak record gives its " + key + " as something other than text", kFix));
+  return rate[key].get<std::string>();
+}
+
+// A later entry replaces an earlier one of the same device, operation, precision and layout.
+void add_entry(PeakTable& table, const PeakEntry& entry) {
+  for (PeakEntry& earlier : table.entries) {
+    if (earlier.device == entry.device && earlier.cpu == entry.cpu && earlier.operation == entry.operation &&
+        earlier.precision == entry.precision && earlier.memory_format == entry.memory_format) {
+      earlier = entry;
+      return;
+    }
+  }
+  table.entries.push_back(entry);
+}
+
 }  // namespace
 
 PeakTable read_peak_table(const std::string& path) {
   const JsonlContents contents = read_jsonl(path);
   PeakTable table;
-  table.file = path;
+  table.files = {path};
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];
     const int line = contents.record_lines[i];
@@ -46,6 +67,7 @@ PeakTable read_peak_table(const std::string& path) {
     base.device = device_name(r, path, line);
     if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object())
       base.cpu = r["cpu"].value("model", "");
+    base.file = path;
     base.line = line;
     if (!r.contains("rates") || !r["rates"].is_array())
       throw UserError(located(path, line, "the peak record has no rates list", kFix));
@@ -65,15 +87,15 @@ PeakTable read_peak_table(const std::string& path) {
       PeakEntry entry = base;
       entry.precision = rate["precision"].get<std::string>();
       entry.median_tflops = tflops.get<double>();
-      bool replaced = false;
-      for (PeakEntry& earlier : table.entries) {
-        if (earlier.device == entry.device && earlier.cpu == entry.cpu &&
-            earlier.precision == entry.precision) {
-          earlier = entry;
-          replaced = true;
-        }
+      entry.operation = text_field(rate, "operation", "matmul", path, line);
+      if (entry.operation != "matmul" && entry.operation != "conv") {
+        throw UserError(located(path, line,
+                                "the " + entry.precision + " rate of the peak record is of the operation '" +
+                                    printable(entry.operation) + "', neither matmul nor conv",
+                                kFix));
       }
-      if (!replaced) table.entries.push_back(entry);
+      if (entry.operation == "conv") entry.memory_format = text_field(rate, "memory_format", "", path, line);
+      add_entry(table, entry);
     }
   }
   if (contents.records.empty()) throw UserError(located(path, 0, "holds no peak record", kFix));
@@ -82,6 +104,23 @@ PeakTable read_peak_table(const std::string& path) {
                             "holds no measured rate (every precision was skipped)", kFix));
   }
   return table;
+}
+
+PeakTable read_peak_tables(const std::vector<std::string>& paths) {
+  PeakTable table;
+  for (const std::string& path : paths) {
+    const PeakTable one = read_peak_table(path);
+    table.files.push_back(path);
+    for (const PeakEntry& entry : one.entries) add_entry(table, entry);
+  }
+  return table;
+}
+
+std::string peak_files_text(const PeakTable& table) {
+  std::string text;
+  for (std::size_t i = 0; i < table.files.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == table.files.size() ? " and " : ", ") + table.files[i];
+  return text;
 }
 
 std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32,
@@ -102,10 +141,18 @@ std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vecto
   }
   if (peak.tflops <= 0) return std::nullopt;
   for (const std::string& precision : precisions) {
-    for (const PeakEntry& e : table.entries) {
-      if (e.device != device || e.precision != precision || (device == "cpu" && e.cpu != cpu)) continue;
-      peak.shares.push_back({precision, e.median_tflops, table.file + ":" + std::to_string(e.line),
-                             peak.tflops / e.median_tflops});
+    for (const char* operation : {"matmul", "conv"}) {
+      // The convolution's roof is its faster layout.
+      const PeakEntry* best = nullptr;
+      for (const PeakEntry& e : table.entries) {
+        if (e.device != device || e.precision != precision || e.operation != operation ||
+            (device == "cpu" && e.cpu != cpu))
+          continue;
+        if (best == nullptr || e.median_tflops > best->median_tflops) best = &e;
+      }
+      if (best == nullptr) continue;
+      peak.shares.push_back({best->operation, precision, best->memory_format, best->median_tflops,
+                             best->file + ":" + std::to_string(best->line), peak.tflops / best->median_tflops});
     }
   }
   return peak;

@@ -9,24 +9,32 @@ namespace batchscope {
 
 struct PointStats;
 
-// A sweep's achieved TFLOP/s against the device's measured peak: `analyze --peak FILE` reads the rates
-// that `batchscope peak --out FILE` wrote.
+// A sweep's achieved TFLOP/s against the device's measured peaks: `analyze --peak FILE` reads the rates
+// that `batchscope peak --out FILE` wrote, of the matrix product and of the convolution.
 
 struct PeakEntry {
   std::string device;  // the GPU's name as the run records give it, or "cpu"
   std::string cpu;     // the CPU's model, for "cpu"
+  std::string operation = "matmul";  // or "conv"; records from before the convolution are matmul's
   std::string precision;
+  std::string memory_format;  // conv: contiguous or channels_last
   double median_tflops = 0;
+  std::string file;
   int line = 0;
 };
 
 struct PeakTable {
-  std::string file;                // "" without --peak
-  std::vector<PeakEntry> entries;  // a later line replaces an earlier one of the same device and precision
+  std::vector<std::string> files;  // none without --peak
+  // A later record (a later line, or a later file) replaces an earlier one of the same device, operation,
+  // precision and layout.
+  std::vector<PeakEntry> entries;
 };
 
-// Reads a peak file; throws UserError naming the file, the line and the fix.
+// Reads peak files; throws UserError naming the file, the line and the fix.
 PeakTable read_peak_table(const std::string& path);
+PeakTable read_peak_tables(const std::vector<std::string>& paths);
+// "peak.jsonl" or "peak.jsonl and conv.jsonl", for messages.
+std::string peak_files_text(const PeakTable& table);
 
 // The peaks that a group's steps are read against: its own precision; for fp32 on a GPU also TF32,
 // where its run let cuDNN's convolutions use it (tf32 "default" or "on"), and TF32 alone with "on".
@@ -34,13 +42,16 @@ std::vector<std::string> peak_precisions_for(const std::string& precision, const
                                              bool cuda);
 
 struct PeakShare {
-  std::string precision;  // the peak's
+  std::string operation;  // the peak's: matmul or conv
+  std::string precision;
+  std::string memory_format;  // conv: the faster layout's
   double peak_tflops = 0;
   std::string from;  // "FILE:LINE"
   double share = 0;  // the group's highest TFLOP/s over the peak
 };
 
-// The group's highest TFLOP/s (among the sizes with enough steps) and its share of each matching peak.
+// The group's highest TFLOP/s (among the sizes with enough steps) and its share of each matching peak:
+// per precision the matrix product's, then the convolution's in its faster layout.
 struct GroupPeak {
   int64_t batch_size = 0;
   double tflops = 0;

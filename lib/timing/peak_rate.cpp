@@ -1,6 +1,7 @@
 #include "lib/timing/peak_rate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "lib/common/statistics.h"
@@ -11,18 +12,32 @@
 namespace batchscope {
 namespace {
 
-// TF32 in cuBLAS as the precision needs, and as it was again after.
-class MatmulTf32Scope {
+// The library's TF32 and cuDNN settings as a measurement needs them, and as they were again after.
+class MeasurementSettings {
  public:
-  explicit MatmulTf32Scope(bool allowed) : before_(at::globalContext().allowTF32CuBLAS()) {
-    at::globalContext().setAllowTF32CuBLAS(allowed);
+  MeasurementSettings(bool tf32, bool cudnn_benchmark) {
+    auto& context = at::globalContext();
+    context.setAllowTF32CuBLAS(tf32);
+    context.setAllowTF32CuDNN(tf32);
+    context.setBenchmarkCuDNN(cudnn_benchmark);
+    // Deterministic algorithms only would keep the fastest ones from the measurement.
+    context.setDeterministicCuDNN(false);
   }
-  ~MatmulTf32Scope() { at::globalContext().setAllowTF32CuBLAS(before_); }
-  MatmulTf32Scope(const MatmulTf32Scope&) = delete;
-  MatmulTf32Scope& operator=(const MatmulTf32Scope&) = delete;
+  ~MeasurementSettings() {
+    auto& context = at::globalContext();
+    context.setAllowTF32CuBLAS(tf32_cublas_);
+    context.setAllowTF32CuDNN(tf32_cudnn_);
+    context.setBenchmarkCuDNN(benchmark_);
+    context.setDeterministicCuDNN(deterministic_);
+  }
+  MeasurementSettings(const MeasurementSettings&) = delete;
+  MeasurementSettings& operator=(const MeasurementSettings&) = delete;
 
  private:
-  bool before_;
+  bool tf32_cublas_ = at::globalContext().allowTF32CuBLAS();
+  bool tf32_cudnn_ = at::globalContext().allowTF32CuDNN();
+  bool benchmark_ = at::globalContext().benchmarkCuDNN();
+  bool deterministic_ = at::globalContext().deterministicCuDNN();
 };
 
 torch::ScalarType element_type(const std::string& precision) {
@@ -35,51 +50,34 @@ void wait_for(const torch::Device& device) {
   if (device.is_cuda()) gpu::synchronize(device.index());
 }
 
-}  // namespace
-
-int64_t default_peak_size(const torch::Device& device) { return device.is_cuda() ? 8192 : 2048; }
-
-std::vector<std::string> default_peak_precisions(const torch::Device& device) {
-  return device.is_cuda() ? kPeakPrecisions : std::vector<std::string>{"fp32"};
-}
-
-PeakRate measure_peak_rate(const torch::Device& device, const std::string& precision,
-                           const PeakOptions& options) {
+void check_request(const std::string& precision, const PeakOptions& options) {
   if (std::find(kPeakPrecisions.begin(), kPeakPrecisions.end(), precision) == kPeakPrecisions.end())
     throw std::invalid_argument("unknown precision '" + precision + "'");
-  if (options.size < 1 || options.steps < 1 || options.warmup < 0)
-    throw std::invalid_argument(
-        "a peak measurement needs a size and a step count of at least 1, and no negative warm-up");
-  PeakRate rate;
-  rate.precision = precision;
-  rate.size = options.size;
-  const auto n = static_cast<double>(options.size);
-  rate.flops = 2 * n * n * n;
-  if (precision == "tf32" && !device.is_cuda()) {
-    rate.skipped = "TF32 is a format of NVIDIA's tensor cores; a CPU has no such mode";
-    return rate;
-  }
-  if (precision == "fp16" && !device.is_cuda()) {
-    rate.skipped = "fp16 runs on CUDA devices only here, as in a sweep";
-    return rate;
-  }
-  torch::NoGradGuard no_grad;
-  const MatmulTf32Scope tf32(precision == "tf32");
-  const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
-  // Normal values, made once: no zeros or denormals for a fast path to find.
-  torch::manual_seed(0);
-  const torch::Tensor a = torch::randn({options.size, options.size}, options_on_device);
-  const torch::Tensor b = torch::randn({options.size, options.size}, options_on_device);
-  torch::Tensor c = torch::empty({options.size, options.size}, options_on_device);
+  if (options.steps < 1 || options.warmup < 0)
+    throw std::invalid_argument("a peak measurement needs a step count of at least 1, and no negative warm-up");
+}
+
+// Why a precision is not measured on this device; empty where it is.
+std::string not_on_device(const torch::Device& device, const std::string& precision) {
+  if (precision == "tf32" && !device.is_cuda())
+    return "TF32 is a format of NVIDIA's tensor cores; a CPU has no such mode";
+  if (precision == "fp16" && !device.is_cuda()) return "fp16 runs on CUDA devices only here, as in a sweep";
+  return "";
+}
+
+// Runs `run` options.warmup times untimed, then options.steps times each timed on its own, and fills the
+// rate's times, median and spread; an operation LibTorch lacks here leaves the rate skipped.
+template <class Run>
+void time_runs(const torch::Device& device, const PeakOptions& options, PeakRate& rate, const Run& run) {
   const std::unique_ptr<StepTimer> timer = make_step_timer(device);
   rate.timer = timer->method();
   try {
-    for (int i = 0; i < options.warmup; ++i) torch::mm_out(c, a, b);
+    for (int i = 0; i < options.warmup; ++i) run();
     wait_for(device);
     timer->reserve(options.steps);
     for (int i = 0; i < options.steps; ++i) {
       timer->start(i);
-      torch::mm_out(c, a, b);
+      run();
       timer->stop(i);
     }
     wait_for(device);
@@ -87,7 +85,7 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
     const auto missing = unsupported_operation(error);
     if (!missing) throw;
     rate.skipped = "LibTorch cannot run it here: " + *missing;
-    return rate;
+    return;
   }
   rate.times_ms.resize(static_cast<std::size_t>(options.steps));
   for (int i = 0; i < options.steps; ++i) rate.times_ms[static_cast<std::size_t>(i)] = timer->elapsed_ms(i);
@@ -97,16 +95,106 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
   rate.median_tflops = tflops(s.median);
   rate.low_tflops = tflops(s.p90);
   rate.high_tflops = tflops(s.p10);
+}
+
+}  // namespace
+
+std::string ConvShape::text() const {
+  return std::to_string(batch) + "x" + std::to_string(channels) + "x" + std::to_string(height) + "x" +
+         std::to_string(width);
+}
+
+double ConvShape::flops() const {
+  // Padding 1 keeps H×W; every output element of C channels takes C·3·3 multiply-adds.
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(channels) * static_cast<double>(channels) * 9.0 *
+         static_cast<double>(height) * static_cast<double>(width);
+}
+
+int64_t default_peak_size(const torch::Device& device) { return device.is_cuda() ? 8192 : 2048; }
+
+ConvShape default_conv_shape(const torch::Device& device) {
+  return device.is_cuda() ? ConvShape{64, 256, 56, 56} : ConvShape{8, 128, 28, 28};
+}
+
+std::vector<std::string> default_peak_precisions(const torch::Device& device) {
+  return device.is_cuda() ? kPeakPrecisions : std::vector<std::string>{"fp32"};
+}
+
+PeakRate measure_peak_rate(const torch::Device& device, const std::string& precision,
+                           const PeakOptions& options) {
+  check_request(precision, options);
+  if (options.size < 1) throw std::invalid_argument("a matrix product needs a size of at least 1");
+  PeakRate rate;
+  rate.operation = "matmul";
+  rate.precision = precision;
+  rate.size = options.size;
+  const auto n = static_cast<double>(options.size);
+  rate.flops = 2 * n * n * n;
+  rate.skipped = not_on_device(device, precision);
+  if (!rate.skipped.empty()) return rate;
+  torch::NoGradGuard no_grad;
+  const MeasurementSettings settings(/*tf32=*/precision == "tf32", at::globalContext().benchmarkCuDNN());
+  const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
+  // Normal values, made once: no zeros or denormals for a fast path to find.
+  torch::manual_seed(0);
+  const torch::Tensor a = torch::randn({options.size, options.size}, options_on_device);
+  const torch::Tensor b = torch::randn({options.size, options.size}, options_on_device);
+  torch::Tensor c = torch::empty({options.size, options.size}, options_on_device);
+  time_runs(device, options, rate, [&] { torch::mm_out(c, a, b); });
+  return rate;
+}
+
+PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& precision,
+                                const std::string& memory_format, const PeakOptions& options) {
+  check_request(precision, options);
+  if (std::find(kConvMemoryFormats.begin(), kConvMemoryFormats.end(), memory_format) == kConvMemoryFormats.end())
+    throw std::invalid_argument("unknown memory format '" + memory_format + "'");
+  const ConvShape& shape = options.conv;
+  if (shape.batch < 1 || shape.channels < 1 || shape.height < 1 || shape.width < 1)
+    throw std::invalid_argument("a convolution needs an input of at least 1x1x1x1");
+  PeakRate rate;
+  rate.operation = "conv";
+  rate.precision = precision;
+  rate.conv = shape;
+  rate.memory_format = memory_format;
+  rate.cudnn_benchmark = device.is_cuda();
+  rate.flops = shape.flops();
+  rate.skipped = not_on_device(device, precision);
+  if (!rate.skipped.empty()) return rate;
+  torch::NoGradGuard no_grad;
+  const MeasurementSettings settings(/*tf32=*/precision == "tf32", /*cudnn_benchmark=*/device.is_cuda());
+  const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
+  const auto layout = memory_format == "channels_last" ? torch::MemoryFormat::ChannelsLast
+                                                       : torch::MemoryFormat::Contiguous;
+  torch::manual_seed(0);
+  const auto sizes = shape.sizes();
+  const torch::Tensor input = torch::randn(sizes, options_on_device).contiguous(layout);
+  // Scaled so that the outputs stay near 1, far from fp16's largest value.
+  const torch::Tensor weight =
+      (torch::randn({shape.channels, shape.channels, 3, 3}, options_on_device) /
+       std::sqrt(static_cast<double>(shape.channels) * 9))
+          .contiguous(layout);
+  // The output is made by the convolution, as a model's layer makes it: on a GPU from the caching
+  // allocator's blocks, which the warm-up leaves ready.
+  time_runs(device, options, rate, [&] { torch::conv2d(input, weight, {}, 1, 1); });
   return rate;
 }
 
 Json to_json(const PeakRate& rate) {
-  Json j = {{"precision", rate.precision}, {"size", rate.size}};
+  Json j = {{"operation", rate.operation}, {"precision", rate.precision}};
+  if (rate.operation == "conv") {
+    const auto sizes = rate.conv.sizes();
+    j["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
+    j["memory_format"] = rate.memory_format;
+    j["cudnn_benchmark"] = rate.cudnn_benchmark;
+  } else {
+    j["size"] = rate.size;
+  }
   if (!rate.skipped.empty()) {
     j["skipped"] = rate.skipped;
     return j;
   }
-  j["flops_per_product"] = rate.flops;
+  j["flops_per_run"] = rate.flops;
   j["median_tflops"] = rate.median_tflops;
   j["p10_tflops"] = rate.low_tflops;
   j["p90_tflops"] = rate.high_tflops;

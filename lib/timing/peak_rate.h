@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,42 +12,69 @@
 
 namespace batchscope {
 
-// The device's dense matrix-product rate: the peak that a step's achieved TFLOP/s is read against.
-// C = A·B with n×n matrices (2n³ FLOPs), each product timed on its own (CUDA events on a GPU) into a
-// result made before the timed loop.
-//   fp32: IEEE fp32 (TF32 refused for the measurement, then restored)
-//   tf32: fp32 tensors with TF32 allowed in cuBLAS (CUDA only)
+// The device's dense rates, the peaks that a step's achieved TFLOP/s is read against. Two operations:
+//   matmul: C = A·B with n×n matrices (2n³ FLOPs), into a result made before the timed loop;
+//   conv:   a 3×3 convolution, stride 1, padding 1, of an N×C×H×W input to C channels, no bias
+//           (2·N·C·C·9·H·W FLOPs, a multiply-add counted as 2 as the models count theirs), in both
+//           memory layouts, with cuDNN's benchmark mode on a GPU (the fastest algorithm it finds): the
+//           roof of a CNN's layers, which cuDNN may run by algorithms (Winograd, FFT) that do fewer
+//           multiplications than the FLOPs counted, so that their rate can pass the matrix product's.
+// Each run is timed on its own (CUDA events on a GPU) after warm-up runs. Precisions:
+//   fp32: IEEE fp32 (TF32 refused in cuBLAS and cuDNN for the measurement, then restored)
+//   tf32: fp32 tensors with TF32 allowed in cuBLAS and cuDNN (CUDA only)
 //   bf16, fp16: tensors of that type (fp16: CUDA only)
 inline const std::vector<std::string> kPeakPrecisions = {"fp32", "tf32", "bf16", "fp16"};
+inline const std::vector<std::string> kPeakOperations = {"matmul", "conv"};
+inline const std::vector<std::string> kConvMemoryFormats = {"contiguous", "channels_last"};
+
+struct ConvShape {
+  int64_t batch = 0, channels = 0, height = 0, width = 0;
+  std::array<int64_t, 4> sizes() const { return {batch, channels, height, width}; }
+  // "64x256x56x56"
+  std::string text() const;
+  double flops() const;  // of one convolution
+};
 
 struct PeakOptions {
-  int64_t size = 0;  // n
+  int64_t size = 0;  // n of the matrix product
+  ConvShape conv;    // the convolution's input
   int warmup = 5;
   int steps = 20;
 };
 
-// The size a device gets unless told: large enough to keep a GPU's tensor cores busy (8192), and a
-// product of a second or less on a CPU (2048).
+// The sizes a device gets unless told: large enough to keep a GPU's tensor cores busy (8192; a VGG16
+// layer of the third block at batch 64, 64x256x56x56), and a run of a second or less on a CPU (2048;
+// 8x128x28x28).
 int64_t default_peak_size(const torch::Device& device);
+ConvShape default_conv_shape(const torch::Device& device);
 // The precisions measured unless told: all four on a GPU, fp32 on a CPU (bf16 there is often emulated).
 std::vector<std::string> default_peak_precisions(const torch::Device& device);
 
 struct PeakRate {
+  std::string operation = "matmul";
   std::string precision;
-  int64_t size = 0;
+  int64_t size = 0;            // matmul
+  ConvShape conv;              // conv
+  std::string memory_format;   // conv: contiguous or channels_last
+  bool cudnn_benchmark = false;  // conv on a GPU
   // Why it was not measured on this device (tf32 on a CPU, an operation LibTorch lacks); empty if it was.
   std::string skipped;
   std::vector<double> times_ms;
-  double flops = 0;  // of one product
+  double flops = 0;  // of one run
   double median_ms = 0;
   double median_tflops = 0, low_tflops = 0, high_tflops = 0;  // median, and from the p90 and p10 times
   std::string timer;
 };
 
-// One precision's rate on a device. Throws std::invalid_argument for an unknown precision or a size
-// below 1; an operation LibTorch lacks for the type on this device is returned as skipped.
+// One precision's matrix-product rate on a device. Throws std::invalid_argument for an unknown
+// precision or a size below 1; an operation LibTorch lacks for the type on this device is returned as
+// skipped.
 PeakRate measure_peak_rate(const torch::Device& device, const std::string& precision,
                            const PeakOptions& options);
+
+// One precision's convolution rate in one memory layout (contiguous or channels_last), likewise.
+PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& precision,
+                                const std::string& memory_format, const PeakOptions& options);
 
 Json to_json(const PeakRate& rate);
 

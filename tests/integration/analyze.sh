@@ -123,13 +123,27 @@ expect2 split_across_gpus "elsewhere.jsonl:1: .*NVIDIA Test GPU vs Third GPU" "$
 expect2 no_logs "at least one log" --out "$work/x"
 expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0
 
-# --peak: the sweep's highest TFLOP/s against this CPU's measured fp32 peak, in the report, the summary and
-# analysis.json; a file that is not a peak file is refused with its line.
-"$bin" peak --device cpu --size 128 --steps 3 --warmup 1 --out "$work/peak.jsonl" > /dev/null
-if "$bin" analyze "$work/cpu" --peak "$work/peak.jsonl" --no-plots --out "$work/peaked" > "$work/out" 2> "$work/err" &&
-   grep -Eq "^- highest rate: batch [0-9]+, [0-9.e+-]+ TFLOP/s, [0-9.e+-]+% of the measured fp32 peak \([0-9.e+-]+ TFLOP/s, .*peak.jsonl:1\)$" "$work/peaked/report.md" &&
-   grep -Eq "^  highest rate: .*% of the measured fp32 peak" "$work/out" &&
-   python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"][0]["peak"]; assert g["of_peaks"][0]["precision"] == "fp32" and abs(g["of_peaks"][0]["share"] * g["of_peaks"][0]["peak_tflops"] - g["tflops"]) < 1e-9 * g["tflops"], g' "$work/peaked/analysis.json"; then
+# --peak: the sweep's highest TFLOP/s against this CPU's measured fp32 peaks, the matrix product's and the
+# convolution's (its faster layout), from two files, in the report, the summary and analysis.json; a file
+# that is not a peak file is refused with its line.
+"$bin" peak --device cpu --operation matmul --size 128 --steps 3 --warmup 1 --out "$work/peak.jsonl" > /dev/null
+"$bin" peak --device cpu --operation conv --conv-input 2x16x8x8 --steps 3 --warmup 1 --out "$work/conv.jsonl" > /dev/null
+if "$bin" analyze "$work/cpu" --peak "$work/peak.jsonl" --peak "$work/conv.jsonl" --no-plots --out "$work/peaked" > "$work/out" 2> "$work/err" &&
+   grep -Eq "^- highest rate: batch [0-9]+, [0-9.e+-]+ TFLOP/s, [0-9.e+-]+% of the measured fp32 matrix-product peak \([0-9.e+-]+ TFLOP/s, .*peak.jsonl:1\), [0-9.e+-]+% of the fp32 convolution peak \([0-9.e+-]+ TFLOP/s, (contiguous|channels-last), .*conv.jsonl:1\)$" "$work/peaked/report.md" &&
+   grep -Eq "^  highest rate: .*% of the measured fp32 matrix-product peak .*% of the fp32 convolution peak" "$work/out" &&
+   python3 - "$work/peaked/analysis.json" "$work/conv.jsonl" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))["groups"][0]["peak"]
+matmul, conv = g["of_peaks"]
+assert (matmul["operation"], matmul["precision"]) == ("matmul", "fp32") and "memory_format" not in matmul, g
+for share in (matmul, conv):
+    assert abs(share["share"] * share["peak_tflops"] - g["tflops"]) < 1e-9 * g["tflops"], g
+# The convolution's roof is the faster of its two layouts.
+rates = json.loads(open(sys.argv[2]).readline())["rates"]
+best = max(rates, key=lambda r: r["median_tflops"])
+assert (conv["operation"], conv["memory_format"], conv["peak_tflops"]) == ("conv", best["memory_format"], best["median_tflops"]), (conv, rates)
+PY
+then
   echo "ok   --peak: $(grep 'highest rate' "$work/out")"
 else
   echo "FAIL --peak: $(cat "$work/err") $(grep -i 'rate' "$work/peaked/report.md" 2>/dev/null)"; failures=$((failures + 1))

@@ -194,6 +194,11 @@ expect option_microbatch_batch "command line: --batch: 'x' is not a whole number
 expect option_maxbatch_confirm "command line: --confirm: '0' is not a whole number from 1" maxbatch --model mnist_cnn --confirm 0 --memory-limit 1GiB
 expect option_peak_precision "command line: --precision: 'fp8' is not a precision peak measures; give a comma-separated list of fp32, tf32, bf16 and fp16" peak --device cpu --precision fp8
 expect option_peak_size "command line: --size: '0' is not a whole number from 1 to 65536" peak --device cpu --size 0
+expect option_peak_operation "command line: --operation: 'gemm' is not an operation peak measures; give a comma-separated list of matmul and conv, e.g. --operation conv" peak --device cpu --operation gemm
+expect option_peak_conv_input "command line: --conv-input: '64x256x56' is not an input shape N×C×H×W; give four whole numbers from 1 to 999999 joined by x, e.g. --conv-input 64x256x56x56" peak --device cpu --conv-input 64x256x56
+expect option_peak_conv_input_zero "command line: --conv-input: '0x8x8x8' is not an input shape" peak --device cpu --conv-input 0x8x8x8
+expect option_peak_size_without_matmul "command line: --size is the matrix product's, and --operation leaves it out; add matmul to --operation or leave --size out" peak --device cpu --operation conv --size 512
+expect option_peak_conv_memory "command line: --conv-input 999999x4096x512x512 needs .* for its convolution's tensors, more than the .* this machine has free; give a smaller --conv-input" peak --device cpu --conv-input 999999x4096x512x512
 expect option_peak_out "p.jsonl: cannot open for writing .*; choose an --out directory you can write to" peak --device cpu --size 2048 --out "$work/absent-dir/p.jsonl"
 # Three 65536² fp32 matrices need 48 GiB: refused before any is made where less is free (as here).
 if [ "$(awk '/^MemAvailable:/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 44 ]; then

@@ -313,10 +313,13 @@ Json with_profile(Json group, const GroupAnalysis& g) {
   if (g.peak) {
     Json shares = Json::array();
     for (const PeakShare& share : g.peak->shares) {
-      shares.push_back({{"precision", share.precision},
-                        {"peak_tflops", share.peak_tflops},
-                        {"share", share.share},
-                        {"peak_from", share.from}});
+      Json one = {{"operation", share.operation},
+                  {"precision", share.precision},
+                  {"peak_tflops", share.peak_tflops},
+                  {"share", share.share},
+                  {"peak_from", share.from}};
+      if (share.operation == "conv") one["memory_format"] = share.memory_format;
+      shares.push_back(one);
     }
     group["peak"] = {{"batch_size", g.peak->batch_size}, {"tflops", g.peak->tflops}, {"of_peaks", shares}};
   }

@@ -33,14 +33,18 @@ std::string jump_name(const Jump& j) {
   return std::to_string(j.from_batch) + "→" + std::to_string(j.to_batch);
 }
 
-// "46% of the measured fp32 peak (51.2 TFLOP/s, peak.jsonl:1), 11% of the tf32 peak (...)"
+// "46% of the measured fp32 matrix-product peak (51.2 TFLOP/s, peak.jsonl:1), 38% of the fp32
+// convolution peak (62.0 TFLOP/s, channels-last, peak.jsonl:1), 11% of the tf32 ..."
 std::string peak_shares(const GroupPeak& peak, bool with_sources) {
   std::string text;
   for (std::size_t i = 0; i < peak.shares.size(); ++i) {
     const PeakShare& s = peak.shares[i];
-    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") +
-            s.precision + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
-            (with_sources ? ", " + s.from : "") + ")";
+    const bool conv = s.operation == "conv";
+    std::string layout;
+    if (conv && !s.memory_format.empty()) layout = s.memory_format == "channels_last" ? "channels-last" : s.memory_format;
+    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
+            (conv ? " convolution" : " matrix-product") + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
+            (with_sources && !layout.empty() ? ", " + layout : "") + (with_sources ? ", " + s.from : "") + ")";
   }
   return text;
 }
