@@ -54,6 +54,8 @@ std::string bash_script() {
   // peak measures TF32 too, a precision sweeps do not take.
   std::string peak_precisions;
   for (const std::string& p : kPeakPrecisions) peak_precisions += (peak_precisions.empty() ? "" : " ") + p;
+  std::string peak_operations;
+  for (const std::string& o : kPeakOperations) peak_operations += (peak_operations.empty() ? "" : " ") + o;
   std::set<std::string> names;
   std::ostringstream cases;
   for (const auto& [name, run] : commands()) {
@@ -127,6 +129,9 @@ std::string bash_script() {
     << "\" -- \"$cur\")); return ;;\n"
        "    --tf32) COMPREPLY=($(compgen -W \""
     << to_string(Tf32::Default) << " " << to_string(Tf32::On) << " " << to_string(Tf32::Off)
+    << "\" -- \"$cur\")); return ;;\n"
+       "    --operation) COMPREPLY=($(compgen -W \""
+    << peak_operations
     << "\" -- \"$cur\")); return ;;\n"
        "    --foreach) COMPREPLY=($(compgen -W \"auto on off\" -- \"$cur\")); return ;;\n"
        "    --lr-scaling) COMPREPLY=($(compgen -W \""

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
@@ -27,11 +28,13 @@ namespace {
 
 // A comma-separated list of the `known` names (each once, in the order given), or the defaults.
 std::vector<std::string> list_option(const cxxopts::ParseResult& result, const std::string& name,
-                                     const std::vector<std::string>& known, const std::vector<std::string>& defaults,
-                                     const std::string& what, const std::string& example) {
+                                     const std::vector<std::string>& known,
+                                     const std::vector<std::string>& defaults, const std::string& what,
+                                     const std::string& example) {
   if (!result.count(name)) return defaults;
-  std::string names;
-  for (const std::string& k : known) names += (names.empty() ? "" : (&k == &known.back() ? " and " : ", ")) + k;
+  std::string names;  // "fp32, tf32, bf16 and fp16"
+  for (std::size_t i = 0; i < known.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == known.size() ? " and " : ", ") + known[i];
   std::vector<std::string> chosen;
   std::stringstream list(result[name].as<std::string>());
   for (std::string item; std::getline(list, item, ',');) {
@@ -52,7 +55,8 @@ ConvShape conv_shape_option(const cxxopts::ParseResult& result, const torch::Dev
   std::stringstream parts(text);
   bool whole = !text.empty() && text.back() != 'x';
   for (std::string part; whole && std::getline(parts, part, 'x');) {
-    whole = !part.empty() && part.size() <= 6 && std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    whole = !part.empty() && part.size() <= 6 &&
+            std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
     if (whole) sizes.push_back(std::stoll(part));
     whole = whole && sizes.back() >= 1;
   }
@@ -63,24 +67,27 @@ ConvShape conv_shape_option(const cxxopts::ParseResult& result, const torch::Dev
   return {sizes[0], sizes[1], sizes[2], sizes[3]};
 }
 
-// What the operations' tensors take on the CPU must fit within 90% of the memory available now: three
-// n×n matrices of the widest type, or a convolution's input, output and a copy of the input.
-void check_fits(const std::vector<std::string>& operations, const PeakOptions& o, const torch::Device& device) {
-  if (!device.is_cpu()) return;
-  const std::optional<int64_t> limit = default_cpu_memory_limit();
+// The bytes an operation's fp32 tensors take: three n×n matrices; or the convolution's input, its output
+// and a copy of the input made for a layout, and the weights.
+double bytes_needed(const std::string& operation, const PeakOptions& o) {
+  if (operation != "conv") return 3 * 4 * std::pow(static_cast<double>(o.size), 2);
+  double input = 4;
+  for (const int64_t size : o.conv.sizes()) input *= static_cast<double>(size);
+  return 3 * input + 4 * 9 * std::pow(static_cast<double>(o.conv.channels), 2);
+}
+
+// What the operations take on the CPU must fit within 90% of the memory available now.
+void check_fits(const std::vector<std::string>& operations, const PeakOptions& o,
+                const torch::Device& device) {
+  const std::optional<int64_t> limit = device.is_cpu() ? default_cpu_memory_limit() : std::nullopt;
   if (!limit) return;
   for (const std::string& operation : operations) {
-    const bool conv = operation == "conv";
-    const auto n = static_cast<double>(o.size);
-    const auto s = o.conv.sizes();
-    const double needed = conv ? 3.0 * 4 * static_cast<double>(s[0]) * static_cast<double>(s[1]) *
-                                     static_cast<double>(s[2]) * static_cast<double>(s[3]) +
-                                     4.0 * 9 * static_cast<double>(s[1]) * static_cast<double>(s[1])
-                               : 3 * n * n * 4;
+    const double needed = bytes_needed(operation, o);
     if (needed <= static_cast<double>(*limit)) continue;
+    const bool conv = operation == "conv";
     const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
-    refuse(option + " needs " + format_memory_size(static_cast<int64_t>(std::min(needed, 9e18))) + " for its " +
-               (conv ? "convolution's tensors" : "three matrices") + ", more than the " +
+    refuse(option + " needs " + format_memory_size(static_cast<int64_t>(std::min(needed, 9e18))) +
+               " for its " + (conv ? "convolution's tensors" : "three matrices") + ", more than the " +
                format_memory_size(*limit) + " this machine has free",
            conv ? "give a smaller --conv-input" : "give a smaller --size");
   }
@@ -94,7 +101,8 @@ std::string device_description(const std::string& device) {
 
 // "fp32        contiguous      51.28     50.1-51.9     21.44"
 void print_rate(const PeakRate& r, bool with_layout) {
-  const std::string layout = !with_layout ? "" : r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  std::string layout;
+  if (with_layout) layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
   std::printf("%-10s %-14s", r.precision.c_str(), layout.c_str());
   if (!r.skipped.empty()) {
     std::printf("not measured: %s\n", r.skipped.c_str());
@@ -109,15 +117,16 @@ void print_table(const std::string& device, const PeakOptions& o, const std::vec
   std::string timer;
   for (const PeakRate& r : rates)
     if (!r.timer.empty()) timer = r.timer;
-  std::printf("peak rates on %s: %d warm-up and %d timed runs of each%s\n", device_description(device).c_str(),
-              o.warmup, o.steps, timer.empty() ? "" : (", timed with " + timer).c_str());
+  std::printf("peak rates on %s: %d warm-up and %d timed runs of each%s\n",
+              device_description(device).c_str(), o.warmup, o.steps,
+              timer.empty() ? "" : (", timed with " + timer).c_str());
   for (const std::string& operation : kPeakOperations) {
     const bool conv = operation == "conv";
     if (std::none_of(rates.begin(), rates.end(), [&](const PeakRate& r) { return r.operation == operation; }))
       continue;
     if (conv) {
-      std::printf("\nconvolution 3x3, stride 1, padding 1: input %s, %lld channels out%s\n", o.conv.text().c_str(),
-                  static_cast<long long>(o.conv.channels),
+      std::printf("\nconvolution 3x3, stride 1, padding 1: input %s, %lld channels out%s\n",
+                  o.conv.text().c_str(), static_cast<long long>(o.conv.channels),
                   torch::Device(device).is_cuda() ? ", cuDNN benchmark mode" : "");
     } else {
       std::printf("\nmatrix product C = A·B: %lldx%lld matrices\n", static_cast<long long>(o.size),
@@ -159,32 +168,35 @@ int run_peak_command(const std::vector<std::string>& args) {
   // clang-format on
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
-    std::cout << options.help()
-              << "\nExample: batchscope peak --device cuda:0 --out results/peak.jsonl\n"
-                 "Then: analyze --peak results/peak.jsonl reads a sweep's TFLOP/s (report.md, analysis.json)\n"
-                 "against the rates of its precision.\n";
+    std::cout
+        << options.help()
+        << "\nExample: batchscope peak --device cuda:0 --out results/peak.jsonl\n"
+           "Then: analyze --peak results/peak.jsonl reads a sweep's TFLOP/s (report.md, analysis.json)\n"
+           "against the rates of its precision.\n";
     return 0;
   }
   apply_threads_option(result);
   const std::string device_name = resolve_training_device(result["device"].as<std::string>());
   const torch::Device device(device_name);
   PeakOptions o;
-  const std::vector<std::string> operations =
-      list_option(result, "operation", kPeakOperations, kPeakOperations, "an operation peak measures", "conv");
+  const std::vector<std::string> operations = list_option(
+      result, "operation", kPeakOperations, kPeakOperations, "an operation peak measures", "conv");
   const auto measures = [&operations](const std::string& operation) {
     return std::find(operations.begin(), operations.end(), operation) != operations.end();
   };
   if (result.count("size") && !measures("matmul"))
-    refuse("--size is the matrix product's, and --operation leaves it out", "add matmul to --operation or leave --size out");
+    refuse("--size is the matrix product's, and --operation leaves it out",
+           "add matmul to --operation or leave --size out");
   if (result.count("conv-input") && !measures("conv"))
-    refuse("--conv-input is the convolution's, and --operation leaves it out", "add conv to --operation or leave --conv-input out");
+    refuse("--conv-input is the convolution's, and --operation leaves it out",
+           "add conv to --operation or leave --conv-input out");
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
   o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));
   o.warmup = static_cast<int>(whole_option(result, "warmup", 0, limits::kMaxSteps));
-  const std::vector<std::string> precisions = list_option(result, "precision", kPeakPrecisions,
-                                                          default_peak_precisions(device), "a precision peak measures",
-                                                          "fp32,bf16");
+  const std::vector<std::string> precisions =
+      list_option(result, "precision", kPeakPrecisions, default_peak_precisions(device),
+                  "a precision peak measures", "fp32,bf16");
   check_fits(operations, o, device);
   // Opened before the measurement, so that a path that cannot be written is refused at once.
   std::optional<JsonlWriter> out;
@@ -200,8 +212,10 @@ int run_peak_command(const std::vector<std::string>& args) {
                                : measure_peak_rate(device, precision, o));
         } catch (const std::exception& error) {
           if (!is_out_of_memory(error)) throw;
-          const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
-          throw UserError(located("command line", 0, option + " does not fit on " + device_name + " in " + precision,
+          const std::string option =
+              conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
+          throw UserError(located("command line", 0,
+                                  option + " does not fit on " + device_name + " in " + precision,
                                   conv ? "give a smaller --conv-input" : "give a smaller --size"));
         }
       }

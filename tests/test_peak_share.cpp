@@ -32,7 +32,8 @@ Json rate(const std::string& precision, double tflops) {
 }
 
 Json conv_rate(const std::string& precision, const std::string& layout, double tflops) {
-  return {{"operation", "conv"}, {"precision", precision}, {"memory_format", layout}, {"median_tflops", tflops}};
+  return {
+      {"operation", "conv"}, {"precision", precision}, {"memory_format", layout}, {"median_tflops", tflops}};
 }
 
 class PeakShareTest : public AnalyzeTest {};
@@ -89,10 +90,12 @@ TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
 TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutAndLaterFilesReplaceEarlierOnes) {
   // A record from before the convolution (no operation) is the matrix product's.
   const std::string first =
-      write("peak.jsonl", peak_line("cuda:0", "GPU A",
-                                    {rate("fp32", 50), conv_rate("fp32", "contiguous", 60),
-                                     conv_rate("fp32", "channels_last", 55), conv_rate("tf32", "contiguous", 300)}));
-  const std::string second = write("conv.jsonl", peak_line("cuda:0", "GPU A", {conv_rate("fp32", "channels_last", 70)}));
+      write("peak.jsonl",
+            peak_line("cuda:0", "GPU A",
+                      {rate("fp32", 50), conv_rate("fp32", "contiguous", 60),
+                       conv_rate("fp32", "channels_last", 55), conv_rate("tf32", "contiguous", 300)}));
+  const std::string second =
+      write("conv.jsonl", peak_line("cuda:0", "GPU A", {conv_rate("fp32", "channels_last", 70)}));
   const PeakTable t = read_peak_tables({first, second});
   EXPECT_EQ(t.files, (std::vector<std::string>{first, second}));
   EXPECT_EQ(peak_files_text(t), first + " and " + second);
@@ -124,10 +127,12 @@ TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutAndLaterFilesReplaceEa
   EXPECT_EQ(peak.shares[2].memory_format, "contiguous");
   std::ostringstream report;
   write_report(report, a, {}, "plots");
-  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (50.00 TFLOP/s, "), std::string::npos)
-      << report.str();
-  EXPECT_NE(report.str().find("% of the fp32 convolution peak (70.00 TFLOP/s, channels-last, " + second + ":1)"),
+  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (50.00 TFLOP/s, "),
             std::string::npos)
+      << report.str();
+  EXPECT_NE(
+      report.str().find("% of the fp32 convolution peak (70.00 TFLOP/s, channels-last, " + second + ":1)"),
+      std::string::npos)
       << report.str();
   const Json j = analysis_to_json(a, options);
   const Json& conv = j["groups"][0]["peak"]["of_peaks"][1];
@@ -140,11 +145,13 @@ TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
   Json odd = rate("fp32", 2);
   odd["operation"] = "fft";
   EXPECT_NE(user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd}))); })
-                .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', neither matmul nor conv"),
+                .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', neither matmul "
+                      "nor conv"),
             std::string::npos);
   odd["operation"] = 3;
-  EXPECT_NE(user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd}))); })
-                .find("p.jsonl:1: a rate of the peak record gives its operation as something other than text"),
+  EXPECT_NE(user_error_of([&] {
+              read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd})));
+            }).find("p.jsonl:1: a rate of the peak record gives its operation as something other than text"),
             std::string::npos);
 }
 
@@ -205,7 +212,8 @@ TEST_F(PeakShareTest, EachGroupsHighestRateIsReadAgainstItsOwnDevicesPeaks) {
   write_report(report, a, {}, "plots");
   write_terminal_summary(terminal, a);
   EXPECT_NE(report.str().find("- highest rate: batch 8, "), std::string::npos);
-  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (2.000 TFLOP/s, "), std::string::npos)
+  EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (2.000 TFLOP/s, "),
+            std::string::npos)
       << report.str();
   EXPECT_NE(terminal.str().find("% of the tf32 matrix-product peak (8.000 TFLOP/s)"), std::string::npos)
       << terminal.str();

@@ -450,8 +450,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
       std::string wanted;
       for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
       const std::string files = peak_files_text(options.peaks);
-      a.warnings.push_back(g.label + ": " + files + (options.peaks.files.size() > 1 ? " have" : " has") + " no " +
-                           wanted + " peak of " + (device == "cpu" ? "this CPU" : device) +
+      a.warnings.push_back(g.label + ": " + files + (options.peaks.files.size() > 1 ? " have" : " has") +
+                           " no " + wanted + " peak of " + (device == "cpu" ? "this CPU" : device) +
                            "; run batchscope peak --out " + options.peaks.files.front() +
                            " on that device to read its rate against one");
     }

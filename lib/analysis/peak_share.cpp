@@ -30,11 +30,12 @@ std::string device_name(const Json& record, const std::string& path, int line) {
 }
 
 // A rate's text field, or `absent` where the rate has none.
-std::string text_field(const Json& rate, const std::string& key, const std::string& absent, const std::string& path,
-                       int line) {
+std::string text_field(const Json& rate, const std::string& key, const std::string& absent,
+                       const std::string& path, int line) {
   if (!rate.contains(key)) return absent;
   if (!rate[key].is_string())
-    throw UserError(located(path, line, "a rate of the peak record gives its " + key + " as something other than text", kFix));
+    throw UserError(located(
+        path, line, "a rate of the peak record gives its " + key + " as something other than text", kFix));
   return rate[key].get<std::string>();
 }
 
@@ -152,7 +153,8 @@ std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vecto
       }
       if (best == nullptr) continue;
       peak.shares.push_back({best->operation, precision, best->memory_format, best->median_tflops,
-                             best->file + ":" + std::to_string(best->line), peak.tflops / best->median_tflops});
+                             best->file + ":" + std::to_string(best->line),
+                             peak.tflops / best->median_tflops});
     }
   }
   return peak;

@@ -54,7 +54,8 @@ void check_request(const std::string& precision, const PeakOptions& options) {
   if (std::find(kPeakPrecisions.begin(), kPeakPrecisions.end(), precision) == kPeakPrecisions.end())
     throw std::invalid_argument("unknown precision '" + precision + "'");
   if (options.steps < 1 || options.warmup < 0)
-    throw std::invalid_argument("a peak measurement needs a step count of at least 1, and no negative warm-up");
+    throw std::invalid_argument(
+        "a peak measurement needs a step count of at least 1, and no negative warm-up");
 }
 
 // Why a precision is not measured on this device; empty where it is.
@@ -106,8 +107,8 @@ std::string ConvShape::text() const {
 
 double ConvShape::flops() const {
   // Padding 1 keeps H×W; every output element of C channels takes C·3·3 multiply-adds.
-  return 2.0 * static_cast<double>(batch) * static_cast<double>(channels) * static_cast<double>(channels) * 9.0 *
-         static_cast<double>(height) * static_cast<double>(width);
+  return 2.0 * static_cast<double>(batch) * static_cast<double>(channels) * static_cast<double>(channels) *
+         9.0 * static_cast<double>(height) * static_cast<double>(width);
 }
 
 int64_t default_peak_size(const torch::Device& device) { return device.is_cuda() ? 8192 : 2048; }
@@ -147,7 +148,8 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
 PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& precision,
                                 const std::string& memory_format, const PeakOptions& options) {
   check_request(precision, options);
-  if (std::find(kConvMemoryFormats.begin(), kConvMemoryFormats.end(), memory_format) == kConvMemoryFormats.end())
+  if (std::find(kConvMemoryFormats.begin(), kConvMemoryFormats.end(), memory_format) ==
+      kConvMemoryFormats.end())
     throw std::invalid_argument("unknown memory format '" + memory_format + "'");
   const ConvShape& shape = options.conv;
   if (shape.batch < 1 || shape.channels < 1 || shape.height < 1 || shape.width < 1)
@@ -164,16 +166,15 @@ PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& 
   torch::NoGradGuard no_grad;
   const MeasurementSettings settings(/*tf32=*/precision == "tf32", /*cudnn_benchmark=*/device.is_cuda());
   const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
-  const auto layout = memory_format == "channels_last" ? torch::MemoryFormat::ChannelsLast
-                                                       : torch::MemoryFormat::Contiguous;
+  const auto layout =
+      memory_format == "channels_last" ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
   torch::manual_seed(0);
   const auto sizes = shape.sizes();
   const torch::Tensor input = torch::randn(sizes, options_on_device).contiguous(layout);
   // Scaled so that the outputs stay near 1, far from fp16's largest value.
-  const torch::Tensor weight =
-      (torch::randn({shape.channels, shape.channels, 3, 3}, options_on_device) /
-       std::sqrt(static_cast<double>(shape.channels) * 9))
-          .contiguous(layout);
+  const torch::Tensor weight = (torch::randn({shape.channels, shape.channels, 3, 3}, options_on_device) /
+                                std::sqrt(static_cast<double>(shape.channels) * 9))
+                                   .contiguous(layout);
   // The output is made by the convolution, as a model's layer makes it: on a GPU from the caching
   // allocator's blocks, which the warm-up leaves ready.
   time_runs(device, options, rate, [&] { torch::conv2d(input, weight, {}, 1, 1); });

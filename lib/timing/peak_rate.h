@@ -53,9 +53,9 @@ std::vector<std::string> default_peak_precisions(const torch::Device& device);
 struct PeakRate {
   std::string operation = "matmul";
   std::string precision;
-  int64_t size = 0;            // matmul
-  ConvShape conv;              // conv
-  std::string memory_format;   // conv: contiguous or channels_last
+  int64_t size = 0;              // matmul
+  ConvShape conv;                // conv
+  std::string memory_format;     // conv: contiguous or channels_last
   bool cudnn_benchmark = false;  // conv on a GPU
   // Why it was not measured on this device (tf32 on a CPU, an operation LibTorch lacks); empty if it was.
   std::string skipped;

@@ -24,6 +24,8 @@ import time
 JUMP_MODELS_OFF = ["vgg19", "resnet50", "mobilenet_v2"]
 JUMP_MODELS_ON = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
+# The peak items' files, each read by every later analysis.
+PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl"}
 IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
             "--precision", "fp32", "--warmup", "5", "--steps", "20"]
 # Smoke mode: the same items on the CPU with tiny shapes and one timed step a size (VGG's 134M parameters
@@ -100,12 +102,16 @@ class Campaign:
                           with_option(SMOKE_IMAGE, "--batch", "1:6") if smoke
                           else ["configs/vgg16_jumps.yaml", "--profile"])
         sweep("vgg16_jumps", profiled_vgg16, os.path.join(r, "vgg16_jumps"))
-        # 5. The GPU's measured peak, that every sweep's TFLOP/s is read against.
-        peak = os.path.join(r, "peak.jsonl")
-        out.append({"id": "peak", "kind": "peak",
-                    "argv": ["peak", "--out", peak] + (["--size", "64", "--steps", "2", "--warmup", "0"] if smoke
-                                                       else []) + dev[:2],
-                    "out": peak, "resumable": False})
+        # 5. The GPU's measured peaks, that every sweep's TFLOP/s is read against: the matrix product's, then
+        # the convolution's, the roof of a CNN's layers (each in its own file: an item that starts again sets
+        # its half-written file aside).
+        tiny = ["--steps", "2", "--warmup", "0"] if smoke else []
+        for item_id, operation, shape in (("peak", "matmul", ["--size", "64"]),
+                                          ("peak_conv", "conv", ["--conv-input", "2x8x8x8"])):
+            path = os.path.join(r, PEAK_FILES[item_id])
+            out.append({"id": item_id, "kind": "peak",
+                        "argv": ["peak", "--operation", operation, "--out", path] + (shape + tiny if smoke else []) + dev[:2],
+                        "out": path, "resumable": False})
         # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
@@ -412,9 +418,12 @@ class Campaign:
                     interrupted = 3
 
     def analyze(self, it):
-        # Each sweep's TFLOP/s against the GPU's measured peak, once the peak item has run.
-        peak = os.path.join(self.results, "peak.jsonl")
-        peak_args = ["--peak", peak] if os.path.isfile(peak) and os.path.getsize(peak) > 0 else []
+        # Each sweep's TFLOP/s against the GPU's measured peaks, once the peak items have run.
+        peak_args = []
+        for name in PEAK_FILES.values():
+            peak = os.path.join(self.results, name)
+            if os.path.isfile(peak) and os.path.getsize(peak) > 0:
+                peak_args += ["--peak", peak]
         rc = subprocess.run([self.bin, "analyze", it["out"], "--quiet"] + peak_args, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
         if rc.returncode != 0:
@@ -500,6 +509,9 @@ def estimate(it, rate, steps):
     # Not planned by FLOPs: four precisions' products, about 25 tries of the search, the layer costs at
     # every split, two epochs.
     if it["kind"] == "peak":
+        # The convolution: four precisions in two layouts, each after cuDNN's search for its algorithm.
+        if "conv" in it["argv"]:
+            return 40.0 if gpu else 3.0
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855

@@ -81,7 +81,7 @@ by_id = {it["id"]: it for it in plan["items"]}
 assert plan["kept"] == ["vgg16_jumps"], plan["kept"]
 assert by_id["vgg16_jumps"]["estimate_s"] == 999.0, by_id["vgg16_jumps"]
 assert by_id["microbatch_alexnet"]["estimate_s"] != 999.0, by_id["microbatch_alexnet"]
-assert [it["id"] for it in plan["items"]][:2] == ["vgg16_jumps", "peak"], [it["id"] for it in plan["items"]]
+assert [it["id"] for it in plan["items"]][:3] == ["vgg16_jumps", "peak", "peak_conv"], [it["id"] for it in plan["items"]]
 PY
 
 "${campaign[@]}" > "$work/second.out" 2>&1
@@ -125,10 +125,15 @@ grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"
   "$work/r/maxbatch/resnet18_fp32_expandable_segments.jsonl" &&
   grep -q '^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True .* maxbatch ' "$work/r/commands.txt" &&
   ok "the allocator item ran with PYTORCH_CUDA_ALLOC_CONF set" || fail "the allocator item: no record naming its variable"
-python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["type"] == "peak" and r["rates"][0]["median_tflops"] > 0, r' \
-  "$work/r/peak.jsonl" || fail "peak: no measured rate"
-grep -q "% of the measured fp32 peak" "$work/r/mnist_train_vs_infer/analysis/report.md" &&
-  ok "sweeps after the peak are read against it" || fail "the MNIST report does not read its rate against the peak"
+python3 - "$work/r/peak.jsonl" "$work/r/peak_conv.jsonl" <<'PY' || fail "peak: no measured rate of each operation"
+import json, sys
+for path, operation in zip(sys.argv[1:], ("matmul", "conv")):
+    r = json.loads(open(path).readline())
+    assert r["type"] == "peak" and r["config"]["operations"] == [operation], r["config"]
+    assert all(rate["operation"] == operation and rate["median_tflops"] > 0 for rate in r["rates"]), r["rates"]
+PY
+grep -q "% of the measured fp32 matrix-product peak .*, .*% of the fp32 convolution peak" "$work/r/mnist_train_vs_infer/analysis/report.md" &&
+  ok "sweeps after the peaks are read against both" || fail "the MNIST report does not read its rate against both peaks"
 [ -f "$work/r/microbatch/alexnet/report.md" ] || fail "microbatch: no report"
 [ -f "$work/r/train_compare/compare.jsonl" ] || fail "train --compare: no comparison"
 python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch_size"] for r in t["rows"]] == [16, 64] and t["target_accuracy"] == 0.5, t' \

@@ -159,18 +159,27 @@ for r in rows:
           for q in ("train_loss", "test_accuracy")) + f", {r['min_digits']} digits at worst")
 PY
 
-# peak: all four precisions measured on CUDA events; the tensor cores' formats beat IEEE fp32.
-"$bin" peak --device cuda:0 --size 2048 --steps 5 --warmup 2 --json > "$work/peak.json" 2> "$work/peak.err" &&
-python3 - "$work/peak.json" <<'PY' && ok "peak: fp32, tf32, bf16 and fp16 on CUDA events" || fail "peak: $(cat "$work/peak.err")"
+# peak: all four precisions measured on CUDA events, the matrix product and the convolution (both
+# layouts, benchmark mode); the tensor cores' formats beat IEEE fp32.
+"$bin" peak --device cuda:0 --size 2048 --conv-input 16x128x28x28 --steps 5 --warmup 2 --json > "$work/peak.json" 2> "$work/peak.err" &&
+python3 - "$work/peak.json" <<'PY' && ok "peak: fp32, tf32, bf16 and fp16 products and convolutions on CUDA events" || fail "peak: $(cat "$work/peak.err")"
 import json, sys
-rates = {r["precision"]: r for r in json.load(open(sys.argv[1]))["rates"]}
-assert sorted(rates) == ["bf16", "fp16", "fp32", "tf32"], sorted(rates)
-for r in rates.values():
-    assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
-    assert 0 < r["p10_tflops"] <= r["median_tflops"] <= r["p90_tflops"], r
-assert rates["bf16"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
-assert rates["tf32"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
-print("     " + ", ".join(f"{p} {r['median_tflops']:.1f}" for p, r in sorted(rates.items())) + " TFLOP/s at 2048")
+all_rates = json.load(open(sys.argv[1]))["rates"]
+for operation, layouts in (("matmul", [None]), ("conv", ["contiguous", "channels_last"])):
+    for layout in layouts:
+        rates = {r["precision"]: r for r in all_rates if r["operation"] == operation and r.get("memory_format") == layout}
+        assert sorted(rates) == ["bf16", "fp16", "fp32", "tf32"], (operation, layout, sorted(rates))
+        for r in rates.values():
+            assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
+            assert 0 < r["p10_tflops"] <= r["median_tflops"] <= r["p90_tflops"], r
+            assert r.get("cudnn_benchmark", True) is True, r
+        if operation == "matmul":
+            assert rates["bf16"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+            assert rates["tf32"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+        print(f"     {operation} {layout or ''}: " + ", ".join(f"{p} {r['median_tflops']:.1f}" for p, r in sorted(rates.items())) + " TFLOP/s")
+# The convolution's faster layout in bf16 beats IEEE fp32's (which cuDNN may run by FFT or Winograd).
+best = lambda p: max(r["median_tflops"] for r in all_rates if r["operation"] == "conv" and r["precision"] == p)
+assert best("bf16") > best("fp32"), all_rates
 PY
 
 echo "$failures failures"

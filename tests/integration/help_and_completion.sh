@@ -48,6 +48,9 @@ complete_words() {  # the words bash would offer for the command line "$@" (the 
 }
 [ "$(complete_words batchscope sweep --ste | tr '\n' ' ')" = "--steps " ] && ok "completes --ste to --steps" \
   || fail "completing --ste: $(complete_words batchscope sweep --ste | tr '\n' ' ')"
+# peak's operations.
+[ "$(complete_words batchscope peak --operation c | tr '\n' ' ')" = "conv " ] && ok "completes peak --operation c to conv" \
+  || fail "completing peak --operation c: '$(complete_words batchscope peak --operation c | tr '\n' ' ')'"
 # peak's precisions include TF32; a sweep's do not.
 [ "$(complete_words batchscope peak --precision t | tr '\n' ' ')" = "tf32 " ] \
   && [ -z "$(complete_words batchscope sweep --precision t)" ] && ok "completes peak --precision t to tf32, and sweep's to nothing" \

@@ -41,10 +41,12 @@ std::string peak_shares(const GroupPeak& peak, bool with_sources) {
     const PeakShare& s = peak.shares[i];
     const bool conv = s.operation == "conv";
     std::string layout;
-    if (conv && !s.memory_format.empty()) layout = s.memory_format == "channels_last" ? "channels-last" : s.memory_format;
-    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
-            (conv ? " convolution" : " matrix-product") + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
-            (with_sources && !layout.empty() ? ", " + layout : "") + (with_sources ? ", " + s.from : "") + ")";
+    if (conv && !s.memory_format.empty())
+      layout = s.memory_format == "channels_last" ? "channels-last" : s.memory_format;
+    text +=
+        (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
+        (conv ? " convolution" : " matrix-product") + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
+        (with_sources && !layout.empty() ? ", " + layout : "") + (with_sources ? ", " + s.from : "") + ")";
   }
   return text;
 }
