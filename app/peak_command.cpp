@@ -67,13 +67,14 @@ ConvShape conv_shape_option(const cxxopts::ParseResult& result, const torch::Dev
   return {sizes[0], sizes[1], sizes[2], sizes[3]};
 }
 
-// The bytes an operation's fp32 tensors take: three n×n matrices; or the convolution's input, its output
-// and a copy of the input made for a layout, and the weights.
+// The bytes an operation's fp32 tensors take: three n×n matrices; or the convolution's weights and six
+// tensors of its input's size (the input and its copy in a layout, the output, and in training the
+// output's gradient, the input's and a spare).
 double bytes_needed(const std::string& operation, const PeakOptions& o) {
   if (operation != "conv") return 3 * 4 * std::pow(static_cast<double>(o.size), 2);
   double input = 4;
   for (const int64_t size : o.conv.sizes()) input *= static_cast<double>(size);
-  return 3 * input + 4 * 9 * std::pow(static_cast<double>(o.conv.channels), 2);
+  return 6 * input + 4 * 9 * std::pow(static_cast<double>(o.conv.channels), 2);
 }
 
 // What the operations take on the CPU must fit within 90% of the memory available now.
@@ -99,11 +100,11 @@ std::string device_description(const std::string& device) {
   return device + " (" + gpu::device_info(index).value("name", std::string("GPU")) + ")";
 }
 
-// "fp32        contiguous      51.28     50.1-51.9     21.44"
-void print_rate(const PeakRate& r, bool with_layout) {
-  std::string layout;
-  if (with_layout) layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
-  std::printf("%-10s %-14s", r.precision.c_str(), layout.c_str());
+// "fp32       train  channels-last        51.28      50.1-51.9        21.44"
+void print_rate(const PeakRate& r) {
+  const bool conv = r.operation == "conv";
+  const std::string layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  std::printf("%-10s %-6s %-14s", r.precision.c_str(), conv ? r.phase.c_str() : "", layout.c_str());
   if (!r.skipped.empty()) {
     std::printf("not measured: %s\n", r.skipped.c_str());
     return;
@@ -132,10 +133,10 @@ void print_table(const std::string& device, const PeakOptions& o, const std::vec
       std::printf("\nmatrix product C = A·B: %lldx%lld matrices\n", static_cast<long long>(o.size),
                   static_cast<long long>(o.size));
     }
-    std::printf("%-10s %-14s %15s %18s %12s\n", "precision", conv ? "layout" : "", "median TFLOP/s",
-                "p10-p90 TFLOP/s", "median ms");
+    std::printf("%-10s %-6s %-14s %15s %18s %12s\n", "precision", conv ? "phase" : "", conv ? "layout" : "",
+                "median TFLOP/s", "p10-p90 TFLOP/s", "median ms");
     for (const PeakRate& r : rates)
-      if (r.operation == operation) print_rate(r, conv);
+      if (r.operation == operation) print_rate(r);
   }
 }
 
@@ -146,12 +147,13 @@ int run_peak_command(const std::vector<std::string>& args) {
       "batchscope peak",
       "Measure the device's dense rates, the peaks that a sweep's TFLOP/s is read against: a matrix\n"
       "product C = A·B of n×n matrices (2n³ FLOPs), and a 3×3 convolution of an N×C×H×W input to C\n"
-      "channels (2·N·C²·9·H·W FLOPs) in both memory layouts, with cuDNN's benchmark mode on a GPU. Each\n"
-      "run is timed on its own (CUDA events on a GPU) after warm-up, the median and p10-p90 reported per\n"
-      "precision. fp32 is IEEE fp32 (TF32 refused); tf32 is fp32 with TF32 allowed in cuBLAS and cuDNN,\n"
-      "the tensor-core rate that cuDNN's fp32 convolutions may use (LibTorch's default; a sweep's run\n"
-      "record says which, under tf32); bf16 and fp16 are tensors of that type. A GPU gets all four at\n"
-      "n = 8192 and an input of 64x256x56x56, a CPU fp32 at n = 2048 and 8x128x28x28.");
+      "channels (2·N·C²·9·H·W FLOPs; in training, with its backward pass, 3 times that) in both memory\n"
+      "layouts, with cuDNN's benchmark mode on a GPU. Each run is timed on its own (CUDA events on a GPU)\n"
+      "after warm-up, the median and p10-p90 reported. fp32 is IEEE fp32 (TF32 refused); tf32 is fp32\n"
+      "with TF32 allowed in cuBLAS and cuDNN, the tensor-core rate that cuDNN's fp32 convolutions may use\n"
+      "(LibTorch's default; a sweep's run record says which, under tf32); bf16 and fp16 are tensors of\n"
+      "that type. A GPU gets all four at n = 8192 and an input of 64x256x56x56, a CPU fp32 at n = 2048\n"
+      "and 8x128x28x28.");
   // clang-format off
   options.add_options()
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
@@ -159,7 +161,8 @@ int run_peak_command(const std::vector<std::string>& args) {
       ("precision", "comma-separated: fp32, tf32, bf16, fp16 (default: all four on a GPU, fp32 on a CPU)", cxxopts::value<std::string>())
       ("size", "n of the matrix product's n×n matrices (default: 8192 on a GPU, 2048 on a CPU)", cxxopts::value<std::string>())
       ("conv-input", "the convolution's input NxCxHxW (default: 64x256x56x56 on a GPU, 8x128x28x28 on a CPU)", cxxopts::value<std::string>())
-      ("steps", "timed runs of each operation, precision and layout", cxxopts::value<std::string>()->default_value("20"))
+      ("phase", "comma-separated, the convolution's: train (forward and backward), infer (forward)", cxxopts::value<std::string>()->default_value("train,infer"))
+      ("steps", "timed runs of each operation, precision, phase and layout", cxxopts::value<std::string>()->default_value("20"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("5"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("json", "print the result as JSON")
@@ -187,9 +190,13 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (result.count("size") && !measures("matmul"))
     refuse("--size is the matrix product's, and --operation leaves it out",
            "add matmul to --operation or leave --size out");
-  if (result.count("conv-input") && !measures("conv"))
-    refuse("--conv-input is the convolution's, and --operation leaves it out",
-           "add conv to --operation or leave --conv-input out");
+  for (const char* option : {"conv-input", "phase"}) {
+    if (result.count(option) && !measures("conv"))
+      refuse(std::string("--") + option + " is the convolution's, and --operation leaves it out",
+             std::string("add conv to --operation or leave --") + option + " out");
+  }
+  const std::vector<std::string> phases =
+      list_option(result, "phase", kConvPhases, kConvPhases, "a phase of the convolution", "train");
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
   o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));
@@ -203,22 +210,28 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (result.count("out")) out.emplace(result["out"].as<std::string>());
 
   std::vector<PeakRate> rates;
-  for (const std::string& operation : operations) {
+  const auto measure = [&](const std::string& operation, const std::string& precision,
+                           const std::string& phase, const std::string& layout) {
     const bool conv = operation == "conv";
+    try {
+      rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, phase, o)
+                           : measure_peak_rate(device, precision, o));
+    } catch (const std::exception& error) {
+      if (!is_out_of_memory(error)) throw;
+      const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
+      throw UserError(located("command line", 0,
+                              option + " does not fit on " + device_name + " in " + precision,
+                              conv ? "give a smaller --conv-input" : "give a smaller --size"));
+    }
+  };
+  for (const std::string& operation : operations) {
     for (const std::string& precision : precisions) {
-      for (const std::string& layout : conv ? kConvMemoryFormats : std::vector<std::string>{""}) {
-        try {
-          rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, o)
-                               : measure_peak_rate(device, precision, o));
-        } catch (const std::exception& error) {
-          if (!is_out_of_memory(error)) throw;
-          const std::string option =
-              conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
-          throw UserError(located("command line", 0,
-                                  option + " does not fit on " + device_name + " in " + precision,
-                                  conv ? "give a smaller --conv-input" : "give a smaller --size"));
-        }
+      if (operation != "conv") {
+        measure(operation, precision, "", "");
+        continue;
       }
+      for (const std::string& phase : phases)
+        for (const std::string& layout : kConvMemoryFormats) measure(operation, precision, phase, layout);
     }
   }
   Json config = {{"device", device_name},
@@ -230,6 +243,7 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (measures("conv")) {
     const auto sizes = o.conv.sizes();
     config["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
+    config["phases"] = phases;
   }
   Json record = context_record(record::kPeak, command_text("peak", args), config);
   Json measured = Json::array();

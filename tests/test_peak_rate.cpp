@@ -60,7 +60,7 @@ TEST(PeakRate, ModesACpuLacksAreSaidNotMeasured) {
   }
 }
 
-TEST(PeakRate, EachConvolutionIsTimedInItsLayoutAndItsFlopsCountTwoPerMultiplyAdd) {
+TEST(PeakRate, EachConvolutionIsTimedInItsLayoutAndPhaseAndItsFlopsCountTwoPerMultiplyAdd) {
   PeakOptions o;
   o.conv = {2, 8, 6, 5};
   o.warmup = 1;
@@ -68,29 +68,48 @@ TEST(PeakRate, EachConvolutionIsTimedInItsLayoutAndItsFlopsCountTwoPerMultiplyAd
   EXPECT_EQ(o.conv.text(), "2x8x6x5");
   // Every output element of 8 channels at 6x5 (padding 1 keeps it) takes 8·3·3 multiply-adds.
   EXPECT_DOUBLE_EQ(o.conv.flops(), 2.0 * (2 * 8 * 6 * 5) * (8 * 3 * 3));
-  for (const std::string& layout : kConvMemoryFormats) {
-    const PeakRate r = measure_conv_peak_rate(kCpu, "fp32", layout, o);
-    EXPECT_TRUE(r.skipped.empty()) << r.skipped;
-    EXPECT_EQ(r.operation, "conv");
-    EXPECT_EQ(r.memory_format, layout);
-    EXPECT_FALSE(r.cudnn_benchmark);
-    EXPECT_DOUBLE_EQ(r.flops, o.conv.flops());
-    ASSERT_EQ(r.times_ms.size(), 4u);
-    for (double t : r.times_ms) EXPECT_GT(t, 0);
-    EXPECT_DOUBLE_EQ(r.median_ms, median(r.times_ms));
-    EXPECT_NEAR(r.median_tflops, r.flops / (r.median_ms / 1e3) / 1e12, 1e-12 * r.median_tflops);
-    const Json j = to_json(r);
-    EXPECT_EQ(j["operation"], "conv");
-    EXPECT_EQ(j["memory_format"], layout);
-    EXPECT_EQ(j["conv_input"], Json({2, 8, 6, 5}));
-    EXPECT_FALSE(j.contains("size"));
+  for (const std::string& phase : kConvPhases) {
+    for (const std::string& layout : kConvMemoryFormats) {
+      const PeakRate r = measure_conv_peak_rate(kCpu, "fp32", layout, phase, o);
+      EXPECT_TRUE(r.skipped.empty()) << r.skipped;
+      EXPECT_EQ(r.operation, "conv");
+      EXPECT_EQ(r.memory_format, layout);
+      EXPECT_EQ(r.phase, phase);
+      EXPECT_FALSE(r.cudnn_benchmark);
+      // Training adds the backward's two convolutions of the forward's size, as a step's FLOPs count.
+      EXPECT_DOUBLE_EQ(r.flops, (phase == "train" ? 3 : 1) * o.conv.flops());
+      ASSERT_EQ(r.times_ms.size(), 4u);
+      for (double t : r.times_ms) EXPECT_GT(t, 0);
+      EXPECT_DOUBLE_EQ(r.median_ms, median(r.times_ms));
+      EXPECT_NEAR(r.median_tflops, r.flops / (r.median_ms / 1e3) / 1e12, 1e-12 * r.median_tflops);
+      const Json j = to_json(r);
+      EXPECT_EQ(j["operation"], "conv");
+      EXPECT_EQ(j["memory_format"], layout);
+      EXPECT_EQ(j["phase"], phase);
+      EXPECT_EQ(j["conv_input"], Json({2, 8, 6, 5}));
+      EXPECT_FALSE(j.contains("size"));
+    }
   }
   // The modes a CPU lacks are said for the convolution too.
-  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "tf32", "contiguous", o).skipped.empty());
-  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "fp16", "channels_last", o).skipped.empty());
-  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "nhwc", o), std::invalid_argument);
+  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "tf32", "contiguous", "infer", o).skipped.empty());
+  EXPECT_FALSE(measure_conv_peak_rate(kCpu, "fp16", "channels_last", "train", o).skipped.empty());
+  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "nhwc", "infer", o), std::invalid_argument);
+  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "contiguous", "backward", o), std::invalid_argument);
   o.conv.height = 0;
-  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "contiguous", o), std::invalid_argument);
+  EXPECT_THROW(measure_conv_peak_rate(kCpu, "fp32", "contiguous", "infer", o), std::invalid_argument);
+}
+
+TEST(PeakRate, TheTimedBackwardGivesTheGradientsAutogradGives) {
+  // What the training phase times is a convolution's real backward pass, checked against autograd.
+  torch::manual_seed(1);
+  const torch::Tensor input = torch::randn({2, 3, 5, 4}, torch::requires_grad());
+  const torch::Tensor weight = torch::randn({3, 3, 3, 3}, torch::requires_grad());
+  const torch::Tensor grad_output = torch::randn({2, 3, 5, 4});
+  torch::conv2d(input, weight, {}, 1, 1).backward(grad_output);
+  torch::NoGradGuard no_grad;
+  const auto [grad_input, grad_weight] = conv3x3_gradients(grad_output, input, weight);
+  EXPECT_TRUE(torch::allclose(grad_input, input.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(grad_weight, weight.grad(), 1e-5, 1e-5));
 }
 
 TEST(PeakRate, TheTf32AndCudnnSettingsComeBackAsTheyWere) {
@@ -107,7 +126,7 @@ TEST(PeakRate, TheTf32AndCudnnSettingsComeBackAsTheyWere) {
     context.setBenchmarkCuDNN(setting);
     context.setDeterministicCuDNN(setting);
     measure_peak_rate(kCpu, "fp32", o);
-    measure_conv_peak_rate(kCpu, "fp32", "contiguous", o);
+    measure_conv_peak_rate(kCpu, "fp32", "contiguous", "train", o);
     EXPECT_EQ(context.allowTF32CuBLAS(), setting);
     EXPECT_EQ(context.allowTF32CuDNN(), !setting);
     EXPECT_EQ(context.benchmarkCuDNN(), setting);

@@ -31,9 +31,13 @@ Json rate(const std::string& precision, double tflops) {
   return {{"precision", precision}, {"median_tflops", tflops}};
 }
 
-Json conv_rate(const std::string& precision, const std::string& layout, double tflops) {
-  return {
-      {"operation", "conv"}, {"precision", precision}, {"memory_format", layout}, {"median_tflops", tflops}};
+Json conv_rate(const std::string& precision, const std::string& layout, double tflops,
+               const std::string& phase = "train") {
+  return {{"operation", "conv"},
+          {"precision", precision},
+          {"memory_format", layout},
+          {"phase", phase},
+          {"median_tflops", tflops}};
 }
 
 class PeakShareTest : public AnalyzeTest {};
@@ -87,39 +91,45 @@ TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {
   EXPECT_NE(refused("").find("holds no peak record"), std::string::npos);
 }
 
-TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutAndLaterFilesReplaceEarlierOnes) {
+TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutInTheGroupsPhaseAndLaterFilesReplaceEarlierOnes) {
   // A record from before the convolution (no operation) is the matrix product's.
-  const std::string first =
-      write("peak.jsonl",
-            peak_line("cuda:0", "GPU A",
-                      {rate("fp32", 50), conv_rate("fp32", "contiguous", 60),
-                       conv_rate("fp32", "channels_last", 55), conv_rate("tf32", "contiguous", 300)}));
+  const std::string first = write(
+      "peak.jsonl",
+      peak_line(
+          "cuda:0", "GPU A",
+          {rate("fp32", 50), conv_rate("fp32", "contiguous", 60), conv_rate("fp32", "channels_last", 55),
+           conv_rate("fp32", "channels_last", 90, "infer"), conv_rate("tf32", "contiguous", 300)}));
   const std::string second =
       write("conv.jsonl", peak_line("cuda:0", "GPU A", {conv_rate("fp32", "channels_last", 70)}));
   const PeakTable t = read_peak_tables({first, second});
   EXPECT_EQ(t.files, (std::vector<std::string>{first, second}));
   EXPECT_EQ(peak_files_text(t), first + " and " + second);
-  ASSERT_EQ(t.entries.size(), 4u);
+  ASSERT_EQ(t.entries.size(), 5u);
   EXPECT_EQ(t.entries[0].operation, "matmul");
   EXPECT_EQ(t.entries[0].memory_format, "");
   EXPECT_EQ(t.entries[2].memory_format, "channels_last");
+  EXPECT_EQ(t.entries[2].phase, "train");
   EXPECT_DOUBLE_EQ(t.entries[2].median_tflops, 70);
   EXPECT_EQ(t.entries[2].file, second);
+  EXPECT_EQ(t.entries[3].phase, "infer");
+  EXPECT_DOUBLE_EQ(t.entries[3].median_tflops, 90);
 
-  FakeLog gpu;
-  gpu.batches = {1, 2, 4, 8};
+  FakeLog training;  // its phase is train
+  training.batches = {1, 2, 4, 8};
   AnalyzeOptions options;
   options.peaks = t;
-  const Analysis a = analyze_logs({write("gpu.jsonl", gpu.text())}, options);
+  const Analysis a = analyze_logs({write("gpu.jsonl", training.text())}, options);
   ASSERT_EQ(a.groups.size(), 1u);
   ASSERT_TRUE(a.groups[0].peak);
   const GroupPeak& peak = *a.groups[0].peak;
   // fp32 with TF32 allowed: fp32's two roofs, then TF32's convolution (the file has no TF32 product).
+  // The training convolution's faster layout is the roof (70, not the forward pass's 90).
   ASSERT_EQ(peak.shares.size(), 3u);
   EXPECT_EQ(peak.shares[0].operation, "matmul");
   EXPECT_DOUBLE_EQ(peak.shares[0].peak_tflops, 50);
   EXPECT_EQ(peak.shares[1].operation, "conv");
   EXPECT_EQ(peak.shares[1].memory_format, "channels_last");
+  EXPECT_EQ(peak.shares[1].phase, "train");
   EXPECT_DOUBLE_EQ(peak.shares[1].peak_tflops, 70);
   EXPECT_EQ(peak.shares[1].from, second + ":1");
   EXPECT_NEAR(peak.shares[1].share, peak.tflops / 70, 1e-12);
@@ -130,15 +140,25 @@ TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutAndLaterFilesReplaceEa
   EXPECT_NE(report.str().find("% of the measured fp32 matrix-product peak (50.00 TFLOP/s, "),
             std::string::npos)
       << report.str();
-  EXPECT_NE(
-      report.str().find("% of the fp32 convolution peak (70.00 TFLOP/s, channels-last, " + second + ":1)"),
-      std::string::npos)
+  EXPECT_NE(report.str().find(
+                "% of the fp32 convolution peak (70.00 TFLOP/s, forward and backward, channels-last, " +
+                second + ":1)"),
+            std::string::npos)
       << report.str();
   const Json j = analysis_to_json(a, options);
   const Json& conv = j["groups"][0]["peak"]["of_peaks"][1];
   EXPECT_EQ(conv["operation"], "conv");
   EXPECT_EQ(conv["memory_format"], "channels_last");
+  EXPECT_EQ(conv["phase"], "train");
   EXPECT_FALSE(j["groups"][0]["peak"]["of_peaks"][0].contains("memory_format"));
+
+  // An inference sweep is read against the forward pass alone.
+  const std::vector<PointStats> points = a.groups[0].points;
+  const auto forward = peak_for_group(t, points, "GPU A", "", {"fp32"}, "infer");
+  ASSERT_TRUE(forward);
+  ASSERT_EQ(forward->shares.size(), 2u);
+  EXPECT_EQ(forward->shares[1].phase, "infer");
+  EXPECT_DOUBLE_EQ(forward->shares[1].peak_tflops, 90);
 }
 
 TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
@@ -148,6 +168,12 @@ TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
                 .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', neither matmul "
                       "nor conv"),
             std::string::npos);
+  Json backward = conv_rate("fp32", "contiguous", 2, "backward");
+  EXPECT_NE(
+      user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {backward}))); })
+          .find("p.jsonl:1: the fp32 convolution of the peak record is of the phase 'backward', neither "
+                "train nor infer"),
+      std::string::npos);
   odd["operation"] = 3;
   EXPECT_NE(user_error_of([&] {
               read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd})));

@@ -444,7 +444,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.value("precision", ""),
         id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
         id.contains("cuda"));
-    g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions);
+    g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions,
+                            id.value("phase", ""));
     if (g.peak && g.peak->shares.empty()) {
       g.peak.reset();
       std::string wanted;

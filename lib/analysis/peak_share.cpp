@@ -39,11 +39,12 @@ std::string text_field(const Json& rate, const std::string& key, const std::stri
   return rate[key].get<std::string>();
 }
 
-// A later entry replaces an earlier one of the same device, operation, precision and layout.
+// A later entry replaces an earlier one of the same device, operation, precision, phase and layout.
 void add_entry(PeakTable& table, const PeakEntry& entry) {
   for (PeakEntry& earlier : table.entries) {
     if (earlier.device == entry.device && earlier.cpu == entry.cpu && earlier.operation == entry.operation &&
-        earlier.precision == entry.precision && earlier.memory_format == entry.memory_format) {
+        earlier.precision == entry.precision && earlier.memory_format == entry.memory_format &&
+        earlier.phase == entry.phase) {
       earlier = entry;
       return;
     }
@@ -95,7 +96,17 @@ PeakTable read_peak_table(const std::string& path) {
                                     printable(entry.operation) + "', neither matmul nor conv",
                                 kFix));
       }
-      if (entry.operation == "conv") entry.memory_format = text_field(rate, "memory_format", "", path, line);
+      if (entry.operation == "conv") {
+        entry.memory_format = text_field(rate, "memory_format", "", path, line);
+        entry.phase = text_field(rate, "phase", "infer", path, line);
+        if (entry.phase != "train" && entry.phase != "infer") {
+          throw UserError(located(path, line,
+                                  "the " + entry.precision +
+                                      " convolution of the peak record is of the phase '" +
+                                      printable(entry.phase) + "', neither train nor infer",
+                                  kFix));
+        }
+      }
       add_entry(table, entry);
     }
   }
@@ -134,7 +145,8 @@ std::vector<std::string> peak_precisions_for(const std::string& precision, const
 
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
                                         const std::string& device, const std::string& cpu,
-                                        const std::vector<std::string>& precisions) {
+                                        const std::vector<std::string>& precisions,
+                                        const std::string& phase) {
   GroupPeak peak;
   for (const PointStats& p : points) {
     if (p.too_few_samples || !p.tflops) continue;
@@ -143,17 +155,17 @@ std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vecto
   if (peak.tflops <= 0) return std::nullopt;
   for (const std::string& precision : precisions) {
     for (const char* operation : {"matmul", "conv"}) {
-      // The convolution's roof is its faster layout.
+      // The convolution's roof is its faster layout in the group's phase.
       const PeakEntry* best = nullptr;
       for (const PeakEntry& e : table.entries) {
         if (e.device != device || e.precision != precision || e.operation != operation ||
-            (device == "cpu" && e.cpu != cpu))
+            (device == "cpu" && e.cpu != cpu) || (e.operation == "conv" && e.phase != phase))
           continue;
         if (best == nullptr || e.median_tflops > best->median_tflops) best = &e;
       }
       if (best == nullptr) continue;
-      peak.shares.push_back({best->operation, precision, best->memory_format, best->median_tflops,
-                             best->file + ":" + std::to_string(best->line),
+      peak.shares.push_back({best->operation, precision, best->memory_format, best->phase,
+                             best->median_tflops, best->file + ":" + std::to_string(best->line),
                              peak.tflops / best->median_tflops});
     }
   }

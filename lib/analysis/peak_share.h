@@ -18,6 +18,7 @@ struct PeakEntry {
   std::string operation = "matmul";  // or "conv"; records from before the convolution are matmul's
   std::string precision;
   std::string memory_format;  // conv: contiguous or channels_last
+  std::string phase;          // conv: train (forward and backward) or infer (forward)
   double median_tflops = 0;
   std::string file;
   int line = 0;
@@ -26,7 +27,7 @@ struct PeakEntry {
 struct PeakTable {
   std::vector<std::string> files;  // none without --peak
   // A later record (a later line, or a later file) replaces an earlier one of the same device, operation,
-  // precision and layout.
+  // precision, phase and layout.
   std::vector<PeakEntry> entries;
 };
 
@@ -45,13 +46,14 @@ struct PeakShare {
   std::string operation;  // the peak's: matmul or conv
   std::string precision;
   std::string memory_format;  // conv: the faster layout's
+  std::string phase;          // conv: the group's
   double peak_tflops = 0;
   std::string from;  // "FILE:LINE"
   double share = 0;  // the group's highest TFLOP/s over the peak
 };
 
 // The group's highest TFLOP/s (among the sizes with enough steps) and its share of each matching peak:
-// per precision the matrix product's, then the convolution's in its faster layout.
+// per precision the matrix product's, then the convolution's of the group's phase in its faster layout.
 struct GroupPeak {
   int64_t batch_size = 0;
   double tflops = 0;
@@ -62,6 +64,6 @@ struct GroupPeak {
 // shares where the table has no matching peak, none at all where the group has no rate.
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
                                         const std::string& device, const std::string& cpu,
-                                        const std::vector<std::string>& precisions);
+                                        const std::vector<std::string>& precisions, const std::string& phase);
 
 }  // namespace batchscope

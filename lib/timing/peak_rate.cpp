@@ -145,22 +145,39 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
   return rate;
 }
 
+std::pair<torch::Tensor, torch::Tensor> conv3x3_gradients(const torch::Tensor& grad_output,
+                                                          const torch::Tensor& input,
+                                                          const torch::Tensor& weight) {
+  auto [grad_input, grad_weight, grad_bias] = at::convolution_backward(
+      grad_output, input, weight, /*bias_sizes=*/c10::nullopt, /*stride=*/{1, 1}, /*padding=*/{1, 1},
+      /*dilation=*/{1, 1}, /*transposed=*/false, /*output_padding=*/{0, 0}, /*groups=*/1,
+      /*output_mask=*/{true, true, false});
+  return {grad_input, grad_weight};
+}
+
 PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& precision,
-                                const std::string& memory_format, const PeakOptions& options) {
+                                const std::string& memory_format, const std::string& phase,
+                                const PeakOptions& options) {
   check_request(precision, options);
   if (std::find(kConvMemoryFormats.begin(), kConvMemoryFormats.end(), memory_format) ==
       kConvMemoryFormats.end())
     throw std::invalid_argument("unknown memory format '" + memory_format + "'");
+  if (std::find(kConvPhases.begin(), kConvPhases.end(), phase) == kConvPhases.end())
+    throw std::invalid_argument("unknown phase '" + phase + "'");
   const ConvShape& shape = options.conv;
   if (shape.batch < 1 || shape.channels < 1 || shape.height < 1 || shape.width < 1)
     throw std::invalid_argument("a convolution needs an input of at least 1x1x1x1");
+  const bool training = phase == "train";
   PeakRate rate;
   rate.operation = "conv";
   rate.precision = precision;
   rate.conv = shape;
   rate.memory_format = memory_format;
+  rate.phase = phase;
   rate.cudnn_benchmark = device.is_cuda();
-  rate.flops = shape.flops();
+  // The backward pass computes the input's gradient and the weights', each a convolution of the forward's
+  // size: three in all, as a training step's FLOPs are counted.
+  rate.flops = (training ? 3 : 1) * shape.flops();
   rate.skipped = not_on_device(device, precision);
   if (!rate.skipped.empty()) return rate;
   torch::NoGradGuard no_grad;
@@ -175,9 +192,17 @@ PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& 
   const torch::Tensor weight = (torch::randn({shape.channels, shape.channels, 3, 3}, options_on_device) /
                                 std::sqrt(static_cast<double>(shape.channels) * 9))
                                    .contiguous(layout);
-  // The output is made by the convolution, as a model's layer makes it: on a GPU from the caching
-  // allocator's blocks, which the warm-up leaves ready.
-  time_runs(device, options, rate, [&] { torch::conv2d(input, weight, {}, 1, 1); });
+  // The outputs and gradients are made by the convolutions, as a model's layer makes them: on a GPU from
+  // the caching allocator's blocks, which the warm-up leaves ready.
+  if (!training) {
+    time_runs(device, options, rate, [&] { torch::conv2d(input, weight, {}, 1, 1); });
+    return rate;
+  }
+  const torch::Tensor grad_output = torch::randn(sizes, options_on_device).contiguous(layout);
+  time_runs(device, options, rate, [&] {
+    torch::conv2d(input, weight, {}, 1, 1);
+    conv3x3_gradients(grad_output, input, weight);
+  });
   return rate;
 }
 
@@ -187,6 +212,7 @@ Json to_json(const PeakRate& rate) {
     const auto sizes = rate.conv.sizes();
     j["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
     j["memory_format"] = rate.memory_format;
+    j["phase"] = rate.phase;
     j["cudnn_benchmark"] = rate.cudnn_benchmark;
   } else {
     j["size"] = rate.size;

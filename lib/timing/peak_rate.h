@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lib/records/jsonl.h"
@@ -15,10 +16,11 @@ namespace batchscope {
 // The device's dense rates, the peaks that a step's achieved TFLOP/s is read against. Two operations:
 //   matmul: C = A·B with n×n matrices (2n³ FLOPs), into a result made before the timed loop;
 //   conv:   a 3×3 convolution, stride 1, padding 1, of an N×C×H×W input to C channels, no bias
-//           (2·N·C·C·9·H·W FLOPs, a multiply-add counted as 2 as the models count theirs), in both
-//           memory layouts, with cuDNN's benchmark mode on a GPU (the fastest algorithm it finds): the
-//           roof of a CNN's layers, which cuDNN may run by algorithms (Winograd, FFT) that do fewer
-//           multiplications than the FLOPs counted, so that their rate can pass the matrix product's.
+//           (2·N·C·C·9·H·W FLOPs, a multiply-add counted as 2 as the models count theirs), forward alone
+//           and forward with backward, in both memory layouts, with cuDNN's benchmark mode on a GPU
+//           (the fastest algorithm it finds): the roof of a CNN's layers, which cuDNN may run by
+//           algorithms (Winograd, FFT) that do fewer multiplications than the FLOPs counted, so that
+//           their rate can pass the matrix product's.
 // Each run is timed on its own (CUDA events on a GPU) after warm-up runs. Precisions:
 //   fp32: IEEE fp32 (TF32 refused in cuBLAS and cuDNN for the measurement, then restored)
 //   tf32: fp32 tensors with TF32 allowed in cuBLAS and cuDNN (CUDA only)
@@ -26,6 +28,9 @@ namespace batchscope {
 inline const std::vector<std::string> kPeakPrecisions = {"fp32", "tf32", "bf16", "fp16"};
 inline const std::vector<std::string> kPeakOperations = {"matmul", "conv"};
 inline const std::vector<std::string> kConvMemoryFormats = {"contiguous", "channels_last"};
+// infer: the forward pass alone; train: the forward pass and the backward's two convolutions (the
+// input's gradient and the weights'), 3 times the forward's FLOPs, as a training step's are counted.
+inline const std::vector<std::string> kConvPhases = {"train", "infer"};
 
 struct ConvShape {
   int64_t batch = 0, channels = 0, height = 0, width = 0;
@@ -56,6 +61,7 @@ struct PeakRate {
   int64_t size = 0;              // matmul
   ConvShape conv;                // conv
   std::string memory_format;     // conv: contiguous or channels_last
+  std::string phase;             // conv: train or infer
   bool cudnn_benchmark = false;  // conv on a GPU
   // Why it was not measured on this device (tf32 on a CPU, an operation LibTorch lacks); empty if it was.
   std::string skipped;
@@ -72,9 +78,17 @@ struct PeakRate {
 PeakRate measure_peak_rate(const torch::Device& device, const std::string& precision,
                            const PeakOptions& options);
 
-// One precision's convolution rate in one memory layout (contiguous or channels_last), likewise.
+// One precision's convolution rate in one memory layout (contiguous or channels_last) and phase (train
+// or infer), likewise.
 PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& precision,
-                                const std::string& memory_format, const PeakOptions& options);
+                                const std::string& memory_format, const std::string& phase,
+                                const PeakOptions& options);
+
+// The backward pass the training phase times: the gradients of a 3×3 convolution (stride 1, padding 1, no
+// bias) with respect to its input and its weights, given the output's.
+std::pair<torch::Tensor, torch::Tensor> conv3x3_gradients(const torch::Tensor& grad_output,
+                                                          const torch::Tensor& input,
+                                                          const torch::Tensor& weight);
 
 Json to_json(const PeakRate& rate);
 

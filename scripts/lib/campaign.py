@@ -509,9 +509,10 @@ def estimate(it, rate, steps):
     # Not planned by FLOPs: four precisions' products, about 25 tries of the search, the layer costs at
     # every split, two epochs.
     if it["kind"] == "peak":
-        # The convolution: four precisions in two layouts, each after cuDNN's search for its algorithm.
+        # The convolution: four precisions, two phases and two layouts, each after cuDNN's search for its
+        # algorithms.
         if "conv" in it["argv"]:
-            return 40.0 if gpu else 3.0
+            return 60.0 if gpu else 3.0
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855

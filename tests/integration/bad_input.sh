@@ -198,6 +198,8 @@ expect option_peak_operation "command line: --operation: 'gemm' is not an operat
 expect option_peak_conv_input "command line: --conv-input: '64x256x56' is not an input shape N×C×H×W; give four whole numbers from 1 to 999999 joined by x, e.g. --conv-input 64x256x56x56" peak --device cpu --conv-input 64x256x56
 expect option_peak_conv_input_zero "command line: --conv-input: '0x8x8x8' is not an input shape" peak --device cpu --conv-input 0x8x8x8
 expect option_peak_size_without_matmul "command line: --size is the matrix product's, and --operation leaves it out; add matmul to --operation or leave --size out" peak --device cpu --operation conv --size 512
+expect option_peak_phase "command line: --phase: 'backward' is not a phase of the convolution; give a comma-separated list of train and infer, e.g. --phase train" peak --device cpu --phase backward
+expect option_peak_phase_without_conv "command line: --phase is the convolution's, and --operation leaves it out; add conv to --operation or leave --phase out" peak --device cpu --operation matmul --phase infer
 expect option_peak_conv_memory "command line: --conv-input 999999x4096x512x512 needs .* for its convolution's tensors, more than the .* this machine has free; give a smaller --conv-input" peak --device cpu --conv-input 999999x4096x512x512
 expect option_peak_out "p.jsonl: cannot open for writing .*; choose an --out directory you can write to" peak --device cpu --size 2048 --out "$work/absent-dir/p.jsonl"
 # Three 65536² fp32 matrices need 48 GiB: refused before any is made where less is free (as here).

@@ -160,25 +160,27 @@ for r in rows:
 PY
 
 # peak: all four precisions measured on CUDA events, the matrix product and the convolution (both
-# layouts, benchmark mode); the tensor cores' formats beat IEEE fp32.
+# phases and layouts, benchmark mode); the tensor cores' formats beat IEEE fp32.
 "$bin" peak --device cuda:0 --size 2048 --conv-input 16x128x28x28 --steps 5 --warmup 2 --json > "$work/peak.json" 2> "$work/peak.err" &&
 python3 - "$work/peak.json" <<'PY' && ok "peak: fp32, tf32, bf16 and fp16 products and convolutions on CUDA events" || fail "peak: $(cat "$work/peak.err")"
 import json, sys
 all_rates = json.load(open(sys.argv[1]))["rates"]
-for operation, layouts in (("matmul", [None]), ("conv", ["contiguous", "channels_last"])):
-    for layout in layouts:
-        rates = {r["precision"]: r for r in all_rates if r["operation"] == operation and r.get("memory_format") == layout}
-        assert sorted(rates) == ["bf16", "fp16", "fp32", "tf32"], (operation, layout, sorted(rates))
-        for r in rates.values():
-            assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
-            assert 0 < r["p10_tflops"] <= r["median_tflops"] <= r["p90_tflops"], r
-            assert r.get("cudnn_benchmark", True) is True, r
-        if operation == "matmul":
-            assert rates["bf16"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
-            assert rates["tf32"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
-        print(f"     {operation} {layout or ''}: " + ", ".join(f"{p} {r['median_tflops']:.1f}" for p, r in sorted(rates.items())) + " TFLOP/s")
+kinds = [("matmul", None, None)] + [("conv", phase, layout) for phase in ("train", "infer")
+                                    for layout in ("contiguous", "channels_last")]
+for operation, phase, layout in kinds:
+    rates = {r["precision"]: r for r in all_rates
+             if r["operation"] == operation and r.get("phase") == phase and r.get("memory_format") == layout}
+    assert sorted(rates) == ["bf16", "fp16", "fp32", "tf32"], (operation, layout, sorted(rates))
+    for r in rates.values():
+        assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
+        assert 0 < r["p10_tflops"] <= r["median_tflops"] <= r["p90_tflops"], r
+        assert r.get("cudnn_benchmark", True) is True, r
+    if operation == "matmul":
+        assert rates["bf16"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+        assert rates["tf32"]["median_tflops"] > rates["fp32"]["median_tflops"], rates
+    print(f"     {operation} {phase or ''} {layout or ''}: " + ", ".join(f"{p} {r['median_tflops']:.1f}" for p, r in sorted(rates.items())) + " TFLOP/s")
 # The convolution's faster layout in bf16 beats IEEE fp32's (which cuDNN may run by FFT or Winograd).
-best = lambda p: max(r["median_tflops"] for r in all_rates if r["operation"] == "conv" and r["precision"] == p)
+best = lambda p: max(r["median_tflops"] for r in all_rates if r["operation"] == "conv" and r["phase"] == "infer" and r["precision"] == p)
 assert best("bf16") > best("fp32"), all_rates
 PY
 

@@ -146,14 +146,15 @@ if "$bin" sweep "$work/two.yaml" --experiment fourth --out "$work/unnamed" > /de
 fi
 grep -q "no experiment named 'fourth'; give one of first, second, third" "$work/unnamed.err" && [ ! -e "$work/unnamed" ] \
   || { echo "sweep_records: unknown --experiment: $(cat "$work/unnamed.err")"; exit 1; }
-# peak: the matrix-product and convolution rates per precision (the convolution's in both layouts), each
-# run timed; a precision the CPU has no mode for is said, not measured; --out appends one record per run.
+# peak: the matrix-product and convolution rates per precision (the convolution's in both phases and
+# layouts), each run timed; a precision the CPU has no mode for is said, not measured; --out appends one record per run.
 "$bin" peak --device cpu --size 96 --conv-input 2x8x6x6 --steps 4 --warmup 1 --precision fp32,tf32 --out "$work/peak.jsonl" > "$work/peak.txt"
 "$bin" peak --device cpu --operation matmul --size 64 --steps 3 --warmup 0 --json --out "$work/peak.jsonl" > "$work/peak.json"
 grep -Eq "^fp32 +[0-9.e+-]+ +[0-9.e+-]+-[0-9.e+-]+ +[0-9.e+-]+$" "$work/peak.txt" \
-  && grep -Eq "^fp32 +channels-last +[0-9.e+-]+ +[0-9.e+-]+-[0-9.e+-]+ +[0-9.e+-]+$" "$work/peak.txt" \
+  && grep -Eq "^fp32 +train +channels-last +[0-9.e+-]+ +[0-9.e+-]+-[0-9.e+-]+ +[0-9.e+-]+$" "$work/peak.txt" \
+  && grep -Eq "^fp32 +infer +contiguous +[0-9.e+-]+ +[0-9.e+-]+-[0-9.e+-]+ +[0-9.e+-]+$" "$work/peak.txt" \
   && grep -q "^convolution 3x3, stride 1, padding 1: input 2x8x6x6, 8 channels out$" "$work/peak.txt" \
-  && [ "$(grep -c "^tf32 .*not measured: TF32" "$work/peak.txt")" = 3 ] \
+  && [ "$(grep -c "^tf32 .*not measured: TF32" "$work/peak.txt")" = 5 ] \
   || { echo "sweep_records: peak's table: $(cat "$work/peak.txt")"; exit 1; }
 python3 - "$work/peak.jsonl" "$work/peak.json" <<'PY' || { echo "sweep_records: peak's records are wrong"; exit 1; }
 import json, statistics, sys
@@ -164,7 +165,7 @@ assert printed["rates"] == lines[1]["rates"], (printed, lines[1])
 first = lines[0]
 config = first["config"]
 assert config["size"] == 96 and config["conv_input"] == [2, 8, 6, 6] and config["precisions"] == ["fp32", "tf32"], config
-assert config["operations"] == ["matmul", "conv"], config
+assert config["operations"] == ["matmul", "conv"] and config["phases"] == ["train", "infer"], config
 assert first["host"] and first["libtorch_version"] and "gpus" in first and first["command"].startswith("batchscope peak"), first
 fp32, tf32 = first["rates"][:2]
 assert tf32 == {"operation": "matmul", "precision": "tf32", "size": 96, "skipped": tf32["skipped"]} and "TF32" in tf32["skipped"], tf32
@@ -174,15 +175,18 @@ median = statistics.median(fp32["times_ms"])
 assert abs(fp32["median_ms"] - median) < 1e-9, (fp32["median_ms"], median)
 assert abs(fp32["median_tflops"] - 2 * 96 ** 3 / (median / 1e3) / 1e12) < 1e-9 * fp32["median_tflops"], fp32
 assert fp32["p10_tflops"] <= fp32["median_tflops"] <= fp32["p90_tflops"], fp32
-# The convolution: fp32 in both layouts, TF32 said in both; 2 FLOPs per multiply-add, C·3·3 of them per output.
+# The convolution: fp32 in both phases and layouts, TF32 said in all; 2 FLOPs per multiply-add, C·3·3 of
+# them per output, three times that in training (the backward's two convolutions).
 conv = first["rates"][2:]
-assert [(r["operation"], r["precision"], r["memory_format"]) for r in conv] == [
-    ("conv", "fp32", "contiguous"), ("conv", "fp32", "channels_last"),
-    ("conv", "tf32", "contiguous"), ("conv", "tf32", "channels_last")], conv
-for r in conv[:2]:
-    assert r["flops_per_run"] == 2 * 2 * 8 * 8 * 9 * 6 * 6 and len(r["times_ms"]) == 4 and r["median_tflops"] > 0, r
+assert [(r["operation"], r["precision"], r["phase"], r["memory_format"]) for r in conv] == [
+    ("conv", p, phase, layout) for p in ("fp32", "tf32") for phase in ("train", "infer")
+    for layout in ("contiguous", "channels_last")], conv
+forward = 2 * 2 * 8 * 8 * 9 * 6 * 6
+for r in conv[:4]:
+    assert r["flops_per_run"] == (3 if r["phase"] == "train" else 1) * forward, r
+    assert len(r["times_ms"]) == 4 and r["median_tflops"] > 0, r
     assert r["conv_input"] == [2, 8, 6, 6] and r["cudnn_benchmark"] is False, r
-assert all("TF32" in r["skipped"] and "times_ms" not in r for r in conv[2:]), conv
+assert all("TF32" in r["skipped"] and "times_ms" not in r for r in conv[4:]), conv
 second = lines[1]
 assert second["config"]["operations"] == ["matmul"] and "conv_input" not in second["config"], second["config"]
 assert len(second["rates"]) == 1 and second["rates"][0]["size"] == 64 and len(second["rates"][0]["times_ms"]) == 3

@@ -318,7 +318,10 @@ Json with_profile(Json group, const GroupAnalysis& g) {
                   {"peak_tflops", share.peak_tflops},
                   {"share", share.share},
                   {"peak_from", share.from}};
-      if (share.operation == "conv") one["memory_format"] = share.memory_format;
+      if (share.operation == "conv") {
+        one["memory_format"] = share.memory_format;
+        one["phase"] = share.phase;
+      }
       shares.push_back(one);
     }
     group["peak"] = {{"batch_size", g.peak->batch_size}, {"tflops", g.peak->tflops}, {"of_peaks", shares}};

@@ -34,19 +34,21 @@ std::string jump_name(const Jump& j) {
 }
 
 // "46% of the measured fp32 matrix-product peak (51.2 TFLOP/s, peak.jsonl:1), 38% of the fp32
-// convolution peak (62.0 TFLOP/s, channels-last, peak.jsonl:1), 11% of the tf32 ..."
+// convolution peak (62.0 TFLOP/s, forward and backward, channels-last, peak.jsonl:1), 11% of the tf32 ..."
 std::string peak_shares(const GroupPeak& peak, bool with_sources) {
   std::string text;
   for (std::size_t i = 0; i < peak.shares.size(); ++i) {
     const PeakShare& s = peak.shares[i];
     const bool conv = s.operation == "conv";
-    std::string layout;
+    std::string details;  // how the convolution ran, and where the peak was read
+    if (conv && s.phase == "train") details += ", forward and backward";
+    if (conv && s.phase == "infer") details += ", forward";
     if (conv && !s.memory_format.empty())
-      layout = s.memory_format == "channels_last" ? "channels-last" : s.memory_format;
-    text +=
-        (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") + s.precision +
-        (conv ? " convolution" : " matrix-product") + " peak (" + significant(s.peak_tflops, 4) + " TFLOP/s" +
-        (with_sources && !layout.empty() ? ", " + layout : "") + (with_sources ? ", " + s.from : "") + ")";
+      details += s.memory_format == "channels_last" ? ", channels-last" : ", " + s.memory_format;
+    details += ", " + s.from;
+    text += (i ? ", " : "") + significant(100 * s.share, 3) + "% of the " + (i ? "" : "measured ") +
+            s.precision + (conv ? " convolution" : " matrix-product") + " peak (" +
+            significant(s.peak_tflops, 4) + " TFLOP/s" + (with_sources ? details : "") + ")";
   }
   return text;
 }
