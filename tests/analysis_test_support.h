@@ -48,6 +48,8 @@ struct FakeLog {
   Json onednn;
   // The run record's cuda_allocator_environment object (variable: value); none where null.
   Json cuda_allocator;
+  // The run record's cuda_library_environment object (variable: value); none where null.
+  Json cuda_library;
   // The experiment's tf32 setting (on or off); none where empty, as LibTorch's default is written.
   std::string tf32_setting;
   // The optimizer stepped multi-tensor (foreach), as its record says then.
@@ -82,6 +84,7 @@ struct FakeLog {
     if (!tf32.is_null()) run["tf32"] = tf32;
     if (!onednn.is_null()) run["cpu"]["onednn"] = onednn;
     if (!cuda_allocator.is_null()) run["cuda_allocator_environment"] = cuda_allocator;
+    if (!cuda_library.is_null()) run["cuda_library_environment"] = cuda_library;
     std::ostringstream out;
     out << run.dump() << "\n";
     const Json common = {{"experiment", experiment},

@@ -322,6 +322,29 @@ TEST_F(AnalyzeTest, AGroupSaysTheSettingsItsExperimentChangedEvenAlone) {
       << chunked.str();
 }
 
+TEST_F(AnalyzeTest, ACudnnWorkspaceCapIsAGroupOfItsOwnAndTheReportSaysSo) {
+  FakeLog capped;
+  capped.batches = range(1, 8);
+  capped.cuda_library = {{"CUDNN_CONV_WSCAP_DBG", "64"}};
+  FakeLog uncapped = capped;
+  uncapped.cuda_library = nullptr;
+  uncapped.run_id = "run-uncapped";
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  const Analysis a =
+      analyze_logs({write("capped.jsonl", capped.text()), write("uncapped.jsonl", uncapped.text())}, {});
+  // Not merged as one sweep: the cap changes which kernels ran.
+  ASSERT_EQ(a.groups.size(), 2u);
+  EXPECT_NE(a.groups[0].label.find("cudnn_workspace_cap 64 MiB"), std::string::npos) << a.groups[0].label;
+  std::ostringstream report;
+  write_report(report, a, plots, "plots");
+  EXPECT_NE(report.str().find("cuDNN's workspace capped at 64 MiB (CUDNN_CONV_WSCAP_DBG)"), std::string::npos)
+      << report.str();
+  EXPECT_NE(report.str().find("  - cuDNN and cuBLAS set by the environment: `CUDNN_CONV_WSCAP_DBG=64`\n"),
+            std::string::npos)
+      << report.str();
+}
+
 TEST_F(AnalyzeTest, ReportNamesTheCudaAllocatorSettingsOfTheRun) {
   FakeLog log;
   log.batches = range(1, 8);

@@ -155,6 +155,23 @@ TEST(Environment, TheRunRecordNamesTheCudaAllocatorSettings) {
                    .contains("PYTORCH_CUDA_ALLOC_CONF"));
 }
 
+// Which kernels cuDNN may run depends on its workspace cap: a run record says how the environment set it.
+TEST(Environment, TheRunRecordNamesTheCudnnWorkspaceCap) {
+  const char* before = std::getenv("CUDNN_CONV_WSCAP_DBG");
+  const std::string kept = before ? before : "";
+  setenv("CUDNN_CONV_WSCAP_DBG", "64", 1);
+  const nlohmann::json with = collect_environment();
+  unsetenv("CUDNN_CONV_WSCAP_DBG");
+  const nlohmann::json without = collect_environment();
+  if (before) setenv("CUDNN_CONV_WSCAP_DBG", kept.c_str(), 1);
+  ASSERT_TRUE(with.contains("cuda_library_environment")) << with.dump();
+  EXPECT_EQ(with["cuda_library_environment"]["CUDNN_CONV_WSCAP_DBG"], "64");
+  EXPECT_NE(format_environment(with).find("cuda libraries: CUDNN_CONV_WSCAP_DBG=64\n"), std::string::npos)
+      << format_environment(with);
+  EXPECT_FALSE(
+      without.value("cuda_library_environment", nlohmann::json::object()).contains("CUDNN_CONV_WSCAP_DBG"));
+}
+
 TEST(Environment, OneDnnVersionIsReadFromLibTorchsBuildConfiguration) {
   EXPECT_EQ(onednn_version("  - Intel(R) MKL-DNN v2.6.3 (Git Hash N/A)\n  - OpenMP 201511"), "2.6.3");
   EXPECT_EQ(onednn_version("  - Intel(R) oneDNN v3.7.2 (Git Hash 5e92403)\n"), "3.7.2");

@@ -63,6 +63,14 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
     // The record has it only where an experiment set it; the others ran with LibTorch's default. It means
     // nothing on a CPU.
     id["tf32"] = config != nullptr && config->contains("tf32") ? (*config)["tf32"] : Json("default");
+    // cuDNN's workspace cap rules out the algorithms that need more: steps under one are not those without.
+    const Json* library =
+        env.contains("cuda_library_environment") && env["cuda_library_environment"].is_object()
+            ? &env["cuda_library_environment"]
+            : nullptr;
+    if (library != nullptr && library->contains("CUDNN_CONV_WSCAP_DBG") &&
+        (*library)["CUDNN_CONV_WSCAP_DBG"].is_string())
+      id["cudnn_workspace_cap"] = (*library)["CUDNN_CONV_WSCAP_DBG"].get<std::string>() + " MiB";
   } else {
     id["device"] = device.empty() ? "unknown" : device;
     if (env.contains("cpu") && env["cpu"].is_object()) {

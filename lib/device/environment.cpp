@@ -10,12 +10,13 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "lib/device/cpu_threads.h"
-#include "lib/device/host_allocator.h"
 #include "lib/device/gpu.h"
+#include "lib/device/host_allocator.h"
 
 namespace batchscope {
 namespace {
@@ -112,6 +113,14 @@ std::map<std::string, std::string> cuda_allocator_environment() {
   });
 }
 
+std::map<std::string, std::string> cuda_library_environment() {
+  static const std::set<std::string> kNames = {
+      "CUDNN_CONV_WSCAP_DBG",        "CUBLAS_WORKSPACE_CONFIG",           "CUBLASLT_WORKSPACE_SIZE",
+      "NVIDIA_TF32_OVERRIDE",        "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",  "CUDNN_ERRATA_JSON_FILE",
+      "TORCH_CUDNN_V8_API_DISABLED", "TORCH_CUDNN_V8_API_LRU_CACHE_LIMIT"};
+  return cpu_threads::environment_variables([](const std::string& name) { return kNames.count(name) > 0; });
+}
+
 nlohmann::json collect_environment() {
   utsname os{};
   uname(&os);
@@ -151,6 +160,8 @@ nlohmann::json collect_environment() {
   env["gpus"] = gpus;
   if (const auto allocator = cuda_allocator_environment(); !allocator.empty())
     env["cuda_allocator_environment"] = allocator;
+  if (const auto library = cuda_library_environment(); !library.empty())
+    env["cuda_library_environment"] = library;
   return env;
 }
 
@@ -191,9 +202,12 @@ std::string format_environment(const nlohmann::json& env) {
       out << "\n";
     }
   }
-  if (env.contains("cuda_allocator_environment") && env["cuda_allocator_environment"].is_object()) {
-    out << "cuda allocator:";
-    for (const auto& [name, value] : env["cuda_allocator_environment"].items())
+  for (const auto& [key, label] :
+       {std::pair<const char*, const char*>{"cuda_allocator_environment", "cuda allocator:"},
+        {"cuda_library_environment", "cuda libraries:"}}) {
+    if (!env.contains(key) || !env[key].is_object()) continue;
+    out << label;
+    for (const auto& [name, value] : env[key].items())
       out << " " << name << "=" << (value.is_string() ? value.get<std::string>() : value.dump());
     out << "\n";
   }

@@ -14,6 +14,12 @@ nlohmann::json collect_environment();
 // default settings a size that runs one step may not run a second, whose tensors no longer find room
 // among the blocks the first left cached. The run record lists them as cuda_allocator_environment.
 std::map<std::string, std::string> cuda_allocator_environment();
+// The variables that change which kernels cuDNN and cuBLAS run, those that are set, by name: cuDNN's
+// workspace cap (CUDNN_CONV_WSCAP_DBG, MiB), which rules out the algorithms that need more; cuBLAS's
+// workspaces (CUBLAS_WORKSPACE_CONFIG, CUBLASLT_WORKSPACE_SIZE); TF32 turned off beneath LibTorch's own
+// setting (NVIDIA_TF32_OVERRIDE, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE); cuDNN's errata file and LibTorch's
+// cuDNN API switches. The run record lists them as cuda_library_environment.
+std::map<std::string, std::string> cuda_library_environment();
 // The same as indented "key: value" lines for a terminal.
 std::string format_environment(const nlohmann::json& env);
 

@@ -91,10 +91,10 @@ LayerCost cost_entry(const std::string& name, const std::vector<int64_t>& shape,
 }  // namespace
 
 const char* const kWorkspaceLimitNote =
-    "LibTorch's C++ API exposes no cuDNN workspace limit, so micro-batching here cannot trade workspace "
-    "as mu-cuDNN does; cuDNN chooses within its default workspace (cudnn_benchmark decides whether it "
-    "searches). PyTorch documents CUDNN_CONV_WSCAP_DBG for the workspace of its cuDNN v8 API path; its "
-    "value is recorded when set.";
+    "LibTorch sets no cuDNN workspace limit of its own: cuDNN chooses within what it asks for "
+    "(cudnn_benchmark decides whether it searches). PyTorch's cuDNN v8 path caps the workspace at "
+    "CUDNN_CONV_WSCAP_DBG MiB where that variable is set, the limit mu-cuDNN's micro-batches trade against; "
+    "its value is recorded when set.";
 
 std::optional<std::string> cudnn_workspace_cap_env() {
   const char* value = std::getenv("CUDNN_CONV_WSCAP_DBG");

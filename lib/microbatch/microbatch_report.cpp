@@ -206,9 +206,13 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
         "about linearly with its batch, so a split can only save where small batches happen to run faster "
         "per sample, and otherwise adds per-call overhead. ";
   } else {
+    const std::optional<std::string> cap = cudnn_workspace_cap_env();
     md += std::string("This run is on a GPU with cudnn_benchmark ") + (e.cudnn_benchmark ? "on" : "off") +
-          "; without a workspace limit the planner can only exploit algorithm choices that differ by "
-          "micro-batch size. ";
+          (cap ? " and cuDNN's workspace capped at " + *cap +
+                     " MiB (CUDNN_CONV_WSCAP_DBG): as under mu-cuDNN's limit, an algorithm that needs more "
+                     "workspace at the whole batch than the cap allows may fit at a micro-batch. "
+               : "; without a workspace limit the planner can only exploit algorithm choices that differ by "
+                 "micro-batch size. ");
   }
   if (best == nullptr) {
     md += "Only the undivided policy ran here, so no split was measured.\n";

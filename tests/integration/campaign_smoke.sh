@@ -135,6 +135,17 @@ PY
 grep -q "% of the measured fp32 matrix-product peak .*, .*% of the fp32 convolution peak" "$work/r/mnist_train_vs_infer/analysis/report.md" &&
   ok "sweeps after the peaks are read against both" || fail "the MNIST report does not read its rate against both peaks"
 [ -f "$work/r/microbatch/alexnet/report.md" ] || fail "microbatch: no report"
+# The workspace-cap item runs with its variable set, which its run record names twice (the study's own
+# field and the environment's list), beside cuDNN's search.
+python3 - "$work/r/microbatch/alexnet_bench_on_wscap64/microbatch.jsonl" <<'PY' &&
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+assert run["type"] == "run" and run["cudnn_conv_wscap_dbg"] == "64", run.get("cudnn_conv_wscap_dbg")
+assert run["cuda_library_environment"] == {"CUDNN_CONV_WSCAP_DBG": "64"}, run.get("cuda_library_environment")
+assert run["config"]["cudnn_benchmark"] is True, run["config"]
+PY
+  grep -q '^CUDNN_CONV_WSCAP_DBG=64 .* microbatch --model alexnet .*--cudnn-benchmark' "$work/r/commands.txt" &&
+  ok "the workspace-cap item ran with CUDNN_CONV_WSCAP_DBG=64 and benchmark mode" || fail "the workspace-cap item"
 [ -f "$work/r/train_compare/compare.jsonl" ] || fail "train --compare: no comparison"
 python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch_size"] for r in t["rows"]] == [16, 64] and t["target_accuracy"] == 0.5, t' \
   "$work/r/mnist_time_to_accuracy/time_to_accuracy.json" && [ -f "$work/r/mnist_time_to_accuracy/time_to_accuracy.md" ] &&

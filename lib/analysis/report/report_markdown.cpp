@@ -94,9 +94,13 @@ void write_environment(std::ostream& out, const Analysis& a) {
             << text(g, "sm_count") << " SMs, compute capability " << text(g, "compute_capability") << "\n";
       }
     }
-    if (env.contains("cuda_allocator_environment") && env["cuda_allocator_environment"].is_object()) {
-      out << "  - CUDA caching allocator set by the environment:";
-      for (const auto& [name, value] : env["cuda_allocator_environment"].items())
+    for (const auto& [key, label] :
+         {std::pair<const char*, const char*>{"cuda_allocator_environment",
+                                              "CUDA caching allocator set by the environment"},
+          {"cuda_library_environment", "cuDNN and cuBLAS set by the environment"}}) {
+      if (!env.contains(key) || !env[key].is_object()) continue;
+      out << "  - " << label << ":";
+      for (const auto& [name, value] : env[key].items())
         out << " `" << name << "=" << (value.is_string() ? value.get<std::string>() : value.dump()) << "`";
       out << "\n";
     }
@@ -288,6 +292,9 @@ std::string departed_settings(const nlohmann::ordered_json& id) {
   if (text_at("tf32") == "on") settings.push_back("TF32 on (convolutions and matrix products)");
   if (flag_at("cudnn_benchmark")) settings.push_back("cuDNN benchmark mode (algorithms timed per shape)");
   if (flag_at("channels_last")) settings.push_back("channels-last memory format");
+  if (!text_at("cudnn_workspace_cap").empty())
+    settings.push_back("cuDNN's workspace capped at " + text_at("cudnn_workspace_cap") +
+                       " (CUDNN_CONV_WSCAP_DBG)");
   if (text_at("transfer") == "included") settings.push_back("the host-to-device copy timed in each step");
   if (!text_at("loss_scale").empty()) settings.push_back("loss scaling " + text_at("loss_scale"));
   if (id.contains("chunk") && id["chunk"].is_number_integer() && id["chunk"].get<int64_t>() > 0) {
