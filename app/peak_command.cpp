@@ -12,6 +12,7 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
 #include "lib/records/records.h"
@@ -32,9 +33,7 @@ std::vector<std::string> list_option(const cxxopts::ParseResult& result, const s
                                      const std::vector<std::string>& defaults, const std::string& what,
                                      const std::string& example) {
   if (!result.count(name)) return defaults;
-  std::string names;  // "fp32, tf32, bf16 and fp16"
-  for (std::size_t i = 0; i < known.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == known.size() ? " and " : ", ") + known[i];
+  const std::string names = listed(known);  // "fp32, tf32, bf16 and fp16"
   std::vector<std::string> chosen;
   std::stringstream list(result[name].as<std::string>());
   for (std::string item; std::getline(list, item, ',');) {

@@ -122,14 +122,29 @@ TEST(Environment, Tf32IsSetPerExperimentAndLibTorchsOwnSettingComesBack) {
   set_tf32(std::nullopt);
 }
 
-TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
-  const char* before = std::getenv("MALLOC_MMAP_THRESHOLD_");
+namespace {
+
+// The environment collected with `name` set to `value`, then without it; the variable as it was after.
+struct CollectedBothWays {
+  nlohmann::json with, without;
+};
+CollectedBothWays collected_with_and_without(const char* name, const char* value) {
+  const char* before = std::getenv(name);
   const std::string kept = before ? before : "";
-  setenv("MALLOC_MMAP_THRESHOLD_", "33554432", 1);
-  const nlohmann::json cpu = collect_environment()["cpu"];
-  unsetenv("MALLOC_MMAP_THRESHOLD_");
-  const nlohmann::json without = collect_environment()["cpu"];
-  if (before) setenv("MALLOC_MMAP_THRESHOLD_", kept.c_str(), 1);
+  setenv(name, value, 1);
+  CollectedBothWays both{collect_environment(), {}};
+  unsetenv(name);
+  both.without = collect_environment();
+  if (before) setenv(name, kept.c_str(), 1);
+  return both;
+}
+
+}  // namespace
+
+TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
+  const CollectedBothWays both = collected_with_and_without("MALLOC_MMAP_THRESHOLD_", "33554432");
+  const nlohmann::json& cpu = both.with["cpu"];
+  const nlohmann::json& without = both.without["cpu"];
   ASSERT_TRUE(cpu.contains("allocator_environment")) << cpu.dump();
   EXPECT_EQ(cpu["allocator_environment"]["MALLOC_MMAP_THRESHOLD_"], "33554432");
   EXPECT_FALSE(without.value("allocator_environment", nlohmann::json::object()).contains("MALLOC_MMAP_THRESHOLD_"));
@@ -138,13 +153,8 @@ TEST(Environment, TheRunRecordNamesTheAllocatorSettings) {
 // How much fits on a GPU depends on LibTorch's caching allocator: a run record says how the environment
 // set it, and `env` prints it; a record without the variables has no such field.
 TEST(Environment, TheRunRecordNamesTheCudaAllocatorSettings) {
-  const char* before = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
-  const std::string kept = before ? before : "";
-  setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1);
-  const nlohmann::json with = collect_environment();
-  unsetenv("PYTORCH_CUDA_ALLOC_CONF");
-  const nlohmann::json without = collect_environment();
-  if (before) setenv("PYTORCH_CUDA_ALLOC_CONF", kept.c_str(), 1);
+  const auto [with, without] =
+      collected_with_and_without("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
   ASSERT_TRUE(with.contains("cuda_allocator_environment")) << with.dump();
   EXPECT_EQ(with["cuda_allocator_environment"]["PYTORCH_CUDA_ALLOC_CONF"], "expandable_segments:True");
   EXPECT_NE(
@@ -157,13 +167,7 @@ TEST(Environment, TheRunRecordNamesTheCudaAllocatorSettings) {
 
 // Which kernels cuDNN may run depends on its workspace cap: a run record says how the environment set it.
 TEST(Environment, TheRunRecordNamesTheCudnnWorkspaceCap) {
-  const char* before = std::getenv("CUDNN_CONV_WSCAP_DBG");
-  const std::string kept = before ? before : "";
-  setenv("CUDNN_CONV_WSCAP_DBG", "64", 1);
-  const nlohmann::json with = collect_environment();
-  unsetenv("CUDNN_CONV_WSCAP_DBG");
-  const nlohmann::json without = collect_environment();
-  if (before) setenv("CUDNN_CONV_WSCAP_DBG", kept.c_str(), 1);
+  const auto [with, without] = collected_with_and_without("CUDNN_CONV_WSCAP_DBG", "64");
   ASSERT_TRUE(with.contains("cuda_library_environment")) << with.dump();
   EXPECT_EQ(with["cuda_library_environment"]["CUDNN_CONV_WSCAP_DBG"], "64");
   EXPECT_NE(format_environment(with).find("cuda libraries: CUDNN_CONV_WSCAP_DBG=64\n"), std::string::npos)

@@ -7,6 +7,7 @@
 #include "lib/analysis/peak_share.h"
 #include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/report_markdown.h"
+#include "lib/common/words.h"
 #include "tests/analysis_test_support.h"
 
 namespace batchscope {
@@ -103,7 +104,7 @@ TEST_F(PeakShareTest, TheConvolutionsRoofIsItsFasterLayoutInTheGroupsPhaseAndLat
       write("conv.jsonl", peak_line("cuda:0", "GPU A", {conv_rate("fp32", "channels_last", 70)}));
   const PeakTable t = read_peak_tables({first, second});
   EXPECT_EQ(t.files, (std::vector<std::string>{first, second}));
-  EXPECT_EQ(peak_files_text(t), first + " and " + second);
+  EXPECT_EQ(listed(t.files), first + " and " + second);
   ASSERT_EQ(t.entries.size(), 5u);
   EXPECT_EQ(t.entries[0].operation, "matmul");
   EXPECT_EQ(t.entries[0].memory_format, "");

@@ -12,6 +12,7 @@
 #include "lib/analysis/robust_fit.h"
 #include "lib/common/errors.h"
 #include "lib/common/statistics.h"
+#include "lib/common/words.h"
 #include "lib/records/shard_layout.h"
 
 namespace batchscope {
@@ -450,7 +451,7 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
       g.peak.reset();
       std::string wanted;
       for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
-      const std::string files = peak_files_text(options.peaks);
+      const std::string files = listed(options.peaks.files);
       a.warnings.push_back(g.label + ": " + files + (options.peaks.files.size() > 1 ? " have" : " has") +
                            " no " + wanted + " peak of " + (device == "cpu" ? "this CPU" : device) +
                            "; run batchscope peak --out " + options.peaks.files.front() +

@@ -128,13 +128,6 @@ PeakTable read_peak_tables(const std::vector<std::string>& paths) {
   return table;
 }
 
-std::string peak_files_text(const PeakTable& table) {
-  std::string text;
-  for (std::size_t i = 0; i < table.files.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == table.files.size() ? " and " : ", ") + table.files[i];
-  return text;
-}
-
 std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32,
                                              bool cuda) {
   if (precision != "fp32") return {precision};

@@ -34,8 +34,6 @@ struct PeakTable {
 // Reads peak files; throws UserError naming the file, the line and the fix.
 PeakTable read_peak_table(const std::string& path);
 PeakTable read_peak_tables(const std::vector<std::string>& paths);
-// "peak.jsonl" or "peak.jsonl and conv.jsonl", for messages.
-std::string peak_files_text(const PeakTable& table);
 
 // The peaks that a group's steps are read against: its own precision; for fp32 on a GPU also TF32,
 // where its run let cuDNN's convolutions use it (tf32 "default" or "on"), and TF32 alone with "on".

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace batchscope {
 
@@ -8,6 +9,14 @@ namespace batchscope {
 // `plural` defaults to the singular with an "s".
 inline std::string counted(long long n, const std::string& singular, const std::string& plural = "") {
   return std::to_string(n) + " " + (n == 1 ? singular : plural.empty() ? singular + "s" : plural);
+}
+
+// Items as a sentence lists them: "a", "a and b", "a, b and c".
+inline std::string listed(const std::vector<std::string>& items) {
+  std::string text;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return text;
 }
 
 }  // namespace batchscope
