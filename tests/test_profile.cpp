@@ -13,6 +13,7 @@
 
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/jump_causes.h"
+#include "lib/analysis/layer_rates.h"
 #include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/analysis/tile_model.h"
@@ -396,6 +397,103 @@ TEST(JumpCauses, GrowthWithoutASwitchIsNamedAsSuch) {
   EXPECT_EQ(g.causes[1].missing, "batch size 25 was not profiled");
 }
 
+TEST(LayerRates, TheGemmLayersFlopsAreTheModelsBarTheElementwiseWork) {
+  // VGG16 at 224²: the convolutions and linear layers are all but the biases, ReLUs and pooling of the
+  // models' own count (30.97 GFLOP forward).
+  for (const char* model : {"vgg16", "resnet50", "mobilenet_v2"}) {
+    const std::vector<GemmLayer> layers = gemm_layers(model, {3, 224, 224}, 1000);
+    double forward = 0, backward = 0;
+    for (const GemmLayer& l : layers) {
+      forward += gemm_flops_per_sample(l, profile_pass::kForward);
+      backward += gemm_flops_per_sample(l, profile_pass::kBackward);
+      EXPECT_EQ(gemm_flops_per_sample(l, profile_pass::kStep), 0.0);
+    }
+    const double counted = models::find_model(model)->forward_flops({3, 224, 224}, 1000);
+    EXPECT_LT(forward, counted) << model;
+    // The elementwise work is a few percent of a CNN's (batch norm and ReLU6 weigh most in MobileNet).
+    EXPECT_GT(forward, (std::string(model) == "mobilenet_v2" ? 0.9 : 0.98) * counted) << model;
+    // Backward: twice the forward, less the first layer's input gradient, which no step computes.
+    const double first = gemm_flops_per_sample(layers.front(), profile_pass::kForward);
+    EXPECT_NEAR(backward, 2 * forward - first, 1e-6 * forward) << model;
+  }
+  GemmLayer first;
+  first.first = true;
+  first.rows = 4;
+  first.n = 8;
+  first.k = 9;
+  EXPECT_EQ(gemm_flops_per_sample(first, profile_pass::kForward), 2.0 * 4 * 8 * 9);
+  EXPECT_EQ(gemm_flops_per_sample(first, profile_pass::kBackward), 2.0 * 4 * 8 * 9);
+  GemmLayer grouped = first;
+  grouped.first = false;
+  grouped.groups = 3;
+  EXPECT_EQ(gemm_flops_per_sample(grouped, profile_pass::kBackward), 2 * 2.0 * 3 * 4 * 8 * 9);
+}
+
+TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
+  const std::vector<GemmLayer> layers = gemm_layers("vgg16", {3, 32, 32}, 10);
+  GroupProfile p;
+  p.batch_sizes = {8, 16, 32};
+  p.step_ms = {{8, 10.0}, {16, 20.0}, {32, 40.0}};
+  p.layers = {{"features.0", "forward", {{8, 1.0}, {16, 2.0}, {32, 4.0}}},
+              {"features.1", "forward", {{8, 1.0}, {16, 1.0}, {32, 1.0}}},  // a ReLU: no FLOPs of a GEMM
+              {"features.2", "forward", {{16, 4.0}}},
+              {"features.2", "backward", {{16, 8.0}}},
+              {"features.0", "backward", {{16, 1.0}}},
+              {"step.optimizer", "step", {{16, 3.0}}}};
+  // 24 lies between 16 and 32: the larger is taken; 20 is nearer 16.
+  EXPECT_EQ(layer_rates(layers, p, 24)->batch_size, 32);
+  const std::optional<LayerRates> r = layer_rates(layers, p, 20);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->batch_size, 16);
+  EXPECT_EQ(r->step_ms, 20.0);
+  ASSERT_EQ(r->layers.size(), 4u);
+  // Forward from the first layer, then backward from the last.
+  EXPECT_EQ(r->layers[0].layer + " " + r->layers[0].pass, "features.0 forward");
+  EXPECT_EQ(r->layers[1].layer + " " + r->layers[1].pass, "features.2 forward");
+  EXPECT_EQ(r->layers[2].layer + " " + r->layers[2].pass, "features.2 backward");
+  EXPECT_EQ(r->layers[3].layer + " " + r->layers[3].pass, "features.0 backward");
+  // features.2: 64 -> 64 channels, 3x3 on 32x32: 2·1024·64·576 per sample; its backward twice that.
+  const double f2 = 16 * 2.0 * 1024 * 64 * 576 / 1e9;
+  EXPECT_NEAR(r->layers[1].gflop, f2, 1e-9);
+  EXPECT_NEAR(r->layers[1].tflops, f2 / 4.0, 1e-9);
+  EXPECT_NEAR(r->layers[2].gflop, 2 * f2, 1e-9);
+  const double f0 = 16 * 2.0 * 1024 * 64 * 27 / 1e9;
+  EXPECT_NEAR(r->layers[3].gflop, f0, 1e-9);  // the first layer's backward: its weight gradient alone
+  EXPECT_NEAR(r->gemm_ms, 15.0, 1e-12);
+  EXPECT_NEAR(r->gemm_gflop, 2 * f0 + 3 * f2, 1e-9);
+  EXPECT_NEAR(r->gemm_tflops, (2 * f0 + 3 * f2) / 15.0, 1e-9);
+  // No GEMM layer profiled, or no layers at all: no rates.
+  GroupProfile none = p;
+  none.layers = {{"step.optimizer", "step", {{16, 3.0}}}};
+  EXPECT_FALSE(layer_rates(layers, none, 16).has_value());
+  EXPECT_FALSE(layer_rates({}, p, 16).has_value());
+  // The roof: the convolution peak of the group's first precision with one, of its phase, in the
+  // faster layout; a CPU's only where its model is the same.
+  PeakTable table;
+  const auto entry = [](std::string device, std::string operation, std::string precision, std::string layout,
+                        std::string phase, double tflops, int line) {
+    return PeakEntry{
+        device, device == "cpu" ? "AMD EPYC" : "", operation, precision, layout, phase, tflops, "peak.jsonl",
+        line};
+  };
+  table.entries = {entry("NVIDIA H200", "matmul", "fp32", "", "", 50.0, 1),
+                   entry("NVIDIA H200", "conv", "fp32", "contiguous", "train", 55.0, 2),
+                   entry("NVIDIA H200", "conv", "fp32", "channels_last", "train", 60.0, 3),
+                   entry("NVIDIA H200", "conv", "fp32", "channels_last", "infer", 70.0, 4),
+                   entry("NVIDIA H200", "conv", "tf32", "channels_last", "train", 200.0, 5),
+                   entry("cpu", "conv", "fp32", "contiguous", "train", 0.2, 6)};
+  std::optional<PeakEntry> roof = convolution_roof(table, "NVIDIA H200", "", {"fp32", "tf32"}, "train");
+  ASSERT_TRUE(roof.has_value());
+  EXPECT_EQ(roof->line, 3);
+  roof = convolution_roof(table, "NVIDIA H200", "", {"tf32"}, "train");
+  ASSERT_TRUE(roof.has_value());
+  EXPECT_EQ(roof->line, 5);
+  EXPECT_EQ(convolution_roof(table, "NVIDIA H200", "", {"fp32"}, "infer")->line, 4);
+  EXPECT_FALSE(convolution_roof(table, "NVIDIA H200", "", {"bf16"}, "train").has_value());
+  EXPECT_EQ(convolution_roof(table, "cpu", "AMD EPYC", {"fp32"}, "train")->line, 6);
+  EXPECT_FALSE(convolution_roof(table, "cpu", "Intel Xeon", {"fp32"}, "train").has_value());
+}
+
 TEST(TransferVerdict, SaysWhetherTheJumpsSurviveWithTheDataOnTheDevice) {
   const auto jumps_at = [](std::vector<int64_t> sizes) {
     std::vector<Jump> out;
@@ -454,10 +552,52 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   const Json j = analysis_to_json(a, AnalyzeOptions{});
   EXPECT_EQ(j["groups"][0]["profile"]["causes"][0]["layers"][0]["layer"], "classifier.0");
   EXPECT_EQ(j["groups"][0]["profile"]["causes"][0]["layers"][0]["kernel_switch"], true);
+  // The layers' rates at the profiled size nearest the fastest (16: 16 samples in 5.1 ms): features.0
+  // does 2·1024·64·27 FLOPs per sample forward in 2.6 ms; classifier.0's backward pass (two GEMMs of
+  // 25088 x 4096) 2·2·25088·4096 per sample in 2 ms.
+  ASSERT_TRUE(g.layer_rates.has_value());
+  EXPECT_EQ(g.layer_rates->batch_size, 16);
+  const Json& rates = j["groups"][0]["layer_rates"];
+  ASSERT_EQ(rates["layers"].size(), 2u);
+  EXPECT_EQ(rates["layers"][0]["layer"], "features.0");
+  EXPECT_NEAR(rates["layers"][0]["gflop"].get<double>(), 16 * 2.0 * 1024 * 64 * 27 / 1e9, 1e-9);
+  EXPECT_NEAR(rates["layers"][0]["tflops"].get<double>(), 16 * 2.0 * 1024 * 64 * 27 / 1e9 / 2.6, 1e-9);
+  EXPECT_EQ(rates["layers"][1]["layer"], "classifier.0");
+  EXPECT_EQ(rates["layers"][1]["pass"], "backward");
+  EXPECT_NEAR(rates["layers"][1]["tflops"].get<double>(), 16 * 4.0 * 25088 * 4096 / 1e9 / 2.0, 1e-6);
+  EXPECT_NEAR(rates["ms"].get<double>(), 4.6, 1e-9);
+  EXPECT_NEAR(rates["profiled_step_ms"].get<double>(), 5.1, 1e-9);
+  EXPECT_FALSE(rates.contains("roof"));  // analyze was given no peak
+  // With a peak file the layers are read against the CPU's fp32 training convolution.
+  AnalyzeOptions with_peak;
+  with_peak.peaks.files = {"peak.jsonl"};
+  with_peak.peaks.entries = {{"cpu", "", "conv", "fp32", "channels_last", "train", 0.5, "peak.jsonl", 2}};
+  const Analysis peaked = analyze_logs({dir.path().string()}, with_peak);
+  ASSERT_TRUE(peaked.groups.at(0).layer_rates.has_value());
+  const Json roofed = analysis_to_json(peaked, with_peak)["groups"][0]["layer_rates"];
+  EXPECT_EQ(roofed["roof"]["from"], "peak.jsonl:2");
+  EXPECT_EQ(roofed["roof"]["memory_format"], "channels_last");
+  EXPECT_NEAR(roofed["layers"][1]["share_of_roof"].get<double>(), 16 * 4.0 * 25088 * 4096 / 1e9 / 2.0 / 0.5,
+              1e-6);
+  std::ostringstream peaked_report;
+  write_report(peaked_report, peaked, PlotOutcome{}, "plots");
+  EXPECT_NE(
+      peaked_report.str().find("| TFLOP/s | % of the fp32 convolution peak (0.5000 TFLOP/s, peak.jsonl:2) |"),
+      std::string::npos)
+      << peaked_report.str();
+  EXPECT_NE(peaked_report.str().find("| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 |"), std::string::npos)
+      << peaked_report.str();
   std::ostringstream report;
   write_report(report, a, PlotOutcome{}, "plots");
   EXPECT_NE(report.str().find("Why it jumps"), std::string::npos);
   EXPECT_NE(report.str().find("classifier.0 backward"), std::string::npos);
+  EXPECT_NE(
+      report.str().find("**Layer rates at batch 16** (the profiled batch size nearest the fastest, 16)"),
+      std::string::npos)
+      << report.str();
+  EXPECT_NE(report.str().find("| classifier.0 bwd | 6.58 | 2.00 | 3.29 |"), std::string::npos)
+      << report.str();
+  EXPECT_NE(report.str().find("90.2% of the profiled step's 5.10 ms"), std::string::npos) << report.str();
   // The terminal names the layer that changed most at each jump.
   std::ostringstream terminal;
   write_terminal_summary(terminal, a);

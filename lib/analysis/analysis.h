@@ -10,9 +10,10 @@
 
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
+#include "lib/analysis/layer_rates.h"
 #include "lib/analysis/peak_share.h"
-#include "lib/analysis/tile_model.h"
 #include "lib/analysis/periodicity.h"
+#include "lib/analysis/tile_model.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 
@@ -143,6 +144,9 @@ struct GroupAnalysis {
   std::vector<int64_t> overflowed;         // sizes where loss scaling skipped timed optimizer steps
   std::optional<GroupEnergy> energy;
   std::optional<GroupProfile> profile;  // where the sweep profiled its batch sizes (sweep --profile)
+  // Each convolution and linear layer's TFLOP/s at the profiled batch size nearest the fastest, where
+  // the sweep profiled a model made of plan layers.
+  std::optional<LayerRates> layer_rates;
   // Predicted jumps (tile and wave quantization) beside the measured ones, where an SM count is known
   // and the model is made of plan layers; otherwise why there is none.
   std::optional<Prediction> prediction;

@@ -229,29 +229,44 @@ std::map<std::string, Tile> profiled_tiles(const std::map<int64_t, ProfileRecord
   return out;
 }
 
-// Predicted jumps beside the measured ones, where the model has a plan and the SM count is known.
-void predict(GroupAnalysis& g, const RawGroup& raw, const std::vector<int64_t>& measured, const AnalyzeOptions& options) {
-  const std::optional<int64_t> sms = options.sms ? options.sms : raw.sm_count;
-  if (!sms) {
-    g.no_prediction = "no SM count: the run record names no GPU; analyze --sms N predicts for a GPU with N SMs";
-    return;
-  }
+// The group's convolution and linear layers as GEMMs; empty, with the reason in `why`, where they cannot
+// be laid out.
+std::vector<GemmLayer> group_gemm_layers(const RawGroup& raw, std::string& why) {
   const Json& id = raw.identity;
-  if (!id.contains("input") || !id.contains("classes") || measured.size() < 3) {
-    g.no_prediction = "too little is known of the workload (input, classes) or too few batch sizes were measured";
-    return;
+  if (!id.contains("input") || !id.contains("classes")) {
+    why = "too little is known of the workload (input, classes)";
+    return {};
   }
   std::vector<GemmLayer> layers;
   try {
     layers = gemm_layers(id.value("model", ""), id["input"].get<std::vector<int64_t>>(), id["classes"].get<int64_t>());
   } catch (const std::exception& error) {
-    g.no_prediction = std::string("the model's layers could not be laid out: ") + error.what();
+    why = std::string("the model's layers could not be laid out: ") + error.what();
+    return {};
+  }
+  if (layers.empty())
+    why = "the prediction covers the convolutional and linear models of the zoo, not sequence models";
+  return layers;
+}
+
+// Predicted jumps beside the measured ones, where the model has a plan and the SM count is known.
+void predict(GroupAnalysis& g, const RawGroup& raw, const std::vector<GemmLayer>& layers,
+             const std::string& why, const std::vector<int64_t>& measured, const AnalyzeOptions& options) {
+  const std::optional<int64_t> sms = options.sms ? options.sms : raw.sm_count;
+  if (!sms) {
+    g.no_prediction =
+        "no SM count: the run record names no GPU; analyze --sms N predicts for a GPU with N SMs";
+    return;
+  }
+  if (measured.size() < 3) {
+    g.no_prediction = "too few batch sizes were measured";
     return;
   }
   if (layers.empty()) {
-    g.no_prediction = "the prediction covers the convolutional and linear models of the zoo, not sequence models";
+    g.no_prediction = why;
     return;
   }
+  const Json& id = raw.identity;
   std::map<std::string, Tile> tile_of = profiled_tiles(raw.profiles);
   if (options.tile) {
     for (const GemmLayer& l : layers) tile_of.emplace(l.name, *options.tile);
@@ -321,11 +336,15 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
   analyze_energy(g);
-  predict(g, raw, measured, options);
+  std::string no_layers;
+  const std::vector<GemmLayer> layers = group_gemm_layers(raw, no_layers);
+  predict(g, raw, layers, no_layers, measured, options);
   if (!raw.profiles.empty()) {
     std::map<int64_t, double> medians;
     for (const PointStats& p : g.points) medians[p.batch_size] = p.median_ms;
     g.profile = explain_jumps(raw.profiles, g.jumps.jumps, g.jumps.drops, medians);
+    const int64_t near = g.fastest ? g.fastest->batch_size : g.profile->batch_sizes.back();
+    g.layer_rates = layer_rates(layers, *g.profile, near);
   }
   return g;
 }
@@ -447,6 +466,10 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.contains("cuda"));
     g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions,
                             id.value("phase", ""));
+    if (g.layer_rates) {
+      g.layer_rates->roof =
+          convolution_roof(options.peaks, device, id.value("cpu", ""), precisions, id.value("phase", ""));
+    }
     if (g.peak && g.peak->shares.empty()) {
       g.peak.reset();
       std::string wanted;

@@ -136,6 +136,28 @@ std::vector<std::string> peak_precisions_for(const std::string& precision, const
   return {"fp32", "tf32"};
 }
 
+const PeakEntry* fastest_peak(const PeakTable& table, const std::string& device, const std::string& cpu,
+                              const std::string& precision, const std::string& operation,
+                              const std::string& phase) {
+  const PeakEntry* best = nullptr;
+  for (const PeakEntry& e : table.entries) {
+    if (e.device != device || e.precision != precision || e.operation != operation ||
+        (device == "cpu" && e.cpu != cpu) || (e.operation == "conv" && e.phase != phase))
+      continue;
+    if (best == nullptr || e.median_tflops > best->median_tflops) best = &e;
+  }
+  return best;
+}
+
+std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::string& device,
+                                          const std::string& cpu, const std::vector<std::string>& precisions,
+                                          const std::string& phase) {
+  for (const std::string& precision : precisions) {
+    if (const PeakEntry* e = fastest_peak(table, device, cpu, precision, "conv", phase)) return *e;
+  }
+  return std::nullopt;
+}
+
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,
                                         const std::string& device, const std::string& cpu,
                                         const std::vector<std::string>& precisions,
@@ -148,14 +170,7 @@ std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vecto
   if (peak.tflops <= 0) return std::nullopt;
   for (const std::string& precision : precisions) {
     for (const char* operation : {"matmul", "conv"}) {
-      // The convolution's roof is its faster layout in the group's phase.
-      const PeakEntry* best = nullptr;
-      for (const PeakEntry& e : table.entries) {
-        if (e.device != device || e.precision != precision || e.operation != operation ||
-            (device == "cpu" && e.cpu != cpu) || (e.operation == "conv" && e.phase != phase))
-          continue;
-        if (best == nullptr || e.median_tflops > best->median_tflops) best = &e;
-      }
+      const PeakEntry* best = fastest_peak(table, device, cpu, precision, operation, phase);
       if (best == nullptr) continue;
       peak.shares.push_back({best->operation, precision, best->memory_format, best->phase,
                              best->median_tflops, best->file + ":" + std::to_string(best->line),

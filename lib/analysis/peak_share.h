@@ -58,6 +58,18 @@ struct GroupPeak {
   std::vector<PeakShare> shares;
 };
 
+// The device's fastest peak of this operation and precision (the convolution's: of the phase, in its
+// faster layout); nullptr where the table has none. `cpu` must match too where the device is "cpu".
+const PeakEntry* fastest_peak(const PeakTable& table, const std::string& device, const std::string& cpu,
+                              const std::string& precision, const std::string& operation,
+                              const std::string& phase);
+
+// The convolution peak that a group's layers are read against: that of its first precision (its own)
+// with one, as fastest_peak finds it.
+std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::string& device,
+                                          const std::string& cpu, const std::vector<std::string>& precisions,
+                                          const std::string& phase);
+
 // The group's rate against the peaks of its device (device and cpu as its identity gives them): no
 // shares where the table has no matching peak, none at all where the group has no rate.
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,

@@ -41,7 +41,7 @@ inline constexpr const char* kMaxBatchTry = "maxbatch_try";
 inline constexpr const char* kMaxBatch = "maxbatch";
 // Profiled steps of a sweep (profile.jsonl beside steps.jsonl).
 inline constexpr const char* kProfile = "profile";
-// batchscope peak: the device's matrix-product rates.
+// batchscope peak: the device's matrix-product and convolution rates.
 inline constexpr const char* kPeak = "peak";
 }  // namespace record
 

@@ -119,6 +119,15 @@ done
   grep -q '"profile"' "$work/r/jumps/vgg16_tf32_off_profiled/analysis/analysis.json" &&
   ok "a finished sweep's profile is kept compressed and analysed from there" ||
   fail "profile: $(ls "$work/r/jumps/vgg16_tf32_off_profiled")"
+# Its layers' rates are read against the campaign's measured convolution peak.
+python3 - "$work/r/jumps/vgg16_tf32_off_profiled/analysis/analysis.json" <<'PY' &&
+import json, sys
+rates = json.load(open(sys.argv[1]))["groups"][0]["layer_rates"]
+assert rates["roof"]["operation"] == "conv" and rates["roof"]["from"].endswith("peak_conv.jsonl:1"), rates["roof"]
+assert rates["layers"] and all(l["gflop"] > 0 and "share_of_roof" in l for l in rates["layers"]), rates["layers"]
+PY
+  ok "the profiled sweep's layer rates are read against the measured convolution peak" ||
+  fail "layer rates: no conv roof in the profiled sweep's analysis.json"
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
 # The allocator item runs with its variable set, which its records and commands.txt name.
 grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"' \

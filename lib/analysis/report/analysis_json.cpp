@@ -279,6 +279,25 @@ Json profile_json(const GroupProfile& p) {
           {"profiled_step_ms", step_ms}, {"layers", layers}, {"causes", causes}};
 }
 
+Json layer_rates_json(const LayerRates& r) {
+  const std::optional<PeakEntry>& roof = r.roof;
+  Json layers = Json::array();
+  for (const LayerRate& l : r.layers) {
+    Json layer = {
+        {"layer", l.layer}, {"pass", l.pass}, {"gflop", l.gflop}, {"ms", l.ms}, {"tflops", l.tflops}};
+    if (roof) layer["share_of_roof"] = l.tflops / roof->median_tflops;
+    layers.push_back(std::move(layer));
+  }
+  Json out = {{"batch_size", r.batch_size}, {"gflop", r.gemm_gflop},         {"ms", r.gemm_ms},
+              {"tflops", r.gemm_tflops},    {"profiled_step_ms", r.step_ms}, {"layers", layers}};
+  if (roof) {
+    out["roof"] = {{"operation", roof->operation},  {"precision", roof->precision},
+                   {"phase", roof->phase},          {"memory_format", roof->memory_format},
+                   {"tflops", roof->median_tflops}, {"from", roof->file + ":" + std::to_string(roof->line)}};
+  }
+  return out;
+}
+
 Json prediction_json(const Prediction& p) {
   Json jumps = Json::array();
   for (const PredictedJump& j : p.jumps) {
@@ -292,6 +311,7 @@ Json prediction_json(const Prediction& p) {
 // Only where the sweep profiled (and a prediction was made), so that analyses of other logs keep their keys.
 Json with_profile(Json group, const GroupAnalysis& g) {
   if (g.profile) group["profile"] = profile_json(*g.profile);
+  if (g.layer_rates) group["layer_rates"] = layer_rates_json(*g.layer_rates);
   if (g.prediction) group["prediction"] = prediction_json(*g.prediction);
   if (g.cost) {
     Json points = Json::array();

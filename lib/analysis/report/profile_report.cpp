@@ -100,6 +100,50 @@ std::optional<PlotScript> layers_plot(const GroupAnalysis& g) {
   return plot;
 }
 
+// "**Layer rates at batch 64** ...": the GEMM layers' FLOPs over their time, together and the largest
+// by time one by one, against the group's convolution peak where analyze was given one.
+void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
+  if (!g.layer_rates) return;
+  const LayerRates& r = *g.layer_rates;
+  const GroupProfile& p = *g.profile;
+  out << "**Layer rates at batch " << r.batch_size << "**";
+  if (g.fastest) out << " (the profiled batch size nearest the fastest, " << g.fastest->batch_size << ")";
+  out << ": the convolution and linear layers did " << significant(r.gemm_gflop, 3) << " GFLOP per step in "
+      << significant(r.gemm_ms, 3) << " ms, " << significant(r.gemm_tflops, 3) << " TFLOP/s";
+  if (r.step_ms > 0) {
+    out << ", " << significant(100 * r.gemm_ms / r.step_ms, 3) << "% of the profiled step's "
+        << significant(r.step_ms, 3) << " ms; the rest went to the other layers (normalisation, activations, "
+        << "pooling), the loss and the optimizer"
+        << (p.basis == "device" ? ", and to the GPU's idle time between kernels" : "");
+  }
+  out << ". A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
+         "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
+         "can show more than the roof.\n\n";
+  const std::optional<PeakEntry>& roof = r.roof;
+  std::vector<const LayerRate*> order;
+  for (const LayerRate& l : r.layers) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
+  if (order.size() > kLayersTabled) order.resize(kLayersTabled);
+  out << "| layer | GFLOP | ms | TFLOP/s |";
+  if (roof) {
+    out << " % of the " << roof->precision << " convolution peak (" << significant(roof->median_tflops, 4)
+        << " TFLOP/s, " << roof->file << ":" << roof->line << ") |";
+  }
+  out << "\n|---|---:|---:|---:|" << (roof ? "---:|" : "") << "\n";
+  const auto row = [&](const std::string& name, double gflop, double ms, double tflops) {
+    out << "| " << name << " | " << significant(gflop, 3) << " | " << significant(ms, 3) << " | "
+        << significant(tflops, 3) << " |";
+    if (roof) out << " " << significant(100 * tflops / roof->median_tflops, 3) << " |";
+    out << "\n";
+  };
+  for (const LayerRate* l : order) {
+    row(l->layer + (l->pass == profile_pass::kForward ? " fwd" : " bwd"), l->gflop, l->ms, l->tflops);
+  }
+  row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.gemm_tflops);
+  out << "\n";
+}
+
 }  // namespace
 
 std::vector<PlotScript> profile_plots(const Analysis& analysis) {
@@ -151,6 +195,7 @@ void write_profile_section(std::ostream& out, const GroupAnalysis& g, const Plot
   out << "| *profiled step (wall)* |";
   for (int64_t b : sizes) out << " " << significant(p.step_ms.count(b) ? p.step_ms.at(b) : 0.0, 3) << " |";
   out << "\n\n";
+  write_layer_rates(out, g);
 }
 
 void write_prediction(std::ostream& out, const GroupAnalysis& g) {

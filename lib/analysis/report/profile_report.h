@@ -13,8 +13,8 @@ namespace batchscope {
 // Per profiled group, the time of its largest layers against batch size, stacked ("layers_<id>").
 std::vector<PlotScript> profile_plots(const Analysis& analysis);
 
-// "Where the time goes": the per-layer table at a few batch sizes and the cause of each jump and drop,
-// for a group profiled by its sweep.
+// "Where the time goes": the per-layer table at a few batch sizes, the cause of each jump and drop, and
+// the convolution and linear layers' TFLOP/s, for a group profiled by its sweep.
 void write_profile_section(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
                            const std::string& plot_dir);
 

@@ -1,0 +1,52 @@
+#include "lib/analysis/layer_rates.h"
+
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "lib/records/profile_records.h"
+
+namespace batchscope {
+
+double gemm_flops_per_sample(const GemmLayer& layer, const std::string& pass) {
+  const double forward = 2.0 * static_cast<double>(layer.groups) * static_cast<double>(layer.rows) *
+                         static_cast<double>(layer.n) * static_cast<double>(layer.k);
+  if (pass == profile_pass::kForward) return forward;
+  if (pass == profile_pass::kBackward) return layer.first ? forward : 2.0 * forward;
+  return 0.0;
+}
+
+std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
+                                      int64_t near) {
+  if (layers.empty() || profile.batch_sizes.empty()) return std::nullopt;
+  int64_t batch = profile.batch_sizes.front();
+  for (int64_t b : profile.batch_sizes) {
+    if (std::llabs(b - near) <= std::llabs(batch - near)) batch = b;
+  }
+  std::map<std::pair<std::string, std::string>, double> ms;
+  for (const LayerSeries& s : profile.layers) {
+    const auto found = s.ms.find(batch);
+    if (found != s.ms.end()) ms[{s.layer, s.pass}] += found->second;
+  }
+  LayerRates out;
+  out.batch_size = batch;
+  const auto step = profile.step_ms.find(batch);
+  out.step_ms = step == profile.step_ms.end() ? 0.0 : step->second;
+  const auto add = [&](const GemmLayer& l, const char* pass) {
+    const auto found = ms.find({l.name, pass});
+    if (found == ms.end()) return;
+    LayerRate r{l.name, pass, gemm_flops_per_sample(l, pass) * static_cast<double>(batch) / 1e9, found->second, 0.0};
+    if (r.ms > 0) r.tflops = r.gflop / r.ms;  // GFLOP per ms is TFLOP/s
+    out.gemm_gflop += r.gflop;
+    out.gemm_ms += r.ms;
+    out.layers.push_back(std::move(r));
+  };
+  // As the step runs them: the forward passes, then the backward passes from the last layer to the first.
+  for (const GemmLayer& l : layers) add(l, profile_pass::kForward);
+  for (auto l = layers.rbegin(); l != layers.rend(); ++l) add(*l, profile_pass::kBackward);
+  if (out.layers.empty()) return std::nullopt;
+  if (out.gemm_ms > 0) out.gemm_tflops = out.gemm_gflop / out.gemm_ms;
+  return out;
+}
+
+}  // namespace batchscope

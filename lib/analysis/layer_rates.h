@@ -1,0 +1,48 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/jump_causes.h"
+#include "lib/analysis/peak_share.h"
+#include "lib/analysis/tile_model.h"
+
+namespace batchscope {
+
+// How fast each convolution and linear layer ran in the profiled steps: the FLOPs of its GEMMs over the
+// time the profile gave it. A step's TFLOP/s says how far the whole step is from the roof; this says
+// which layers hold it back, and how much of the step is spent outside the layers that do the FLOPs
+// (normalisation, activations, pooling, the optimizer).
+
+// FLOPs of one sample through one GEMM layer's pass, a multiply-add counted as 2 as the models count
+// theirs (biases left out): forward 2·groups·rows·n·k; backward the weight gradient (as much as the
+// forward) and, for all but the model's first layer, the input gradient (as much again), so that a
+// training step's GEMM layers come to 3× their forward FLOPs, as a step is counted. A strided or
+// grouped layer counts the same: the work its outputs need, not the work an algorithm does.
+double gemm_flops_per_sample(const GemmLayer& layer, const std::string& pass);
+
+struct LayerRate {
+  std::string layer, pass;  // pass: forward or backward
+  double gflop = 0;         // per step, at the batch size
+  double ms = 0;            // per step, as the profile gives it (GPU kernel time, or host time)
+  double tflops = 0;        // 0 where no time was recorded
+};
+
+struct LayerRates {
+  int64_t batch_size = 0;
+  std::vector<LayerRate> layers;  // the GEMM layers that the profile timed, in the step's order
+  // All of them together: their FLOPs over their summed time.
+  double gemm_gflop = 0, gemm_ms = 0, gemm_tflops = 0;
+  double step_ms = 0;  // the profiled step's wall time at the batch size
+  // The convolution peak of the group's device and precision in its phase, where analyze --peak gave one.
+  std::optional<PeakEntry> roof;
+};
+
+// The rates at the profiled batch size nearest `near` (the larger of two as near); nullopt where the
+// model has no GEMM layers or the profile timed none of them.
+std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
+                                      int64_t near);
+
+}  // namespace batchscope
