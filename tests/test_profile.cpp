@@ -441,8 +441,18 @@ TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
               {"features.0", "backward", {{16, 1.0}}},
               {"step.optimizer", "step", {{16, 3.0}}}};
   // 24 lies between 16 and 32: the larger is taken; 20 is nearer 16.
-  EXPECT_EQ(layer_rates(layers, p, 24)->batch_size, 32);
-  const std::optional<LayerRates> r = layer_rates(layers, p, 20);
+  EXPECT_EQ(layer_rates(layers, p, {}, 24)->batch_size, 32);
+  // cuDNN's layout conversions in features.2's backward pass at 16, and one at 8 that is not counted.
+  std::map<int64_t, ProfileRecord> records;
+  records[16].kernels = {
+      {"features.2", "backward", "void cudnn::engines_precompiled::nchwToNhwcKernel<float>", "kernel", 2, 1.5,
+       0.75, "", ""},
+      {"features.2", "backward", "void cudnn::engines_precompiled::nhwcToNchwKernel<float>", "kernel", 1, 0.5,
+       0.5, "", ""},
+      {"features.2", "backward", "sm90_xmma_dgrad_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc", "kernel",
+       1, 6.0, 6.0, "", ""}};
+  records[8].kernels = {{"features.0", "forward", "nchwToNhwcKernel", "kernel", 1, 0.3, 0.3, "", ""}};
+  const std::optional<LayerRates> r = layer_rates(layers, p, records, 20);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->batch_size, 16);
   EXPECT_EQ(r->step_ms, 20.0);
@@ -460,13 +470,17 @@ TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
   const double f0 = 16 * 2.0 * 1024 * 64 * 27 / 1e9;
   EXPECT_NEAR(r->layers[3].gflop, f0, 1e-9);  // the first layer's backward: its weight gradient alone
   EXPECT_NEAR(r->gemm_ms, 15.0, 1e-12);
+  EXPECT_NEAR(r->layers[2].layout_ms, 2.0, 1e-12);
+  EXPECT_EQ(r->layers[0].layout_ms, 0.0);
+  EXPECT_NEAR(r->layout_ms, 2.0, 1e-12);
+  EXPECT_FALSE(is_layout_conversion("sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc"));
   EXPECT_NEAR(r->gemm_gflop, 2 * f0 + 3 * f2, 1e-9);
   EXPECT_NEAR(r->gemm_tflops, (2 * f0 + 3 * f2) / 15.0, 1e-9);
   // No GEMM layer profiled, or no layers at all: no rates.
   GroupProfile none = p;
   none.layers = {{"step.optimizer", "step", {{16, 3.0}}}};
-  EXPECT_FALSE(layer_rates(layers, none, 16).has_value());
-  EXPECT_FALSE(layer_rates({}, p, 16).has_value());
+  EXPECT_FALSE(layer_rates(layers, none, records, 16).has_value());
+  EXPECT_FALSE(layer_rates({}, p, records, 16).has_value());
   // The roof: the convolution peak of the group's first precision with one, of its phase, in the
   // faster layout; a CPU's only where its model is the same.
   PeakTable table;

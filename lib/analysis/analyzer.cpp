@@ -344,7 +344,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     for (const PointStats& p : g.points) medians[p.batch_size] = p.median_ms;
     g.profile = explain_jumps(raw.profiles, g.jumps.jumps, g.jumps.drops, medians);
     const int64_t near = g.fastest ? g.fastest->batch_size : g.profile->batch_sizes.back();
-    g.layer_rates = layer_rates(layers, *g.profile, near);
+    g.layer_rates = layer_rates(layers, *g.profile, raw.profiles, near);
   }
   return g;
 }

@@ -16,8 +16,13 @@ double gemm_flops_per_sample(const GemmLayer& layer, const std::string& pass) {
   return 0.0;
 }
 
+bool is_layout_conversion(const std::string& kernel_name) {
+  return kernel_name.find("nchwToNhwc") != std::string::npos ||
+         kernel_name.find("nhwcToNchw") != std::string::npos;
+}
+
 std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
-                                      int64_t near) {
+                                      const std::map<int64_t, ProfileRecord>& records, int64_t near) {
   if (layers.empty() || profile.batch_sizes.empty()) return std::nullopt;
   int64_t batch = profile.batch_sizes.front();
   for (int64_t b : profile.batch_sizes) {
@@ -28,6 +33,13 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
     const auto found = s.ms.find(batch);
     if (found != s.ms.end()) ms[{s.layer, s.pass}] += found->second;
   }
+  std::map<std::pair<std::string, std::string>, double> layout_ms;
+  const auto record = records.find(batch);
+  if (record != records.end()) {
+    for (const KernelTime& k : record->second.kernels) {
+      if (k.kind == "kernel" && is_layout_conversion(k.name)) layout_ms[{k.layer, k.pass}] += k.total_ms;
+    }
+  }
   LayerRates out;
   out.batch_size = batch;
   const auto step = profile.step_ms.find(batch);
@@ -35,10 +47,14 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
   const auto add = [&](const GemmLayer& l, const char* pass) {
     const auto found = ms.find({l.name, pass});
     if (found == ms.end()) return;
-    LayerRate r{l.name, pass, gemm_flops_per_sample(l, pass) * static_cast<double>(batch) / 1e9, found->second, 0.0};
+    LayerRate r{l.name, pass, gemm_flops_per_sample(l, pass) * static_cast<double>(batch) / 1e9,
+                found->second};
     if (r.ms > 0) r.tflops = r.gflop / r.ms;  // GFLOP per ms is TFLOP/s
+    const auto layout = layout_ms.find({l.name, pass});
+    if (layout != layout_ms.end()) r.layout_ms = layout->second;
     out.gemm_gflop += r.gflop;
     out.gemm_ms += r.ms;
+    out.layout_ms += r.layout_ms;
     out.layers.push_back(std::move(r));
   };
   // As the step runs them: the forward passes, then the backward passes from the last layer to the first.

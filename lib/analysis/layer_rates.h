@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/peak_share.h"
 #include "lib/analysis/tile_model.h"
+#include "lib/records/profile_records.h"
 
 namespace batchscope {
 
@@ -28,21 +30,28 @@ struct LayerRate {
   double gflop = 0;         // per step, at the batch size
   double ms = 0;            // per step, as the profile gives it (GPU kernel time, or host time)
   double tflops = 0;        // 0 where no time was recorded
+  // Of its time, cuDNN's conversions of the tensors between NCHW and NHWC (kernels named so): the price
+  // of a layout that the fastest kernels do not take.
+  double layout_ms = 0;
 };
 
 struct LayerRates {
   int64_t batch_size = 0;
   std::vector<LayerRate> layers;  // the GEMM layers that the profile timed, in the step's order
   // All of them together: their FLOPs over their summed time.
-  double gemm_gflop = 0, gemm_ms = 0, gemm_tflops = 0;
+  double gemm_gflop = 0, gemm_ms = 0, gemm_tflops = 0, layout_ms = 0;
   double step_ms = 0;  // the profiled step's wall time at the batch size
   // The convolution peak of the group's device and precision in its phase, where analyze --peak gave one.
   std::optional<PeakEntry> roof;
 };
 
 // The rates at the profiled batch size nearest `near` (the larger of two as near); nullopt where the
-// model has no GEMM layers or the profile timed none of them.
+// model has no GEMM layers or the profile timed none of them. `records` (the profiles by batch size)
+// give the layout conversions among the layers' kernels.
 std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
-                                      int64_t near);
+                                      const std::map<int64_t, ProfileRecord>& records, int64_t near);
+
+// Whether a kernel converts a tensor between NCHW and NHWC (cuDNN's nchwToNhwcKernel, nhwcToNchwKernel).
+bool is_layout_conversion(const std::string& kernel_name);
 
 }  // namespace batchscope

@@ -188,6 +188,11 @@ class Campaign:
               os.path.join(jumps, "vgg16_bf16_channels_last"))
         sweep("vgg16_copy_included", ["--model", "vgg16"] + image + ["--transfer", "included"],
               os.path.join(jumps, "vgg16_copy_included"))
+        # On an H200, 22% of VGG16's convolution time with TF32 (item 1's profile at batch 64) went to
+        # cuDNN's conversions of NCHW tensors to and from the NHWC its TF32 kernels take: the same profiled
+        # sweep channels-last, to measure what sparing them gives.
+        sweep("vgg16_channels_last_profiled", profiled_vgg16 + ["--channels-last"],
+              os.path.join(jumps, "vgg16_channels_last_profiled"))
         bench_on(JUMP_MODELS_ON[0])
         # On an H200, VGG16's IEEE fp32 sawtooth was cuDNN's choice of kernel for features.12/14 forward:
         # FFT at multiples of 8 (1.7 ms at 16), a kernel 20 times slower just past them (37.6 ms at 17).

@@ -107,6 +107,7 @@ print(f"resumed after {points_before} of 6 batch sizes; all six measured, the fi
 PY
 for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jumps/vgg16_bf16_channels_last \
             jumps/vgg16_copy_included jumps/resnet50_tf32_off jumps/vgg16_tf32_off_profiled \
+            jumps/vgg16_channels_last_profiled \
             jumps/vgg16_tf32_off_bench_on \
             jumps/resnet50_bench_off_pass2 jumps/resnet50_foreach_off \
             mnist_train_vs_infer energy_zoo; do

@@ -283,13 +283,18 @@ Json layer_rates_json(const LayerRates& r) {
   const std::optional<PeakEntry>& roof = r.roof;
   Json layers = Json::array();
   for (const LayerRate& l : r.layers) {
-    Json layer = {
-        {"layer", l.layer}, {"pass", l.pass}, {"gflop", l.gflop}, {"ms", l.ms}, {"tflops", l.tflops}};
+    Json layer = {{"layer", l.layer}, {"pass", l.pass},     {"gflop", l.gflop},
+                  {"ms", l.ms},       {"tflops", l.tflops}, {"layout_ms", l.layout_ms}};
     if (roof) layer["share_of_roof"] = l.tflops / roof->median_tflops;
     layers.push_back(std::move(layer));
   }
-  Json out = {{"batch_size", r.batch_size}, {"gflop", r.gemm_gflop},         {"ms", r.gemm_ms},
-              {"tflops", r.gemm_tflops},    {"profiled_step_ms", r.step_ms}, {"layers", layers}};
+  Json out = {{"batch_size", r.batch_size},
+              {"gflop", r.gemm_gflop},
+              {"ms", r.gemm_ms},
+              {"tflops", r.gemm_tflops},
+              {"layout_ms", r.layout_ms},
+              {"profiled_step_ms", r.step_ms},
+              {"layers", layers}};
   if (roof) {
     out["roof"] = {{"operation", roof->operation},  {"precision", roof->precision},
                    {"phase", roof->phase},          {"memory_format", roof->memory_format},

@@ -116,7 +116,14 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
         << "pooling), the loss and the optimizer"
         << (p.basis == "device" ? ", and to the GPU's idle time between kernels" : "");
   }
-  out << ". A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
+  out << ".";
+  if (r.layout_ms > 0) {
+    out << " Of the layers' time, " << significant(r.layout_ms, 3) << " ms ("
+        << significant(100 * r.layout_ms / r.gemm_ms, 3)
+        << "%) went to cuDNN's conversions of tensors between NCHW and NHWC, for kernels that take the other "
+           "layout than the sweep's (with NCHW, sweep --channels-last spares them).";
+  }
+  out << " A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
          "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
          "can show more than the roof.\n\n";
   const std::optional<PeakEntry>& roof = r.roof;
@@ -125,22 +132,26 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   std::stable_sort(order.begin(), order.end(),
                    [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
   if (order.size() > kLayersTabled) order.resize(kLayersTabled);
-  out << "| layer | GFLOP | ms | TFLOP/s |";
+  const bool layouts = r.layout_ms > 0;
+  out << "| layer | GFLOP | ms |" << (layouts ? " of it, layout conversions (ms) |" : "") << " TFLOP/s |";
   if (roof) {
     out << " % of the " << roof->precision << " convolution peak (" << significant(roof->median_tflops, 4)
         << " TFLOP/s, " << roof->file << ":" << roof->line << ") |";
   }
-  out << "\n|---|---:|---:|---:|" << (roof ? "---:|" : "") << "\n";
-  const auto row = [&](const std::string& name, double gflop, double ms, double tflops) {
-    out << "| " << name << " | " << significant(gflop, 3) << " | " << significant(ms, 3) << " | "
-        << significant(tflops, 3) << " |";
+  out << "\n|---|---:|---:|---:|" << (layouts ? "---:|" : "") << (roof ? "---:|" : "") << "\n";
+  const auto row = [&](const std::string& name, double gflop, double ms, double layout_ms, double tflops) {
+    out << "| " << name << " | " << significant(gflop, 3) << " | " << significant(ms, 3) << " |";
+    if (layouts) out << " " << significant(layout_ms, 3) << " |";
+    out << " " << significant(tflops, 3) << " |";
     if (roof) out << " " << significant(100 * tflops / roof->median_tflops, 3) << " |";
     out << "\n";
   };
   for (const LayerRate* l : order) {
-    row(l->layer + (l->pass == profile_pass::kForward ? " fwd" : " bwd"), l->gflop, l->ms, l->tflops);
+    row(l->layer + (l->pass == profile_pass::kForward ? " fwd" : " bwd"), l->gflop, l->ms, l->layout_ms,
+        l->tflops);
   }
-  row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.gemm_tflops);
+  row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.layout_ms,
+      r.gemm_tflops);
   out << "\n";
 }
 
