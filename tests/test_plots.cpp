@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/analysis/report/plots.h"
+#include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
 #include "tests/analysis_test_support.h"
 
@@ -149,6 +150,36 @@ TEST_F(PlotsTest, DrawsEveryPlotAsPngAndSvg) {
       read_all(out / "vgg16_train_speedup.gp").find("Speedup over vgg16 train fp32 · CPU — vgg16 train"),
       std::string::npos);
   EXPECT_NE(read_all(out / "vgg16_fp32_time.dat").find("\n11 15.5 15.035 16.275 1 2\n"), std::string::npos);
+}
+
+TEST_F(PlotsTest, AGroupReadAgainstPeaksGetsItsRateUnderThem) {
+  REQUIRE_GNUPLOT();
+  Analysis analysis = make_analysis();
+  GroupAnalysis& read = analysis.groups[0];
+  for (PointStats& p : read.points) p.tflops = 0.02 * static_cast<double>(p.batch_size);
+  read.peak = GroupPeak{27,
+                        0.54,
+                        {{"matmul", "fp32", "", "", 0.8, "peak.jsonl:1", 0.675},
+                         {"conv", "fp32", "channels_last", "train", 0.6, "peak.jsonl:2", 0.9}}};
+  const fs::path out = dir_ / "plots";
+  const PlotOutcome outcome = write_plots(analysis, out.string());
+  ASSERT_TRUE(outcome.made) << outcome.skipped_reason;
+  EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
+  const std::set<std::string> files(outcome.files.begin(), outcome.files.end());
+  EXPECT_EQ(files.count("vgg16_fp32_rate.png"), 1u);
+  EXPECT_EQ(files.count("vgg16_fp32_rate.svg"), 1u);
+  EXPECT_EQ(files.count("vgg16_bf16_rate.png"), 0u);  // no peak: no rate plot
+  const std::string script = read_all(out / "vgg16_fp32_rate.gp");
+  EXPECT_NE(script.find("0.8 with lines dt 4"), std::string::npos) << script;
+  EXPECT_NE(script.find("'fp32 matrix product peak, 0.8 TFLOP/s'"), std::string::npos) << script;
+  EXPECT_NE(script.find("'fp32 convolution peak, 0.6 TFLOP/s'"), std::string::npos) << script;
+  // The size with too few samples is marked apart, as in the other plots.
+  EXPECT_NE(read_all(out / "vgg16_fp32_rate.dat").find("\n11 0.22 1\n"), std::string::npos);
+  std::ostringstream report;
+  write_report(report, analysis, outcome, "plots");
+  EXPECT_NE(
+      report.str().find("![TFLOP/s vs batch size against the measured peaks](plots/vgg16_fp32_rate.png)"),
+      std::string::npos);
 }
 
 TEST_F(PlotsTest, MissingGnuplotSkipsWithAReason) {

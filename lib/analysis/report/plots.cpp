@@ -8,14 +8,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <locale>
 #include <optional>
 #include <set>
 #include <sstream>
 
 #include "lib/analysis/report/energy_plots.h"
-#include "lib/analysis/report/profile_report.h"
 #include "lib/analysis/report/gnuplot_script.h"
+#include "lib/analysis/report/profile_report.h"
 #include "lib/common/errors.h"
 #include "lib/common/program_runner.h"
 
@@ -139,6 +140,45 @@ PlotScript throughput_plot(const GroupAnalysis& group) {
   return plot;
 }
 
+// The group's TFLOP/s at each batch size under the measured peaks it is read against (analyze --peak):
+// how near the roof each size runs, and where the gains of a larger batch end.
+std::optional<PlotScript> rate_plot(const GroupAnalysis& group) {
+  if (!group.peak || group.peak->shares.empty()) return std::nullopt;
+  PlotScript plot{group.id + "_rate", "# batch_size tflops too_few_samples\n", ""};
+  for (const PointStats& p : group.points) {
+    if (!p.tflops) continue;
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(*p.tflops) + " " +
+                 (p.too_few_samples ? "1" : "0") + "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " + gp_string(group.label + ": TFLOP/s against the measured peaks") + "\n";
+  // Room above the highest line for the key, so that it covers neither the rates nor a peak.
+  double top = 0;
+  for (const PointStats& p : group.points) top = std::max(top, p.tflops.value_or(0.0));
+  for (const PeakShare& s : group.peak->shares) top = std::max(top, s.peak_tflops);
+  body += "set ylabel 'TFLOP/s'\nset yrange [0:" + gp_number(1.35 * top) + "]\nset key top left\n";
+  body += x_range(group.points.front().batch_size, group.points.back().batch_size);
+  const std::string file = gp_string(plot.name + ".dat");
+  std::vector<std::string> items = {
+      file +
+      " using 1:($3 == 0 ? $2 : NaN) with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'achieved'"};
+  if (any_too_few(group.points)) {
+    items.push_back("'' using 1:($3 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
+                    std::string("title 'too few samples'"));
+  }
+  // A dashed line per peak: the matrix product's, then the convolution's, per precision.
+  constexpr const char* kPeakColours[] = {"#1f77b4", "#d62728", "#9467bd", "#8c564b"};
+  for (std::size_t i = 0; i < group.peak->shares.size(); ++i) {
+    const PeakShare& s = group.peak->shares[i];
+    const std::string what = s.precision + (s.operation == "conv" ? " convolution" : " matrix product");
+    items.push_back(gp_number(s.peak_tflops) + " with lines dt " + (s.operation == "conv" ? "2" : "4") +
+                    " lw 1.5 lc rgb '" + kPeakColours[i % std::size(kPeakColours)] + "' title " +
+                    gp_string(what + " peak, " + gp_number(s.peak_tflops, 1, true) + " TFLOP/s"));
+  }
+  body += join_plot(items);
+  return plot;
+}
+
 std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
   PlotScript plot{comparison.id + "_speedup", "", ""};
   std::vector<std::string> items;
@@ -198,6 +238,7 @@ std::vector<PlotScript> plots_of(const Analysis& analysis) {
     drawn.push_back(&group);
     plots.push_back(time_plot(group));
     plots.push_back(throughput_plot(group));
+    if (auto plot = rate_plot(group)) plots.push_back(std::move(*plot));
   }
   for (const auto& comparison : analysis.comparisons) {
     if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));
