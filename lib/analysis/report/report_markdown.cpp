@@ -609,6 +609,19 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
             << ", " << peak_shares(*g.peak, /*with_sources=*/false) << "\n";
       }
     }
+    if (g.layer_rates) {
+      // "convolution and linear layers at batch 64: 159 TFLOP/s in 76.6% of the profiled step; 21.9% of
+      // their time NCHW/NHWC conversions"
+      const LayerRates& r = *g.layer_rates;
+      out << "  convolution and linear layers at batch " << r.batch_size << ": "
+          << significant(r.gemm_tflops, 3) << " TFLOP/s";
+      if (r.step_ms > 0)
+        out << " in " << significant(100 * r.gemm_ms / r.step_ms, 3) << "% of the profiled step";
+      if (r.layout_ms > 0)
+        out << "; " << significant(100 * r.layout_ms / r.gemm_ms, 3)
+            << "% of their time NCHW/NHWC conversions";
+      out << "\n";
+    }
     write_energy_terminal(out, g);
     write_cost_terminal(out, g);
   }
