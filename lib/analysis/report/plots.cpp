@@ -173,7 +173,7 @@ std::optional<PlotScript> rate_plot(const GroupAnalysis& group) {
     const std::string what = s.precision + (s.operation == "conv" ? " convolution" : " matrix product");
     items.push_back(gp_number(s.peak_tflops) + " with lines dt " + (s.operation == "conv" ? "2" : "4") +
                     " lw 1.5 lc rgb '" + kPeakColours[i % std::size(kPeakColours)] + "' title " +
-                    gp_string(what + " peak, " + gp_number(s.peak_tflops, 1, true) + " TFLOP/s"));
+                    gp_string(what + " peak, " + gp_number(s.peak_tflops, 4) + " TFLOP/s"));
   }
   body += join_plot(items);
   return plot;

@@ -121,7 +121,7 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
     out << " Of the layers' time, " << significant(r.layout_ms, 3) << " ms ("
         << significant(100 * r.layout_ms / r.gemm_ms, 3)
         << "%) went to cuDNN's conversions of tensors between NCHW and NHWC, for kernels that take the other "
-           "layout than the sweep's (with NCHW, sweep --channels-last spares them).";
+           "layout than the tensors had (a sweep with --channels-last shows what the other layout saves).";
   }
   out << " A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
          "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
