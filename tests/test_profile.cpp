@@ -15,6 +15,7 @@
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/layer_rates.h"
 #include "lib/analysis/report/analysis_json.h"
+#include "lib/analysis/report/profile_report.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/records/jsonl.h"
@@ -610,6 +611,28 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
         "| classifier.0 bwd | 6.58 | 2.00 | 3.29 |", "90.2% of the profiled step's 5.10 ms"}) {
     EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
   }
+  // The layers' rates at every profiled size are drawn: at 17 classifier.0's backward pass takes 8 ms for
+  // 17·2·2·25088·4096 FLOPs, and features.0 (the larger at 16, so the first drawn) 2.7 ms for
+  // 17·2·1024·64·27.
+  std::string rates_data;
+  for (const PlotScript& plot : profile_plots(a)) {
+    if (plot.name == "layer_rates_" + g.id) rates_data = plot.data;
+  }
+  ASSERT_FALSE(rates_data.empty());
+  std::istringstream rows(rates_data);
+  std::string row;
+  bool seen = false;
+  while (std::getline(rows, row)) {
+    std::istringstream fields(row);
+    double batch = 0, all = 0, features0 = 0, classifier0 = 0;
+    if (!(fields >> batch >> all >> features0 >> classifier0) || batch != 17) continue;
+    seen = true;
+    const double f0 = 17 * 2.0 * 1024 * 64 * 27 / 1e9, c0 = 17 * 4.0 * 25088 * 4096 / 1e9;
+    EXPECT_NEAR(features0, f0 / 2.7, 1e-6);
+    EXPECT_NEAR(classifier0, c0 / 8.0, 1e-6);
+    EXPECT_NEAR(all, (f0 + c0) / 10.7, 1e-6);
+  }
+  EXPECT_TRUE(seen) << rates_data;
   // The terminal names the layer that changed most at each jump.
   std::ostringstream terminal;
   write_terminal_summary(terminal, a);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "lib/analysis/report/report_markdown.h"
 
@@ -155,6 +157,64 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   out << "\n";
 }
 
+// The largest GEMM layers' TFLOP/s against batch size (the largest by time at the rates' batch size),
+// and all of them together: where a layer's rate falls, its kernel changed or it ran out of work.
+std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
+  if (!g.layer_rates || g.profile->batch_sizes.size() < 2) return std::nullopt;
+  const LayerRates& r = *g.layer_rates;
+  const GroupProfile& p = *g.profile;
+  std::vector<const LayerRate*> shown;
+  for (const LayerRate& l : r.layers) shown.push_back(&l);
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
+  if (shown.size() > kLayersPlotted - 1) shown.resize(kLayersPlotted - 1);
+  // Each pass's time per batch size; its FLOPs grow with the batch from those at the rates' size.
+  std::map<std::pair<std::string, std::string>, const LayerSeries*> series;
+  for (const LayerSeries& l : p.layers) series[{l.layer, l.pass}] = &l;
+  const auto ms_at = [&](const LayerRate& l, int64_t batch) {
+    const auto found = series.find({l.layer, l.pass});
+    return found == series.end() ? 0.0 : at(*found->second, batch);
+  };
+  const auto gflop_at = [&](const LayerRate& l, int64_t batch) {
+    return l.gflop / static_cast<double>(r.batch_size) * static_cast<double>(batch);
+  };
+  PlotScript plot{"layer_rates_" + g.id,
+                  "# batch_size, all the GEMM layers' TFLOP/s, then each shown layer's\n", ""};
+  for (int64_t batch : p.batch_sizes) {
+    double gflop = 0, ms = 0;
+    for (const LayerRate& l : r.layers) {
+      gflop += gflop_at(l, batch);
+      ms += ms_at(l, batch);
+    }
+    plot.data += std::to_string(batch) + " " + (ms > 0 ? gp_number(gflop / ms) : "NaN");
+    for (const LayerRate* l : shown) {
+      const double layer_ms = ms_at(*l, batch);
+      plot.data += " " + (layer_ms > 0 ? gp_number(gflop_at(*l, batch) / layer_ms) : "NaN");
+    }
+    plot.data += "\n";
+  }
+  std::string& body = plot.body;
+  body += "set title " +
+          gp_string(g.label + ": TFLOP/s of the convolution and linear layers (" + p.basis + " time)") + "\n";
+  body += "set ylabel 'TFLOP/s'\nset yrange [0:*]\nset key outside right top\n";
+  body += x_range(p.batch_sizes.front(), p.batch_sizes.back());
+  std::vector<std::string> items = {
+      gp_string(plot.name + ".dat") +
+      " using 1:2 with linespoints lw 3 pt 7 ps 0.6 lc rgb '#000000' title 'all of them'"};
+  if (r.roof) {
+    items.push_back(gp_number(r.roof->median_tflops) + " with lines dt 2 lw 1.5 lc rgb '#7f7f7f' title " +
+                    gp_string(r.roof->precision + " convolution peak"));
+  }
+  for (std::size_t k = 0; k < shown.size(); ++k) {
+    items.push_back(
+        "'' using 1:" + std::to_string(k + 3) + " with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '" +
+        kColours[k % std::size(kColours)] + "' title " +
+        gp_string(shown[k]->layer + (shown[k]->pass == profile_pass::kForward ? " fwd" : " bwd")));
+  }
+  body += join_plot(items);
+  return plot;
+}
+
 }  // namespace
 
 std::vector<PlotScript> profile_plots(const Analysis& analysis) {
@@ -162,6 +222,7 @@ std::vector<PlotScript> profile_plots(const Analysis& analysis) {
   for (const GroupAnalysis& g : analysis.groups) {
     if (!g.profile) continue;
     if (auto plot = layers_plot(g)) out.push_back(std::move(*plot));
+    if (auto plot = layer_rates_plot(g)) out.push_back(std::move(*plot));
   }
   return out;
 }
@@ -207,6 +268,8 @@ void write_profile_section(std::ostream& out, const GroupAnalysis& g, const Plot
   for (int64_t b : sizes) out << " " << significant(p.step_ms.count(b) ? p.step_ms.at(b) : 0.0, 3) << " |";
   out << "\n\n";
   write_layer_rates(out, g);
+  embed_plot(out, plots, plot_dir, "layer_rates_" + g.id,
+             "TFLOP/s of the convolution and linear layers vs batch size");
 }
 
 void write_prediction(std::ostream& out, const GroupAnalysis& g) {
