@@ -464,12 +464,9 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.value("precision", ""),
         id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
         id.contains("cuda"));
-    g.peak = peak_for_group(options.peaks, g.points, device, id.value("cpu", ""), precisions,
-                            id.value("phase", ""));
-    if (g.layer_rates) {
-      g.layer_rates->roof =
-          convolution_roof(options.peaks, device, id.value("cpu", ""), precisions, id.value("phase", ""));
-    }
+    const std::string cpu = id.value("cpu", ""), phase = id.value("phase", "");
+    g.peak = peak_for_group(options.peaks, g.points, device, cpu, precisions, phase);
+    if (g.layer_rates) g.layer_rates->roof = convolution_roof(options.peaks, device, cpu, precisions, phase);
     if (g.peak && g.peak->shares.empty()) {
       g.peak.reset();
       std::string wanted;

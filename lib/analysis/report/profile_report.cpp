@@ -19,9 +19,12 @@ constexpr std::size_t kSizesTabled = 8;
 constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                                     "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f"};
 
-std::string label_of(const LayerSeries& l) {
-  return l.pass == profile_pass::kStep ? l.layer : l.layer + " " + (l.pass == profile_pass::kForward ? "fwd" : "bwd");
+// "features.0 fwd", "classifier.0 bwd", or a step part's own name.
+std::string pass_label(const std::string& layer, const std::string& pass) {
+  return pass == profile_pass::kStep ? layer : layer + " " + (pass == profile_pass::kForward ? "fwd" : "bwd");
 }
+
+std::string label_of(const LayerSeries& l) { return pass_label(l.layer, l.pass); }
 
 double largest(const LayerSeries& l) {
   double m = 0;
@@ -102,6 +105,16 @@ std::optional<PlotScript> layers_plot(const GroupAnalysis& g) {
   return plot;
 }
 
+// The first `count` GEMM layer passes by time at the rates' batch size, the largest first.
+std::vector<const LayerRate*> largest_rates(const LayerRates& r, std::size_t count) {
+  std::vector<const LayerRate*> order;
+  for (const LayerRate& l : r.layers) order.push_back(&l);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
+  if (order.size() > count) order.resize(count);
+  return order;
+}
+
 // "**Layer rates at batch 64** ...": the GEMM layers' FLOPs over their time, together and the largest
 // by time one by one, against the group's convolution peak where analyze was given one.
 void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
@@ -129,11 +142,7 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
          "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
          "can show more than the roof.\n\n";
   const std::optional<PeakEntry>& roof = r.roof;
-  std::vector<const LayerRate*> order;
-  for (const LayerRate& l : r.layers) order.push_back(&l);
-  std::stable_sort(order.begin(), order.end(),
-                   [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
-  if (order.size() > kLayersTabled) order.resize(kLayersTabled);
+  const std::vector<const LayerRate*> order = largest_rates(r, kLayersTabled);
   const bool layouts = r.layout_ms > 0;
   out << "| layer | GFLOP | ms |" << (layouts ? " of it, layout conversions (ms) |" : "") << " TFLOP/s |";
   if (roof) {
@@ -149,8 +158,7 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
     out << "\n";
   };
   for (const LayerRate* l : order) {
-    row(l->layer + (l->pass == profile_pass::kForward ? " fwd" : " bwd"), l->gflop, l->ms, l->layout_ms,
-        l->tflops);
+    row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops);
   }
   row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.layout_ms,
       r.gemm_tflops);
@@ -163,11 +171,7 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
   if (!g.layer_rates || g.profile->batch_sizes.size() < 2) return std::nullopt;
   const LayerRates& r = *g.layer_rates;
   const GroupProfile& p = *g.profile;
-  std::vector<const LayerRate*> shown;
-  for (const LayerRate& l : r.layers) shown.push_back(&l);
-  std::stable_sort(shown.begin(), shown.end(),
-                   [](const LayerRate* a, const LayerRate* b) { return a->ms > b->ms; });
-  if (shown.size() > kLayersPlotted - 1) shown.resize(kLayersPlotted - 1);
+  const std::vector<const LayerRate*> shown = largest_rates(r, kLayersPlotted - 1);
   // Each pass's time per batch size; its FLOPs grow with the batch from those at the rates' size.
   std::map<std::pair<std::string, std::string>, const LayerSeries*> series;
   for (const LayerSeries& l : p.layers) series[{l.layer, l.pass}] = &l;
@@ -206,10 +210,9 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
                     gp_string(r.roof->precision + " convolution peak"));
   }
   for (std::size_t k = 0; k < shown.size(); ++k) {
-    items.push_back(
-        "'' using 1:" + std::to_string(k + 3) + " with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '" +
-        kColours[k % std::size(kColours)] + "' title " +
-        gp_string(shown[k]->layer + (shown[k]->pass == profile_pass::kForward ? " fwd" : " bwd")));
+    items.push_back("'' using 1:" + std::to_string(k + 3) + " with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '" +
+                    kColours[k % std::size(kColours)] + "' title " +
+                    gp_string(pass_label(shown[k]->layer, shown[k]->pass)));
   }
   body += join_plot(items);
   return plot;
