@@ -11,15 +11,18 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/analysis/tile_model.h"
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
+#include "lib/microbatch/layer_peak.h"
 #include "lib/records/records.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/timing/peak_rate.h"
 #include "lib/timing/step_runner.h"
 #include "lib/training/training.h"
+#include "models/registry.h"
 
 // batchscope peak: the device's dense matrix-product and convolution rates, the peaks a sweep's TFLOP/s is
 // read against.
@@ -93,16 +96,96 @@ void check_fits(const std::vector<std::string>& operations, const PeakOptions& o
   }
 }
 
+// "8,64"
+std::string joined(const std::vector<int64_t>& sizes) {
+  std::string text;
+  for (const int64_t size : sizes) text += (text.empty() ? "" : ",") + std::to_string(size);
+  return text;
+}
+
+// --model, --batch, --input and --classes, which only the layers take: the model's layers as analyze lays
+// them out, at the input and classes its sweep had.
+LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, const torch::Device& device) {
+  for (const char* option : {"model", "batch", "input", "classes"}) {
+    if (result.count(option) && !wanted)
+      refuse(std::string("--") + option + " is the layers', and --operation leaves them out",
+             std::string("add layers to --operation or leave --") + option + " out");
+  }
+  LayerPeakOptions o;
+  if (!wanted) return o;
+  if (!result.count("model"))
+    refuse("--operation layers times a model's layers, and no --model is given",
+           "add --model M, e.g. --model vgg16");
+  o.model = model_option(result);
+  const models::ModelSpec& spec = *models::find_model(o.model);
+  o.input = result.count("input") ? parse_input_shape(result["input"].as<std::string>()) : spec.default_input;
+  o.classes = result.count("classes") ? whole_option(result, "classes", 1, 1000000) : spec.default_classes;
+  try {
+    if (gemm_layers(o.model, o.input, o.classes).empty()) {
+      refuse(o.model + " is a sequence model, not laid out as convolution and linear layers",
+             "give a convolutional model to --model (batchscope models lists them)");
+    }
+  } catch (const std::invalid_argument& error) {
+    refuse("--input " + joined(o.input) + " does not suit " + o.model + ": " + error.what(),
+           "give an input the model takes, e.g. its default (leave --input out)");
+  }
+  if (!result.count("batch")) {
+    o.batches = {default_conv_shape(device).batch};
+    return o;
+  }
+  const std::string text = result["batch"].as<std::string>();
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) {
+    const bool whole =
+        !item.empty() && item.size() <= 9 &&
+        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    const int64_t size = whole ? std::stoll(item) : 0;
+    if (size < 1 || size > limits::kMaxBatchSize)
+      refuse("--batch: '" + printable(item) + "' is not a batch size from 1 to " +
+                 std::to_string(limits::kMaxBatchSize),
+             "give comma-separated whole numbers, e.g. --batch 32,64");
+    if (std::find(o.batches.begin(), o.batches.end(), size) == o.batches.end()) o.batches.push_back(size);
+  }
+  if (o.batches.empty()) refuse("--batch is empty", "give one or more batch sizes, e.g. --batch 64");
+  return o;
+}
+
+// The largest layer's fp32 tensors at the largest batch (its input, output and their gradients) must fit
+// within 90% of the memory the CPU has free now, as the other operations' must.
+void check_layers_fit(const LayerPeakOptions& o) {
+  const std::optional<int64_t> limit = default_cpu_memory_limit();
+  if (!limit) return;
+  double per_sample = 0;
+  for (const GemmLayer& l : gemm_layers(o.model, o.input, o.classes)) {
+    const double in = static_cast<double>(l.in * l.groups * l.input_rows);
+    const double out = static_cast<double>(l.n * l.groups * l.rows);
+    per_sample = std::max(per_sample, 2 * 4 * (in + out));
+  }
+  const int64_t batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const double needed = per_sample * static_cast<double>(batch);
+  if (needed <= static_cast<double>(*limit)) return;
+  refuse("--batch " + std::to_string(batch) + " needs " +
+             format_memory_size(static_cast<int64_t>(std::min(needed, 9e18))) + " for the largest layer of " +
+             o.model + ", more than the " + format_memory_size(*limit) + " this machine has free",
+         "give a smaller --batch");
+}
+
 std::string device_description(const std::string& device) {
   if (device == "cpu") return "cpu";
   const int index = torch::Device(device).index();
   return device + " (" + gpu::device_info(index).value("name", std::string("GPU")) + ")";
 }
 
-// "fp32       train  channels-last        51.28      50.1-51.9        21.44"
+// "fp32       train  channels-last        51.28      50.1-51.9        21.44"; a layer's row starts with
+// its batch, name and pass.
 void print_rate(const PeakRate& r) {
-  const bool conv = r.operation == "conv";
+  const bool conv = r.operation != "matmul";
   const std::string layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  if (r.operation == "layer" && r.layer.name.empty()) std::printf("%6s %-24s %-9s", "", "", "");
+  if (r.operation == "layer" && !r.layer.name.empty()) {
+    std::printf("%6lld %-24s %-9s", static_cast<long long>(r.layer.batch), r.layer.name.c_str(),
+                r.layer.pass.c_str());
+  }
   std::printf("%-10s %-6s %-14s", r.precision.c_str(), conv ? r.phase.c_str() : "", layout.c_str());
   if (!r.skipped.empty()) {
     std::printf("not measured: %s\n", r.skipped.c_str());
@@ -113,7 +196,8 @@ void print_rate(const PeakRate& r) {
   std::printf("%15.4g %18s %12.4g\n", r.median_tflops, range, r.median_ms);
 }
 
-void print_table(const std::string& device, const PeakOptions& o, const std::vector<PeakRate>& rates) {
+void print_table(const std::string& device, const PeakOptions& o, const LayerPeakOptions& layers,
+                 const std::vector<PeakRate>& rates) {
   std::string timer;
   for (const PeakRate& r : rates)
     if (!r.timer.empty()) timer = r.timer;
@@ -121,10 +205,18 @@ void print_table(const std::string& device, const PeakOptions& o, const std::vec
               device_description(device).c_str(), o.warmup, o.steps,
               timer.empty() ? "" : (", timed with " + timer).c_str());
   for (const std::string& operation : kPeakOperations) {
-    const bool conv = operation == "conv";
-    if (std::none_of(rates.begin(), rates.end(), [&](const PeakRate& r) { return r.operation == operation; }))
+    const bool conv = operation != "matmul";
+    // The records name the layers' operation in the singular, one rate per layer.
+    const std::string recorded = operation == "layers" ? "layer" : operation;
+    if (std::none_of(rates.begin(), rates.end(), [&](const PeakRate& r) { return r.operation == recorded; }))
       continue;
-    if (conv) {
+    if (operation == "layers") {
+      std::string input;
+      for (const int64_t size : layers.input) input += (input.empty() ? "" : "x") + std::to_string(size);
+      std::printf("\nthe layers of %s alone: input %s, %lld classes%s\n%6s %-24s %-9s", layers.model.c_str(),
+                  input.c_str(), static_cast<long long>(layers.classes),
+                  torch::Device(device).is_cuda() ? ", cuDNN benchmark mode" : "", "batch", "layer", "pass");
+    } else if (conv) {
       std::printf("\nconvolution 3x3, stride 1, padding 1: input %s, %lld channels out%s\n",
                   o.conv.text().c_str(), static_cast<long long>(o.conv.channels),
                   torch::Device(device).is_cuda() ? ", cuDNN benchmark mode" : "");
@@ -135,7 +227,7 @@ void print_table(const std::string& device, const PeakOptions& o, const std::vec
     std::printf("%-10s %-6s %-14s %15s %18s %12s\n", "precision", conv ? "phase" : "", conv ? "layout" : "",
                 "median TFLOP/s", "p10-p90 TFLOP/s", "median ms");
     for (const PeakRate& r : rates)
-      if (r.operation == operation) print_rate(r);
+      if (r.operation == recorded) print_rate(r);
   }
 }
 
@@ -152,15 +244,21 @@ int run_peak_command(const std::vector<std::string>& args) {
       "with TF32 allowed in cuBLAS and cuDNN, the tensor-core rate that cuDNN's fp32 convolutions may use\n"
       "(LibTorch's default; a sweep's run record says which, under tf32); bf16 and fp16 are tensors of\n"
       "that type. A GPU gets all four at n = 8192 and an input of 64x256x56x56, a CPU fp32 at n = 2048\n"
-      "and 8x128x28x28.");
+      "and 8x128x28x28. With --model, each convolution and linear layer of that model alone (operation\n"
+      "layers), in its own shape at each --batch: the forward and the backward pass on their own, the\n"
+      "roof of each layer that analyze --peak reads a profiled sweep's layers against.");
   // clang-format off
   options.add_options()
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
-      ("operation", "comma-separated: matmul (the matrix product), conv (the convolution)", cxxopts::value<std::string>()->default_value("matmul,conv"))
+      ("operation", "comma-separated: matmul (the matrix product), conv (the convolution), layers (each layer of --model alone); default matmul,conv, or layers with --model", cxxopts::value<std::string>())
       ("precision", "comma-separated: fp32, tf32, bf16, fp16 (default: all four on a GPU, fp32 on a CPU)", cxxopts::value<std::string>())
       ("size", "n of the matrix product's n×n matrices (default: 8192 on a GPU, 2048 on a CPU)", cxxopts::value<std::string>())
       ("conv-input", "the convolution's input NxCxHxW (default: 64x256x56x56 on a GPU, 8x128x28x28 on a CPU)", cxxopts::value<std::string>())
-      ("phase", "comma-separated, the convolution's: train (forward and backward), infer (forward)", cxxopts::value<std::string>()->default_value("train,infer"))
+      ("phase", "comma-separated, the convolution's and the layers': train (forward and backward), infer (forward)", cxxopts::value<std::string>()->default_value("train,infer"))
+      ("m,model", "layers: the model whose layers are timed alone (batchscope models lists them)", cxxopts::value<std::string>())
+      ("b,batch", "layers: comma-separated batch sizes, e.g. the one analyze's layer rates name (default: 64 on a GPU, 8 on a CPU)", cxxopts::value<std::string>())
+      ("input", "layers: one sample's shape, e.g. 3,224,224, as the sweep's (default: the model's)", cxxopts::value<std::string>())
+      ("classes", "layers: the number of classes, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("steps", "timed runs of each operation, precision, phase and layout", cxxopts::value<std::string>()->default_value("20"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("5"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -174,7 +272,10 @@ int run_peak_command(const std::vector<std::string>& args) {
         << options.help()
         << "\nExample: batchscope peak --device cuda:0 --out results/peak.jsonl\n"
            "Then: analyze --peak results/peak.jsonl reads a sweep's TFLOP/s (report.md, analysis.json)\n"
-           "against the rates of its precision.\n";
+           "against the rates of its precision.\n"
+           "Example: batchscope peak --device cuda:0 --model vgg16 --batch 64 --precision tf32,fp32 --out\n"
+           "results/peak.jsonl times VGG16's layers alone at batch 64, for the layer rates of a profiled\n"
+           "sweep at that batch (analyze --peak reads each layer against its own rate alone).\n";
     return 0;
   }
   apply_threads_option(result);
@@ -182,24 +283,32 @@ int run_peak_command(const std::vector<std::string>& args) {
   const torch::Device device(device_name);
   PeakOptions o;
   const std::vector<std::string> operations = list_option(
-      result, "operation", kPeakOperations, kPeakOperations, "an operation peak measures", "conv");
+      result, "operation", kPeakOperations,
+      result.count("model") ? std::vector<std::string>{"layers"} : std::vector<std::string>{"matmul", "conv"},
+      "an operation peak measures", "conv");
   const auto measures = [&operations](const std::string& operation) {
     return std::find(operations.begin(), operations.end(), operation) != operations.end();
   };
+  const LayerPeakOptions layers = layer_options(result, measures("layers"), device);
+  if (measures("layers") && device.is_cpu()) check_layers_fit(layers);
   if (result.count("size") && !measures("matmul"))
     refuse("--size is the matrix product's, and --operation leaves it out",
            "add matmul to --operation or leave --size out");
-  for (const char* option : {"conv-input", "phase"}) {
-    if (result.count(option) && !measures("conv"))
-      refuse(std::string("--") + option + " is the convolution's, and --operation leaves it out",
-             std::string("add conv to --operation or leave --") + option + " out");
-  }
+  if (result.count("conv-input") && !measures("conv"))
+    refuse("--conv-input is the convolution's, and --operation leaves it out",
+           "add conv to --operation or leave --conv-input out");
+  if (result.count("phase") && !measures("conv") && !measures("layers"))
+    refuse("--phase is the convolution's and the layers', and --operation leaves both out",
+           "add conv or layers to --operation or leave --phase out");
   const std::vector<std::string> phases =
       list_option(result, "phase", kConvPhases, kConvPhases, "a phase of the convolution", "train");
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
   o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));
   o.warmup = static_cast<int>(whole_option(result, "warmup", 0, limits::kMaxSteps));
+  LayerPeakOptions layer_peak = layers;
+  layer_peak.steps = o.steps;
+  layer_peak.warmup = o.warmup;
   const std::vector<std::string> precisions =
       list_option(result, "precision", kPeakPrecisions, default_peak_precisions(device),
                   "a precision peak measures", "fp32,bf16");
@@ -213,24 +322,33 @@ int run_peak_command(const std::vector<std::string>& args) {
                            const std::string& phase, const std::string& layout) {
     const bool conv = operation == "conv";
     try {
-      rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, phase, o)
-                           : measure_peak_rate(device, precision, o));
+      if (operation == "layers") {
+        for (PeakRate& r : measure_layer_peak_rates(device, precision, phase, kConvMemoryFormats, layer_peak))
+          rates.push_back(std::move(r));
+      } else {
+        rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, phase, o)
+                             : measure_peak_rate(device, precision, o));
+      }
     } catch (const std::exception& error) {
       if (!is_out_of_memory(error)) throw;
-      const std::string option = conv ? "--conv-input " + o.conv.text() : "--size " + std::to_string(o.size);
+      const std::string option = operation == "layers" ? "--batch " + joined(layer_peak.batches)
+                                 : conv                ? "--conv-input " + o.conv.text()
+                                                       : "--size " + std::to_string(o.size);
       throw UserError(located("command line", 0,
                               option + " does not fit on " + device_name + " in " + precision,
-                              conv ? "give a smaller --conv-input" : "give a smaller --size"));
+                              "give a smaller " + option.substr(0, option.find(' '))));
     }
   };
   for (const std::string& operation : operations) {
     for (const std::string& precision : precisions) {
-      if (operation != "conv") {
+      if (operation == "matmul") {
         measure(operation, precision, "", "");
-        continue;
+      } else if (operation == "layers") {
+        for (const std::string& phase : phases) measure(operation, precision, phase, "");
+      } else {
+        for (const std::string& phase : phases)
+          for (const std::string& layout : kConvMemoryFormats) measure(operation, precision, phase, layout);
       }
-      for (const std::string& phase : phases)
-        for (const std::string& layout : kConvMemoryFormats) measure(operation, precision, phase, layout);
     }
   }
   Json config = {{"device", device_name},
@@ -242,7 +360,13 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (measures("conv")) {
     const auto sizes = o.conv.sizes();
     config["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
-    config["phases"] = phases;
+  }
+  if (measures("conv") || measures("layers")) config["phases"] = phases;
+  if (measures("layers")) {
+    config["model"] = layers.model;
+    config["input"] = layers.input;
+    config["classes"] = layers.classes;
+    config["batches"] = layers.batches;
   }
   Json record = context_record(record::kPeak, command_text("peak", args), config);
   Json measured = Json::array();
@@ -255,7 +379,7 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (result.count("json")) {
     std::cout << record.dump(2) << "\n";
   } else {
-    print_table(device_name, o, rates);
+    print_table(device_name, o, layers, rates);
   }
   return 0;
 }

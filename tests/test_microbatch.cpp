@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <numeric>
 
+#include "lib/analysis/layer_rates.h"
+#include "lib/analysis/tile_model.h"
+#include "lib/microbatch/layer_peak.h"
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
@@ -421,6 +424,72 @@ TEST(MicroBatchStudy, RefusesBadOptions) {
   MicroBatchOptions o;
   o.batch = 0;
   EXPECT_THROW(run_microbatch_study(tiny_experiment("mnist_cnn", {1, 28, 28}, 10), o), std::invalid_argument);
+}
+
+TEST(LayerPeak, TimesEveryGemmLayerAloneInEachPassWithTheFlopsAnalyzeCounts) {
+  LayerPeakOptions o;
+  o.model = "mnist_cnn";
+  o.input = {1, 28, 28};
+  o.classes = 10;
+  o.batches = {2, 4};
+  o.warmup = 1;
+  o.steps = 3;
+  const torch::Device cpu("cpu");
+  const std::vector<GemmLayer> layers = gemm_layers("mnist_cnn", o.input, o.classes);
+  ASSERT_EQ(layers.size(), 4u);  // conv1, conv2, fc1, fc2
+  const std::vector<PeakRate> train =
+      measure_layer_peak_rates(cpu, "fp32", "train", {"contiguous", "channels_last"}, o);
+  // Contiguous: 4 layers x 2 passes x 2 batches; channels-last the 2 convolutions only (a linear layer
+  // has no layout of its own).
+  ASSERT_EQ(train.size(), 4u * 2 * 2 + 2u * 2 * 2);
+  std::map<std::string, int> seen;
+  for (const PeakRate& r : train) {
+    EXPECT_EQ(r.operation, "layer");
+    EXPECT_EQ(r.phase, "train");
+    EXPECT_TRUE(r.skipped.empty()) << r.skipped;
+    EXPECT_EQ(static_cast<int>(r.times_ms.size()), o.steps);
+    EXPECT_GT(r.median_tflops, 0);
+    const auto layer = std::find_if(layers.begin(), layers.end(),
+                                    [&](const GemmLayer& l) { return l.name == r.layer.name; });
+    ASSERT_NE(layer, layers.end()) << r.layer.name;
+    EXPECT_DOUBLE_EQ(r.flops,
+                     gemm_flops_per_sample(*layer, r.layer.pass) * static_cast<double>(r.layer.batch));
+    EXPECT_NEAR(r.median_tflops, r.flops / (r.median_ms / 1e3) / 1e12, 1e-9 * r.median_tflops);
+    EXPECT_EQ(r.layer.kind, r.layer.name.rfind("conv", 0) == 0 ? "conv" : "linear");
+    if (r.layer.kind == "linear") EXPECT_EQ(r.memory_format, "contiguous");
+    ++seen[r.layer.name + " " + r.layer.pass + " " + r.memory_format];
+  }
+  EXPECT_EQ(seen["conv1 backward channels_last"], 2);
+  EXPECT_EQ(seen["fc2 forward contiguous"], 2);
+  // Each layer's input as the step hands it on: conv2 takes conv1's 32 channels at 26x26 (after its 3x3),
+  // fc1 the 9216 features of the flattened pool.
+  for (const PeakRate& r : train) {
+    if (r.layer.name == "conv2") EXPECT_EQ(r.layer.input, (std::vector<int64_t>{32, 26, 26}));
+    if (r.layer.name == "fc1") EXPECT_EQ(r.layer.input, (std::vector<int64_t>{9216}));
+  }
+  // The first layer's backward pass is its weight gradient alone: as many FLOPs as its forward.
+  EXPECT_DOUBLE_EQ(train[1].flops, train[0].flops);
+  EXPECT_EQ(train[0].layer.name, "conv1");
+  EXPECT_DOUBLE_EQ(train[3].flops, 2 * train[2].flops);
+  const Json j = to_json(train[3]);
+  EXPECT_EQ(j["operation"], "layer");
+  EXPECT_EQ(j["layer"], "conv2");
+  EXPECT_EQ(j["kind"], "conv");
+  EXPECT_EQ(j["pass"], "backward");
+  EXPECT_EQ(j["batch"], 2);
+  EXPECT_EQ(j["layer_input"], Json({32, 26, 26}));
+  // Inference times the forward passes alone; TF32 is not measured on a CPU.
+  const std::vector<PeakRate> infer = measure_layer_peak_rates(cpu, "fp32", "infer", {"contiguous"}, o);
+  ASSERT_EQ(infer.size(), 4u * 2);
+  for (const PeakRate& r : infer) EXPECT_EQ(r.layer.pass, "forward");
+  const std::vector<PeakRate> tf32 = measure_layer_peak_rates(cpu, "tf32", "train", {"contiguous"}, o);
+  ASSERT_EQ(tf32.size(), 1u);
+  EXPECT_FALSE(tf32[0].skipped.empty());
+  // A sequence model is not laid out as such layers.
+  o.model = "lstm_lm";
+  o.input = {35};
+  o.classes = 100;
+  EXPECT_THROW(measure_layer_peak_rates(cpu, "fp32", "train", {"contiguous"}, o), std::invalid_argument);
 }
 
 }  // namespace

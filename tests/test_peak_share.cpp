@@ -166,8 +166,8 @@ TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
   Json odd = rate("fp32", 2);
   odd["operation"] = "fft";
   EXPECT_NE(user_error_of([&] { read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd}))); })
-                .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', neither matmul "
-                      "nor conv"),
+                .find("p.jsonl:1: the fp32 rate of the peak record is of the operation 'fft', not matmul, "
+                      "conv or layer"),
             std::string::npos);
   Json backward = conv_rate("fp32", "contiguous", 2, "backward");
   EXPECT_NE(
@@ -179,6 +179,73 @@ TEST_F(PeakShareTest, ARateOfAnUnknownOperationIsRefusedWithItsLine) {
   EXPECT_NE(user_error_of([&] {
               read_peak_table(write("p.jsonl", peak_line("cpu", "", {odd})));
             }).find("p.jsonl:1: a rate of the peak record gives its operation as something other than text"),
+            std::string::npos);
+}
+
+TEST_F(PeakShareTest, ALayerTimedAloneIsReadWithItsModelAndAMalformedOneRefusedWithItsLine) {
+  const auto layers_line = [](const Json& config_extra, const std::vector<Json>& rates) {
+    Json r = Json::parse(peak_line("cpu", "", rates));
+    for (const auto& [key, value] : config_extra.items()) r["config"][key] = value;
+    return r.dump() + "\n";
+  };
+  const Json model = {{"model", "mnist_cnn"}, {"input", {1, 28, 28}}, {"classes", 10}};
+  Json conv2 = conv_rate("fp32", "channels_last", 0.2);
+  conv2["operation"] = "layer";
+  conv2["layer"] = "conv2";
+  conv2["kind"] = "conv";
+  conv2["pass"] = "backward";
+  conv2["batch"] = 32;
+  Json at_64 = conv2;
+  at_64["batch"] = 64;
+  at_64["median_tflops"] = 0.3;
+  Json again = conv2;
+  again["median_tflops"] = 0.25;
+  const PeakTable t = read_peak_table(
+      write("layers.jsonl", layers_line(model, {conv2, at_64}) + layers_line(model, {again})));
+  ASSERT_EQ(t.entries.size(), 2u);  // the later record of conv2 at 32 replaces the first
+  const PeakEntry& e = t.entries[0];
+  EXPECT_EQ(e.operation, "layer");
+  EXPECT_EQ(e.model, "mnist_cnn");
+  EXPECT_EQ(e.input, (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(e.classes, 10);
+  EXPECT_EQ(e.layer, "conv2");
+  EXPECT_EQ(e.kind, "conv");
+  EXPECT_EQ(e.pass, "backward");
+  EXPECT_EQ(e.batch, 32);
+  EXPECT_EQ(e.memory_format, "channels_last");
+  EXPECT_DOUBLE_EQ(e.median_tflops, 0.25);
+  EXPECT_EQ(e.line, 2);
+  EXPECT_EQ(t.entries[1].batch, 64);
+  // Nor is a layer a convolution peak: the group's roof stays the convolution's.
+  EXPECT_EQ(fastest_peak(t, "cpu", "Test CPU", "fp32", "conv", "train"), nullptr);
+  const auto refused = [this, &layers_line](const Json& config, const Json& rate) {
+    return user_error_of([&] { read_peak_table(write("p.jsonl", layers_line(config, {rate}))); });
+  };
+  EXPECT_NE(refused(Json::object(), conv2)
+                .find("p.jsonl:1: the peak record of a model's layers names no config.model"),
+            std::string::npos);
+  Json flat = model;
+  flat["input"] = {1, 0, 28};
+  EXPECT_NE(
+      refused(flat, conv2)
+          .find("p.jsonl:1: the peak record of a model's layers has no config.input of sizes of 1 or more"),
+      std::string::npos);
+  Json odd = conv2;
+  odd["kind"] = "pool";
+  EXPECT_NE(refused(model, odd)
+                .find("p.jsonl:1: the fp32 rate of a layer is of the kind 'pool', neither conv nor linear"),
+            std::string::npos);
+  odd = conv2;
+  odd["pass"] = "step";
+  EXPECT_NE(refused(model, odd).find("is of the pass 'step', neither forward nor backward"),
+            std::string::npos);
+  odd = conv2;
+  odd["batch"] = 0;
+  EXPECT_NE(refused(model, odd).find("p.jsonl:1: the fp32 rate of a layer has no batch of 1 or more"),
+            std::string::npos);
+  odd = conv2;
+  odd.erase("layer");
+  EXPECT_NE(refused(model, odd).find("p.jsonl:1: the fp32 rate of a layer names no layer"),
             std::string::npos);
 }
 

@@ -509,6 +509,96 @@ TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
   EXPECT_FALSE(convolution_roof(table, "cpu", "Intel Xeon", {"fp32"}, "train").has_value());
 }
 
+TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan) {
+  const std::vector<GemmLayer> layers = gemm_layers("vgg16", {3, 32, 32}, 10);
+  GroupProfile p;
+  p.batch_sizes = {16};
+  p.step_ms = {{16, 20.0}};
+  p.layers = {{"features.0", "forward", {{16, 2.0}}},
+              {"features.2", "forward", {{16, 4.0}}},
+              {"features.2", "backward", {{16, 8.0}}},
+              {"classifier.0", "forward", {{16, 1.0}}}};
+  LayerQuery q;
+  q.device = "NVIDIA H200";
+  q.model = "vgg16";
+  q.input = {3, 32, 32};
+  q.classes = 10;
+  q.phase = "train";
+  q.precision = "fp32";
+  q.tf32 = "default";
+  q.cuda = true;
+  // LibTorch's default lets cuDNN's convolutions run in TF32, not cuBLAS's products.
+  EXPECT_EQ(layer_precision(q, "conv"), "tf32");
+  EXPECT_EQ(layer_precision(q, "linear"), "fp32");
+  LayerQuery other = q;
+  other.tf32 = "on";
+  EXPECT_EQ(layer_precision(other, "linear"), "tf32");
+  other.tf32 = "off";
+  EXPECT_EQ(layer_precision(other, "conv"), "fp32");
+  other.precision = "bf16";
+  EXPECT_EQ(layer_precision(other, "conv"), "bf16");
+  other = q;
+  other.cuda = false;
+  EXPECT_EQ(layer_precision(other, "conv"), "fp32");
+
+  const auto alone = [](std::string layer, std::string kind, std::string pass, std::string precision,
+                        std::string layout, int64_t batch, double tflops, int line) {
+    PeakEntry e{"NVIDIA H200", "", "layer", precision, layout, "train", tflops, "layers.jsonl", line};
+    e.model = "vgg16";
+    e.input = {3, 32, 32};
+    e.classes = 10;
+    e.layer = layer;
+    e.kind = kind;
+    e.pass = pass;
+    e.batch = batch;
+    return e;
+  };
+  PeakTable table;
+  table.entries = {alone("features.2", "conv", "forward", "fp32", "contiguous", 16, 30.0, 1),  // IEEE: not it
+                   alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 100.0, 2),
+                   alone("features.2", "conv", "backward", "tf32", "channels_last", 16, 90.0, 3),  // layout
+                   alone("features.0", "conv", "forward", "tf32", "contiguous", 8, 5.0, 4),        // batch
+                   alone("classifier.0", "linear", "forward", "fp32", "channels_last", 16, 40.0, 5)};
+  std::optional<LayerRates> r = layer_rates(layers, p, {}, 16);
+  ASSERT_TRUE(r.has_value());
+  read_layers_alone(*r, table, q);
+  ASSERT_TRUE(r->alone.has_value());
+  EXPECT_EQ(r->alone->passes, 2);
+  EXPECT_EQ(r->alone->from, "layers.jsonl:2");
+  const double f2 = 16 * 2.0 * 1024 * 64 * 576 / 1e9, c0 = 16 * 2.0 * 25088 * 4096 / 1e9;
+  EXPECT_FALSE(r->layers[0].alone_tflops.has_value());  // features.0: timed alone at batch 8 only
+  ASSERT_TRUE(r->layers[1].alone_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*r->layers[1].alone_tflops, 100.0);
+  EXPECT_EQ(r->layers[1].alone_precision, "tf32");
+  // A linear layer has no layout: the one timed in either stands.
+  ASSERT_TRUE(r->layers[2].alone_tflops.has_value());
+  EXPECT_EQ(r->layers[2].layer, "classifier.0");
+  EXPECT_EQ(r->layers[2].alone_precision, "fp32");
+  EXPECT_FALSE(r->layers[3].alone_tflops.has_value());  // features.2 backward: channels-last only
+  EXPECT_NEAR(r->alone->ms, f2 / 100.0 + c0 / 40.0, 1e-12);
+  EXPECT_NEAR(r->alone->step_ms, 4.0 + 1.0, 1e-12);
+  EXPECT_EQ(layer_alone_batches(table, q), (std::vector<int64_t>{8, 16}));
+  // A channels-last sweep reads the channels-last backward; another CPU, model or input reads none.
+  LayerQuery nhwc = q;
+  nhwc.channels_last = true;
+  EXPECT_EQ(layer_alone(table, nhwc, "features.2", "backward")->line, 3);
+  nhwc.batch = 16;
+  EXPECT_EQ(layer_alone(table, nhwc, "features.2", "forward"), nullptr);
+  LayerQuery elsewhere = q;
+  elsewhere.batch = 16;
+  elsewhere.input = {3, 64, 64};
+  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward"), nullptr);
+  EXPECT_TRUE(layer_alone_batches(table, elsewhere).empty());
+  elsewhere = q;
+  elsewhere.batch = 16;
+  elsewhere.phase = "infer";
+  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward"), nullptr);
+  // Nothing matched: no `alone` at all.
+  std::optional<LayerRates> none = layer_rates(layers, p, {}, 16);
+  read_layers_alone(*none, PeakTable{}, q);
+  EXPECT_FALSE(none->alone.has_value());
+}
+
 TEST(TransferVerdict, SaysWhetherTheJumpsSurviveWithTheDataOnTheDevice) {
   const auto jumps_at = [](std::vector<int64_t> sizes) {
     std::vector<Jump> out;
@@ -604,6 +694,51 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
                            "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 |"}) {
     EXPECT_NE(peaked_report.find(line), std::string::npos) << line << "\n" << peaked_report;
   }
+  // With features.0's forward pass timed alone at 16 (peak --model), that pass is read against it; timed
+  // at 8 only, analyze says which command times it at 16.
+  PeakEntry features0{"cpu", "", "layer", "fp32", "contiguous", "train", 0.0436, "layers.jsonl", 1};
+  features0.model = "vgg16";
+  features0.input = {3, 32, 32};
+  features0.classes = 10;
+  features0.layer = "features.0";
+  features0.kind = "conv";
+  features0.pass = "forward";
+  features0.batch = 16;
+  AnalyzeOptions with_alone = with_peak;
+  with_alone.peaks.files.push_back("layers.jsonl");
+  with_alone.peaks.entries.push_back(features0);
+  const Analysis aloned = analyze_logs({dir.path().string()}, with_alone);
+  const Json alone_json = analysis_to_json(aloned, with_alone)["groups"][0]["layer_rates"];
+  EXPECT_NEAR(alone_json["layers"][0]["share_of_alone"].get<double>(),
+              16 * 2.0 * 1024 * 64 * 27 / 1e9 / 2.6 / 0.0436, 1e-9);
+  EXPECT_EQ(alone_json["layers"][0]["alone_precision"], "fp32");
+  EXPECT_FALSE(alone_json["layers"][1].contains("share_of_alone"));
+  EXPECT_EQ(alone_json["alone"]["passes"], 1);
+  EXPECT_EQ(alone_json["alone"]["from"], "layers.jsonl:1");
+  EXPECT_NEAR(alone_json["alone"]["step_ms"].get<double>(), 2.6, 1e-9);
+  const std::string aloned_report = report_of(aloned);
+  for (const char* text :
+       {"1 of the 2 passes take 1.30 ms against 2.60 ms here: the step runs them at 50.0% of "
+        "their rate alone",
+        "| TFLOP/s alone | % of its rate alone |",
+        "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 |"}) {
+    EXPECT_NE(aloned_report.find(text), std::string::npos) << text << "\n" << aloned_report;
+  }
+  std::ostringstream aloned_terminal;
+  write_terminal_summary(aloned_terminal, aloned);
+  EXPECT_NE(aloned_terminal.str().find("; 50.0% of their rate alone (1 of 2 passes)\n"), std::string::npos)
+      << aloned_terminal.str();
+  with_alone.peaks.entries.back().batch = 8;
+  const Analysis elsewhere = analyze_logs({dir.path().string()}, with_alone);
+  EXPECT_FALSE(elsewhere.groups.at(0).layer_rates->alone.has_value());
+  bool told = false;
+  for (const std::string& w : elsewhere.warnings) {
+    told = told || w.find(
+                       "the peak files time vgg16's layers alone at batch 8 only, not at 16, where its layer "
+                       "rates are; run batchscope peak --model vgg16 --input 3,32,32 --classes 10 --batch 16 "
+                       "--precision fp32 --out FILE") != std::string::npos;
+  }
+  EXPECT_TRUE(told);
   const std::string report = report_of(a);
   for (const char* text :
        {"Why it jumps", "classifier.0 backward",

@@ -453,6 +453,46 @@ void price_groups(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOp
   }
 }
 
+// The layer rates against each layer timed alone (peak --model); a warning where the peak files time the
+// model's layers alone at other batch sizes only, naming the command that times them at this one.
+void read_layers_against_alone(GroupAnalysis& g, const Json& id, const PeakTable& peaks,
+                               std::vector<std::string>& warnings) {
+  LayerQuery q;
+  q.device = id.value("device", "");
+  q.cpu = id.value("cpu", "");
+  q.model = id.value("model", "");
+  if (!id.contains("input") || !id["input"].is_array() || !id.contains("classes")) return;
+  q.input = id["input"].get<std::vector<int64_t>>();
+  q.classes = id["classes"].get<int64_t>();
+  q.phase = id.value("phase", "");
+  q.precision = id.value("precision", "");
+  q.tf32 = id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "";
+  q.cuda = id.contains("cuda");
+  q.channels_last =
+      id.contains("channels_last") && id["channels_last"].is_boolean() && id["channels_last"].get<bool>();
+  LayerRates& r = *g.layer_rates;
+  read_layers_alone(r, peaks, q);
+  if (r.alone) return;
+  const std::vector<int64_t> batches = layer_alone_batches(peaks, q);
+  if (batches.empty()) return;
+  std::string input;
+  for (const int64_t size : q.input) input += (input.empty() ? "" : ",") + std::to_string(size);
+  std::string at;
+  for (const int64_t b : batches) at += (at.empty() ? "" : ", ") + std::to_string(b);
+  std::string precisions = layer_precision(q, "conv");
+  if (layer_precision(q, "linear") != precisions) precisions += "," + layer_precision(q, "linear");
+  const bool at_batch = std::find(batches.begin(), batches.end(), r.batch_size) != batches.end();
+  const std::string missing = at_batch ? "at batch " + std::to_string(r.batch_size) + ", but not in " +
+                                             precisions + ", " + q.phase +
+                                             (q.channels_last ? ", channels-last" : ", contiguous")
+                                       : "at batch " + at + " only, not at " + std::to_string(r.batch_size) +
+                                             ", where its layer rates are";
+  warnings.push_back(g.label + ": the peak files time " + q.model + "'s layers alone " + missing +
+                     "; run batchscope peak --model " + q.model + " --input " + input + " --classes " +
+                     std::to_string(q.classes) + " --batch " + std::to_string(r.batch_size) +
+                     " --precision " + precisions + " --out FILE on that device to read them against it");
+}
+
 // Each group's highest TFLOP/s against the measured peaks of its device (analyze --peak).
 void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOptions& options) {
   if (options.peaks.entries.empty()) return;
@@ -466,7 +506,10 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.contains("cuda"));
     const std::string cpu = id.value("cpu", ""), phase = id.value("phase", "");
     g.peak = peak_for_group(options.peaks, g.points, device, cpu, precisions, phase);
-    if (g.layer_rates) g.layer_rates->roof = convolution_roof(options.peaks, device, cpu, precisions, phase);
+    if (g.layer_rates) {
+      g.layer_rates->roof = convolution_roof(options.peaks, device, cpu, precisions, phase);
+      read_layers_against_alone(g, id, options.peaks, a.warnings);
+    }
     if (g.peak && g.peak->shares.empty()) {
       g.peak.reset();
       std::string wanted;

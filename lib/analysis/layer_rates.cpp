@@ -47,8 +47,11 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
   const auto add = [&](const GemmLayer& l, const char* pass) {
     const auto found = ms.find({l.name, pass});
     if (found == ms.end()) return;
-    LayerRate r{l.name, pass, gemm_flops_per_sample(l, pass) * static_cast<double>(batch) / 1e9,
-                found->second};
+    LayerRate r;
+    r.layer = l.name;
+    r.pass = pass;
+    r.gflop = gemm_flops_per_sample(l, pass) * static_cast<double>(batch) / 1e9;
+    r.ms = found->second;
     if (r.ms > 0) r.tflops = r.gflop / r.ms;  // GFLOP per ms is TFLOP/s
     const auto layout = layout_ms.find({l.name, pass});
     if (layout != layout_ms.end()) r.layout_ms = layout->second;
@@ -63,6 +66,21 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
   if (out.layers.empty()) return std::nullopt;
   if (out.gemm_ms > 0) out.gemm_tflops = out.gemm_gflop / out.gemm_ms;
   return out;
+}
+
+void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query) {
+  query.batch = rates.batch_size;
+  LayersAlone alone;
+  for (LayerRate& l : rates.layers) {
+    const PeakEntry* e = layer_alone(table, query, l.layer, l.pass);
+    if (e == nullptr || l.ms <= 0) continue;
+    l.alone_tflops = e->median_tflops;
+    l.alone_precision = e->precision;
+    if (alone.passes++ == 0) alone.from = e->file + ":" + std::to_string(e->line);
+    alone.ms += l.gflop / e->median_tflops;  // GFLOP over TFLOP/s is ms
+    alone.step_ms += l.ms;
+  }
+  if (alone.passes > 0) rates.alone = alone;
 }
 
 }  // namespace batchscope

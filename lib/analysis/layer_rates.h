@@ -33,6 +33,18 @@ struct LayerRate {
   // Of its time, cuDNN's conversions of the tensors between NCHW and NHWC (kernels named so): the price
   // of a layout that the fastest kernels do not take.
   double layout_ms = 0;
+  // The same pass timed alone at the same batch (peak --model, read by analyze --peak), and in which
+  // precision: the layer's own roof.
+  std::optional<double> alone_tflops;
+  std::string alone_precision;
+};
+
+// The passes that were also timed alone, together: their time alone against their time in the step.
+struct LayersAlone {
+  int passes = 0;
+  double ms = 0;       // alone: each pass's FLOPs over its rate alone, summed
+  double step_ms = 0;  // the same passes' time in the profiled step
+  std::string from;    // "FILE:LINE" of the first
 };
 
 struct LayerRates {
@@ -43,6 +55,7 @@ struct LayerRates {
   double step_ms = 0;  // the profiled step's wall time at the batch size
   // The convolution peak of the group's device and precision in its phase, where analyze --peak gave one.
   std::optional<PeakEntry> roof;
+  std::optional<LayersAlone> alone;  // where analyze --peak gave any of the layers alone
 };
 
 // The rates at the profiled batch size nearest `near` (the larger of two as near); nullopt where the
@@ -50,6 +63,10 @@ struct LayerRates {
 // give the layout conversions among the layers' kernels.
 std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
                                       const std::map<int64_t, ProfileRecord>& records, int64_t near);
+
+// Each layer's pass against the same pass timed alone in `table` (the query's batch is the rates'); sets
+// `alone` where any matched.
+void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query);
 
 // Whether a kernel converts a tensor between NCHW and NHWC (cuDNN's nchwToNhwcKernel, nhwcToNchwKernel).
 bool is_layout_conversion(const std::string& kernel_name);

@@ -1,6 +1,7 @@
 #include "lib/analysis/peak_share.h"
 
 #include <cmath>
+#include <set>
 
 #include "lib/analysis/analysis.h"
 #include "lib/analysis/grouping.h"
@@ -44,12 +45,51 @@ void add_entry(PeakTable& table, const PeakEntry& entry) {
   for (PeakEntry& earlier : table.entries) {
     if (earlier.device == entry.device && earlier.cpu == entry.cpu && earlier.operation == entry.operation &&
         earlier.precision == entry.precision && earlier.memory_format == entry.memory_format &&
-        earlier.phase == entry.phase) {
+        earlier.phase == entry.phase && earlier.model == entry.model && earlier.input == entry.input &&
+        earlier.classes == entry.classes && earlier.batch == entry.batch && earlier.layer == entry.layer &&
+        earlier.pass == entry.pass) {
       earlier = entry;
       return;
     }
   }
   table.entries.push_back(entry);
+}
+
+// A whole number of a JSON object at `key`, at least 1; a UserError naming the record otherwise.
+int64_t positive_field(const Json& object, const std::string& key, const std::string& what,
+                       const std::string& path, int line) {
+  if (!object.contains(key) || !object[key].is_number_integer() || object[key].get<int64_t>() < 1)
+    throw UserError(located(path, line, what + " has no " + key + " of 1 or more", kFix));
+  return object[key].get<int64_t>();
+}
+
+// A layer timed alone: the model and its shape from the record's config, the layer from the rate.
+void read_layer(const Json& record, const Json& rate, const std::string& path, int line, PeakEntry& entry) {
+  const Json& config = record["config"];
+  const std::string what = "the peak record of a model's layers";
+  if (!config.contains("model") || !config["model"].is_string())
+    throw UserError(located(path, line, what + " names no config.model", kFix));
+  entry.model = config["model"].get<std::string>();
+  bool shape = config.contains("input") && config["input"].is_array() && !config["input"].empty();
+  for (const Json& size : shape ? config["input"] : Json::array()) {
+    shape = shape && size.is_number_integer() && size.get<int64_t>() >= 1;
+  }
+  if (!shape) throw UserError(located(path, line, what + " has no config.input of sizes of 1 or more", kFix));
+  entry.input = config["input"].get<std::vector<int64_t>>();
+  entry.classes = positive_field(config, "classes", what + "'s config", path, line);
+  const std::string of = "the " + entry.precision + " rate of a layer";
+  entry.layer = text_field(rate, "layer", "", path, line);
+  entry.kind = text_field(rate, "kind", "", path, line);
+  entry.pass = text_field(rate, "pass", "", path, line);
+  if (entry.layer.empty()) throw UserError(located(path, line, of + " names no layer", kFix));
+  if (entry.kind != "conv" && entry.kind != "linear")
+    throw UserError(located(
+        path, line, of + " is of the kind '" + printable(entry.kind) + "', neither conv nor linear", kFix));
+  if (entry.pass != "forward" && entry.pass != "backward")
+    throw UserError(
+        located(path, line,
+                of + " is of the pass '" + printable(entry.pass) + "', neither forward nor backward", kFix));
+  entry.batch = positive_field(rate, "batch", of, path, line);
 }
 
 }  // namespace
@@ -90,13 +130,14 @@ PeakTable read_peak_table(const std::string& path) {
       entry.precision = rate["precision"].get<std::string>();
       entry.median_tflops = tflops.get<double>();
       entry.operation = text_field(rate, "operation", "matmul", path, line);
-      if (entry.operation != "matmul" && entry.operation != "conv") {
+      if (entry.operation != "matmul" && entry.operation != "conv" && entry.operation != "layer") {
         throw UserError(located(path, line,
                                 "the " + entry.precision + " rate of the peak record is of the operation '" +
-                                    printable(entry.operation) + "', neither matmul nor conv",
+                                    printable(entry.operation) + "', not matmul, conv or layer",
                                 kFix));
       }
-      if (entry.operation == "conv") {
+      if (entry.operation == "layer") read_layer(r, rate, path, line, entry);
+      if (entry.operation != "matmul") {
         entry.memory_format = text_field(rate, "memory_format", "", path, line);
         entry.phase = text_field(rate, "phase", "infer", path, line);
         if (entry.phase != "train" && entry.phase != "infer") {
@@ -156,6 +197,42 @@ std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::str
     if (const PeakEntry* e = fastest_peak(table, device, cpu, precision, "conv", phase)) return *e;
   }
   return std::nullopt;
+}
+
+std::string layer_precision(const LayerQuery& query, const std::string& kind) {
+  if (query.precision != "fp32" || !query.cuda || query.tf32 == "off") return query.precision;
+  if (query.tf32 == "on") return "tf32";
+  return kind == "conv" ? "tf32" : "fp32";
+}
+
+namespace {
+
+bool same_model(const PeakEntry& e, const LayerQuery& q) {
+  return e.operation == "layer" && e.device == q.device && (q.device != "cpu" || e.cpu == q.cpu) &&
+         e.model == q.model && e.input == q.input && e.classes == q.classes;
+}
+
+}  // namespace
+
+const PeakEntry* layer_alone(const PeakTable& table, const LayerQuery& query, const std::string& layer,
+                             const std::string& pass) {
+  const std::string layout = query.channels_last ? "channels_last" : "contiguous";
+  for (const PeakEntry& e : table.entries) {
+    if (!same_model(e, query) || e.batch != query.batch || e.layer != layer || e.pass != pass ||
+        e.phase != query.phase || e.precision != layer_precision(query, e.kind) ||
+        (e.kind == "conv" && e.memory_format != layout))
+      continue;
+    return &e;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> layer_alone_batches(const PeakTable& table, const LayerQuery& query) {
+  std::set<int64_t> batches;
+  for (const PeakEntry& e : table.entries) {
+    if (same_model(e, query)) batches.insert(e.batch);
+  }
+  return {batches.begin(), batches.end()};
 }
 
 std::optional<GroupPeak> peak_for_group(const PeakTable& table, const std::vector<PointStats>& points,

@@ -15,19 +15,23 @@ struct PointStats;
 struct PeakEntry {
   std::string device;  // the GPU's name as the run records give it, or "cpu"
   std::string cpu;     // the CPU's model, for "cpu"
-  std::string operation = "matmul";  // or "conv"; records from before the convolution are matmul's
+  std::string operation = "matmul";  // or "conv" or "layer"; records from before the convolution are matmul's
   std::string precision;
-  std::string memory_format;  // conv: contiguous or channels_last
-  std::string phase;          // conv: train (forward and backward) or infer (forward)
+  std::string memory_format;  // conv and layer: contiguous or channels_last
+  std::string phase;          // conv and layer: train (forward and backward) or infer (forward)
   double median_tflops = 0;
   std::string file;
   int line = 0;
+  // layer: one layer of a model alone (peak --model), at the model's input and classes as its sweep had.
+  std::string model, layer, kind, pass;  // kind: conv or linear; pass: forward or backward
+  std::vector<int64_t> input;
+  int64_t classes = 0, batch = 0;
 };
 
 struct PeakTable {
   std::vector<std::string> files;  // none without --peak
   // A later record (a later line, or a later file) replaces an earlier one of the same device, operation,
-  // precision, phase and layout.
+  // precision, phase and layout (and for a layer, of the same model, input, classes, batch, layer and pass).
   std::vector<PeakEntry> entries;
 };
 
@@ -69,6 +73,30 @@ const PeakEntry* fastest_peak(const PeakTable& table, const std::string& device,
 std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::string& device,
                                           const std::string& cpu, const std::vector<std::string>& precisions,
                                           const std::string& phase);
+
+// What a group's layer was timed alone as: the group's device, model and shape, the layer rates' batch.
+struct LayerQuery {
+  std::string device, cpu, model;
+  std::vector<int64_t> input;
+  int64_t classes = 0, batch = 0;
+  std::string phase;      // the group's: train or infer
+  std::string precision;  // the group's: fp32, bf16 or fp16
+  std::string tf32;       // the group's TF32 setting on a GPU: default, on or off
+  bool cuda = false;
+  bool channels_last = false;
+};
+
+// The precision a layer of `kind` (conv or linear) ran in, as peak names it: a GPU's fp32 convolutions
+// in TF32 where the group allowed it (LibTorch's default allows cuDNN, not cuBLAS), else as the group's.
+std::string layer_precision(const LayerQuery& query, const std::string& kind);
+
+// The layer's pass timed alone in the group's device, model, shape, batch, phase, precision (as
+// layer_precision gives it for the layer's kind) and layout (a linear layer's in any); nullptr if none.
+const PeakEntry* layer_alone(const PeakTable& table, const LayerQuery& query, const std::string& layer,
+                             const std::string& pass);
+
+// The batch sizes at which the table holds the group's model (device, input and classes) timed alone.
+std::vector<int64_t> layer_alone_batches(const PeakTable& table, const LayerQuery& query);
 
 // The group's rate against the peaks of its device (device and cpu as its identity gives them): no
 // shares where the table has no matching peak, none at all where the group has no rate.

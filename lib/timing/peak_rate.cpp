@@ -12,34 +12,6 @@
 namespace batchscope {
 namespace {
 
-// The library's TF32 and cuDNN settings as a measurement needs them, and as they were again after.
-class MeasurementSettings {
- public:
-  MeasurementSettings(bool tf32, bool cudnn_benchmark) {
-    auto& context = at::globalContext();
-    context.setAllowTF32CuBLAS(tf32);
-    context.setAllowTF32CuDNN(tf32);
-    context.setBenchmarkCuDNN(cudnn_benchmark);
-    // Deterministic algorithms only would keep the fastest ones from the measurement.
-    context.setDeterministicCuDNN(false);
-  }
-  ~MeasurementSettings() {
-    auto& context = at::globalContext();
-    context.setAllowTF32CuBLAS(tf32_cublas_);
-    context.setAllowTF32CuDNN(tf32_cudnn_);
-    context.setBenchmarkCuDNN(benchmark_);
-    context.setDeterministicCuDNN(deterministic_);
-  }
-  MeasurementSettings(const MeasurementSettings&) = delete;
-  MeasurementSettings& operator=(const MeasurementSettings&) = delete;
-
- private:
-  bool tf32_cublas_ = at::globalContext().allowTF32CuBLAS();
-  bool tf32_cudnn_ = at::globalContext().allowTF32CuDNN();
-  bool benchmark_ = at::globalContext().benchmarkCuDNN();
-  bool deterministic_ = at::globalContext().deterministicCuDNN();
-};
-
 torch::ScalarType element_type(const std::string& precision) {
   if (precision == "bf16") return torch::kBFloat16;
   if (precision == "fp16") return torch::kHalf;
@@ -58,25 +30,56 @@ void check_request(const std::string& precision, const PeakOptions& options) {
         "a peak measurement needs a step count of at least 1, and no negative warm-up");
 }
 
-// Why a precision is not measured on this device; empty where it is.
-std::string not_on_device(const torch::Device& device, const std::string& precision) {
+// Runs `run` as time_peak_runs does, with nothing before each run.
+template <class Run>
+void time_runs(const torch::Device& device, const PeakOptions& options, PeakRate& rate, const Run& run) {
+  time_peak_runs(
+      device, options.warmup, options.steps, rate, [] {}, run);
+}
+
+}  // namespace
+
+PeakSettings::PeakSettings(bool tf32, bool cudnn_benchmark)
+    : tf32_cublas_(at::globalContext().allowTF32CuBLAS()),
+      tf32_cudnn_(at::globalContext().allowTF32CuDNN()),
+      benchmark_(at::globalContext().benchmarkCuDNN()),
+      deterministic_(at::globalContext().deterministicCuDNN()) {
+  auto& context = at::globalContext();
+  context.setAllowTF32CuBLAS(tf32);
+  context.setAllowTF32CuDNN(tf32);
+  context.setBenchmarkCuDNN(cudnn_benchmark);
+  // Deterministic algorithms only would keep the fastest ones from the measurement.
+  context.setDeterministicCuDNN(false);
+}
+
+PeakSettings::~PeakSettings() {
+  auto& context = at::globalContext();
+  context.setAllowTF32CuBLAS(tf32_cublas_);
+  context.setAllowTF32CuDNN(tf32_cudnn_);
+  context.setBenchmarkCuDNN(benchmark_);
+  context.setDeterministicCuDNN(deterministic_);
+}
+
+std::string peak_precision_unavailable(const torch::Device& device, const std::string& precision) {
   if (precision == "tf32" && !device.is_cuda())
     return "TF32 is a format of NVIDIA's tensor cores; a CPU has no such mode";
   if (precision == "fp16" && !device.is_cuda()) return "fp16 runs on CUDA devices only here, as in a sweep";
   return "";
 }
 
-// Runs `run` options.warmup times untimed, then options.steps times each timed on its own, and fills the
-// rate's times, median and spread; an operation LibTorch lacks here leaves the rate skipped.
-template <class Run>
-void time_runs(const torch::Device& device, const PeakOptions& options, PeakRate& rate, const Run& run) {
+void time_peak_runs(const torch::Device& device, int warmup, int steps, PeakRate& rate,
+                    const std::function<void()>& before, const std::function<void()>& run) {
   const std::unique_ptr<StepTimer> timer = make_step_timer(device);
   rate.timer = timer->method();
   try {
-    for (int i = 0; i < options.warmup; ++i) run();
+    for (int i = 0; i < warmup; ++i) {
+      before();
+      run();
+    }
     wait_for(device);
-    timer->reserve(options.steps);
-    for (int i = 0; i < options.steps; ++i) {
+    timer->reserve(steps);
+    for (int i = 0; i < steps; ++i) {
+      before();
       timer->start(i);
       run();
       timer->stop(i);
@@ -88,8 +91,8 @@ void time_runs(const torch::Device& device, const PeakOptions& options, PeakRate
     rate.skipped = "LibTorch cannot run it here: " + *missing;
     return;
   }
-  rate.times_ms.resize(static_cast<std::size_t>(options.steps));
-  for (int i = 0; i < options.steps; ++i) rate.times_ms[static_cast<std::size_t>(i)] = timer->elapsed_ms(i);
+  rate.times_ms.resize(static_cast<std::size_t>(steps));
+  for (int i = 0; i < steps; ++i) rate.times_ms[static_cast<std::size_t>(i)] = timer->elapsed_ms(i);
   const Summary s = summarize(rate.times_ms);
   const auto tflops = [&rate](double ms) { return ms > 0 ? rate.flops / (ms / 1e3) / 1e12 : 0.0; };
   rate.median_ms = s.median;
@@ -97,8 +100,6 @@ void time_runs(const torch::Device& device, const PeakOptions& options, PeakRate
   rate.low_tflops = tflops(s.p90);
   rate.high_tflops = tflops(s.p10);
 }
-
-}  // namespace
 
 std::string ConvShape::text() const {
   return std::to_string(batch) + "x" + std::to_string(channels) + "x" + std::to_string(height) + "x" +
@@ -131,10 +132,10 @@ PeakRate measure_peak_rate(const torch::Device& device, const std::string& preci
   rate.size = options.size;
   const auto n = static_cast<double>(options.size);
   rate.flops = 2 * n * n * n;
-  rate.skipped = not_on_device(device, precision);
+  rate.skipped = peak_precision_unavailable(device, precision);
   if (!rate.skipped.empty()) return rate;
   torch::NoGradGuard no_grad;
-  const MeasurementSettings settings(/*tf32=*/precision == "tf32", at::globalContext().benchmarkCuDNN());
+  const PeakSettings settings(/*tf32=*/precision == "tf32", at::globalContext().benchmarkCuDNN());
   const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
   // Normal values, made once: no zeros or denormals for a fast path to find.
   torch::manual_seed(0);
@@ -178,10 +179,10 @@ PeakRate measure_conv_peak_rate(const torch::Device& device, const std::string& 
   // The backward pass computes the input's gradient and the weights', each a convolution of the forward's
   // size: three in all, as a training step's FLOPs are counted.
   rate.flops = (training ? 3 : 1) * shape.flops();
-  rate.skipped = not_on_device(device, precision);
+  rate.skipped = peak_precision_unavailable(device, precision);
   if (!rate.skipped.empty()) return rate;
   torch::NoGradGuard no_grad;
-  const MeasurementSettings settings(/*tf32=*/precision == "tf32", /*cudnn_benchmark=*/device.is_cuda());
+  const PeakSettings settings(/*tf32=*/precision == "tf32", /*cudnn_benchmark=*/device.is_cuda());
   const auto options_on_device = torch::TensorOptions().device(device).dtype(element_type(precision));
   const auto layout =
       memory_format == "channels_last" ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
@@ -211,6 +212,15 @@ Json to_json(const PeakRate& rate) {
   if (rate.operation == "conv") {
     const auto sizes = rate.conv.sizes();
     j["conv_input"] = Json(std::vector<int64_t>(sizes.begin(), sizes.end()));
+    j["memory_format"] = rate.memory_format;
+    j["phase"] = rate.phase;
+    j["cudnn_benchmark"] = rate.cudnn_benchmark;
+  } else if (rate.operation == "layer") {
+    j["layer"] = rate.layer.name;
+    j["kind"] = rate.layer.kind;
+    j["pass"] = rate.layer.pass;
+    j["batch"] = rate.layer.batch;
+    j["layer_input"] = rate.layer.input;
     j["memory_format"] = rate.memory_format;
     j["phase"] = rate.phase;
     j["cudnn_benchmark"] = rate.cudnn_benchmark;

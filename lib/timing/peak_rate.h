@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -26,7 +27,8 @@ namespace batchscope {
 //   tf32: fp32 tensors with TF32 allowed in cuBLAS and cuDNN (CUDA only)
 //   bf16, fp16: tensors of that type (fp16: CUDA only)
 inline const std::vector<std::string> kPeakPrecisions = {"fp32", "tf32", "bf16", "fp16"};
-inline const std::vector<std::string> kPeakOperations = {"matmul", "conv"};
+// layers: each convolution and linear layer of a model alone (peak --model, lib/microbatch/layer_peak.h).
+inline const std::vector<std::string> kPeakOperations = {"matmul", "conv", "layers"};
 inline const std::vector<std::string> kConvMemoryFormats = {"contiguous", "channels_last"};
 // infer: the forward pass alone; train: the forward pass and the backward's two convolutions (the
 // input's gradient and the weights'), 3 times the forward's FLOPs, as a training step's are counted.
@@ -55,14 +57,24 @@ ConvShape default_conv_shape(const torch::Device& device);
 // The precisions measured unless told: all four on a GPU, fp32 on a CPU (bf16 there is often emulated).
 std::vector<std::string> default_peak_precisions(const torch::Device& device);
 
+// A layer of a model timed alone (operation "layer", batchscope peak --model): which layer, in which pass.
+struct LayerOfModel {
+  std::string name;            // its module name, as the profiler's scopes carry it ("features.0")
+  std::string kind;            // conv or linear
+  std::string pass;            // forward or backward
+  int64_t batch = 0;           // samples per run
+  std::vector<int64_t> input;  // one sample's input to the layer, without the batch
+};
+
 struct PeakRate {
   std::string operation = "matmul";
   std::string precision;
   int64_t size = 0;              // matmul
   ConvShape conv;                // conv
-  std::string memory_format;     // conv: contiguous or channels_last
-  std::string phase;             // conv: train or infer
-  bool cudnn_benchmark = false;  // conv on a GPU
+  LayerOfModel layer;            // layer
+  std::string memory_format;     // conv and layer: contiguous or channels_last
+  std::string phase;             // conv and layer: train or infer
+  bool cudnn_benchmark = false;  // conv and layer on a GPU
   // Why it was not measured on this device (tf32 on a CPU, an operation LibTorch lacks); empty if it was.
   std::string skipped;
   std::vector<double> times_ms;
@@ -91,5 +103,28 @@ std::pair<torch::Tensor, torch::Tensor> conv3x3_gradients(const torch::Tensor& g
                                                           const torch::Tensor& weight);
 
 Json to_json(const PeakRate& rate);
+
+// The library's TF32 and cuDNN settings as a peak measurement needs them (TF32 in cuBLAS and cuDNN as
+// asked, cuDNN's benchmark mode as asked, deterministic algorithms off), and as they were again after.
+class PeakSettings {
+ public:
+  PeakSettings(bool tf32, bool cudnn_benchmark);
+  ~PeakSettings();
+  PeakSettings(const PeakSettings&) = delete;
+  PeakSettings& operator=(const PeakSettings&) = delete;
+
+ private:
+  bool tf32_cublas_, tf32_cudnn_, benchmark_, deterministic_;
+};
+
+// Why a precision is not measured on this device (tf32 and fp16 off CUDA); empty where it is.
+std::string peak_precision_unavailable(const torch::Device& device, const std::string& precision);
+
+// Runs `run` `warmup` times untimed, then `steps` times each timed on its own, with `before` run
+// untimed ahead of every run (on a GPU its work is queued ahead of the start event, so that none of it
+// is timed); fills the rate's timer, times, median and spread from rate.flops. An operation LibTorch
+// lacks here leaves the rate skipped.
+void time_peak_runs(const torch::Device& device, int warmup, int steps, PeakRate& rate,
+                    const std::function<void()>& before, const std::function<void()>& run);
 
 }  // namespace batchscope

@@ -25,7 +25,7 @@ JUMP_MODELS_OFF = ["vgg19", "resnet50", "mobilenet_v2"]
 JUMP_MODELS_ON = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 # The peak items' files, each read by every later analysis.
-PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl"}
+PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl", "peak_layers": "peak_layers.jsonl"}
 IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
             "--precision", "fp32", "--warmup", "5", "--steps", "20"]
 # Smoke mode: the same items on the CPU with tiny shapes and one timed step a size (VGG's 134M parameters
@@ -112,6 +112,15 @@ class Campaign:
             out.append({"id": item_id, "kind": "peak",
                         "argv": ["peak", "--operation", operation, "--out", path] + (shape + tiny if smoke else []) + dev[:2],
                         "out": path, "resumable": False})
+        # 5. Each layer of VGG16 alone, the roof of its own shape, for the profiled sweeps' layer rates (item 1's
+        # at batch 64 with TF32 convolutions and fp32 products, the IEEE fp32 one at 32, the channels-last
+        # one): where the step holds a layer below what it reaches alone, and where its shape does.
+        path = os.path.join(r, PEAK_FILES["peak_layers"])
+        layers = (["--batch", "1,2,3,4,5,6", "--input", "3,64,64", "--classes", "10"] + tiny if smoke
+                  else ["--batch", "32,64", "--precision", "fp32,tf32"])
+        out.append({"id": "peak_layers", "kind": "peak",
+                    "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + layers + dev[:2],
+                    "out": path, "resumable": False})
         # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
@@ -535,6 +544,9 @@ def estimate(it, rate, steps):
         # algorithms.
         if "conv" in it["argv"]:
             return 60.0 if gpu else 3.0
+        # A model's layers: per layer, batch, precision and layout a search and 25 runs of each pass.
+        if "--model" in it["argv"]:
+            return 90.0 if gpu else 20.0
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855

@@ -194,12 +194,19 @@ expect option_microbatch_batch "command line: --batch: 'x' is not a whole number
 expect option_maxbatch_confirm "command line: --confirm: '0' is not a whole number from 1" maxbatch --model mnist_cnn --confirm 0 --memory-limit 1GiB
 expect option_peak_precision "command line: --precision: 'fp8' is not a precision peak measures; give a comma-separated list of fp32, tf32, bf16 and fp16" peak --device cpu --precision fp8
 expect option_peak_size "command line: --size: '0' is not a whole number from 1 to 65536" peak --device cpu --size 0
-expect option_peak_operation "command line: --operation: 'gemm' is not an operation peak measures; give a comma-separated list of matmul and conv, e.g. --operation conv" peak --device cpu --operation gemm
+expect option_peak_operation "command line: --operation: 'gemm' is not an operation peak measures; give a comma-separated list of matmul, conv and layers, e.g. --operation conv" peak --device cpu --operation gemm
 expect option_peak_conv_input "command line: --conv-input: '64x256x56' is not an input shape N×C×H×W; give four whole numbers from 1 to 999999 joined by x, e.g. --conv-input 64x256x56x56" peak --device cpu --conv-input 64x256x56
 expect option_peak_conv_input_zero "command line: --conv-input: '0x8x8x8' is not an input shape" peak --device cpu --conv-input 0x8x8x8
 expect option_peak_size_without_matmul "command line: --size is the matrix product's, and --operation leaves it out; add matmul to --operation or leave --size out" peak --device cpu --operation conv --size 512
 expect option_peak_phase "command line: --phase: 'backward' is not a phase of the convolution; give a comma-separated list of train and infer, e.g. --phase train" peak --device cpu --phase backward
-expect option_peak_phase_without_conv "command line: --phase is the convolution's, and --operation leaves it out; add conv to --operation or leave --phase out" peak --device cpu --operation matmul --phase infer
+expect option_peak_phase_without_conv "command line: --phase is the convolution's and the layers', and --operation leaves both out; add conv or layers to --operation or leave --phase out" peak --device cpu --operation matmul --phase infer
+expect option_peak_layers_without_model "command line: --operation layers times a model's layers, and no --model is given; add --model M, e.g. --model vgg16" peak --device cpu --operation layers
+expect option_peak_model_without_layers "command line: --model is the layers', and --operation leaves them out; add layers to --operation or leave --model out" peak --device cpu --operation conv --model vgg16
+expect option_peak_sequence_model "command line: lstm_lm is a sequence model, not laid out as convolution and linear layers; give a convolutional model to --model" peak --device cpu --model lstm_lm
+expect option_peak_unknown_model "command line: unknown model vgg17; use one of vgg16, " peak --device cpu --model vgg17
+expect option_peak_layer_batch "command line: --batch: '0' is not a batch size from 1 to 16777216; give comma-separated whole numbers, e.g. --batch 32,64" peak --device cpu --model mnist_cnn --batch 8,0
+expect option_peak_layer_input "command line: --input 3,8,8 does not suit vgg16: a 2x2 max-pool .*; give an input the model takes" peak --device cpu --model vgg16 --input 3,8,8
+expect option_peak_layer_memory "command line: --batch 9999999 needs .* for the largest layer of vgg16, more than the .* this machine has free; give a smaller --batch" peak --device cpu --model vgg16 --batch 9999999
 expect option_peak_conv_memory "command line: --conv-input 999999x4096x512x512 needs .* for its convolution's tensors, more than the .* this machine has free; give a smaller --conv-input" peak --device cpu --conv-input 999999x4096x512x512
 expect option_peak_out "p.jsonl: cannot open for writing .*; choose an --out directory you can write to" peak --device cpu --size 2048 --out "$work/absent-dir/p.jsonl"
 # Three 65536² fp32 matrices need 48 GiB: refused before any is made where less is free (as here).

@@ -126,9 +126,14 @@ import json, sys
 rates = json.load(open(sys.argv[1]))["groups"][0]["layer_rates"]
 assert rates["roof"]["operation"] == "conv" and rates["roof"]["from"].endswith("peak_conv.jsonl:1"), rates["roof"]
 assert rates["layers"] and all(l["gflop"] > 0 and "share_of_roof" in l for l in rates["layers"]), rates["layers"]
+# And each pass against the same pass of the same layer timed alone at the same batch (peak_layers).
+alone = rates["alone"]
+assert alone["passes"] == len(rates["layers"]) and ":" in alone["from"], alone
+assert alone["from"].rsplit(":", 1)[0].endswith("peak_layers.jsonl"), alone
+assert all(l["alone_tflops"] > 0 and l["alone_precision"] == "fp32" for l in rates["layers"]), rates["layers"]
 PY
-  ok "the profiled sweep's layer rates are read against the measured convolution peak" ||
-  fail "layer rates: no conv roof in the profiled sweep's analysis.json"
+  ok "the profiled sweep's layer rates are read against the measured convolution peak and each layer alone" ||
+  fail "layer rates: no conv roof or no layers alone in the profiled sweep's analysis.json"
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
 # The allocator item runs with its variable set, which its records and commands.txt name.
 grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"' \

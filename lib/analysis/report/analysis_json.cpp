@@ -286,6 +286,11 @@ Json layer_rates_json(const LayerRates& r) {
     Json layer = {{"layer", l.layer}, {"pass", l.pass},     {"gflop", l.gflop},
                   {"ms", l.ms},       {"tflops", l.tflops}, {"layout_ms", l.layout_ms}};
     if (roof) layer["share_of_roof"] = l.tflops / roof->median_tflops;
+    if (l.alone_tflops) {
+      layer["alone_tflops"] = *l.alone_tflops;
+      layer["alone_precision"] = l.alone_precision;
+      layer["share_of_alone"] = l.tflops / *l.alone_tflops;
+    }
     layers.push_back(std::move(layer));
   }
   Json out = {{"batch_size", r.batch_size},
@@ -299,6 +304,13 @@ Json layer_rates_json(const LayerRates& r) {
     out["roof"] = {{"operation", roof->operation},  {"precision", roof->precision},
                    {"phase", roof->phase},          {"memory_format", roof->memory_format},
                    {"tflops", roof->median_tflops}, {"from", roof->file + ":" + std::to_string(roof->line)}};
+  }
+  if (r.alone) {
+    out["alone"] = {{"passes", r.alone->passes},
+                    {"ms", r.alone->ms},
+                    {"step_ms", r.alone->step_ms},
+                    {"share", r.alone->ms / r.alone->step_ms},
+                    {"from", r.alone->from}};
   }
   return out;
 }

@@ -140,8 +140,24 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   }
   out << " A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
          "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
-         "can show more than the roof.\n\n";
+         "can show more than the roof.";
+  if (r.alone) {
+    const LayersAlone& a = *r.alone;
+    out << " **Timed alone** (`batchscope peak --model`, " << a.from << "; each layer's own module at batch "
+        << r.batch_size << (p.basis == "device" ? " in cuDNN's benchmark mode" : "")
+        << (p.basis == "device" ? "; GPU time between events, against the profile's kernel time here" : "")
+        << "), "
+        << (a.passes == static_cast<int>(r.layers.size())
+                ? "the " + std::to_string(a.passes)
+                : std::to_string(a.passes) + " of the " + std::to_string(r.layers.size()))
+        << " passes take " << significant(a.ms, 3) << " ms against " << significant(a.step_ms, 3)
+        << " ms here: the step runs them at " << significant(100 * a.ms / a.step_ms, 3)
+        << "% of their rate alone. A layer far below its own rate alone is held back by the step (layout "
+           "conversions, another algorithm, the kernels around it); one near it, by its shape.";
+  }
+  out << "\n\n";
   const std::optional<PeakEntry>& roof = r.roof;
+  const bool alone = r.alone.has_value();
   const std::vector<const LayerRate*> order = largest_rates(r, kLayersTabled);
   const bool layouts = r.layout_ms > 0;
   out << "| layer | GFLOP | ms |" << (layouts ? " of it, layout conversions (ms) |" : "") << " TFLOP/s |";
@@ -149,19 +165,30 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
     out << " % of the " << roof->precision << " convolution peak (" << significant(roof->median_tflops, 4)
         << " TFLOP/s, " << roof->file << ":" << roof->line << ") |";
   }
-  out << "\n|---|---:|---:|---:|" << (layouts ? "---:|" : "") << (roof ? "---:|" : "") << "\n";
-  const auto row = [&](const std::string& name, double gflop, double ms, double layout_ms, double tflops) {
+  if (alone) out << " TFLOP/s alone | % of its rate alone |";
+  out << "\n|---|---:|---:|---:|" << (layouts ? "---:|" : "") << (roof ? "---:|" : "")
+      << (alone ? "---:|---:|" : "") << "\n";
+  const auto row = [&](const std::string& name, double gflop, double ms, double layout_ms, double tflops,
+                       std::optional<double> alone_tflops) {
     out << "| " << name << " | " << significant(gflop, 3) << " | " << significant(ms, 3) << " |";
     if (layouts) out << " " << significant(layout_ms, 3) << " |";
     out << " " << significant(tflops, 3) << " |";
     if (roof) out << " " << significant(100 * tflops / roof->median_tflops, 3) << " |";
+    if (alone && alone_tflops)
+      out << " " << significant(*alone_tflops, 3) << " | " << significant(100 * tflops / *alone_tflops, 3)
+          << " |";
+    if (alone && !alone_tflops) out << " | |";
     out << "\n";
   };
   for (const LayerRate* l : order) {
-    row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops);
+    row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops, l->alone_tflops);
   }
+  // All passes together alone: their FLOPs over their summed time alone, where every pass was timed.
+  std::optional<double> all_alone;
+  if (alone && r.alone->passes == static_cast<int>(r.layers.size()) && r.alone->ms > 0)
+    all_alone = r.gemm_gflop / r.alone->ms;
   row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.layout_ms,
-      r.gemm_tflops);
+      r.gemm_tflops, all_alone);
   out << "\n";
 }
 

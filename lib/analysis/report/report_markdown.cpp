@@ -620,6 +620,11 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
       if (r.layout_ms > 0)
         out << "; " << significant(100 * r.layout_ms / r.gemm_ms, 3)
             << "% of their time NCHW/NHWC conversions";
+      if (r.alone) {
+        out << "; " << significant(100 * r.alone->ms / r.alone->step_ms, 3) << "% of their rate alone";
+        if (r.alone->passes != static_cast<int>(r.layers.size()))
+          out << " (" << r.alone->passes << " of " << r.layers.size() << " passes)";
+      }
       out << "\n";
     }
     write_energy_terminal(out, g);
