@@ -581,8 +581,10 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
   // A channels-last sweep reads the channels-last backward; another CPU, model or input reads none.
   LayerQuery nhwc = q;
   nhwc.channels_last = true;
-  EXPECT_EQ(layer_alone(table, nhwc, "features.2", "backward")->line, 3);
   nhwc.batch = 16;
+  const PeakEntry* backward = layer_alone(table, nhwc, "features.2", "backward");
+  ASSERT_NE(backward, nullptr);
+  EXPECT_EQ(backward->line, 3);
   EXPECT_EQ(layer_alone(table, nhwc, "features.2", "forward"), nullptr);
   LayerQuery elsewhere = q;
   elsewhere.batch = 16;
@@ -696,7 +698,10 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   }
   // With features.0's forward pass timed alone at 16 (peak --model), that pass is read against it; timed
   // at 8 only, analyze says which command times it at 16.
-  PeakEntry features0{"cpu", "", "layer", "fp32", "contiguous", "train", 0.0436, "layers.jsonl", 1};
+  // Twice its rate in the step: 2.6 ms there, 1.3 alone.
+  const double features0_alone_tflops = 2 * 16 * 2.0 * 1024 * 64 * 27 / 1e9 / 2.6;
+  PeakEntry features0{"cpu",          "", "layer", "fp32", "contiguous", "train", features0_alone_tflops,
+                      "layers.jsonl", 1};
   features0.model = "vgg16";
   features0.input = {3, 32, 32};
   features0.classes = 10;
@@ -709,8 +714,7 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   with_alone.peaks.entries.push_back(features0);
   const Analysis aloned = analyze_logs({dir.path().string()}, with_alone);
   const Json alone_json = analysis_to_json(aloned, with_alone)["groups"][0]["layer_rates"];
-  EXPECT_NEAR(alone_json["layers"][0]["share_of_alone"].get<double>(),
-              16 * 2.0 * 1024 * 64 * 27 / 1e9 / 2.6 / 0.0436, 1e-9);
+  EXPECT_NEAR(alone_json["layers"][0]["share_of_alone"].get<double>(), 0.5, 1e-12);
   EXPECT_EQ(alone_json["layers"][0]["alone_precision"], "fp32");
   EXPECT_FALSE(alone_json["layers"][1].contains("share_of_alone"));
   EXPECT_EQ(alone_json["alone"]["passes"], 1);
@@ -724,6 +728,34 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
         "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 |"}) {
     EXPECT_NE(aloned_report.find(text), std::string::npos) << text << "\n" << aloned_report;
   }
+  EXPECT_FALSE(alone_json["alone"].contains("tflops"));  // one of the two passes: no rate of all alone
+  // The plot marks features.0's forward rate alone at 16, the rates' batch, and nothing elsewhere.
+  std::string aloned_data;
+  for (const PlotScript& plot : profile_plots(aloned)) {
+    if (plot.name == "layer_rates_" + g.id) {
+      aloned_data = plot.data;
+      EXPECT_NE(plot.body.find("title 'timed alone (circles)'"), std::string::npos) << plot.body;
+    }
+  }
+  std::istringstream aloned_rows(aloned_data);
+  int marked = 0;
+  for (std::string row; std::getline(aloned_rows, row);) {
+    if (row.rfind('#', 0) == 0) continue;
+    std::istringstream fields(row);
+    std::string batch, all, features0, classifier0, all_alone, features0_alone, classifier0_alone;
+    if (!(fields >> batch >> all >> features0 >> classifier0 >> all_alone >> features0_alone >>
+          classifier0_alone))
+      continue;
+    EXPECT_EQ(all_alone, "NaN") << row;
+    EXPECT_EQ(classifier0_alone, "NaN") << row;
+    if (batch == "16") {
+      EXPECT_NEAR(std::stod(features0_alone), features0_alone_tflops, 1e-6) << row;
+      ++marked;
+    } else {
+      EXPECT_EQ(features0_alone, "NaN") << row;
+    }
+  }
+  EXPECT_EQ(marked, 1) << aloned_data;
   std::ostringstream aloned_terminal;
   write_terminal_summary(aloned_terminal, aloned);
   EXPECT_NE(aloned_terminal.str().find("; 50.0% of their rate alone (1 of 2 passes)\n"), std::string::npos)

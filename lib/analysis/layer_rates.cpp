@@ -83,4 +83,10 @@ void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery que
   if (alone.passes > 0) rates.alone = alone;
 }
 
+std::optional<double> all_alone_tflops(const LayerRates& rates) {
+  if (!rates.alone || rates.alone->passes != static_cast<int>(rates.layers.size()) || rates.alone->ms <= 0)
+    return std::nullopt;
+  return rates.gemm_gflop / rates.alone->ms;
+}
+
 }  // namespace batchscope

@@ -68,6 +68,9 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
 // `alone` where any matched.
 void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query);
 
+// All the passes together timed alone: their FLOPs over their summed time alone, where every pass was.
+std::optional<double> all_alone_tflops(const LayerRates& rates);
+
 // Whether a kernel converts a tensor between NCHW and NHWC (cuDNN's nchwToNhwcKernel, nhwcToNchwKernel).
 bool is_layout_conversion(const std::string& kernel_name);
 

@@ -128,7 +128,7 @@ assert rates["roof"]["operation"] == "conv" and rates["roof"]["from"].endswith("
 assert rates["layers"] and all(l["gflop"] > 0 and "share_of_roof" in l for l in rates["layers"]), rates["layers"]
 # And each pass against the same pass of the same layer timed alone at the same batch (peak_layers).
 alone = rates["alone"]
-assert alone["passes"] == len(rates["layers"]) and ":" in alone["from"], alone
+assert alone["passes"] == len(rates["layers"]) and ":" in alone["from"] and alone["tflops"] > 0, alone
 assert alone["from"].rsplit(":", 1)[0].endswith("peak_layers.jsonl"), alone
 assert all(l["alone_tflops"] > 0 and l["alone_precision"] == "fp32" for l in rates["layers"]), rates["layers"]
 PY

@@ -311,6 +311,7 @@ Json layer_rates_json(const LayerRates& r) {
                     {"step_ms", r.alone->step_ms},
                     {"share", r.alone->ms / r.alone->step_ms},
                     {"from", r.alone->from}};
+    if (const auto all = all_alone_tflops(r)) out["alone"]["tflops"] = *all;
   }
   return out;
 }

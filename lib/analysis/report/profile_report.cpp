@@ -183,12 +183,8 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   for (const LayerRate* l : order) {
     row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops, l->alone_tflops);
   }
-  // All passes together alone: their FLOPs over their summed time alone, where every pass was timed.
-  std::optional<double> all_alone;
-  if (alone && r.alone->passes == static_cast<int>(r.layers.size()) && r.alone->ms > 0)
-    all_alone = r.gemm_gflop / r.alone->ms;
   row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.layout_ms,
-      r.gemm_tflops, all_alone);
+      r.gemm_tflops, all_alone_tflops(r));
   out << "\n";
 }
 
@@ -209,8 +205,17 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
   const auto gflop_at = [&](const LayerRate& l, int64_t batch) {
     return l.gflop / static_cast<double>(r.batch_size) * static_cast<double>(batch);
   };
-  PlotScript plot{"layer_rates_" + g.id,
-                  "# batch_size, all the GEMM layers' TFLOP/s, then each shown layer's\n", ""};
+  // Timed alone (peak --model): each shown pass's rate alone, and all of them together where every pass
+  // was, at the rates' batch size.
+  const bool alone = r.alone.has_value();
+  const std::optional<double> all_alone = all_alone_tflops(r);
+  PlotScript plot{
+      "layer_rates_" + g.id,
+      std::string("# batch_size, all the GEMM layers' TFLOP/s, then each shown layer's") +
+          (alone ? "; then all of them and each shown layer timed alone, at the rates' batch size" : "") +
+          "\n",
+      ""};
+  const auto value = [](std::optional<double> v) { return v ? gp_number(*v) : std::string("NaN"); };
   for (int64_t batch : p.batch_sizes) {
     double gflop = 0, ms = 0;
     for (const LayerRate& l : r.layers) {
@@ -221,6 +226,11 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
     for (const LayerRate* l : shown) {
       const double layer_ms = ms_at(*l, batch);
       plot.data += " " + (layer_ms > 0 ? gp_number(gflop_at(*l, batch) / layer_ms) : "NaN");
+    }
+    if (alone) {
+      const bool here = batch == r.batch_size;
+      plot.data += " " + value(here ? all_alone : std::nullopt);
+      for (const LayerRate* l : shown) plot.data += " " + value(here ? l->alone_tflops : std::nullopt);
     }
     plot.data += "\n";
   }
@@ -240,6 +250,17 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
     items.push_back("'' using 1:" + std::to_string(k + 3) + " with linespoints lw 1.5 pt 7 ps 0.4 lc rgb '" +
                     kColours[k % std::size(kColours)] + "' title " +
                     gp_string(pass_label(shown[k]->layer, shown[k]->pass)));
+  }
+  if (alone) {
+    // Open circles in each pass's colour: where the pass would be, at the rates' batch, run alone.
+    const std::size_t first = shown.size() + 3;
+    items.push_back("'' using 1:" + std::to_string(first) +
+                    " with points pt 6 ps 1.8 lw 2 lc rgb '#000000' title 'timed alone (circles)'");
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+      items.push_back("'' using 1:" + std::to_string(first + 1 + k) +
+                      " with points pt 6 ps 1.5 lw 1.5 lc rgb '" + kColours[k % std::size(kColours)] +
+                      "' notitle");
+    }
   }
   body += join_plot(items);
   return plot;
