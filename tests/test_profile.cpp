@@ -398,6 +398,25 @@ TEST(JumpCauses, GrowthWithoutASwitchIsNamedAsSuch) {
   EXPECT_EQ(g.causes[1].missing, "batch size 25 was not profiled");
 }
 
+namespace {
+
+// VGG16 at 3×32×32 with 10 classes, one layer's pass timed alone (peak --model), as layers.jsonl:LINE.
+PeakEntry vgg16_layer_alone(const std::string& device, const std::string& layer, const std::string& kind,
+                            const std::string& pass, const std::string& precision, const std::string& layout,
+                            int64_t batch, double tflops, int line) {
+  PeakEntry e{device, "", "layer", precision, layout, "train", tflops, "layers.jsonl", line};
+  e.model = "vgg16";
+  e.input = {3, 32, 32};
+  e.classes = 10;
+  e.layer = layer;
+  e.kind = kind;
+  e.pass = pass;
+  e.batch = batch;
+  return e;
+}
+
+}  // namespace
+
 TEST(LayerRates, TheGemmLayersFlopsAreTheModelsBarTheElementwiseWork) {
   // VGG16 at 224²: the convolutions and linear layers are all but the biases, ReLUs and pooling of the
   // models' own count (30.97 GFLOP forward).
@@ -543,15 +562,7 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
 
   const auto alone = [](std::string layer, std::string kind, std::string pass, std::string precision,
                         std::string layout, int64_t batch, double tflops, int line) {
-    PeakEntry e{"NVIDIA H200", "", "layer", precision, layout, "train", tflops, "layers.jsonl", line};
-    e.model = "vgg16";
-    e.input = {3, 32, 32};
-    e.classes = 10;
-    e.layer = layer;
-    e.kind = kind;
-    e.pass = pass;
-    e.batch = batch;
-    return e;
+    return vgg16_layer_alone("NVIDIA H200", layer, kind, pass, precision, layout, batch, tflops, line);
   };
   PeakTable table;
   table.entries = {alone("features.2", "conv", "forward", "fp32", "contiguous", 16, 30.0, 1),  // IEEE: not it
@@ -700,15 +711,8 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   // at 8 only, analyze says which command times it at 16.
   // Twice its rate in the step: 2.6 ms there, 1.3 alone.
   const double features0_alone_tflops = 2 * 16 * 2.0 * 1024 * 64 * 27 / 1e9 / 2.6;
-  PeakEntry features0{"cpu",          "", "layer", "fp32", "contiguous", "train", features0_alone_tflops,
-                      "layers.jsonl", 1};
-  features0.model = "vgg16";
-  features0.input = {3, 32, 32};
-  features0.classes = 10;
-  features0.layer = "features.0";
-  features0.kind = "conv";
-  features0.pass = "forward";
-  features0.batch = 16;
+  const PeakEntry features0 = vgg16_layer_alone("cpu", "features.0", "conv", "forward", "fp32", "contiguous",
+                                                16, features0_alone_tflops, 1);
   AnalyzeOptions with_alone = with_peak;
   with_alone.peaks.files.push_back("layers.jsonl");
   with_alone.peaks.entries.push_back(features0);
