@@ -300,8 +300,8 @@ int run_peak_command(const std::vector<std::string>& args) {
   if (result.count("phase") && !measures("conv") && !measures("layers"))
     refuse("--phase is the convolution's and the layers', and --operation leaves both out",
            "add conv or layers to --operation or leave --phase out");
-  const std::vector<std::string> phases =
-      list_option(result, "phase", kConvPhases, kConvPhases, "a phase of the convolution", "train");
+  const std::vector<std::string> phases = list_option(result, "phase", kConvPhases, kConvPhases,
+                                                      "a phase of the convolution or the layers", "train");
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
   o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));

@@ -198,7 +198,7 @@ expect option_peak_operation "command line: --operation: 'gemm' is not an operat
 expect option_peak_conv_input "command line: --conv-input: '64x256x56' is not an input shape N×C×H×W; give four whole numbers from 1 to 999999 joined by x, e.g. --conv-input 64x256x56x56" peak --device cpu --conv-input 64x256x56
 expect option_peak_conv_input_zero "command line: --conv-input: '0x8x8x8' is not an input shape" peak --device cpu --conv-input 0x8x8x8
 expect option_peak_size_without_matmul "command line: --size is the matrix product's, and --operation leaves it out; add matmul to --operation or leave --size out" peak --device cpu --operation conv --size 512
-expect option_peak_phase "command line: --phase: 'backward' is not a phase of the convolution; give a comma-separated list of train and infer, e.g. --phase train" peak --device cpu --phase backward
+expect option_peak_phase "command line: --phase: 'backward' is not a phase of the convolution or the layers; give a comma-separated list of train and infer, e.g. --phase train" peak --device cpu --phase backward
 expect option_peak_phase_without_conv "command line: --phase is the convolution's and the layers', and --operation leaves both out; add conv or layers to --operation or leave --phase out" peak --device cpu --operation matmul --phase infer
 expect option_peak_layers_without_model "command line: --operation layers times a model's layers, and no --model is given; add --model M, e.g. --model vgg16" peak --device cpu --operation layers
 expect option_peak_model_without_layers "command line: --model is the layers', and --operation leaves them out; add layers to --operation or leave --model out" peak --device cpu --operation conv --model vgg16
