@@ -106,7 +106,7 @@ std::string joined(const std::vector<int64_t>& sizes) {
 // --model, --batch, --input and --classes, which only the layers take: the model's layers as analyze lays
 // them out, at the input and classes its sweep had.
 LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, const torch::Device& device) {
-  for (const char* option : {"model", "batch", "input", "classes"}) {
+  for (const char* option : {"model", "batch", "input", "classes", "cudnn-benchmark"}) {
     if (result.count(option) && !wanted)
       refuse(std::string("--") + option + " is the layers', and --operation leaves them out",
              std::string("add layers to --operation or leave --") + option + " out");
@@ -178,15 +178,19 @@ std::string device_description(const std::string& device) {
 
 // "fp32       train  channels-last        51.28      50.1-51.9        21.44"; a layer's row starts with
 // its batch, name and pass.
-void print_rate(const PeakRate& r) {
+void print_rate(const PeakRate& r, bool cuda) {
   const bool conv = r.operation != "matmul";
-  const std::string layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  std::string layout = r.memory_format == "channels_last" ? "channels-last" : r.memory_format;
+  // A layer on a GPU: whether cuDNN searched for its algorithms or took its heuristics' choice.
+  if (r.operation == "layer" && cuda && r.skipped.empty())
+    layout += r.cudnn_benchmark ? ", search" : ", heur.";
   if (r.operation == "layer" && r.layer.name.empty()) std::printf("%6s %-24s %-9s", "", "", "");
   if (r.operation == "layer" && !r.layer.name.empty()) {
     std::printf("%6lld %-24s %-9s", static_cast<long long>(r.layer.batch), r.layer.name.c_str(),
                 r.layer.pass.c_str());
   }
   std::printf("%-10s %-6s %-14s", r.precision.c_str(), conv ? r.phase.c_str() : "", layout.c_str());
+  if (layout.size() > 14) std::printf(" ");
   if (!r.skipped.empty()) {
     std::printf("not measured: %s\n", r.skipped.c_str());
     return;
@@ -213,9 +217,11 @@ void print_table(const std::string& device, const PeakOptions& o, const LayerPea
     if (operation == "layers") {
       std::string input;
       for (const int64_t size : layers.input) input += (input.empty() ? "" : "x") + std::to_string(size);
-      std::printf("\nthe layers of %s alone: input %s, %lld classes%s\n%6s %-24s %-9s", layers.model.c_str(),
-                  input.c_str(), static_cast<long long>(layers.classes),
-                  torch::Device(device).is_cuda() ? ", cuDNN benchmark mode" : "", "batch", "layer", "pass");
+      std::printf(
+          "\nthe layers of %s alone: input %s, %lld classes%s\n%6s %-24s %-9s", layers.model.c_str(),
+          input.c_str(), static_cast<long long>(layers.classes),
+          torch::Device(device).is_cuda() ? "; cuDNN's search (benchmark mode) or its heuristics" : "",
+          "batch", "layer", "pass");
     } else if (conv) {
       std::printf("\nconvolution 3x3, stride 1, padding 1: input %s, %lld channels out%s\n",
                   o.conv.text().c_str(), static_cast<long long>(o.conv.channels),
@@ -227,7 +233,7 @@ void print_table(const std::string& device, const PeakOptions& o, const LayerPea
     std::printf("%-10s %-6s %-14s %15s %18s %12s\n", "precision", conv ? "phase" : "", conv ? "layout" : "",
                 "median TFLOP/s", "p10-p90 TFLOP/s", "median ms");
     for (const PeakRate& r : rates)
-      if (r.operation == recorded) print_rate(r);
+      if (r.operation == recorded) print_rate(r, torch::Device(device).is_cuda());
   }
 }
 
@@ -259,6 +265,7 @@ int run_peak_command(const std::vector<std::string>& args) {
       ("b,batch", "layers: comma-separated batch sizes, e.g. the one analyze's layer rates name (default: 64 on a GPU, 8 on a CPU)", cxxopts::value<std::string>())
       ("input", "layers: one sample's shape, e.g. 3,224,224, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("classes", "layers: the number of classes, as the sweep's (default: the model's)", cxxopts::value<std::string>())
+      ("cudnn-benchmark", "layers on a GPU, comma-separated: on (cuDNN's search for each shape's fastest algorithm), off (its heuristics, as a sweep without --cudnn-benchmark)", cxxopts::value<std::string>()->default_value("on"))
       ("steps", "timed runs of each operation, precision, phase and layout", cxxopts::value<std::string>()->default_value("20"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("5"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -302,6 +309,11 @@ int run_peak_command(const std::vector<std::string>& args) {
            "add conv or layers to --operation or leave --phase out");
   const std::vector<std::string> phases = list_option(result, "phase", kConvPhases, kConvPhases,
                                                       "a phase of the convolution or the layers", "train");
+  // cuDNN's modes for the layers; a CPU has none (its records say false).
+  const std::vector<std::string> asked_searches =
+      list_option(result, "cudnn-benchmark", {"on", "off"}, {"on"}, "a mode of cuDNN", "on,off");
+  const std::vector<std::string> searches =
+      device.is_cuda() ? asked_searches : std::vector<std::string>{"on"};
   o.size = result.count("size") ? whole_option(result, "size", 1, 65536) : default_peak_size(device);
   o.conv = conv_shape_option(result, device);
   o.steps = static_cast<int>(whole_option(result, "steps", 1, limits::kMaxSteps));
@@ -323,8 +335,12 @@ int run_peak_command(const std::vector<std::string>& args) {
     const bool conv = operation == "conv";
     try {
       if (operation == "layers") {
-        for (PeakRate& r : measure_layer_peak_rates(device, precision, phase, kConvMemoryFormats, layer_peak))
-          rates.push_back(std::move(r));
+        for (const std::string& search : searches) {
+          LayerPeakOptions mode = layer_peak;
+          mode.cudnn_benchmark = search == "on";
+          for (PeakRate& r : measure_layer_peak_rates(device, precision, phase, kConvMemoryFormats, mode))
+            rates.push_back(std::move(r));
+        }
       } else {
         rates.push_back(conv ? measure_conv_peak_rate(device, precision, layout, phase, o)
                              : measure_peak_rate(device, precision, o));

@@ -200,9 +200,13 @@ TEST_F(PeakShareTest, ALayerTimedAloneIsReadWithItsModelAndAMalformedOneRefusedW
   at_64["median_tflops"] = 0.3;
   Json again = conv2;
   again["median_tflops"] = 0.25;
+  Json searched = conv2;  // with cuDNN's search: a rate of its own
+  searched["cudnn_benchmark"] = true;
   const PeakTable t = read_peak_table(
-      write("layers.jsonl", layers_line(model, {conv2, at_64}) + layers_line(model, {again})));
-  ASSERT_EQ(t.entries.size(), 2u);  // the later record of conv2 at 32 replaces the first
+      write("layers.jsonl", layers_line(model, {conv2, at_64}) + layers_line(model, {again, searched})));
+  ASSERT_EQ(t.entries.size(), 3u);  // the later record of conv2 at 32 replaces the first
+  EXPECT_FALSE(t.entries[0].cudnn_benchmark);
+  EXPECT_TRUE(t.entries[2].cudnn_benchmark);
   const PeakEntry& e = t.entries[0];
   EXPECT_EQ(e.operation, "layer");
   EXPECT_EQ(e.model, "mnist_cnn");

@@ -403,8 +403,9 @@ namespace {
 // VGG16 at 3×32×32 with 10 classes, one layer's pass timed alone (peak --model), as layers.jsonl:LINE.
 PeakEntry vgg16_layer_alone(const std::string& device, const std::string& layer, const std::string& kind,
                             const std::string& pass, const std::string& precision, const std::string& layout,
-                            int64_t batch, double tflops, int line) {
+                            int64_t batch, double tflops, int line, bool cudnn_benchmark = false) {
   PeakEntry e{device, "", "layer", precision, layout, "train", tflops, "layers.jsonl", line};
+  e.cudnn_benchmark = cudnn_benchmark;
   e.model = "vgg16";
   e.input = {3, 32, 32};
   e.classes = 10;
@@ -561,51 +562,73 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
   EXPECT_EQ(layer_precision(other, "conv"), "fp32");
 
   const auto alone = [](std::string layer, std::string kind, std::string pass, std::string precision,
-                        std::string layout, int64_t batch, double tflops, int line) {
-    return vgg16_layer_alone("NVIDIA H200", layer, kind, pass, precision, layout, batch, tflops, line);
+                        std::string layout, int64_t batch, double tflops, int line, bool searched = false) {
+    return vgg16_layer_alone("NVIDIA H200", layer, kind, pass, precision, layout, batch, tflops, line,
+                             searched);
   };
   PeakTable table;
   table.entries = {alone("features.2", "conv", "forward", "fp32", "contiguous", 16, 30.0, 1),  // IEEE: not it
                    alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 100.0, 2),
                    alone("features.2", "conv", "backward", "tf32", "channels_last", 16, 90.0, 3),  // layout
                    alone("features.0", "conv", "forward", "tf32", "contiguous", 8, 5.0, 4),        // batch
-                   alone("classifier.0", "linear", "forward", "fp32", "channels_last", 16, 40.0, 5)};
+                   alone("classifier.0", "linear", "forward", "fp32", "channels_last", 16, 40.0, 5),
+                   // With cuDNN's search, which the step (benchmark off) did not use: features.2's beside
+                   // the heuristics' rate, features.0's the only one at 16.
+                   alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 120.0, 6, true),
+                   alone("features.0", "conv", "forward", "tf32", "contiguous", 16, 9.0, 7, true)};
   std::optional<LayerRates> r = layer_rates(layers, p, {}, 16);
   ASSERT_TRUE(r.has_value());
   read_layers_alone(*r, table, q);
   ASSERT_TRUE(r->alone.has_value());
-  EXPECT_EQ(r->alone->passes, 2);
-  EXPECT_EQ(r->alone->from, "layers.jsonl:2");
-  const double f2 = 16 * 2.0 * 1024 * 64 * 576 / 1e9, c0 = 16 * 2.0 * 25088 * 4096 / 1e9;
-  EXPECT_FALSE(r->layers[0].alone_tflops.has_value());  // features.0: timed alone at batch 8 only
+  EXPECT_EQ(r->alone->passes, 3);
+  EXPECT_EQ(r->alone->from, "layers.jsonl:7");
+  EXPECT_FALSE(r->alone->step_mode);  // features.0's was timed with the search only
+  EXPECT_TRUE(r->alone->searched);
+  const double f0 = 16 * 2.0 * 1024 * 64 * 27 / 1e9, f2 = 16 * 2.0 * 1024 * 64 * 576 / 1e9,
+               c0 = 16 * 2.0 * 25088 * 4096 / 1e9;
+  ASSERT_TRUE(r->layers[0].alone_tflops.has_value());  // features.0: at 16 with the search only
+  EXPECT_DOUBLE_EQ(*r->layers[0].alone_tflops, 9.0);
+  EXPECT_TRUE(r->layers[0].alone_cudnn_benchmark);
+  EXPECT_FALSE(r->layers[0].searched_tflops.has_value());
   ASSERT_TRUE(r->layers[1].alone_tflops.has_value());
-  EXPECT_DOUBLE_EQ(*r->layers[1].alone_tflops, 100.0);
+  EXPECT_DOUBLE_EQ(*r->layers[1].alone_tflops, 100.0);  // the heuristics' rate, as the step ran
+  EXPECT_FALSE(r->layers[1].alone_cudnn_benchmark);
+  ASSERT_TRUE(r->layers[1].searched_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*r->layers[1].searched_tflops, 120.0);
   EXPECT_EQ(r->layers[1].alone_precision, "tf32");
   // A linear layer has no layout: the one timed in either stands.
   ASSERT_TRUE(r->layers[2].alone_tflops.has_value());
   EXPECT_EQ(r->layers[2].layer, "classifier.0");
   EXPECT_EQ(r->layers[2].alone_precision, "fp32");
   EXPECT_FALSE(r->layers[3].alone_tflops.has_value());  // features.2 backward: channels-last only
-  EXPECT_NEAR(r->alone->ms, f2 / 100.0 + c0 / 40.0, 1e-12);
-  EXPECT_NEAR(r->alone->step_ms, 4.0 + 1.0, 1e-12);
+  EXPECT_NEAR(r->alone->ms, f0 / 9.0 + f2 / 100.0 + c0 / 40.0, 1e-12);
+  EXPECT_NEAR(r->alone->step_ms, 2.0 + 4.0 + 1.0, 1e-12);
+  // A step with the search reads the searched rates and has no other column.
+  LayerQuery searching = q;
+  searching.cudnn_benchmark = true;
+  std::optional<LayerRates> searched = layer_rates(layers, p, {}, 16);
+  read_layers_alone(*searched, table, searching);
+  EXPECT_DOUBLE_EQ(*searched->layers[1].alone_tflops, 120.0);
+  EXPECT_FALSE(searched->layers[1].searched_tflops.has_value());
+  EXPECT_FALSE(searched->alone->searched);
   EXPECT_EQ(layer_alone_batches(table, q), (std::vector<int64_t>{8, 16}));
   // A channels-last sweep reads the channels-last backward; another CPU, model or input reads none.
   LayerQuery nhwc = q;
   nhwc.channels_last = true;
   nhwc.batch = 16;
-  const PeakEntry* backward = layer_alone(table, nhwc, "features.2", "backward");
+  const PeakEntry* backward = layer_alone(table, nhwc, "features.2", "backward", false);
   ASSERT_NE(backward, nullptr);
   EXPECT_EQ(backward->line, 3);
-  EXPECT_EQ(layer_alone(table, nhwc, "features.2", "forward"), nullptr);
+  EXPECT_EQ(layer_alone(table, nhwc, "features.2", "forward", false), nullptr);
   LayerQuery elsewhere = q;
   elsewhere.batch = 16;
   elsewhere.input = {3, 64, 64};
-  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward"), nullptr);
+  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward", false), nullptr);
   EXPECT_TRUE(layer_alone_batches(table, elsewhere).empty());
   elsewhere = q;
   elsewhere.batch = 16;
   elsewhere.phase = "infer";
-  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward"), nullptr);
+  EXPECT_EQ(layer_alone(table, elsewhere, "features.2", "forward", false), nullptr);
   // Nothing matched: no `alone` at all.
   std::optional<LayerRates> none = layer_rates(layers, p, {}, 16);
   read_layers_alone(*none, PeakTable{}, q);
@@ -733,6 +756,23 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
     EXPECT_NE(aloned_report.find(text), std::string::npos) << text << "\n" << aloned_report;
   }
   EXPECT_FALSE(alone_json["alone"].contains("tflops"));  // one of the two passes: no rate of all alone
+  // On a GPU the sentence says how cuDNN chose the algorithms alone, and where the step ran without its
+  // search and the pass was also timed with it, a column gives that rate.
+  Analysis on_gpu = aloned;
+  on_gpu.groups[0].profile->basis = "device";
+  LayerRates& gpu_rates = *on_gpu.groups[0].layer_rates;
+  gpu_rates.layers[0].searched_tflops = 0.05;
+  gpu_rates.alone->searched = true;
+  const std::string gpu_report = report_of(on_gpu);
+  for (const char* text : {"at batch 16 with cuDNN's heuristics, as the step ran; GPU time between events",
+                           "| % of its rate alone | TFLOP/s alone with cuDNN's search |",
+                           "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 | 0.0500 |"}) {
+    EXPECT_NE(gpu_report.find(text), std::string::npos) << text << "\n" << gpu_report;
+  }
+  gpu_rates.layers[0].alone_cudnn_benchmark = true;
+  gpu_rates.alone->step_mode = false;
+  EXPECT_NE(report_of(on_gpu).find("with cuDNN's search (benchmark mode), which the step did not use"),
+            std::string::npos);
   // The plot marks features.0's forward rate alone at 16, the rates' batch, and nothing elsewhere.
   std::string aloned_data;
   for (const PlotScript& plot : profile_plots(aloned)) {

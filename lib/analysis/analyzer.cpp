@@ -470,6 +470,8 @@ void read_layers_against_alone(GroupAnalysis& g, const Json& id, const PeakTable
   q.cuda = id.contains("cuda");
   q.channels_last =
       id.contains("channels_last") && id["channels_last"].is_boolean() && id["channels_last"].get<bool>();
+  q.cudnn_benchmark = q.cuda && id.contains("cudnn_benchmark") && id["cudnn_benchmark"].is_boolean() &&
+                      id["cudnn_benchmark"].get<bool>();
   LayerRates& r = *g.layer_rates;
   read_layers_alone(r, peaks, q);
   if (r.alone) return;

@@ -72,10 +72,20 @@ void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery que
   query.batch = rates.batch_size;
   LayersAlone alone;
   for (LayerRate& l : rates.layers) {
-    const PeakEntry* e = layer_alone(table, query, l.layer, l.pass);
-    if (e == nullptr || l.ms <= 0) continue;
+    const PeakEntry* e = layer_alone(table, query, l.layer, l.pass, query.cudnn_benchmark);
+    const PeakEntry* other = layer_alone(table, query, l.layer, l.pass, !query.cudnn_benchmark);
+    if (l.ms <= 0 || (e == nullptr && other == nullptr)) continue;
+    if (e == nullptr) {
+      e = other;  // timed alone in the other mode only
+      alone.step_mode = false;
+    }
     l.alone_tflops = e->median_tflops;
     l.alone_precision = e->precision;
+    l.alone_cudnn_benchmark = e->cudnn_benchmark;
+    if (query.cuda && !e->cudnn_benchmark && other != nullptr && other->cudnn_benchmark) {
+      l.searched_tflops = other->median_tflops;
+      alone.searched = true;
+    }
     if (alone.passes++ == 0) alone.from = e->file + ":" + std::to_string(e->line);
     alone.ms += l.gflop / e->median_tflops;  // GFLOP over TFLOP/s is ms
     alone.step_ms += l.ms;

@@ -37,6 +37,10 @@ struct LayerRate {
   // precision: the layer's own roof.
   std::optional<double> alone_tflops;
   std::string alone_precision;
+  bool alone_cudnn_benchmark = false;  // whether cuDNN searched (benchmark mode) when it ran alone
+  // Where the step ran without cuDNN's search and the pass was timed alone both ways: its rate alone with
+  // the search, what benchmark mode would give the layer.
+  std::optional<double> searched_tflops;
 };
 
 // The passes that were also timed alone, together: their time alone against their time in the step.
@@ -45,6 +49,8 @@ struct LayersAlone {
   double ms = 0;       // alone: each pass's FLOPs over its rate alone, summed
   double step_ms = 0;  // the same passes' time in the profiled step
   std::string from;    // "FILE:LINE" of the first
+  bool step_mode = true;  // every pass alone ran in the step's cuDNN mode (search or heuristics)
+  bool searched = false;  // any pass has a searched_tflops
 };
 
 struct LayerRates {
@@ -64,8 +70,8 @@ struct LayerRates {
 std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
                                       const std::map<int64_t, ProfileRecord>& records, int64_t near);
 
-// Each layer's pass against the same pass timed alone in `table` (the query's batch is the rates'); sets
-// `alone` where any matched.
+// Each layer's pass against the same pass timed alone in `table` (the query's batch is the rates'), in the
+// step's cuDNN mode where it was timed so, else in the other; sets `alone` where any matched.
 void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query);
 
 // All the passes together timed alone: their FLOPs over their summed time alone, where every pass was.

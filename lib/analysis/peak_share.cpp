@@ -47,7 +47,7 @@ void add_entry(PeakTable& table, const PeakEntry& entry) {
         earlier.precision == entry.precision && earlier.memory_format == entry.memory_format &&
         earlier.phase == entry.phase && earlier.model == entry.model && earlier.input == entry.input &&
         earlier.classes == entry.classes && earlier.batch == entry.batch && earlier.layer == entry.layer &&
-        earlier.pass == entry.pass) {
+        earlier.pass == entry.pass && earlier.cudnn_benchmark == entry.cudnn_benchmark) {
       earlier = entry;
       return;
     }
@@ -137,6 +137,8 @@ PeakTable read_peak_table(const std::string& path) {
                                 kFix));
       }
       if (entry.operation == "layer") read_layer(r, rate, path, line, entry);
+      entry.cudnn_benchmark = rate.contains("cudnn_benchmark") && rate["cudnn_benchmark"].is_boolean() &&
+                              rate["cudnn_benchmark"].get<bool>();
       if (entry.operation != "matmul") {
         entry.memory_format = text_field(rate, "memory_format", "", path, line);
         entry.phase = text_field(rate, "phase", "infer", path, line);
@@ -215,12 +217,12 @@ bool same_model(const PeakEntry& e, const LayerQuery& q) {
 }  // namespace
 
 const PeakEntry* layer_alone(const PeakTable& table, const LayerQuery& query, const std::string& layer,
-                             const std::string& pass) {
+                             const std::string& pass, bool cudnn_benchmark) {
   const std::string layout = query.channels_last ? "channels_last" : "contiguous";
   for (const PeakEntry& e : table.entries) {
     if (!same_model(e, query) || e.batch != query.batch || e.layer != layer || e.pass != pass ||
         e.phase != query.phase || e.precision != layer_precision(query, e.kind) ||
-        (e.kind == "conv" && e.memory_format != layout))
+        e.cudnn_benchmark != cudnn_benchmark || (e.kind == "conv" && e.memory_format != layout))
       continue;
     return &e;
   }

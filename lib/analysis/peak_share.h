@@ -26,6 +26,7 @@ struct PeakEntry {
   std::string model, layer, kind, pass;  // kind: conv or linear; pass: forward or backward
   std::vector<int64_t> input;
   int64_t classes = 0, batch = 0;
+  bool cudnn_benchmark = false;  // conv and layer: whether cuDNN searched for its algorithms (a GPU's)
 };
 
 struct PeakTable {
@@ -84,6 +85,7 @@ struct LayerQuery {
   std::string tf32;       // the group's TF32 setting on a GPU: default, on or off
   bool cuda = false;
   bool channels_last = false;
+  bool cudnn_benchmark = false;  // the group's, on a GPU
 };
 
 // The precision a layer of `kind` (conv or linear) ran in, as peak names it: a GPU's fp32 convolutions
@@ -91,9 +93,10 @@ struct LayerQuery {
 std::string layer_precision(const LayerQuery& query, const std::string& kind);
 
 // The layer's pass timed alone in the group's device, model, shape, batch, phase, precision (as
-// layer_precision gives it for the layer's kind) and layout (a linear layer's in any); nullptr if none.
+// layer_precision gives it for the layer's kind) and layout (a linear layer's in any), with cuDNN's search
+// or without it; nullptr if none.
 const PeakEntry* layer_alone(const PeakTable& table, const LayerQuery& query, const std::string& layer,
-                             const std::string& pass);
+                             const std::string& pass, bool cudnn_benchmark);
 
 // The batch sizes at which the table holds the group's model (device, input and classes) timed alone.
 std::vector<int64_t> layer_alone_batches(const PeakTable& table, const LayerQuery& query);

@@ -89,13 +89,13 @@ std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, cons
   base.operation = "layer";
   base.precision = precision;
   base.phase = phase;
-  base.cudnn_benchmark = device.is_cuda();
+  base.cudnn_benchmark = device.is_cuda() && options.cudnn_benchmark;
   base.skipped = peak_precision_unavailable(device, precision);
   if (!base.skipped.empty()) return {base};
 
   const bool training = phase == "train";
   const Precision autocast = autocast_precision(precision);
-  const PeakSettings settings(/*tf32=*/precision == "tf32", /*cudnn_benchmark=*/device.is_cuda());
+  const PeakSettings settings(/*tf32=*/precision == "tf32", base.cudnn_benchmark);
   std::vector<PeakRate> rates;
   for (const std::string& layout : memory_formats) {
     const bool channels_last = layout == "channels_last";

@@ -21,6 +21,9 @@ struct LayerPeakOptions {
   std::vector<int64_t> input;  // one sample's shape, as a sweep's input
   int64_t classes = 0;
   std::vector<int64_t> batches;
+  // On a GPU: cuDNN's search for the fastest algorithm of each shape (benchmark mode), or its heuristics
+  // alone, as a sweep without --cudnn-benchmark runs. Nothing on a CPU.
+  bool cudnn_benchmark = true;
   int warmup = 5;
   int steps = 20;
 };
@@ -31,9 +34,9 @@ struct LayerPeakOptions {
 // phase: train times the forward pass (autograd recording, train mode) and the backward pass (the
 // weights' gradient, and the input's for all but the first layer) each on its own; infer the forward
 // pass under no-grad in eval mode. The layer's own module runs (its bias, stride and groups), on inputs
-// of the shape and type it sees in a step, with cuDNN's benchmark mode on a GPU. FLOPs as analyze counts
-// a layer's (gemm_flops_per_sample). Throws std::invalid_argument for a model without such layers or bad
-// options; a precision the device lacks comes back as one skipped rate.
+// of the shape and type it sees in a step, with cuDNN's benchmark mode on a GPU where asked. FLOPs as analyze
+// counts a layer's (gemm_flops_per_sample). Throws std::invalid_argument for a model without such layers or
+// bad options; a precision the device lacks comes back as one skipped rate.
 std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, const std::string& precision,
                                                const std::string& phase,
                                                const std::vector<std::string>& memory_formats,

@@ -114,10 +114,11 @@ class Campaign:
                         "out": path, "resumable": False})
         # 5. Each layer of VGG16 alone, the roof of its own shape, for the profiled sweeps' layer rates (item 1's
         # at batch 64 with TF32 convolutions and fp32 products, the IEEE fp32 one at 32, the channels-last
-        # one): where the step holds a layer below what it reaches alone, and where its shape does.
+        # one): where the step holds a layer below what it reaches alone, and where its shape does. With
+        # cuDNN's heuristics, as those sweeps ran, and with its search: what benchmark mode gives each layer.
         path = os.path.join(r, PEAK_FILES["peak_layers"])
         layers = (["--batch", "1,2,3,4,5,6", "--input", "3,64,64", "--classes", "10"] + tiny if smoke
-                  else ["--batch", "32,64", "--precision", "fp32,tf32"])
+                  else ["--batch", "32,64", "--precision", "fp32,tf32", "--cudnn-benchmark", "off,on"])
         out.append({"id": "peak_layers", "kind": "peak",
                     "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + layers + dev[:2],
                     "out": path, "resumable": False})
@@ -544,9 +545,10 @@ def estimate(it, rate, steps):
         # algorithms.
         if "conv" in it["argv"]:
             return 60.0 if gpu else 3.0
-        # A model's layers: per layer, batch, precision and layout a search and 25 runs of each pass.
+        # A model's layers: per layer, batch, precision and layout 25 runs of each pass, with cuDNN's
+        # heuristics and then after its search.
         if "--model" in it["argv"]:
-            return 90.0 if gpu else 20.0
+            return 120.0 if gpu else 20.0
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855

@@ -115,6 +115,15 @@ std::vector<const LayerRate*> largest_rates(const LayerRates& r, std::size_t cou
   return order;
 }
 
+// How cuDNN chose the algorithms of the passes timed alone, where a GPU's profile says cuDNN ran.
+std::string alone_mode(const LayerRates& r, const GroupProfile& p) {
+  if (p.basis != "device" || !r.alone) return "";
+  bool searched = false;
+  for (const LayerRate& l : r.layers) searched = searched || (l.alone_tflops && l.alone_cudnn_benchmark);
+  const std::string mode = searched ? " with cuDNN's search (benchmark mode)" : " with cuDNN's heuristics";
+  return mode + (r.alone->step_mode ? ", as the step ran" : ", which the step did not use");
+}
+
 // "**Layer rates at batch 64** ...": the GEMM layers' FLOPs over their time, together and the largest
 // by time one by one, against the group's convolution peak where analyze was given one.
 void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
@@ -144,7 +153,7 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   if (r.alone) {
     const LayersAlone& a = *r.alone;
     out << " **Timed alone** (`batchscope peak --model`, " << a.from << "; each layer's own module at batch "
-        << r.batch_size << (p.basis == "device" ? " in cuDNN's benchmark mode" : "")
+        << r.batch_size << alone_mode(r, p)
         << (p.basis == "device" ? "; GPU time between events, against the profile's kernel time here" : "")
         << "), "
         << (a.passes == static_cast<int>(r.layers.size())
@@ -165,11 +174,13 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
     out << " % of the " << roof->precision << " convolution peak (" << significant(roof->median_tflops, 4)
         << " TFLOP/s, " << roof->file << ":" << roof->line << ") |";
   }
+  const bool searched = alone && r.alone->searched;
   if (alone) out << " TFLOP/s alone | % of its rate alone |";
+  if (searched) out << " TFLOP/s alone with cuDNN's search |";
   out << "\n|---|---:|---:|---:|" << (layouts ? "---:|" : "") << (roof ? "---:|" : "")
-      << (alone ? "---:|---:|" : "") << "\n";
+      << (alone ? "---:|---:|" : "") << (searched ? "---:|" : "") << "\n";
   const auto row = [&](const std::string& name, double gflop, double ms, double layout_ms, double tflops,
-                       std::optional<double> alone_tflops) {
+                       std::optional<double> alone_tflops, std::optional<double> searched_tflops) {
     out << "| " << name << " | " << significant(gflop, 3) << " | " << significant(ms, 3) << " |";
     if (layouts) out << " " << significant(layout_ms, 3) << " |";
     out << " " << significant(tflops, 3) << " |";
@@ -178,13 +189,15 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
       out << " " << significant(*alone_tflops, 3) << " | " << significant(100 * tflops / *alone_tflops, 3)
           << " |";
     if (alone && !alone_tflops) out << " | |";
+    if (searched) out << " " << (searched_tflops ? significant(*searched_tflops, 3) : std::string()) << " |";
     out << "\n";
   };
   for (const LayerRate* l : order) {
-    row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops, l->alone_tflops);
+    row(pass_label(l->layer, l->pass), l->gflop, l->ms, l->layout_ms, l->tflops, l->alone_tflops,
+        l->searched_tflops);
   }
   row("*all " + std::to_string(r.layers.size()) + " passes*", r.gemm_gflop, r.gemm_ms, r.layout_ms,
-      r.gemm_tflops, all_alone_tflops(r));
+      r.gemm_tflops, all_alone_tflops(r), std::nullopt);
   out << "\n";
 }
 
