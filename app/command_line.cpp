@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "lib/common/errors.h"
+#include "lib/config/batch_spec.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
 #include "models/registry.h"
@@ -337,6 +338,25 @@ std::string threads_help(const std::string& what) {
   return what + " (default: one per physical core this process may use, " +
          std::to_string(cpu_threads::usable_physical_cores(cpu_threads::allowed_cpus())) +
          " here; OMP_NUM_THREADS decides where it is set)";
+}
+
+std::vector<int64_t> batch_list_option(const cxxopts::ParseResult& result, const std::string& name) {
+  const std::string text = result[name].as<std::string>();
+  if (text.find_first_of(",:") == std::string::npos)
+    return {whole_option(result, name, 1, limits::kMaxBatchSize)};
+  std::vector<int64_t> sizes;
+  try {
+    sizes = parse_batch_spec(text);
+  } catch (const std::invalid_argument& bad) {
+    refuse("--" + name + " " + text + ": " + bad.what(),
+           "give one size (64) or several (32,128,512 or 32:4096:x4)");
+  }
+  for (const int64_t b : sizes) {
+    if (b < 1 || b > limits::kMaxBatchSize)
+      refuse("--" + name + " " + text + " holds " + std::to_string(b),
+             "give sizes from 1 to " + std::to_string(limits::kMaxBatchSize));
+  }
+  return sizes;
 }
 
 std::vector<int64_t> parse_input_shape(const std::string& text) {

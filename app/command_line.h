@@ -50,6 +50,9 @@ void read_experiment_options(const cxxopts::ParseResult& result, const std::vect
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most);
 // Any whole number, for options whose range the experiment's own checks give (they name the option too).
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name);
+// One batch size, or several ("32,128,512", "32:4096:x4", as a sweep's batch spec reads them), each from
+// 1 to the largest batch size.
+std::vector<int64_t> batch_list_option(const cxxopts::ParseResult& result, const std::string& name);
 // A seed: any whole number from 0 to 2^64 - 1.
 uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name);
 // A finite number from least to most (excluding least itself where least_excluded).

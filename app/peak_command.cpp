@@ -96,13 +96,6 @@ void check_fits(const std::vector<std::string>& operations, const PeakOptions& o
   }
 }
 
-// "8,64"
-std::string joined(const std::vector<int64_t>& sizes) {
-  std::string text;
-  for (const int64_t size : sizes) text += (text.empty() ? "" : ",") + std::to_string(size);
-  return text;
-}
-
 // --model, --batch, --input and --classes, which only the layers take: the model's layers as analyze lays
 // them out, at the input and classes its sweep had.
 LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, const torch::Device& device) {
@@ -126,27 +119,11 @@ LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, 
              "give a convolutional model to --model (batchscope models lists them)");
     }
   } catch (const std::invalid_argument& error) {
-    refuse("--input " + joined(o.input) + " does not suit " + o.model + ": " + error.what(),
+    refuse("--input " + joined_numbers(o.input, ",") + " does not suit " + o.model + ": " + error.what(),
            "give an input the model takes, e.g. its default (leave --input out)");
   }
-  if (!result.count("batch")) {
-    o.batches = {default_conv_shape(device).batch};
-    return o;
-  }
-  const std::string text = result["batch"].as<std::string>();
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) {
-    const bool whole =
-        !item.empty() && item.size() <= 9 &&
-        std::all_of(item.begin(), item.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
-    const int64_t size = whole ? std::stoll(item) : 0;
-    if (size < 1 || size > limits::kMaxBatchSize)
-      refuse("--batch: '" + printable(item) + "' is not a batch size from 1 to " +
-                 std::to_string(limits::kMaxBatchSize),
-             "give comma-separated whole numbers, e.g. --batch 32,64");
-    if (std::find(o.batches.begin(), o.batches.end(), size) == o.batches.end()) o.batches.push_back(size);
-  }
-  if (o.batches.empty()) refuse("--batch is empty", "give one or more batch sizes, e.g. --batch 64");
+  o.batches = result.count("batch") ? batch_list_option(result, "batch")
+                                    : std::vector<int64_t>{default_conv_shape(device).batch};
   return o;
 }
 
@@ -215,8 +192,7 @@ void print_table(const std::string& device, const PeakOptions& o, const LayerPea
     if (std::none_of(rates.begin(), rates.end(), [&](const PeakRate& r) { return r.operation == recorded; }))
       continue;
     if (operation == "layers") {
-      std::string input;
-      for (const int64_t size : layers.input) input += (input.empty() ? "" : "x") + std::to_string(size);
+      const std::string input = joined_numbers(layers.input, "x");
       std::printf(
           "\nthe layers of %s alone: input %s, %lld classes%s\n%6s %-24s %-9s", layers.model.c_str(),
           input.c_str(), static_cast<long long>(layers.classes),
@@ -262,7 +238,7 @@ int run_peak_command(const std::vector<std::string>& args) {
       ("conv-input", "the convolution's input NxCxHxW (default: 64x256x56x56 on a GPU, 8x128x28x28 on a CPU)", cxxopts::value<std::string>())
       ("phase", "comma-separated, the convolution's and the layers': train (forward and backward), infer (forward)", cxxopts::value<std::string>()->default_value("train,infer"))
       ("m,model", "layers: the model whose layers are timed alone (batchscope models lists them)", cxxopts::value<std::string>())
-      ("b,batch", "layers: comma-separated batch sizes, e.g. the one analyze's layer rates name (default: 64 on a GPU, 8 on a CPU)", cxxopts::value<std::string>())
+      ("b,batch", "layers: one batch size or several (64, 32,64 or 8:64:8), e.g. the one analyze's layer rates name (default: 64 on a GPU, 8 on a CPU)", cxxopts::value<std::string>())
       ("input", "layers: one sample's shape, e.g. 3,224,224, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("classes", "layers: the number of classes, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("cudnn-benchmark", "layers on a GPU, comma-separated: on (cuDNN's search for each shape's fastest algorithm), off (its heuristics, as a sweep without --cudnn-benchmark)", cxxopts::value<std::string>()->default_value("on"))
@@ -347,7 +323,7 @@ int run_peak_command(const std::vector<std::string>& args) {
       }
     } catch (const std::exception& error) {
       if (!is_out_of_memory(error)) throw;
-      const std::string option = operation == "layers" ? "--batch " + joined(layer_peak.batches)
+      const std::string option = operation == "layers" ? "--batch " + joined_numbers(layer_peak.batches, ",")
                                  : conv                ? "--conv-input " + o.conv.text()
                                                        : "--size " + std::to_string(o.size);
       throw UserError(located("command line", 0,

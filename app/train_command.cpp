@@ -8,7 +8,6 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/common/errors.h"
-#include "lib/config/batch_spec.h"
 #include "lib/config/config_names.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
@@ -16,25 +15,6 @@
 
 namespace batchscope::app {
 namespace {
-
-// --batch: one size, or several ("32,128,512", "32:4096:x4") for a study of each.
-std::vector<int64_t> batch_sizes(const cxxopts::ParseResult& result) {
-  const std::string text = result["batch"].as<std::string>();
-  if (text.find_first_of(",:") == std::string::npos)
-    return {whole_option(result, "batch", 1, limits::kMaxBatchSize)};
-  std::vector<int64_t> sizes;
-  try {
-    sizes = parse_batch_spec(text);
-  } catch (const std::invalid_argument& bad) {
-    refuse("--batch " + text + ": " + bad.what(), "give one size (64) or several (32,128,512 or 32:4096:x4)");
-  }
-  for (const int64_t b : sizes) {
-    if (b < 1 || b > limits::kMaxBatchSize)
-      refuse("--batch " + text + " holds " + std::to_string(b),
-             "give sizes from 1 to " + std::to_string(limits::kMaxBatchSize));
-  }
-  return sizes;
-}
 
 // --target-accuracy as a share: "98%" or "98"; a share such as 0.98 is refused, as it reads as 0.98%.
 std::optional<double> target_accuracy(const cxxopts::ParseResult& result) {
@@ -137,7 +117,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.model = result["model"].as<std::string>();
   o.data = result["data"].as<std::string>();
   o.epochs = static_cast<int>(whole_option(result, "epochs", 1, 100000));
-  const std::vector<int64_t> batches = batch_sizes(result);
+  const std::vector<int64_t> batches = batch_list_option(result, "batch");
   o.batch_size = batches.front();
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());

@@ -477,10 +477,7 @@ void read_layers_against_alone(GroupAnalysis& g, const Json& id, const PeakTable
   if (r.alone) return;
   const std::vector<int64_t> batches = layer_alone_batches(peaks, q);
   if (batches.empty()) return;
-  std::string input;
-  for (const int64_t size : q.input) input += (input.empty() ? "" : ",") + std::to_string(size);
-  std::string at;
-  for (const int64_t b : batches) at += (at.empty() ? "" : ", ") + std::to_string(b);
+  const std::string input = joined_numbers(q.input, ","), at = joined_numbers(batches, ", ");
   std::string precisions = layer_precision(q, "conv");
   if (layer_precision(q, "linear") != precisions) precisions += "," + layer_precision(q, "linear");
   const bool at_batch = std::find(batches.begin(), batches.end(), r.batch_size) != batches.end();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@ inline std::string listed(const std::vector<std::string>& items) {
   std::string text;
   for (std::size_t i = 0; i < items.size(); ++i)
     text += (i == 0 ? "" : i + 1 == items.size() ? " and " : ", ") + items[i];
+  return text;
+}
+
+// Numbers joined by `separator`: joined_numbers({3, 224, 224}, "x") is "3x224x224".
+inline std::string joined_numbers(const std::vector<int64_t>& numbers, const std::string& separator) {
+  std::string text;
+  for (std::size_t i = 0; i < numbers.size(); ++i)
+    text += (i == 0 ? "" : separator) + std::to_string(numbers[i]);
   return text;
 }
 
