@@ -99,7 +99,7 @@ void check_fits(const std::vector<std::string>& operations, const PeakOptions& o
 // --model, --batch, --input and --classes, which only the layers take: the model's layers as analyze lays
 // them out, at the input and classes its sweep had.
 LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, const torch::Device& device) {
-  for (const char* option : {"model", "batch", "input", "classes", "cudnn-benchmark"}) {
+  for (const char* option : {"model", "batch", "input", "classes", "cudnn-benchmark", "profiled-runs"}) {
     if (result.count(option) && !wanted)
       refuse(std::string("--") + option + " is the layers', and --operation leaves them out",
              std::string("add layers to --operation or leave --") + option + " out");
@@ -124,6 +124,8 @@ LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, 
   }
   o.batches = result.count("batch") ? batch_list_option(result, "batch")
                                     : std::vector<int64_t>{default_conv_shape(device).batch};
+  if (result.count("profiled-runs"))
+    o.profiled_runs = static_cast<int>(whole_option(result, "profiled-runs", 0, limits::kMaxSteps));
   return o;
 }
 
@@ -174,7 +176,11 @@ void print_rate(const PeakRate& r, bool cuda) {
   }
   char range[64];
   std::snprintf(range, sizeof range, "%.4g-%.4g", r.low_tflops, r.high_tflops);
-  std::printf("%15.4g %18s %12.4g\n", r.median_tflops, range, r.median_ms);
+  std::printf("%15.4g %18s %12.4g", r.median_tflops, range, r.median_ms);
+  // A layer's runs under the profiler, as analyze reads the step's layers against them.
+  if (r.operation == "layer" && !r.profiled_ms.empty())
+    std::printf(" %12.4g %13.4g", r.profiled_median_ms, r.profiled_tflops);
+  std::printf("\n");
 }
 
 void print_table(const std::string& device, const PeakOptions& o, const LayerPeakOptions& layers,
@@ -206,8 +212,14 @@ void print_table(const std::string& device, const PeakOptions& o, const LayerPea
       std::printf("\nmatrix product C = A·B: %lldx%lld matrices\n", static_cast<long long>(o.size),
                   static_cast<long long>(o.size));
     }
-    std::printf("%-10s %-6s %-14s %15s %18s %12s\n", "precision", conv ? "phase" : "", conv ? "layout" : "",
+    std::printf("%-10s %-6s %-14s %15s %18s %12s", "precision", conv ? "phase" : "", conv ? "layout" : "",
                 "median TFLOP/s", "p10-p90 TFLOP/s", "median ms");
+    const bool profiled = std::any_of(rates.begin(), rates.end(), [&](const PeakRate& r) {
+      return r.operation == recorded && !r.profiled_ms.empty();
+    });
+    // The profiled runs' median: the layer's kernels on a GPU, its operators' host time on a CPU.
+    if (profiled) std::printf(" %12s %13s", "profiled ms", "prof. TFLOP/s");
+    std::printf("\n");
     for (const PeakRate& r : rates)
       if (r.operation == recorded) print_rate(r, torch::Device(device).is_cuda());
   }
@@ -228,7 +240,9 @@ int run_peak_command(const std::vector<std::string>& args) {
       "that type. A GPU gets all four at n = 8192 and an input of 64x256x56x56, a CPU fp32 at n = 2048\n"
       "and 8x128x28x28. With --model, each convolution and linear layer of that model alone (operation\n"
       "layers), in its own shape at each --batch: the forward and the backward pass on their own, the\n"
-      "roof of each layer that analyze --peak reads a profiled sweep's layers against.");
+      "roof of each layer that analyze --peak reads a profiled sweep's layers against. Each pass then runs\n"
+      "--profiled-runs times more under the profiler, timed as a profiled sweep times its layers (its\n"
+      "kernels' time on a GPU, its operators' host time on a CPU), the measure analyze reads them in.");
   // clang-format off
   options.add_options()
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
@@ -242,6 +256,7 @@ int run_peak_command(const std::vector<std::string>& args) {
       ("input", "layers: one sample's shape, e.g. 3,224,224, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("classes", "layers: the number of classes, as the sweep's (default: the model's)", cxxopts::value<std::string>())
       ("cudnn-benchmark", "layers on a GPU, comma-separated: on (cuDNN's search for each shape's fastest algorithm), off (its heuristics, as a sweep without --cudnn-benchmark)", cxxopts::value<std::string>()->default_value("on"))
+      ("profiled-runs", "layers: runs of each pass once more under the profiler, after the timed ones, timed as a profiled sweep times its layers (kernel time on a GPU, without the launch gaps between events; operators' host time on a CPU): the measure analyze --peak reads the sweep's layers against; 0 for none", cxxopts::value<std::string>()->default_value("5"))
       ("steps", "timed runs of each operation, precision, phase and layout", cxxopts::value<std::string>()->default_value("20"))
       ("warmup", "untimed runs before them", cxxopts::value<std::string>()->default_value("5"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -359,6 +374,7 @@ int run_peak_command(const std::vector<std::string>& args) {
     config["input"] = layers.input;
     config["classes"] = layers.classes;
     config["batches"] = layers.batches;
+    config["profiled_runs"] = layers.profiled_runs;
   }
   Json record = context_record(record::kPeak, command_text("peak", args), config);
   Json measured = Json::array();

@@ -434,6 +434,7 @@ TEST(LayerPeak, TimesEveryGemmLayerAloneInEachPassWithTheFlopsAnalyzeCounts) {
   o.batches = {2, 4};
   o.warmup = 1;
   o.steps = 3;
+  o.profiled_runs = 2;
   const torch::Device cpu("cpu");
   const std::vector<GemmLayer> layers = gemm_layers("mnist_cnn", o.input, o.classes);
   ASSERT_EQ(layers.size(), 4u);  // conv1, conv2, fc1, fc2
@@ -455,6 +456,11 @@ TEST(LayerPeak, TimesEveryGemmLayerAloneInEachPassWithTheFlopsAnalyzeCounts) {
     EXPECT_DOUBLE_EQ(r.flops,
                      gemm_flops_per_sample(*layer, r.layer.pass) * static_cast<double>(r.layer.batch));
     EXPECT_NEAR(r.median_tflops, r.flops / (r.median_ms / 1e3) / 1e12, 1e-9 * r.median_tflops);
+    // The runs under the profiler, timed as a profiled step's layers are: operators' host time here.
+    EXPECT_EQ(r.profiled_as, "operators");
+    EXPECT_EQ(r.profiled_ms.size(), 2u);
+    EXPECT_GT(r.profiled_median_ms, 0);
+    EXPECT_NEAR(r.profiled_tflops, r.flops / (r.profiled_median_ms / 1e3) / 1e12, 1e-9 * r.profiled_tflops);
     EXPECT_EQ(r.layer.kind, r.layer.name.rfind("conv", 0) == 0 ? "conv" : "linear");
     if (r.layer.kind == "linear") EXPECT_EQ(r.memory_format, "contiguous");
     ++seen[r.layer.name + " " + r.layer.pass + " " + r.memory_format];
@@ -478,10 +484,19 @@ TEST(LayerPeak, TimesEveryGemmLayerAloneInEachPassWithTheFlopsAnalyzeCounts) {
   EXPECT_EQ(j["pass"], "backward");
   EXPECT_EQ(j["batch"], 2);
   EXPECT_EQ(j["layer_input"], Json({32, 26, 26}));
-  // Inference times the forward passes alone; TF32 is not measured on a CPU.
+  EXPECT_EQ(j["profiled"]["as"], "operators");
+  EXPECT_EQ(j["profiled"]["times_ms"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["profiled"]["median_tflops"].get<double>(), train[3].profiled_tflops);
+  // Inference times the forward passes alone; TF32 is not measured on a CPU. No profiled runs where none
+  // are asked for.
+  o.profiled_runs = 0;
   const std::vector<PeakRate> infer = measure_layer_peak_rates(cpu, "fp32", "infer", {"contiguous"}, o);
   ASSERT_EQ(infer.size(), 4u * 2);
-  for (const PeakRate& r : infer) EXPECT_EQ(r.layer.pass, "forward");
+  for (const PeakRate& r : infer) {
+    EXPECT_EQ(r.layer.pass, "forward");
+    EXPECT_TRUE(r.profiled_ms.empty());
+    EXPECT_FALSE(to_json(r).contains("profiled"));
+  }
   const std::vector<PeakRate> tf32 = measure_layer_peak_rates(cpu, "tf32", "train", {"contiguous"}, o);
   ASSERT_EQ(tf32.size(), 1u);
   EXPECT_FALSE(tf32[0].skipped.empty());

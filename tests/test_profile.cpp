@@ -244,6 +244,50 @@ TEST(ProfiledSteps, Vgg16LayersAddUpToTheStepAndNameTorchvisionModules) {
 
 // Profiling runs after the timed steps and never among them: the timed steps' losses are the same with
 // and without it, and each batch size has one profile (and a trace where asked).
+// A layer's pass run on its own under the profiler (peak --model's profiled runs): one time per run, of
+// that layer and pass only, its forward in `before` owning the backward's nodes without being counted.
+TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
+  torch::manual_seed(0);
+  torch::nn::Linear linear(64, 32);
+  const torch::Tensor x = torch::randn({16, 64}, torch::requires_grad());
+  torch::Tensor y;
+  const auto forward = [&] {
+    const models::LayerScope scope("fc");
+    y = linear->forward(x);
+  };
+  const auto clear = [&] {
+    linear->zero_grad();
+    x.mutable_grad().reset();
+  };
+  // Work outside the layer's scope in the same run, which must not be counted.
+  const auto elsewhere = [] { (void)torch::mm(torch::ones({128, 128}), torch::ones({128, 128})); };
+  const torch::Device cpu("cpu");
+  const ProfiledRuns backward = profile_layer_runs(
+      cpu, 4, "fc", "backward",
+      [&] {
+        clear();
+        forward();
+      },
+      [&] {
+        elsewhere();
+        y.backward(torch::ones_like(y));
+      });
+  EXPECT_FALSE(backward.kernels);
+  ASSERT_EQ(backward.ms.size(), 4u);
+  for (double ms : backward.ms) EXPECT_GT(ms, 0);
+  EXPECT_TRUE(x.grad().defined());  // the backward did run
+  // Its forward ran in every run, in the layer's scope, yet a run without a backward counts nothing.
+  const ProfiledRuns none = profile_layer_runs(cpu, 3, "fc", "backward", forward, elsewhere);
+  EXPECT_EQ(none.ms, (std::vector<double>{0, 0, 0}));
+  const ProfiledRuns forwards = profile_layer_runs(cpu, 3, "fc", "forward", clear, forward);
+  ASSERT_EQ(forwards.ms.size(), 3u);
+  for (double ms : forwards.ms) EXPECT_GT(ms, 0);
+  // The work outside the scope goes to no layer: a pass of another layer's name gets nothing of it.
+  EXPECT_EQ(profile_layer_runs(cpu, 2, "conv", "forward", clear, elsewhere).ms, (std::vector<double>{0, 0}));
+  EXPECT_TRUE(profile_layer_runs(cpu, 0, "fc", "forward", clear, forward).ms.empty());
+  EXPECT_FALSE(models::layer_scopes_on.load());  // the scopes are off again after
+}
+
 TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
   const testing_support::TempDir dir;
   ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});
@@ -566,16 +610,24 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
     return vgg16_layer_alone("NVIDIA H200", layer, kind, pass, precision, layout, batch, tflops, line,
                              searched);
   };
+  // Its runs under the profiler too, timed as the step's layers are: the faster rate is the one read.
+  const auto profiled = [](PeakEntry e, double tflops) {
+    e.profiled_tflops = tflops;
+    e.profiled_as = "kernels";
+    return e;
+  };
   PeakTable table;
-  table.entries = {alone("features.2", "conv", "forward", "fp32", "contiguous", 16, 30.0, 1),  // IEEE: not it
-                   alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 100.0, 2),
-                   alone("features.2", "conv", "backward", "tf32", "channels_last", 16, 90.0, 3),  // layout
-                   alone("features.0", "conv", "forward", "tf32", "contiguous", 8, 5.0, 4),        // batch
-                   alone("classifier.0", "linear", "forward", "fp32", "channels_last", 16, 40.0, 5),
-                   // With cuDNN's search, which the step (benchmark off) did not use: features.2's beside
-                   // the heuristics' rate, features.0's the only one at 16.
-                   alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 120.0, 6, true),
-                   alone("features.0", "conv", "forward", "tf32", "contiguous", 16, 9.0, 7, true)};
+  table.entries = {
+      alone("features.2", "conv", "forward", "fp32", "contiguous", 16, 30.0, 1),  // IEEE: not it
+      profiled(alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 100.0, 2), 110.0),
+      alone("features.2", "conv", "backward", "tf32", "channels_last", 16, 90.0, 3),  // layout
+      alone("features.0", "conv", "forward", "tf32", "contiguous", 8, 5.0, 4),        // batch
+      // Slower under the profiler (a stalled thread): the timer's faster rate stands.
+      profiled(alone("classifier.0", "linear", "forward", "fp32", "channels_last", 16, 40.0, 5), 35.0),
+      // With cuDNN's search, which the step (benchmark off) did not use: features.2's beside
+      // the heuristics' rate, features.0's the only one at 16.
+      profiled(alone("features.2", "conv", "forward", "tf32", "contiguous", 16, 120.0, 6, true), 130.0),
+      alone("features.0", "conv", "forward", "tf32", "contiguous", 16, 9.0, 7, true)};
   std::optional<LayerRates> r = layer_rates(layers, p, {}, 16);
   ASSERT_TRUE(r.has_value());
   read_layers_alone(*r, table, q);
@@ -584,6 +636,7 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
   EXPECT_EQ(r->alone->from, "layers.jsonl:7");
   EXPECT_FALSE(r->alone->step_mode);  // features.0's was timed with the search only
   EXPECT_TRUE(r->alone->searched);
+  EXPECT_EQ(r->alone->profiled, 2);  // features.2's forward and classifier.0's; features.0 by the timer only
   const double f0 = 16 * 2.0 * 1024 * 64 * 27 / 1e9, f2 = 16 * 2.0 * 1024 * 64 * 576 / 1e9,
                c0 = 16 * 2.0 * 25088 * 4096 / 1e9;
   ASSERT_TRUE(r->layers[0].alone_tflops.has_value());  // features.0: at 16 with the search only
@@ -591,24 +644,28 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
   EXPECT_TRUE(r->layers[0].alone_cudnn_benchmark);
   EXPECT_FALSE(r->layers[0].searched_tflops.has_value());
   ASSERT_TRUE(r->layers[1].alone_tflops.has_value());
-  EXPECT_DOUBLE_EQ(*r->layers[1].alone_tflops, 100.0);  // the heuristics' rate, as the step ran
+  EXPECT_DOUBLE_EQ(*r->layers[1].alone_tflops, 110.0);  // the heuristics' rate, as the step ran, profiled
+  EXPECT_TRUE(r->layers[1].alone_profiled);
+  EXPECT_FALSE(r->layers[0].alone_profiled);
   EXPECT_FALSE(r->layers[1].alone_cudnn_benchmark);
   ASSERT_TRUE(r->layers[1].searched_tflops.has_value());
-  EXPECT_DOUBLE_EQ(*r->layers[1].searched_tflops, 120.0);
+  EXPECT_DOUBLE_EQ(*r->layers[1].searched_tflops, 130.0);
   EXPECT_EQ(r->layers[1].alone_precision, "tf32");
   // A linear layer has no layout: the one timed in either stands.
   ASSERT_TRUE(r->layers[2].alone_tflops.has_value());
   EXPECT_EQ(r->layers[2].layer, "classifier.0");
   EXPECT_EQ(r->layers[2].alone_precision, "fp32");
+  EXPECT_DOUBLE_EQ(*r->layers[2].alone_tflops, 40.0);
+  EXPECT_FALSE(r->layers[2].alone_profiled);
   EXPECT_FALSE(r->layers[3].alone_tflops.has_value());  // features.2 backward: channels-last only
-  EXPECT_NEAR(r->alone->ms, f0 / 9.0 + f2 / 100.0 + c0 / 40.0, 1e-12);
+  EXPECT_NEAR(r->alone->ms, f0 / 9.0 + f2 / 110.0 + c0 / 40.0, 1e-12);
   EXPECT_NEAR(r->alone->step_ms, 2.0 + 4.0 + 1.0, 1e-12);
   // A step with the search reads the searched rates and has no other column.
   LayerQuery searching = q;
   searching.cudnn_benchmark = true;
   std::optional<LayerRates> searched = layer_rates(layers, p, {}, 16);
   read_layers_alone(*searched, table, searching);
-  EXPECT_DOUBLE_EQ(*searched->layers[1].alone_tflops, 120.0);
+  EXPECT_DOUBLE_EQ(*searched->layers[1].alone_tflops, 130.0);
   EXPECT_FALSE(searched->layers[1].searched_tflops.has_value());
   EXPECT_FALSE(searched->alone->searched);
   EXPECT_EQ(layer_alone_batches(table, q), (std::vector<int64_t>{8, 16}));
@@ -749,13 +806,40 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   EXPECT_NEAR(alone_json["alone"]["step_ms"].get<double>(), 2.6, 1e-9);
   const std::string aloned_report = report_of(aloned);
   for (const char* text :
-       {"1 of the 2 passes take 1.30 ms against 2.60 ms here: the step runs them at 50.0% of "
-        "their rate alone",
+       {"; wall time without the profiler, against the profiled step's host time here (the peak file has "
+        "no profiled runs: rerun peak to get them)), 1 of the 2 passes take 1.30 ms against 2.60 ms here: "
+        "the step runs them at 50.0% of their rate alone",
         "| TFLOP/s alone | % of its rate alone |",
         "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 |"}) {
     EXPECT_NE(aloned_report.find(text), std::string::npos) << text << "\n" << aloned_report;
   }
   EXPECT_FALSE(alone_json["alone"].contains("tflops"));  // one of the two passes: no rate of all alone
+  EXPECT_FALSE(alone_json["layers"][0]["alone_profiled"].get<bool>());
+  EXPECT_EQ(alone_json["alone"]["profiled_passes"], 0);
+  // Where the peak file has the pass's runs under the profiler, the faster of the two rates is read, and
+  // the sentence says so: here the profiled one.
+  AnalyzeOptions with_profiled = with_alone;
+  with_profiled.peaks.entries.back().median_tflops = features0_alone_tflops / 4;
+  with_profiled.peaks.entries.back().profiled_tflops = features0_alone_tflops / 2;
+  with_profiled.peaks.entries.back().profiled_as = "operators";
+  const Analysis profiled = analyze_logs({dir.path().string()}, with_profiled);
+  const Json profiled_json = analysis_to_json(profiled, with_profiled)["groups"][0]["layer_rates"];
+  EXPECT_NEAR(profiled_json["layers"][0]["share_of_alone"].get<double>(), 1.0, 1e-12);
+  EXPECT_TRUE(profiled_json["layers"][0]["alone_profiled"].get<bool>());
+  EXPECT_EQ(profiled_json["alone"]["profiled_passes"], 1);
+  const std::string profiled_report = report_of(profiled);
+  EXPECT_NE(profiled_report.find(
+                "; each pass at the faster of its timed runs and its runs under the profiler, host "
+                "time as the step's here), 1 of the 2 passes take 2.60 ms against 2.60 ms here"),
+            std::string::npos)
+      << profiled_report;
+  // The timer's runs where they were the faster.
+  with_profiled.peaks.entries.back().median_tflops = features0_alone_tflops;
+  const Json timer_json = analysis_to_json(analyze_logs({dir.path().string()}, with_profiled), with_profiled);
+  EXPECT_NEAR(timer_json["groups"][0]["layer_rates"]["layers"][0]["share_of_alone"].get<double>(), 0.5,
+              1e-12);
+  EXPECT_FALSE(timer_json["groups"][0]["layer_rates"]["layers"][0]["alone_profiled"].get<bool>());
+  EXPECT_EQ(timer_json["groups"][0]["layer_rates"]["alone"]["profiled_passes"], 1);
   // On a GPU the sentence says how cuDNN chose the algorithms alone, and where the step ran without its
   // search and the pass was also timed with it, a column gives that rate.
   Analysis on_gpu = aloned;
@@ -764,9 +848,11 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   gpu_rates.layers[0].searched_tflops = 0.05;
   gpu_rates.alone->searched = true;
   const std::string gpu_report = report_of(on_gpu);
-  for (const char* text : {"at batch 16 with cuDNN's heuristics, as the step ran; GPU time between events",
-                           "| % of its rate alone | TFLOP/s alone with cuDNN's search |",
-                           "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 | 0.0500 |"}) {
+  for (const char* text :
+       {"at batch 16 with cuDNN's heuristics, as the step ran; GPU time between CUDA events, "
+        "launch gaps included, against the profile's kernel time here",
+        "| % of its rate alone | TFLOP/s alone with cuDNN's search |",
+        "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 | 0.0500 |"}) {
     EXPECT_NE(gpu_report.find(text), std::string::npos) << text << "\n" << gpu_report;
   }
   gpu_rates.layers[0].alone_cudnn_benchmark = true;

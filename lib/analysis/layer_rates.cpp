@@ -1,5 +1,6 @@
 #include "lib/analysis/layer_rates.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <utility>
@@ -68,6 +69,16 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
   return out;
 }
 
+namespace {
+
+// A layer's rate alone: the faster of its timed runs and its runs under the profiler, where the peak file
+// has those. On a GPU the profiled one, the kernels' time that the step's layers are read in, is the
+// faster by construction (the events' span holds them and the launch gaps between); on a CPU both are
+// host time, and the faster one is the less disturbed (2 threads on 2 cores stall now and then).
+double alone_rate(const PeakEntry& e) { return std::max(e.profiled_tflops, e.median_tflops); }
+
+}  // namespace
+
 void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query) {
   query.batch = rates.batch_size;
   LayersAlone alone;
@@ -79,15 +90,17 @@ void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery que
       e = other;  // timed alone in the other mode only
       alone.step_mode = false;
     }
-    l.alone_tflops = e->median_tflops;
+    l.alone_tflops = alone_rate(*e);
+    l.alone_profiled = e->profiled_tflops > e->median_tflops;
     l.alone_precision = e->precision;
     l.alone_cudnn_benchmark = e->cudnn_benchmark;
     if (query.cuda && !e->cudnn_benchmark && other != nullptr && other->cudnn_benchmark) {
-      l.searched_tflops = other->median_tflops;
+      l.searched_tflops = alone_rate(*other);
       alone.searched = true;
     }
     if (alone.passes++ == 0) alone.from = e->file + ":" + std::to_string(e->line);
-    alone.ms += l.gflop / e->median_tflops;  // GFLOP over TFLOP/s is ms
+    if (e->profiled_tflops > 0) ++alone.profiled;
+    alone.ms += l.gflop / *l.alone_tflops;  // GFLOP over TFLOP/s is ms
     alone.step_ms += l.ms;
   }
   if (alone.passes > 0) rates.alone = alone;

@@ -38,6 +38,9 @@ struct LayerRate {
   std::optional<double> alone_tflops;
   std::string alone_precision;
   bool alone_cudnn_benchmark = false;  // whether cuDNN searched (benchmark mode) when it ran alone
+  // Whether alone_tflops is of its runs under the profiler, timed as the step's layers are (kernel time
+  // on a GPU), the faster; else of the timer's runs (CUDA events on a GPU, launch gaps included).
+  bool alone_profiled = false;
   // Where the step ran without cuDNN's search and the pass was timed alone both ways: its rate alone with
   // the search, what benchmark mode would give the layer.
   std::optional<double> searched_tflops;
@@ -51,6 +54,7 @@ struct LayersAlone {
   std::string from;    // "FILE:LINE" of the first
   bool step_mode = true;  // every pass alone ran in the step's cuDNN mode (search or heuristics)
   bool searched = false;  // any pass has a searched_tflops
+  int profiled = 0;       // passes whose peak record has runs under the profiler too
 };
 
 struct LayerRates {
@@ -71,7 +75,8 @@ std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, cons
                                       const std::map<int64_t, ProfileRecord>& records, int64_t near);
 
 // Each layer's pass against the same pass timed alone in `table` (the query's batch is the rates'), in the
-// step's cuDNN mode where it was timed so, else in the other; sets `alone` where any matched.
+// step's cuDNN mode where it was timed so, else in the other; sets `alone` where any matched. A pass's
+// rate alone is the faster of its timer's runs and its runs under the profiler, where the table has those.
 void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query);
 
 // All the passes together timed alone: their FLOPs over their summed time alone, where every pass was.

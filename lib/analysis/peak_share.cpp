@@ -90,6 +90,19 @@ void read_layer(const Json& record, const Json& rate, const std::string& path, i
         located(path, line,
                 of + " is of the pass '" + printable(entry.pass) + "', neither forward nor backward", kFix));
   entry.batch = positive_field(rate, "batch", of, path, line);
+  if (!rate.contains("profiled")) return;
+  const Json& profiled = rate["profiled"];
+  const Json& tflops =
+      profiled.is_object() && profiled.contains("median_tflops") ? profiled["median_tflops"] : Json();
+  if (!tflops.is_number() || !std::isfinite(tflops.get<double>()) || tflops.get<double>() <= 0)
+    throw UserError(located(path, line, of + " has profiled times without a median_tflops above 0", kFix));
+  entry.profiled_as = text_field(profiled, "as", "", path, line);
+  if (entry.profiled_as != "kernels" && entry.profiled_as != "operators")
+    throw UserError(located(
+        path, line,
+        of + "'s profiled times are of '" + printable(entry.profiled_as) + "', neither kernels nor operators",
+        kFix));
+  entry.profiled_tflops = tflops.get<double>();
 }
 
 }  // namespace

@@ -27,6 +27,10 @@ struct PeakEntry {
   std::vector<int64_t> input;
   int64_t classes = 0, batch = 0;
   bool cudnn_benchmark = false;  // conv and layer: whether cuDNN searched for its algorithms (a GPU's)
+  // layer: its rate from the runs under the profiler, timed as a profiled step times its layers
+  // ("kernels" on a GPU, "operators" on a CPU); 0 and "" where the record has none (before they were).
+  double profiled_tflops = 0;
+  std::string profiled_as;
 };
 
 struct PeakTable {

@@ -7,11 +7,14 @@
 
 #include "lib/analysis/layer_rates.h"
 #include "lib/analysis/tile_model.h"
+#include "lib/common/statistics.h"
 #include "lib/microbatch/gradient_accumulation.h"
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/profile_records.h"
 #include "lib/timing/autocast.h"
+#include "lib/timing/profiled_steps.h"
 #include "lib/timing/step_runner.h"
+#include "models/layer_scope.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
 
@@ -64,6 +67,19 @@ std::map<std::string, LayerModule> layer_modules(models::Network& network, const
                        lower};
   }
   return out;
+}
+
+// The pass run `runs` times more under the profiler, its times as a profiled step's layers have them.
+void profile_pass_runs(PeakRate& rate, const torch::Device& device, int runs,
+                       const std::function<void()>& before, const std::function<void()>& run) {
+  if (runs < 1 || !rate.skipped.empty()) return;
+  ProfiledRuns profiled = profile_layer_runs(device, runs, rate.layer.name, rate.layer.pass, before, run);
+  const double median = profiled.ms.empty() ? 0.0 : summarize(profiled.ms).median;
+  if (median <= 0) return;  // no time of the layer's own in that pass
+  rate.profiled_ms = std::move(profiled.ms);
+  rate.profiled_as = profiled.kernels ? "kernels" : "operators";
+  rate.profiled_median_ms = median;
+  rate.profiled_tflops = rate.flops / (median / 1e3) / 1e12;
 }
 
 }  // namespace
@@ -129,7 +145,9 @@ std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, cons
           const AutocastScope scope(autocast, device);
           grad = torch::randn_like(m.forward(x));
         }
+        // In the layer's scope, as the network opens it around the layer (it costs nothing unprofiled).
         const auto forward = [&] {
+          const models::LayerScope layer_scope(layer.name);
           const AutocastScope scope(autocast, device);
           output = m.forward(x);
         };
@@ -145,27 +163,28 @@ std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, cons
           if (x.requires_grad()) x.mutable_grad().reset();
           clear_gradients(*m.module);
         };
+        const auto measure = [&](const char* pass, const std::function<void()>& before,
+                                 const std::function<void()>& run) {
+          PeakRate r = rate_of(pass);
+          time_peak_runs(device, options.warmup, options.steps, r, before, run);
+          profile_pass_runs(r, device, options.profiled_runs, before, run);
+          rates.push_back(std::move(r));
+        };
         if (!training) {
-          PeakRate r = rate_of(profile_pass::kForward);
-          time_peak_runs(device, options.warmup, options.steps, r, clear, [&] {
+          measure(profile_pass::kForward, clear, [&] {
             const torch::NoGradGuard no_grad;
             forward();
           });
-          rates.push_back(std::move(r));
           continue;
         }
-        PeakRate f = rate_of(profile_pass::kForward);
-        time_peak_runs(device, options.warmup, options.steps, f, clear, forward);
-        rates.push_back(std::move(f));
-        PeakRate b = rate_of(profile_pass::kBackward);
-        time_peak_runs(
-            device, options.warmup, options.steps, b,
+        measure(profile_pass::kForward, clear, forward);
+        measure(
+            profile_pass::kBackward,
             [&] {
               clear();
               forward();
             },
             [&] { output.backward(grad); });
-        rates.push_back(std::move(b));
         clear();
       }
     }

@@ -26,6 +26,8 @@ struct LayerPeakOptions {
   bool cudnn_benchmark = true;
   int warmup = 5;
   int steps = 20;
+  // Runs of each pass once more under the profiler, after the timed ones (PeakRate.profiled_ms); 0: none.
+  int profiled_runs = 5;
 };
 
 // The layers of options.model, as analyze lays out its GEMM layers (tile_model's gemm_layers), each alone
@@ -35,8 +37,10 @@ struct LayerPeakOptions {
 // weights' gradient, and the input's for all but the first layer) each on its own; infer the forward
 // pass under no-grad in eval mode. The layer's own module runs (its bias, stride and groups), on inputs
 // of the shape and type it sees in a step, with cuDNN's benchmark mode on a GPU where asked. FLOPs as analyze
-// counts a layer's (gemm_flops_per_sample). Throws std::invalid_argument for a model without such layers or
-// bad options; a precision the device lacks comes back as one skipped rate.
+// counts a layer's (gemm_flops_per_sample). Each pass is then run options.profiled_runs times under the
+// profiler and timed as a profiled step times its layers (lib/timing/profiled_steps.h). Throws
+// std::invalid_argument for a model without such layers or bad options; a precision the device lacks comes
+// back as one skipped rate.
 std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, const std::string& precision,
                                                const std::string& phase,
                                                const std::vector<std::string>& memory_formats,

@@ -238,6 +238,12 @@ Json to_json(const PeakRate& rate) {
   j["median_ms"] = rate.median_ms;
   j["timer"] = rate.timer;
   j["times_ms"] = rate.times_ms;
+  if (!rate.profiled_ms.empty()) {
+    j["profiled"] = {{"as", rate.profiled_as},
+                     {"median_ms", rate.profiled_median_ms},
+                     {"median_tflops", rate.profiled_tflops},
+                     {"times_ms", rate.profiled_ms}};
+  }
   return j;
 }
 

@@ -82,6 +82,13 @@ struct PeakRate {
   double median_ms = 0;
   double median_tflops = 0, low_tflops = 0, high_tflops = 0;  // median, and from the p90 and p10 times
   std::string timer;
+  // A layer's runs once more under the profiler, timed as a profiled step times its layers
+  // (profile_layer_runs): the kernels' time on a GPU, without the launches' gaps that the timer's span
+  // holds; the operators' host time on a CPU, with the profiler's own cost as the step's has it. The
+  // measure that analyze reads a step's layer against; empty where not profiled.
+  std::vector<double> profiled_ms;
+  std::string profiled_as;  // "kernels" or "operators"
+  double profiled_median_ms = 0, profiled_tflops = 0;
 };
 
 // One precision's matrix-product rate on a device. Throws std::invalid_argument for an unknown

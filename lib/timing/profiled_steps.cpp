@@ -3,15 +3,16 @@
 #include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/version.h>
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <unordered_map>
 
+#include "lib/device/gpu.h"
 #include "lib/records/jsonl.h"
 #include "lib/timing/profile_attribution.h"
 #include "models/layer_scope.h"
@@ -138,7 +139,78 @@ void save_trace(profiler::ProfilerResult& result, const std::vector<ProfilerEven
   }
 }
 
+// The scope around each run of profile_layer_runs, which tells one run's events from the next's.
+constexpr const char* kRunScope = "batchscope.run";
+
+// The events of a profiled session of runs, per run: a host event by the run scope its start falls in
+// (on any thread: autograd's run on their own), a kernel with the operator that launched it. The run
+// scopes themselves are left out.
+std::vector<std::vector<ProfilerEvent>> events_per_run(const std::vector<ProfilerEvent>& events) {
+  std::vector<std::pair<double, double>> spans;
+  for (const ProfilerEvent& e : events) {
+    if (e.kind == ProfilerEvent::Kind::kScope && e.name == kRunScope)
+      spans.emplace_back(e.start_us, e.start_us + e.duration_us);
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::vector<ProfilerEvent>> runs(spans.size());
+  std::unordered_map<uint64_t, std::size_t> run_of_correlation;
+  for (const ProfilerEvent& e : events) {
+    if (e.kind == ProfilerEvent::Kind::kKernel ||
+        (e.kind == ProfilerEvent::Kind::kScope && e.name == kRunScope))
+      continue;
+    const auto after = std::upper_bound(spans.begin(), spans.end(), std::make_pair(e.start_us, 1e300));
+    if (after == spans.begin()) continue;
+    const auto run = static_cast<std::size_t>(after - spans.begin() - 1);
+    if (e.start_us > spans[run].second) continue;
+    runs[run].push_back(e);
+    if (e.correlation != 0) run_of_correlation[e.correlation] = run;
+  }
+  for (const ProfilerEvent& e : events) {
+    if (e.kind != ProfilerEvent::Kind::kKernel) continue;
+    const auto found = run_of_correlation.find(e.linked_correlation);
+    if (found != run_of_correlation.end()) runs[found->second].push_back(e);
+  }
+  return runs;
+}
+
 }  // namespace
+
+ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std::string& layer,
+                                const std::string& pass, const std::function<void()>& before,
+                                const std::function<void()>& run) {
+  ProfiledRuns out;
+  if (runs < 1) return out;
+  const bool cuda = device.is_cuda();
+  std::set<ActivityType> activities{ActivityType::CPU};
+  if (cuda) activities.insert(ActivityType::CUDA);
+  const ProfilerConfig config(ProfilerState::KINETO);
+  std::vector<ProfilerEvent> events;
+  {
+    ScopesOn scopes;
+    profiler::prepareProfiler(config, activities);
+    profiler::enableProfiler(config, activities);
+    for (int i = 0; i < runs; ++i) {
+      models::LayerScope scope(kRunScope);
+      before();
+      run();
+    }
+    if (cuda) gpu::synchronize(device.index());
+    const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
+    for (const profiler::KinetoEvent& k : result->events()) events.push_back(event_of(k));
+  }
+  for (const std::vector<ProfilerEvent>& events_of_run : events_per_run(events)) {
+    ProfileRecord record;
+    attribute_events({events_of_run}, record);
+    if (cuda && !record.kernel_ms) return {};  // no kernels recorded (no CUPTI)
+    double ms = 0;
+    for (const LayerTime& l : record.layers) {
+      if (l.layer == layer && l.pass == pass) ms += cuda ? l.device_ms.value_or(0.0) : l.cpu_ms;
+    }
+    out.ms.push_back(ms);
+  }
+  out.kernels = cuda;
+  return out;
+}
 
 std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(const std::string& trace_path) {
   std::map<std::string, std::pair<std::string, std::string>> out;

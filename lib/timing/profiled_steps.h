@@ -1,8 +1,12 @@
 #pragma once
 
+#include <torch/torch.h>
+
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "lib/records/profile_records.h"
 #include "lib/timing/step_runner.h"
@@ -21,5 +25,18 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
 // The launch shapes of the kernels in a Chrome trace the profiler saved: kernel name -> (grid, block),
 // each as "[x, y, z]"; empty where the trace has none (a CPU trace) or cannot be read.
 std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(const std::string& trace_path);
+
+// One layer's pass as a profiled step counts it, run on its own: per run, the time of the kernels its
+// operators launched where a GPU ran them (the profiler recording them), else its operators' host time
+// (LayerTime.device_ms or cpu_ms of profile_steps). `run` runs `runs` times after `before`, both under
+// one profiler session with the layer scopes on: `before` may run the layer's forward pass inside a
+// models::LayerScope of `layer`, so that a backward pass finds the layer of its autograd nodes.
+struct ProfiledRuns {
+  std::vector<double> ms;  // one per run; none where a GPU ran them and no kernels were recorded
+  bool kernels = false;    // kernels' time on the GPU; else operators' host time
+};
+ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std::string& layer,
+                                const std::string& pass, const std::function<void()>& before,
+                                const std::function<void()>& run);
 
 }  // namespace batchscope

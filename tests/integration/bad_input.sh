@@ -206,6 +206,8 @@ expect option_peak_sequence_model "command line: lstm_lm is a sequence model, no
 expect option_peak_unknown_model "command line: unknown model vgg17; use one of vgg16, " peak --device cpu --model vgg17
 expect option_peak_layer_search "command line: --cudnn-benchmark: 'maybe' is not a mode of cuDNN; give a comma-separated list of on and off, e.g. --cudnn-benchmark on,off" peak --device cpu --model mnist_cnn --cudnn-benchmark maybe
 expect option_peak_search_without_layers "command line: --cudnn-benchmark is the layers', and --operation leaves them out; add layers to --operation or leave --cudnn-benchmark out" peak --device cpu --cudnn-benchmark off
+expect option_peak_profiled_runs "command line: --profiled-runs: 'x' is not a whole number from 0 to 1000000; give one, e.g. --profiled-runs 0" peak --device cpu --model mnist_cnn --profiled-runs x
+expect option_peak_profiled_without_layers "command line: --profiled-runs is the layers', and --operation leaves them out; add layers to --operation or leave --profiled-runs out" peak --device cpu --operation conv --profiled-runs 3
 expect option_peak_layer_batch "command line: --batch 8,0: 8,0 contains 0, which is not a batch size.*; give one size \(64\) or several \(32,128,512 or 32:4096:x4\)" peak --device cpu --model mnist_cnn --batch 8,0
 expect option_peak_layer_batch_large "command line: --batch: '99999999' is not a whole number from 1 to 16777216" peak --device cpu --model mnist_cnn --batch 99999999
 expect option_peak_layer_input "command line: --input 3,8,8 does not suit vgg16: a 2x2 max-pool .*; give an input the model takes" peak --device cpu --model vgg16 --input 3,8,8

@@ -291,6 +291,7 @@ Json layer_rates_json(const LayerRates& r) {
       layer["alone_precision"] = l.alone_precision;
       layer["share_of_alone"] = l.tflops / *l.alone_tflops;
       layer["alone_cudnn_benchmark"] = l.alone_cudnn_benchmark;
+      layer["alone_profiled"] = l.alone_profiled;
       if (l.searched_tflops) layer["searched_tflops"] = *l.searched_tflops;
     }
     layers.push_back(std::move(layer));
@@ -308,9 +309,13 @@ Json layer_rates_json(const LayerRates& r) {
                    {"tflops", roof->median_tflops}, {"from", roof->file + ":" + std::to_string(roof->line)}};
   }
   if (r.alone) {
-    out["alone"] = {{"passes", r.alone->passes},   {"ms", r.alone->ms},
-                    {"step_ms", r.alone->step_ms}, {"share", r.alone->ms / r.alone->step_ms},
-                    {"from", r.alone->from},       {"step_mode", r.alone->step_mode}};
+    out["alone"] = {{"passes", r.alone->passes},
+                    {"ms", r.alone->ms},
+                    {"step_ms", r.alone->step_ms},
+                    {"share", r.alone->ms / r.alone->step_ms},
+                    {"from", r.alone->from},
+                    {"step_mode", r.alone->step_mode},
+                    {"profiled_passes", r.alone->profiled}};
     if (const auto all = all_alone_tflops(r)) out["alone"]["tflops"] = *all;
   }
   return out;

@@ -124,6 +124,24 @@ std::string alone_mode(const LayerRates& r, const GroupProfile& p) {
   return mode + (r.alone->step_mode ? ", as the step ran" : ", which the step did not use");
 }
 
+// How the passes alone were timed: by the timer and under the profiler as the step's layers are, the
+// faster of the two read, or, from a peak file without the profiled runs, by the timer alone.
+std::string alone_measure(const LayersAlone& a, const GroupProfile& p) {
+  const bool device = p.basis == "device";
+  const std::string both =
+      device ? "at the faster of its runs between CUDA events and its kernels' time under "
+               "the profiler, the step's measure here (the events' span holds launch gaps too)"
+             : "at the faster of its timed runs and its runs under the profiler, host time "
+               "as the step's here";
+  const std::string timed =
+      device ? "GPU time between CUDA events, launch gaps included, against the "
+               "profile's kernel time here"
+             : "wall time without the profiler, against the profiled step's host time here";
+  if (a.profiled == a.passes) return "; each pass " + both;
+  if (a.profiled == 0) return "; " + timed + " (the peak file has no profiled runs: rerun peak to get them)";
+  return "; " + std::to_string(a.profiled) + " of the passes each " + both + ", the rest by " + timed;
+}
+
 // "**Layer rates at batch 64** ...": the GEMM layers' FLOPs over their time, together and the largest
 // by time one by one, against the group's convolution peak where analyze was given one.
 void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
@@ -153,9 +171,7 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
   if (r.alone) {
     const LayersAlone& a = *r.alone;
     out << " **Timed alone** (`batchscope peak --model`, " << a.from << "; each layer's own module at batch "
-        << r.batch_size << alone_mode(r, p)
-        << (p.basis == "device" ? "; GPU time between events, against the profile's kernel time here" : "")
-        << "), "
+        << r.batch_size << alone_mode(r, p) << alone_measure(a, p) << "), "
         << (a.passes == static_cast<int>(r.layers.size())
                 ? "the " + std::to_string(a.passes)
                 : std::to_string(a.passes) + " of the " + std::to_string(r.layers.size()))
