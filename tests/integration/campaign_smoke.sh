@@ -130,6 +130,8 @@ assert rates["layers"] and all(l["gflop"] > 0 and "share_of_roof" in l for l in 
 alone = rates["alone"]
 assert alone["passes"] == len(rates["layers"]) and ":" in alone["from"] and alone["tflops"] > 0, alone
 assert alone["from"].rsplit(":", 1)[0].endswith("peak_layers.jsonl"), alone
+# Every pass alone was also run under the profiler, timed as the step's layers are.
+assert alone["profiled_passes"] == alone["passes"], alone
 assert all(l["alone_tflops"] > 0 and l["alone_precision"] == "fp32" for l in rates["layers"]), rates["layers"]
 PY
   ok "the profiled sweep's layer rates are read against the measured convolution peak and each layer alone" ||
