@@ -1,3 +1,4 @@
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -357,6 +358,15 @@ int run_peak_command(const std::vector<std::string>& args) {
           for (const std::string& layout : kConvMemoryFormats) measure(operation, precision, phase, layout);
       }
     }
+  }
+  // A GPU whose profiler records no kernels (no CUPTI) leaves the layers without profiled times.
+  const bool unprofiled = std::any_of(rates.begin(), rates.end(), [](const PeakRate& r) {
+    return r.operation == "layer" && r.skipped.empty() && r.profiled_ms.empty();
+  });
+  if (measures("layers") && layer_peak.profiled_runs > 0 && unprofiled) {
+    spdlog::warn(
+        "the profiler recorded no time of some layers' passes (on a GPU: no kernels, as without CUPTI), "
+        "so analyze reads those by the timer alone");
   }
   Json config = {{"device", device_name},
                  {"operations", operations},

@@ -286,6 +286,12 @@ TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
   EXPECT_EQ(profile_layer_runs(cpu, 2, "conv", "forward", clear, elsewhere).ms, (std::vector<double>{0, 0}));
   EXPECT_TRUE(profile_layer_runs(cpu, 0, "fc", "forward", clear, forward).ms.empty());
   EXPECT_FALSE(models::layer_scopes_on.load());  // the scopes are off again after
+  // A run that throws leaves the profiler off, so that the next session starts.
+  EXPECT_THROW(
+      profile_layer_runs(cpu, 2, "fc", "forward", clear, [] { throw std::runtime_error("out of memory"); }),
+      std::runtime_error);
+  EXPECT_FALSE(models::layer_scopes_on.load());
+  EXPECT_EQ(profile_layer_runs(cpu, 2, "fc", "forward", clear, forward).ms.size(), 2u);
 }
 
 TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
@@ -807,8 +813,9 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   const std::string aloned_report = report_of(aloned);
   for (const char* text :
        {"; wall time without the profiler, against the profiled step's host time here (the peak file has "
-        "no profiled runs: rerun peak to get them)), 1 of the 2 passes take 1.30 ms against 2.60 ms here: "
-        "the step runs them at 50.0% of their rate alone",
+        "no runs under the profiler: peak adds them unless --profiled-runs 0, or on a GPU whose profiler "
+        "records no kernels)), 1 of the 2 passes take 1.30 ms against 2.60 ms here: the step runs them at "
+        "50.0% of their rate alone",
         "| TFLOP/s alone | % of its rate alone |",
         "| features.0 fwd | 0.0566 | 2.60 | 0.0218 | 4.36 | 0.0436 | 50.0 |"}) {
     EXPECT_NE(aloned_report.find(text), std::string::npos) << text << "\n" << aloned_report;

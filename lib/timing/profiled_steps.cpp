@@ -189,12 +189,17 @@ ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std
     ScopesOn scopes;
     profiler::prepareProfiler(config, activities);
     profiler::enableProfiler(config, activities);
-    for (int i = 0; i < runs; ++i) {
-      models::LayerScope scope(kRunScope);
-      before();
-      run();
+    try {
+      for (int i = 0; i < runs; ++i) {
+        models::LayerScope scope(kRunScope);
+        before();
+        run();
+      }
+      if (cuda) gpu::synchronize(device.index());
+    } catch (...) {
+      profiler::disableProfiler();  // so that a later session can start
+      throw;
     }
-    if (cuda) gpu::synchronize(device.index());
     const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
     for (const profiler::KinetoEvent& k : result->events()) events.push_back(event_of(k));
   }
