@@ -89,6 +89,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
       ("limit-train", "train on the first N training images only", cxxopts::value<std::string>())
       ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
+      ("deterministic", "on or off: on a GPU, deterministic cuDNN and algorithms, the same numbers each run (on), or LibTorch's own settings (off): the fastest algorithms, as a user's training runs, for the time to an accuracy it takes; a CPU's numbers are the same either way", cxxopts::value<std::string>()->default_value("on"))
       ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch; both draw dropout's masks on the host and keep fp32 without TF32, so that only their arithmetic differs (slower on a GPU)", cxxopts::value<std::string>())
       ("force", "replace a complete training run in the output directory")
       ("q,quiet", "the epoch table at the end only, not a row as each epoch ends")
@@ -130,6 +131,11 @@ int run_train_command(const std::vector<std::string>& args) {
   o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
   o.force = result.count("force") > 0;
   o.command_line = command_text("train", args);
+  const std::string deterministic = result["deterministic"].as<std::string>();
+  if (deterministic != "on" && deterministic != "off")
+    refuse("--deterministic '" + printable(deterministic) + "' is neither on nor off",
+           "give --deterministic on or off");
+  o.deterministic = deterministic == "on";
   const std::string scaling_text = result["lr-scaling"].as<std::string>();
   const std::optional<LrScaling> scaling = lr_scaling_from_string(scaling_text);
   if (!scaling) refuse("--lr-scaling " + scaling_text + " is not known", "use none, linear or sqrt");
@@ -139,6 +145,9 @@ int run_train_command(const std::vector<std::string>& args) {
   if (result.count("compare")) {
     if (batches.size() > 1) refuse("--compare trains one batch size", "give a single --batch with --compare");
     if (o.target_accuracy) refuse("--compare trains every epoch on both devices", "remove --target-accuracy");
+    if (!o.deterministic)
+      refuse("--compare needs deterministic runs, so that only the devices' arithmetic differs",
+             "leave --deterministic off out");
     const auto [first, second] = device_pair(result["compare"].as<std::string>());
     const DeviceComparison comparison = compare_devices(o, first, second);
     std::cout << format_comparison_table(comparison) << "written: " << comparison.jsonl_path << ", "

@@ -549,6 +549,31 @@ TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
   EXPECT_EQ(record_types(jsonl.string()), (std::vector<std::string>{"run", "epoch", "epoch", "end"}));
 }
 
+// train --deterministic off: recorded in the run's determinism, a run to go on with only under the same
+// setting, and on a CPU the same numbers as a deterministic run (it changes a GPU's settings alone).
+TEST_F(Training, ARunWithoutDeterminismSaysSoAndGoesOnOnlySo) {
+  TrainingOptions o = options("not_deterministic");
+  o.epochs = 2;
+  o.limit_train = 128;
+  o.deterministic = false;
+  o.stop_requested = [] { return true; };
+  const TrainingOutcome loose = train_model(o);
+  ASSERT_EQ(loose.epochs.size(), 1u);
+  const Json header = read_jsonl((fs::path(o.out_dir) / "train.jsonl").string()).records.at(0);
+  EXPECT_EQ(header["config"]["determinism"], Json({{"cuda_switches", false}, {"deterministic", "off"}}));
+  o.stop_requested = nullptr;
+  o.deterministic = true;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); },
+      {"train.jsonl:1", "holds an interrupted training run of other options", "determinism", "--force"}));
+  TrainingOptions same = options("deterministic");
+  same.epochs = 1;
+  same.limit_train = 128;
+  const TrainingOutcome strict = train_model(same);
+  EXPECT_EQ(strict.epochs.at(0).train_loss, loose.epochs.at(0).train_loss);
+  EXPECT_EQ(strict.epochs.at(0).test.loss, loose.epochs.at(0).test.loss);
+}
+
 TEST_F(Training, StopsAtTheFirstEpochThatReachesTheTargetAccuracy) {
   TrainingOptions o = options("target");
   o.epochs = 5;

@@ -11,11 +11,13 @@
 namespace batchscope::training_parts {
 
 // Deterministic cuDNN and algorithms for one run on a CUDA device, and with tf32_off fp32 kept in fp32
-// there (no TF32 convolutions or matrix products); the previous settings come back after.
+// there (no TF32 convolutions or matrix products); the previous settings come back after. Without
+// `deterministic` (train --deterministic off) the run takes LibTorch's settings as they are: cuDNN's
+// heuristics and whatever algorithms are fastest, as a user's own training runs, for the time it takes.
 class DeterminismScope {
  public:
-  DeterminismScope(const torch::Device& device, bool tf32_off)
-      : active_(device.is_cuda()), tf32_off_(tf32_off) {
+  DeterminismScope(const torch::Device& device, bool tf32_off, bool deterministic = true)
+      : active_(device.is_cuda() && deterministic), tf32_off_(tf32_off), deterministic_(deterministic) {
     if (!active_) return;
     auto& context = at::globalContext();
     tf32_ = current_tf32();
@@ -43,6 +45,7 @@ class DeterminismScope {
   DeterminismScope& operator=(const DeterminismScope&) = delete;
 
   Json record() const {
+    if (!deterministic_) return {{"cuda_switches", false}, {"deterministic", "off"}};
     if (!active_) return {{"cuda_switches", false}};
     const char* cublas = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     return {{"cuda_switches", true},
@@ -56,6 +59,7 @@ class DeterminismScope {
  private:
   bool active_;
   bool tf32_off_;
+  bool deterministic_;
   Tf32Settings tf32_;
   bool cudnn_deterministic_ = false, cudnn_benchmark_ = false, algorithms_ = false, warn_only_ = false;
 };

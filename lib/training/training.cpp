@@ -406,7 +406,8 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
   const EarlierRun earlier = read_earlier_run(options.out_dir);
   if (earlier.state != EarlierRun::State::Complete && earlier.epochs.empty()) return;
   const TrainingOptions o = on_device(options, device_name);
-  const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent);
+  const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent,
+                                     o.deterministic);
   check_same_options(earlier, o, start_run(o, device_name, data, determinism).config);
 }
 
@@ -422,7 +423,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   }
   const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
   const torch::Device device(device_name);
-  const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent);
+  const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent, o.deterministic);
   TrainingOutcome outcome;
   outcome.device = device_name;
   outcome.train_samples = train.size();

@@ -40,6 +40,9 @@ struct TrainingOptions {
   // fp32 kept in fp32 (no TF32), so that two devices' numbers differ by their arithmetic alone. Slower
   // on a GPU (a host draw and a copy per dropout layer and step); `train --compare` sets it for both runs.
   bool device_independent = false;
+  // On a GPU, deterministic cuDNN and algorithms (the same numbers run to run); false leaves LibTorch's
+  // settings, the algorithms a user's training gets, for the time to an accuracy as they would wait it.
+  bool deterministic = true;
   std::string command_line;  // recorded in the run record
   // Told of each epoch as it ends; without it, each epoch is a log line.
   std::function<void(const EpochResult&)> on_epoch;
@@ -84,7 +87,8 @@ struct TrainingOutcome {
 // epoch, synced as it goes, and "end"), checkpoint_epochN.pt per epoch, checkpoint.pt (the latest) and
 // checkpoint.json (what eval needs to rebuild the model), and resume_epochN.pt for the last epoch (the
 // optimizer's state and the random generators). The same seed and device (and, on the CPU, thread count)
-// give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on for the run.
+// give the same numbers bit for bit; on CUDA, deterministic cuDNN and algorithms are on for the run
+// (unless options.deterministic is false: then a GPU's numbers may differ in their last digits).
 // A run interrupted in out_dir goes on after its last complete epoch, with the numbers an uninterrupted
 // run has (a "resume" record says from which epoch), where its options are these; so does a complete
 // run given more epochs than it trained (one that reached its target is complete whatever the count);

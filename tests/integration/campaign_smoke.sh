@@ -167,7 +167,9 @@ PY
 python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch_size"] for r in t["rows"]] == [16, 64] and t["target_accuracy"] == 0.5, t' \
   "$work/r/mnist_time_to_accuracy/time_to_accuracy.json" && [ -f "$work/r/mnist_time_to_accuracy/time_to_accuracy.md" ] &&
   [ -s "$work/r/mnist_time_to_accuracy/time_to_accuracy.gp" ] && [ -s "$work/r/mnist_time_to_accuracy/time_to_accuracy.png" ] &&
-  ok "the batch-size study trained each size to its target and wrote its table" ||
+  python3 -c 'import json, sys; r = json.loads(open(sys.argv[1]).readline()); assert r["config"]["determinism"]["deterministic"] == "off", r["config"]' \
+    "$work/r/mnist_time_to_accuracy/batch-16/train.jsonl" &&
+  ok "the batch-size study trained each size to its target, without deterministic algorithms, and wrote its table" ||
   fail "time to accuracy: $(ls "$work/r/mnist_time_to_accuracy" 2>&1)"
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
   ! find "$work/copy" -name '*.png' | grep -q . && ok "reports and logs copied back, pictures not" ||
