@@ -322,8 +322,25 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   EXPECT_EQ(records[1]["train_loss"]["digits"], 17);
   EXPECT_EQ(records[1]["identical"], true);
   EXPECT_EQ(records[2]["type"], "end");
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { compare_devices(o, "cpu", "cpu"); },
+      {"compare.jsonl", "already holds a complete comparison of 1 epoch", "give more --epochs"}));
+  // More epochs go on with it: each side trains its second epoch after its first, and the comparison is
+  // written again over both.
+  o.epochs = 2;
+  const DeviceComparison more = compare_devices(o, "cpu", "cpu");
+  ASSERT_EQ(more.first.epochs.size(), 2u);
+  EXPECT_EQ(more.first.epochs[0].train_loss, c.first.epochs[0].train_loss);
+  EXPECT_EQ(more.second.epochs[1].train_loss, more.first.epochs[1].train_loss);
+  EXPECT_EQ(more.min_digits, 17);
+  const std::vector<Json> again = read_jsonl(more.jsonl_path).records;
+  ASSERT_EQ(again.size(), 4u);
+  EXPECT_EQ(again[1]["epoch"], 1);
+  EXPECT_EQ(again[2]["epoch"], 2);
+  EXPECT_EQ(again[3]["type"], "end");
+  o.epochs = 1;  // fewer than it holds: refused as before
   EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(o, "cpu", "cpu"); },
-                                            {"compare.jsonl", "already holds a complete comparison"}));
+                                            {"already holds a complete comparison of 2 epochs"}));
 }
 
 TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {

@@ -66,12 +66,20 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   c.jsonl_path = (fs::path(options.out_dir) / "compare.jsonl").string();
   std::error_code ec;
   if (!options.force && fs::exists(c.jsonl_path, ec)) {
+    // A complete comparison goes on with more epochs, as a complete run does: each side trains on after
+    // its last epoch, and the comparison is written again over all of them.
+    int compared = 0;
+    bool complete = false;
     for (const Json& r : read_jsonl(c.jsonl_path, BadLines::Collect).records) {
-      if (r.value("type", "") == record::kEnd) {
-        throw UserError(
-            located(c.jsonl_path, 0, "already holds a complete comparison",
-                    "choose another --out directory or pass --force to run it again and replace it"));
-      }
+      if (r.value("type", "") == record::kComparison) ++compared;
+      if (r.value("type", "") == record::kEnd) complete = true;
+    }
+    if (complete && options.epochs <= compared) {
+      throw UserError(located(c.jsonl_path, 0,
+                              "already holds a complete comparison of " + std::to_string(compared) +
+                                  " epoch" + (compared == 1 ? "" : "s"),
+                              "give more --epochs to go on with it, choose another --out directory, or pass "
+                              "--force to run it again and replace it"));
     }
   }
   // A comparison stopped after its first device's run goes on with the second: a side already complete
