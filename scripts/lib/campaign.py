@@ -25,7 +25,8 @@ JUMP_MODELS_OFF = ["vgg19", "resnet50", "mobilenet_v2"]
 JUMP_MODELS_ON = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 # The peak items' files, each read by every later analysis.
-PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl", "peak_layers": "peak_layers.jsonl"}
+PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl", "peak_layers": "peak_layers.jsonl",
+              "peak_layers_ieee": "peak_layers_ieee.jsonl"}
 IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
             "--precision", "fp32", "--warmup", "5", "--steps", "20"]
 # Smoke mode: the same items on the CPU with tiny shapes and one timed step a size (VGG's 134M parameters
@@ -112,16 +113,20 @@ class Campaign:
             out.append({"id": item_id, "kind": "peak",
                         "argv": ["peak", "--operation", operation, "--out", path] + (shape + tiny if smoke else []) + dev[:2],
                         "out": path, "resumable": False})
-        # 5. Each layer of VGG16 alone, the roof of its own shape, for the profiled sweeps' layer rates (item 1's
-        # at batch 64 with TF32 convolutions and fp32 products, the IEEE fp32 one at 32, the channels-last
-        # one): where the step holds a layer below what it reaches alone, and where its shape does. With
-        # cuDNN's heuristics, as those sweeps ran, and with its search: what benchmark mode gives each layer.
-        path = os.path.join(r, PEAK_FILES["peak_layers"])
-        layers = (["--batch", "1,2,3,4,5,6", "--input", "3,64,64", "--classes", "10"] + tiny if smoke
-                  else ["--batch", "32,64", "--precision", "fp32,tf32", "--cudnn-benchmark", "off,on"])
-        out.append({"id": "peak_layers", "kind": "peak",
-                    "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + layers + dev[:2],
-                    "out": path, "resumable": False})
+        # 5. Each layer of VGG16 alone, the roof of its own shape, for the profiled sweeps' layer rates: item 1's
+        # and the channels-last one's at batch 64 (on the H100 and the H200 both) with TF32 convolutions and
+        # fp32 products, the IEEE fp32 one's at 32: where the step holds a layer below what it reaches alone,
+        # and where its shape does. With cuDNN's heuristics, as those sweeps ran, and with its search: what
+        # benchmark mode gives each layer. Two items, so that no batch is timed in a precision none reads.
+        for item_id, batch, precisions in (("peak_layers", "64", "fp32,tf32"), ("peak_layers_ieee", "32", "fp32")):
+            path = os.path.join(r, PEAK_FILES[item_id])
+            # Smoke: the second at a batch the profiled sweep lacks, so that the first's file is the one read.
+            layers = (["--batch", "1,2,3,4,5,6" if item_id == "peak_layers" else "7", "--input", "3,64,64",
+                       "--classes", "10"] + tiny if smoke
+                      else ["--batch", batch, "--precision", precisions, "--cudnn-benchmark", "off,on"])
+            out.append({"id": item_id, "kind": "peak",
+                        "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + layers + dev[:2],
+                        "out": path, "resumable": False})
         # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
@@ -547,11 +552,16 @@ def estimate(it, rate, steps):
         # algorithms.
         if "conv" in it["argv"]:
             return 60.0 if gpu else 3.0
-        # A model's layers: per layer, batch, precision and layout 25 runs of each pass, with cuDNN's
-        # heuristics and then after its search, and 5 more under the profiler in a session of their own
-        # (about 0.06 s each, as a profiled step's: VGG16's 464 passes add about 30 s).
+        # A model's layers (VGG16's): per layer, batch, precision and layout 25 runs of each pass, with
+        # cuDNN's heuristics and then after its search, and 5 more under the profiler in a session of their
+        # own (about 0.06 s each, as a profiled step's: 116 passes a batch and precision add 7 s). About
+        # 0.7 s a sample of the batch per precision, from the 150 s planned for batches 32 and 64 in two.
         if "--model" in it["argv"]:
-            return 150.0 if gpu else 20.0
+            def listed(option, default):
+                argv = it["argv"]
+                return argv[argv.index(option) + 1].split(",") if option in argv else [default]
+            samples = sum(int(b) for b in listed("--batch", "64") if b.isdigit())
+            return 15.0 + 0.7 * samples * len(listed("--precision", "fp32")) if gpu else 20.0
         return 15.0 if gpu else 3.0
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855
