@@ -262,8 +262,9 @@ TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
   // Work outside the layer's scope in the same run, which must not be counted.
   const auto elsewhere = [] { (void)torch::mm(torch::ones({128, 128}), torch::ones({128, 128})); };
   const torch::Device cpu("cpu");
-  const ProfiledRuns backward = profile_layer_runs(
-      cpu, 4, "fc", "backward",
+  // Both passes in one session: each run's forward, in `before`, is the forward pass's run.
+  const ProfiledRuns both = profile_layer_runs(
+      cpu, 4, "fc", {"forward", "backward"},
       [&] {
         clear();
         forward();
@@ -272,26 +273,31 @@ TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
         elsewhere();
         y.backward(torch::ones_like(y));
       });
-  EXPECT_FALSE(backward.kernels);
-  ASSERT_EQ(backward.ms.size(), 4u);
-  for (double ms : backward.ms) EXPECT_GT(ms, 0);
+  EXPECT_FALSE(both.kernels);
+  ASSERT_EQ(both.ms.size(), 2u);
+  ASSERT_EQ(both.ms.at("backward").size(), 4u);
+  ASSERT_EQ(both.ms.at("forward").size(), 4u);
+  for (const auto& [pass, times] : both.ms) {
+    for (double ms : times) EXPECT_GT(ms, 0) << pass;
+  }
   EXPECT_TRUE(x.grad().defined());  // the backward did run
   // Its forward ran in every run, in the layer's scope, yet a run without a backward counts nothing.
-  const ProfiledRuns none = profile_layer_runs(cpu, 3, "fc", "backward", forward, elsewhere);
-  EXPECT_EQ(none.ms, (std::vector<double>{0, 0, 0}));
-  const ProfiledRuns forwards = profile_layer_runs(cpu, 3, "fc", "forward", clear, forward);
-  ASSERT_EQ(forwards.ms.size(), 3u);
-  for (double ms : forwards.ms) EXPECT_GT(ms, 0);
+  const ProfiledRuns none = profile_layer_runs(cpu, 3, "fc", {"backward"}, forward, elsewhere);
+  EXPECT_EQ(none.ms.at("backward"), (std::vector<double>{0, 0, 0}));
+  const ProfiledRuns forwards = profile_layer_runs(cpu, 3, "fc", {"forward"}, clear, forward);
+  ASSERT_EQ(forwards.ms.at("forward").size(), 3u);
+  for (double ms : forwards.ms.at("forward")) EXPECT_GT(ms, 0);
   // The work outside the scope goes to no layer: a pass of another layer's name gets nothing of it.
-  EXPECT_EQ(profile_layer_runs(cpu, 2, "conv", "forward", clear, elsewhere).ms, (std::vector<double>{0, 0}));
-  EXPECT_TRUE(profile_layer_runs(cpu, 0, "fc", "forward", clear, forward).ms.empty());
+  EXPECT_EQ(profile_layer_runs(cpu, 2, "conv", {"forward"}, clear, elsewhere).ms.at("forward"),
+            (std::vector<double>{0, 0}));
+  EXPECT_TRUE(profile_layer_runs(cpu, 0, "fc", {"forward"}, clear, forward).ms.empty());
   EXPECT_FALSE(models::layer_scopes_on.load());  // the scopes are off again after
   // A run that throws leaves the profiler off, so that the next session starts.
   EXPECT_THROW(
-      profile_layer_runs(cpu, 2, "fc", "forward", clear, [] { throw std::runtime_error("out of memory"); }),
+      profile_layer_runs(cpu, 2, "fc", {"forward"}, clear, [] { throw std::runtime_error("out of memory"); }),
       std::runtime_error);
   EXPECT_FALSE(models::layer_scopes_on.load());
-  EXPECT_EQ(profile_layer_runs(cpu, 2, "fc", "forward", clear, forward).ms.size(), 2u);
+  EXPECT_EQ(profile_layer_runs(cpu, 2, "fc", {"forward"}, clear, forward).ms.at("forward").size(), 2u);
 }
 
 TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {

@@ -69,17 +69,26 @@ std::map<std::string, LayerModule> layer_modules(models::Network& network, const
   return out;
 }
 
-// The pass run `runs` times more under the profiler, its times as a profiled step's layers have them.
-void profile_pass_runs(PeakRate& rate, const torch::Device& device, int runs,
+// The layer's passes (the rates, one per pass) run `runs` times more under the profiler in one session,
+// their times as a profiled step's layers have them.
+void profile_pass_runs(const std::vector<PeakRate*>& rates, const torch::Device& device, int runs,
                        const std::function<void()>& before, const std::function<void()>& run) {
-  if (runs < 1 || !rate.skipped.empty()) return;
-  ProfiledRuns profiled = profile_layer_runs(device, runs, rate.layer.name, rate.layer.pass, before, run);
-  const double median = profiled.ms.empty() ? 0.0 : summarize(profiled.ms).median;
-  if (median <= 0) return;  // no time of the layer's own in that pass
-  rate.profiled_ms = std::move(profiled.ms);
-  rate.profiled_as = profiled.kernels ? "kernels" : "operators";
-  rate.profiled_median_ms = median;
-  rate.profiled_tflops = rate.flops / (median / 1e3) / 1e12;
+  std::vector<std::string> passes;
+  for (const PeakRate* r : rates) {
+    if (!r->skipped.empty()) return;
+    passes.push_back(r->layer.pass);
+  }
+  if (runs < 1 || rates.empty()) return;
+  ProfiledRuns profiled = profile_layer_runs(device, runs, rates.front()->layer.name, passes, before, run);
+  for (PeakRate* rate : rates) {
+    std::vector<double>& ms = profiled.ms[rate->layer.pass];
+    const double median = ms.empty() ? 0.0 : summarize(ms).median;
+    if (median <= 0) continue;  // no time of the layer's own in that pass
+    rate->profiled_ms = std::move(ms);
+    rate->profiled_as = profiled.kernels ? "kernels" : "operators";
+    rate->profiled_median_ms = median;
+    rate->profiled_tflops = rate->flops / (median / 1e3) / 1e12;
+  }
 }
 
 }  // namespace
@@ -163,28 +172,34 @@ std::vector<PeakRate> measure_layer_peak_rates(const torch::Device& device, cons
           if (x.requires_grad()) x.mutable_grad().reset();
           clear_gradients(*m.module);
         };
-        const auto measure = [&](const char* pass, const std::function<void()>& before,
-                                 const std::function<void()>& run) {
+        const auto timed = [&](const char* pass, const std::function<void()>& before,
+                               const std::function<void()>& run) {
           PeakRate r = rate_of(pass);
           time_peak_runs(device, options.warmup, options.steps, r, before, run);
-          profile_pass_runs(r, device, options.profiled_runs, before, run);
-          rates.push_back(std::move(r));
+          return r;
         };
         if (!training) {
-          measure(profile_pass::kForward, clear, [&] {
+          const auto no_grad_forward = [&] {
             const torch::NoGradGuard no_grad;
             forward();
-          });
+          };
+          PeakRate f = timed(profile_pass::kForward, clear, no_grad_forward);
+          profile_pass_runs({&f}, device, options.profiled_runs, clear, no_grad_forward);
+          rates.push_back(std::move(f));
           continue;
         }
-        measure(profile_pass::kForward, clear, forward);
-        measure(
-            profile_pass::kBackward,
-            [&] {
-              clear();
-              forward();
-            },
-            [&] { output.backward(grad); });
+        const auto forward_again = [&] {
+          clear();
+          forward();
+        };
+        const auto backward = [&] { output.backward(grad); };
+        PeakRate f = timed(profile_pass::kForward, clear, forward);
+        PeakRate b = timed(profile_pass::kBackward, forward_again, backward);
+        // One session for both passes: each backward run's forward, made before it in the layer's scope,
+        // is a run of the forward pass, as the forward's timed runs are (after a clear).
+        profile_pass_runs({&f, &b}, device, options.profiled_runs, forward_again, backward);
+        rates.push_back(std::move(f));
+        rates.push_back(std::move(b));
         clear();
       }
     }

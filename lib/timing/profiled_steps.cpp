@@ -176,7 +176,7 @@ std::vector<std::vector<ProfilerEvent>> events_per_run(const std::vector<Profile
 }  // namespace
 
 ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std::string& layer,
-                                const std::string& pass, const std::function<void()>& before,
+                                const std::vector<std::string>& passes, const std::function<void()>& before,
                                 const std::function<void()>& run) {
   ProfiledRuns out;
   if (runs < 1) return out;
@@ -207,11 +207,13 @@ ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std
     ProfileRecord record;
     attribute_events({events_of_run}, record);
     if (cuda && !record.kernel_ms) return {};  // no kernels recorded (no CUPTI)
-    double ms = 0;
-    for (const LayerTime& l : record.layers) {
-      if (l.layer == layer && l.pass == pass) ms += cuda ? l.device_ms.value_or(0.0) : l.cpu_ms;
+    for (const std::string& pass : passes) {
+      double ms = 0;
+      for (const LayerTime& l : record.layers) {
+        if (l.layer == layer && l.pass == pass) ms += cuda ? l.device_ms.value_or(0.0) : l.cpu_ms;
+      }
+      out.ms[pass].push_back(ms);
     }
-    out.ms.push_back(ms);
   }
   out.kernels = cuda;
   return out;

@@ -26,17 +26,19 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
 // each as "[x, y, z]"; empty where the trace has none (a CPU trace) or cannot be read.
 std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(const std::string& trace_path);
 
-// One layer's pass as a profiled step counts it, run on its own: per run, the time of the kernels its
-// operators launched where a GPU ran them (the profiler recording them), else its operators' host time
-// (LayerTime.device_ms or cpu_ms of profile_steps). `run` runs `runs` times after `before`, both under
-// one profiler session with the layer scopes on: `before` may run the layer's forward pass inside a
-// models::LayerScope of `layer`, so that a backward pass finds the layer of its autograd nodes.
+// One layer's passes as a profiled step counts them, run on their own: per run and pass, the time of the
+// kernels its operators launched where a GPU ran them (the profiler recording them), else its operators'
+// host time (LayerTime.device_ms or cpu_ms of profile_steps). `run` runs `runs` times after `before`,
+// both under one profiler session with the layer scopes on: `before` may run the layer's forward pass
+// inside a models::LayerScope of `layer`, so that a backward pass in `run` finds the layer of its
+// autograd nodes, and one session times both passes.
 struct ProfiledRuns {
-  std::vector<double> ms;  // one per run; none where a GPU ran them and no kernels were recorded
-  bool kernels = false;    // kernels' time on the GPU; else operators' host time
+  // Per pass asked, one time per run; empty where a GPU ran them and no kernels were recorded.
+  std::map<std::string, std::vector<double>> ms;
+  bool kernels = false;  // kernels' time on a GPU; else operators' host time
 };
 ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std::string& layer,
-                                const std::string& pass, const std::function<void()>& before,
+                                const std::vector<std::string>& passes, const std::function<void()>& before,
                                 const std::function<void()>& run);
 
 }  // namespace batchscope

@@ -553,8 +553,8 @@ def estimate(it, rate, steps):
         if "conv" in it["argv"]:
             return 60.0 if gpu else 3.0
         # A model's layers (VGG16's): per layer, batch, precision and layout 25 runs of each pass, with
-        # cuDNN's heuristics and then after its search, and 5 more under the profiler in a session of their
-        # own (about 0.06 s each, as a profiled step's: 116 passes a batch and precision add 7 s). About
+        # cuDNN's heuristics and then after its search, and 5 more under the profiler, a session per layer for
+        # both passes (about 0.06 s each, as a profiled step's: 58 a batch and precision, 3.5 s). About
         # 0.7 s a sample of the batch per precision, from the 150 s planned for batches 32 and 64 in two.
         if "--model" in it["argv"]:
             def listed(option, default):
