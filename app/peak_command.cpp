@@ -363,7 +363,7 @@ int run_peak_command(const std::vector<std::string>& args) {
   const bool unprofiled = std::any_of(rates.begin(), rates.end(), [](const PeakRate& r) {
     return r.operation == "layer" && r.skipped.empty() && r.profiled_ms.empty();
   });
-  if (measures("layers") && layer_peak.profiled_runs > 0 && unprofiled) {
+  if (layer_peak.profiled_runs > 0 && unprofiled) {
     spdlog::warn(
         "the profiler recorded no time of some layers' passes (on a GPU: no kernels, as without CUPTI), "
         "so analyze reads those by the timer alone");

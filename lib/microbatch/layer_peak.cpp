@@ -73,12 +73,12 @@ std::map<std::string, LayerModule> layer_modules(models::Network& network, const
 // their times as a profiled step's layers have them.
 void profile_pass_runs(const std::vector<PeakRate*>& rates, const torch::Device& device, int runs,
                        const std::function<void()>& before, const std::function<void()>& run) {
+  if (runs < 1 || rates.empty()) return;
   std::vector<std::string> passes;
   for (const PeakRate* r : rates) {
-    if (!r->skipped.empty()) return;
+    if (!r->skipped.empty()) return;  // LibTorch cannot run it here
     passes.push_back(r->layer.pass);
   }
-  if (runs < 1 || rates.empty()) return;
   ProfiledRuns profiled = profile_layer_runs(device, runs, rates.front()->layer.name, passes, before, run);
   for (PeakRate* rate : rates) {
     std::vector<double>& ms = profiled.ms[rate->layer.pass];

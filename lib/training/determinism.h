@@ -12,16 +12,18 @@ namespace batchscope::training_parts {
 
 // Deterministic cuDNN and algorithms for one run on a CUDA device, and with tf32_off fp32 kept in fp32
 // there (no TF32 convolutions or matrix products); the previous settings come back after. Without
-// `deterministic` (train --deterministic off) the run takes LibTorch's settings as they are: cuDNN's
-// heuristics and whatever algorithms are fastest, as a user's own training runs, for the time it takes.
+// `deterministic` (train --deterministic off) the run takes LibTorch's cuDNN and algorithm settings as
+// they are: its heuristics and whatever algorithms are fastest, as a user's own training runs, for the
+// time it takes; tf32_off holds either way.
 class DeterminismScope {
  public:
   DeterminismScope(const torch::Device& device, bool tf32_off, bool deterministic = true)
-      : active_(device.is_cuda() && deterministic), tf32_off_(tf32_off), deterministic_(deterministic) {
-    if (!active_) return;
+      : cuda_(device.is_cuda()), tf32_off_(tf32_off), deterministic_(deterministic) {
+    if (!cuda_) return;
     auto& context = at::globalContext();
     tf32_ = current_tf32();
     if (tf32_off_) set_tf32(false);
+    if (!deterministic_) return;
     cudnn_deterministic_ = context.deterministicCuDNN();
     cudnn_benchmark_ = context.benchmarkCuDNN();
     algorithms_ = context.deterministicAlgorithms();
@@ -33,11 +35,13 @@ class DeterminismScope {
     context.setDeterministicAlgorithms(true, /*warn_only=*/true);
   }
   ~DeterminismScope() {
-    if (!active_) return;
+    if (!cuda_) return;
     auto& context = at::globalContext();
-    context.setDeterministicCuDNN(cudnn_deterministic_);
-    context.setBenchmarkCuDNN(cudnn_benchmark_);
-    context.setDeterministicAlgorithms(algorithms_, warn_only_);
+    if (deterministic_) {
+      context.setDeterministicCuDNN(cudnn_deterministic_);
+      context.setBenchmarkCuDNN(cudnn_benchmark_);
+      context.setDeterministicAlgorithms(algorithms_, warn_only_);
+    }
     context.setAllowTF32CuDNN(tf32_.cudnn_convolutions);
     context.setAllowTF32CuBLAS(tf32_.cublas_matmul);
   }
@@ -45,8 +49,12 @@ class DeterminismScope {
   DeterminismScope& operator=(const DeterminismScope&) = delete;
 
   Json record() const {
-    if (!deterministic_) return {{"cuda_switches", false}, {"deterministic", "off"}};
-    if (!active_) return {{"cuda_switches", false}};
+    if (!deterministic_) {
+      Json loose = {{"cuda_switches", false}, {"deterministic", "off"}};
+      if (cuda_) loose["tf32"] = tf32_off_ ? "off" : "default";
+      return loose;
+    }
+    if (!cuda_) return {{"cuda_switches", false}};
     const char* cublas = std::getenv("CUBLAS_WORKSPACE_CONFIG");
     return {{"cuda_switches", true},
             {"cudnn_deterministic", true},
@@ -57,7 +65,7 @@ class DeterminismScope {
   }
 
  private:
-  bool active_;
+  bool cuda_;
   bool tf32_off_;
   bool deterministic_;
   Tf32Settings tf32_;

@@ -140,9 +140,8 @@ std::string alone_measure(const LayersAlone& a, const GroupProfile& p) {
   if (a.profiled == a.passes) return "; each pass " + both;
   if (a.profiled == 0) {
     return "; " + timed +
-           " (the peak file has no runs under the profiler: peak adds them unless --profiled-runs 0, or on a "
-           "GPU "
-           "whose profiler records no kernels)";
+           " (the peak file has no runs under the profiler: peak adds them unless --profiled-runs 0, "
+           "or on a GPU whose profiler records no kernels)";
   }
   return "; " + std::to_string(a.profiled) + " of the passes each " + both + ", the rest by " + timed;
 }
