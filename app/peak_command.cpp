@@ -361,8 +361,15 @@ int run_peak_command(const std::vector<std::string>& args) {
   }
   // A GPU whose profiler records no kernels (no CUPTI) leaves the layers without profiled times.
   const bool unprofiled = std::any_of(rates.begin(), rates.end(), [](const PeakRate& r) {
-    return r.operation == "layer" && r.skipped.empty() && r.profiled_ms.empty();
+    return r.operation == "layer" && r.skipped.empty() && r.profiled_ms.empty() && r.profiled_dropped.empty();
   });
+  for (const PeakRate& r : rates) {
+    if (r.profiled_dropped.empty()) continue;
+    spdlog::warn(
+        "{} {} at batch {} ({}, {}): the profiled runs are left out, as {}; analyze reads this pass by "
+        "the timer alone",
+        r.layer.name, r.layer.pass, r.layer.batch, r.precision, r.memory_format, r.profiled_dropped);
+  }
   if (layer_peak.profiled_runs > 0 && unprofiled) {
     spdlog::warn(
         "the profiler recorded no time of some layers' passes (on a GPU: no kernels, as without CUPTI), "

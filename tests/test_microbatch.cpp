@@ -487,6 +487,22 @@ TEST(LayerPeak, TimesEveryGemmLayerAloneInEachPassWithTheFlopsAnalyzeCounts) {
   EXPECT_EQ(j["profiled"]["as"], "operators");
   EXPECT_EQ(j["profiled"]["times_ms"].size(), 2u);
   EXPECT_DOUBLE_EQ(j["profiled"]["median_tflops"].get<double>(), train[3].profiled_tflops);
+  // Kernels are counted and their layout conversions timed where a GPU ran them only.
+  EXPECT_FALSE(j["profiled"].contains("kernels_per_run"));
+  EXPECT_FALSE(j["profiled"].contains("layout_ms"));
+  EXPECT_FALSE(j.contains("profiled_dropped"));
+  PeakRate dropped = train[3];
+  dropped.profiled_ms.clear();
+  dropped.profiled_dropped =
+      "its 5 runs under the profiler showed from 2 to 3 kernels, so some were not recorded";
+  EXPECT_FALSE(to_json(dropped).contains("profiled"));
+  EXPECT_EQ(to_json(dropped)["profiled_dropped"], dropped.profiled_dropped);
+  PeakRate on_gpu = train[3];
+  on_gpu.profiled_as = "kernels";
+  on_gpu.profiled_kernels = 4;
+  on_gpu.profiled_layout_ms = 0.0;
+  EXPECT_EQ(to_json(on_gpu)["profiled"]["kernels_per_run"], 4);
+  EXPECT_EQ(to_json(on_gpu)["profiled"]["layout_ms"], 0.0);
   // Inference times the forward passes alone; TF32 is not measured on a CPU. No profiled runs where none
   // are asked for.
   o.profiled_runs = 0;

@@ -251,6 +251,35 @@ TEST_F(PeakShareTest, ALayerTimedAloneIsReadWithItsModelAndAMalformedOneRefusedW
   odd.erase("layer");
   EXPECT_NE(refused(model, odd).find("p.jsonl:1: the fp32 rate of a layer names no layer"),
             std::string::npos);
+  // Its runs under the profiler: their rate, and on a GPU the time its kernels spent converting layouts.
+  Json profiled = conv2;
+  profiled["profiled"] = {{"as", "kernels"},   {"median_ms", 0.1},     {"median_tflops", 0.3},
+                          {"times_ms", {0.1}}, {"kernels_per_run", 3}, {"layout_ms", 0.02}};
+  const PeakEntry p = read_peak_table(write("prof.jsonl", layers_line(model, {profiled}))).entries.at(0);
+  EXPECT_DOUBLE_EQ(p.profiled_tflops, 0.3);
+  EXPECT_EQ(p.profiled_as, "kernels");
+  ASSERT_TRUE(p.profiled_layout_ms.has_value());
+  EXPECT_DOUBLE_EQ(*p.profiled_layout_ms, 0.02);
+  EXPECT_FALSE(e.profiled_layout_ms.has_value());
+  for (const Json& layout : {Json(-1), Json("x"), Json()}) {
+    odd = profiled;
+    odd["profiled"]["layout_ms"] = layout;
+    EXPECT_NE(refused(model, odd)
+                  .find("p.jsonl:1: the fp32 rate of a layer has a profiled layout_ms that is not a time of "
+                        "0 or more"),
+              std::string::npos)
+        << layout;
+  }
+  odd = profiled;
+  odd["profiled"]["as"] = "events";
+  EXPECT_NE(refused(model, odd).find("profiled times are of 'events', neither kernels nor operators"),
+            std::string::npos);
+  odd = profiled;
+  odd["profiled"].erase("median_tflops");
+  EXPECT_NE(refused(model, odd)
+                .find("p.jsonl:1: the fp32 rate of a layer has profiled times without a "
+                      "median_tflops above 0"),
+            std::string::npos);
 }
 
 TEST(PeakPrecisions, Fp32OnAGpuIsReadAgainstTf32WhereItsRunAllowedIt) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -298,6 +299,71 @@ TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
       std::runtime_error);
   EXPECT_FALSE(models::layer_scopes_on.load());
   EXPECT_EQ(profile_layer_runs(cpu, 2, "fc", {"forward"}, clear, forward).ms.at("forward").size(), 2u);
+}
+
+// A GPU session of runs whose kernels the profiler lost in one run reads too fast there: that pass keeps
+// no times. Runs that all show the same kernels keep theirs, with the count.
+TEST(ProfiledLayerRuns, APassWhoseRunsShowDifferentKernelsKeepsNoTimes) {
+  // Run r (times in µs from 1000 r): the layer's forward operator launches three kernels, one of them a
+  // layout conversion, its backward node one; the last run lost its last forward kernel if `lose` is set.
+  const auto session = [](int runs, bool lose) {
+    std::vector<ProfilerEvent> events;
+    uint64_t correlation = 1;
+    for (int r = 0; r < runs; ++r) {
+      const double t = 1000.0 * r;
+      events.push_back(event(Kind::kScope, kProfiledRunScope, t, 500));
+      events.push_back(event(Kind::kScope, "fc", t + 10, 100));
+      const uint64_t forward = correlation++;
+      events.push_back(event(Kind::kOperator, "aten::addmm", t + 20, 60, r + 1, forward));
+      events.push_back(event(Kind::kBackwardNode, "AddmmBackward0", t + 200, 100, r + 1));
+      const uint64_t backward = correlation++;
+      events.push_back(event(Kind::kOperator, "aten::mm", t + 210, 80, -1, backward));
+      const auto kernel = [&](const char* name, double start, double us, uint64_t linked) {
+        ProfilerEvent k = event(Kind::kKernel, name, start, us, -1, 0, 99);
+        k.linked_correlation = linked;
+        events.push_back(k);
+      };
+      kernel("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>", t + 25, 3, forward);
+      kernel("sgemm_fwd", t + 30, 10, forward);
+      if (!lose || r + 1 < runs) kernel("bias_fwd", t + 45, 2, forward);
+      kernel("sgemm_bwd", t + 220, 20, backward);
+    }
+    return events;
+  };
+  const ProfiledRuns whole = read_layer_runs(session(4, false), "fc", {"forward", "backward"}, true);
+  EXPECT_TRUE(whole.kernels);
+  EXPECT_TRUE(whole.dropped.empty());
+  ASSERT_EQ(whole.ms.at("forward").size(), 4u);
+  ASSERT_EQ(whole.ms.at("backward").size(), 4u);
+  for (double ms : whole.ms.at("forward")) EXPECT_NEAR(ms, 0.015, 1e-12);
+  for (double ms : whole.layout_ms.at("forward")) EXPECT_NEAR(ms, 0.003, 1e-12);
+  EXPECT_EQ(whole.layout_ms.at("backward"), (std::vector<double>{0, 0, 0, 0}));
+  for (double ms : whole.ms.at("backward")) EXPECT_NEAR(ms, 0.020, 1e-12);
+  EXPECT_EQ(whole.kernels_per_run.at("forward"), 3);
+  EXPECT_EQ(whole.kernels_per_run.at("backward"), 1);
+
+  const ProfiledRuns lost = read_layer_runs(session(4, true), "fc", {"forward", "backward"}, true);
+  EXPECT_TRUE(lost.ms.at("forward").empty());
+  EXPECT_EQ(lost.kernels_per_run.count("forward"), 0u);
+  EXPECT_TRUE(lost.layout_ms.at("forward").empty());
+  EXPECT_NE(lost.dropped.at("forward").find("from 2 to 3 kernels"), std::string::npos)
+      << lost.dropped.at("forward");
+  EXPECT_EQ(lost.ms.at("backward").size(), 4u);  // the other pass is whole
+  EXPECT_EQ(lost.dropped.count("backward"), 0u);
+
+  // On a CPU the times are the operators' and no kernels are counted.
+  const ProfiledRuns host = read_layer_runs(session(3, true), "fc", {"forward"}, false);
+  EXPECT_FALSE(host.kernels);
+  EXPECT_EQ(host.ms.at("forward").size(), 3u);
+  EXPECT_TRUE(host.kernels_per_run.empty());
+  EXPECT_TRUE(host.layout_ms.empty());
+  EXPECT_TRUE(host.dropped.empty());
+  // A GPU session without any kernel (a profiler without CUPTI) gives nothing.
+  std::vector<ProfilerEvent> no_kernels = session(2, false);
+  no_kernels.erase(std::remove_if(no_kernels.begin(), no_kernels.end(),
+                                  [](const ProfilerEvent& e) { return e.kind == Kind::kKernel; }),
+                   no_kernels.end());
+  EXPECT_TRUE(read_layer_runs(no_kernels, "fc", {"forward"}, true).ms.empty());
 }
 
 TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
@@ -672,6 +738,25 @@ TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan
   EXPECT_FALSE(r->layers[3].alone_tflops.has_value());  // features.2 backward: channels-last only
   EXPECT_NEAR(r->alone->ms, f0 / 9.0 + f2 / 110.0 + c0 / 40.0, 1e-12);
   EXPECT_NEAR(r->alone->step_ms, 2.0 + 4.0 + 1.0, 1e-12);
+  EXPECT_EQ(r->alone->layout_passes, 0);  // no record says what its kernels converted alone
+  // The conversions alone against the step's: features.2's forward converts 0.5 ms alone, 1.5 ms here.
+  PeakTable converting = table;
+  converting.entries[1].profiled_layout_ms = 0.5;
+  ProfileRecord step_record;
+  step_record.kernels = {
+      {"features.2", "forward", "void cudnn::ops::nchwToNhwcKernel<float, float>", "kernel", 2, 1.5, 0.75, "",
+       ""},
+      {"features.2", "forward", "sm90_xmma_fprop_implicit_gemm", "kernel", 1, 2.5, 2.5, "", ""}};
+  std::optional<LayerRates> converted = layer_rates(layers, p, {{16, step_record}}, 16);
+  ASSERT_TRUE(converted.has_value());
+  read_layers_alone(*converted, converting, q);
+  EXPECT_DOUBLE_EQ(converted->layers[1].layout_ms, 1.5);
+  ASSERT_TRUE(converted->layers[1].alone_layout_ms.has_value());
+  EXPECT_DOUBLE_EQ(*converted->layers[1].alone_layout_ms, 0.5);
+  EXPECT_FALSE(converted->layers[0].alone_layout_ms.has_value());
+  EXPECT_EQ(converted->alone->layout_passes, 1);
+  EXPECT_DOUBLE_EQ(converted->alone->layout_ms, 0.5);
+  EXPECT_DOUBLE_EQ(converted->alone->step_layout_ms, 1.5);
   // A step with the search reads the searched rates and has no other column.
   LayerQuery searching = q;
   searching.cudnn_benchmark = true;
@@ -872,6 +957,27 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
   gpu_rates.alone->step_mode = false;
   EXPECT_NE(report_of(on_gpu).find("with cuDNN's search (benchmark mode), which the step did not use"),
             std::string::npos);
+  // Where the step converted layouts, the passes' conversions alone under the profiler say how much of
+  // that comes with the layers themselves.
+  Analysis converting = on_gpu;
+  LayerRates& converting_rates = *converting.groups[0].layer_rates;
+  converting_rates.layout_ms = converting_rates.layers[0].layout_ms = 0.8;
+  converting_rates.alone->layout_passes = 1;
+  converting_rates.alone->layout_ms = 0.2;
+  converting_rates.alone->step_layout_ms = 0.8;
+  EXPECT_NE(report_of(converting)
+                .find("Alone, under the profiler (`peak --model`), 1 of the passes convert 0.200 ms against "
+                      "their 0.800 ms here: 25.0% of them come with the layers' own layout and kernels, the "
+                      "rest with the step."),
+            std::string::npos)
+      << report_of(converting);
+  converting_rates.alone->layout_ms = 0.9;
+  EXPECT_NE(report_of(converting)
+                .find("convert 0.900 ms against their 0.800 ms here: the conversions come "
+                      "with the layers' own layout and kernels, not with the step."),
+            std::string::npos);
+  converting_rates.alone->layout_passes = 0;  // no peak record says: no sentence
+  EXPECT_EQ(report_of(converting).find("Alone, under the profiler"), std::string::npos);
   // The plot marks features.0's forward rate alone at 16, the rates' batch, and nothing elsewhere.
   std::string aloned_data;
   for (const PlotScript& plot : profile_plots(aloned)) {

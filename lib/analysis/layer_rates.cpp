@@ -17,11 +17,6 @@ double gemm_flops_per_sample(const GemmLayer& layer, const std::string& pass) {
   return 0.0;
 }
 
-bool is_layout_conversion(const std::string& kernel_name) {
-  return kernel_name.find("nchwToNhwc") != std::string::npos ||
-         kernel_name.find("nhwcToNchw") != std::string::npos;
-}
-
 std::optional<LayerRates> layer_rates(const std::vector<GemmLayer>& layers, const GroupProfile& profile,
                                       const std::map<int64_t, ProfileRecord>& records, int64_t near) {
   if (layers.empty() || profile.batch_sizes.empty()) return std::nullopt;
@@ -100,6 +95,12 @@ void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery que
     }
     if (alone.passes++ == 0) alone.from = e->file + ":" + std::to_string(e->line);
     if (e->profiled_tflops > 0) ++alone.profiled;
+    if (e->profiled_layout_ms) {
+      l.alone_layout_ms = e->profiled_layout_ms;
+      ++alone.layout_passes;
+      alone.layout_ms += *e->profiled_layout_ms;
+      alone.step_layout_ms += l.layout_ms;
+    }
     alone.ms += l.gflop / *l.alone_tflops;  // GFLOP over TFLOP/s is ms
     alone.step_ms += l.ms;
   }

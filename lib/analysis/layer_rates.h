@@ -41,6 +41,9 @@ struct LayerRate {
   // Whether alone_tflops is of its runs under the profiler, timed as the step's layers are (kernel time
   // on a GPU), the faster; else of the timer's runs (CUDA events on a GPU, launch gaps included).
   bool alone_profiled = false;
+  // Of the pass's kernels alone under the profiler (a GPU's), those that convert tensors between NCHW and
+  // NHWC: the conversions a layer pays in its layout on its own, against layout_ms in the step.
+  std::optional<double> alone_layout_ms;
   // Where the step ran without cuDNN's search and the pass was timed alone both ways: its rate alone with
   // the search, what benchmark mode would give the layer.
   std::optional<double> searched_tflops;
@@ -55,6 +58,10 @@ struct LayersAlone {
   bool step_mode = true;  // every pass alone ran in the step's cuDNN mode (search or heuristics)
   bool searched = false;  // any pass has a searched_tflops
   int profiled = 0;       // passes whose peak record has runs under the profiler too
+  // The passes whose kernels alone are known (alone_layout_ms): their conversions alone, and the same
+  // passes' conversions in the step.
+  int layout_passes = 0;
+  double layout_ms = 0, step_layout_ms = 0;
 };
 
 struct LayerRates {
@@ -81,8 +88,5 @@ void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery que
 
 // All the passes together timed alone: their FLOPs over their summed time alone, where every pass was.
 std::optional<double> all_alone_tflops(const LayerRates& rates);
-
-// Whether a kernel converts a tensor between NCHW and NHWC (cuDNN's nchwToNhwcKernel, nhwcToNchwKernel).
-bool is_layout_conversion(const std::string& kernel_name);
 
 }  // namespace batchscope

@@ -103,6 +103,12 @@ void read_layer(const Json& record, const Json& rate, const std::string& path, i
         of + "'s profiled times are of '" + printable(entry.profiled_as) + "', neither kernels nor operators",
         kFix));
   entry.profiled_tflops = tflops.get<double>();
+  if (!profiled.contains("layout_ms")) return;
+  const Json& layout = profiled["layout_ms"];
+  if (!layout.is_number() || !std::isfinite(layout.get<double>()) || layout.get<double>() < 0)
+    throw UserError(
+        located(path, line, of + " has a profiled layout_ms that is not a time of 0 or more", kFix));
+  entry.profiled_layout_ms = layout.get<double>();
 }
 
 }  // namespace

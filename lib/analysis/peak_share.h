@@ -31,6 +31,8 @@ struct PeakEntry {
   // ("kernels" on a GPU, "operators" on a CPU); 0 and "" where the record has none (before they were).
   double profiled_tflops = 0;
   std::string profiled_as;
+  // layer on a GPU: of the profiled runs' time, the kernels that convert tensors between NCHW and NHWC.
+  std::optional<double> profiled_layout_ms;
 };
 
 struct PeakTable {

@@ -81,6 +81,8 @@ void profile_pass_runs(const std::vector<PeakRate*>& rates, const torch::Device&
   }
   ProfiledRuns profiled = profile_layer_runs(device, runs, rates.front()->layer.name, passes, before, run);
   for (PeakRate* rate : rates) {
+    const auto dropped = profiled.dropped.find(rate->layer.pass);
+    if (dropped != profiled.dropped.end()) rate->profiled_dropped = dropped->second;
     std::vector<double>& ms = profiled.ms[rate->layer.pass];
     const double median = ms.empty() ? 0.0 : summarize(ms).median;
     if (median <= 0) continue;  // no time of the layer's own in that pass
@@ -88,6 +90,10 @@ void profile_pass_runs(const std::vector<PeakRate*>& rates, const torch::Device&
     rate->profiled_as = profiled.kernels ? "kernels" : "operators";
     rate->profiled_median_ms = median;
     rate->profiled_tflops = rate->flops / (median / 1e3) / 1e12;
+    const auto kernels = profiled.kernels_per_run.find(rate->layer.pass);
+    if (kernels != profiled.kernels_per_run.end()) rate->profiled_kernels = kernels->second;
+    const std::vector<double>& layout = profiled.layout_ms[rate->layer.pass];
+    if (!layout.empty()) rate->profiled_layout_ms = summarize(layout).median;
   }
 }
 

@@ -71,4 +71,9 @@ ProfileRecord profile_record_from_json(const Json& j) {
   return r;
 }
 
+bool is_layout_conversion(const std::string& kernel_name) {
+  return kernel_name.find("nchwToNhwc") != std::string::npos ||
+         kernel_name.find("nhwcToNchw") != std::string::npos;
+}
+
 }  // namespace batchscope

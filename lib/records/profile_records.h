@@ -56,4 +56,8 @@ Json to_json(const ProfileRecord& r);
 // Read back with every field's type checked; BadRecord (in words that follow "the record") otherwise.
 ProfileRecord profile_record_from_json(const Json& j);
 
+// Whether a kernel converts a tensor between NCHW and NHWC (cuDNN's nchwToNhwcKernel, nhwcToNchwKernel):
+// the price of a layout that the fastest kernels do not take.
+bool is_layout_conversion(const std::string& kernel_name);
+
 }  // namespace batchscope

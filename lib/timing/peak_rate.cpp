@@ -243,7 +243,10 @@ Json to_json(const PeakRate& rate) {
                      {"median_ms", rate.profiled_median_ms},
                      {"median_tflops", rate.profiled_tflops},
                      {"times_ms", rate.profiled_ms}};
+    if (rate.profiled_kernels > 0) j["profiled"]["kernels_per_run"] = rate.profiled_kernels;
+    if (rate.profiled_layout_ms) j["profiled"]["layout_ms"] = *rate.profiled_layout_ms;
   }
+  if (!rate.profiled_dropped.empty()) j["profiled_dropped"] = rate.profiled_dropped;
   return j;
 }
 

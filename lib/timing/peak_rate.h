@@ -89,6 +89,11 @@ struct PeakRate {
   std::vector<double> profiled_ms;
   std::string profiled_as;  // "kernels" or "operators"
   double profiled_median_ms = 0, profiled_tflops = 0;
+  int64_t profiled_kernels = 0;  // on a GPU: the kernels each profiled run showed
+  // On a GPU: the median run's time in kernels that convert tensors between NCHW and NHWC.
+  std::optional<double> profiled_layout_ms;
+  // Why the profiled runs were dropped (their kernels differed from run to run); empty where they were not.
+  std::string profiled_dropped;
 };
 
 // One precision's matrix-product rate on a device. Throws std::invalid_argument for an unknown

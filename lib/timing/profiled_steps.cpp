@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -139,16 +140,13 @@ void save_trace(profiler::ProfilerResult& result, const std::vector<ProfilerEven
   }
 }
 
-// The scope around each run of profile_layer_runs, which tells one run's events from the next's.
-constexpr const char* kRunScope = "batchscope.run";
-
 // The events of a profiled session of runs, per run: a host event by the run scope its start falls in
 // (on any thread: autograd's run on their own), a kernel with the operator that launched it. The run
 // scopes themselves are left out.
 std::vector<std::vector<ProfilerEvent>> events_per_run(const std::vector<ProfilerEvent>& events) {
   std::vector<std::pair<double, double>> spans;
   for (const ProfilerEvent& e : events) {
-    if (e.kind == ProfilerEvent::Kind::kScope && e.name == kRunScope)
+    if (e.kind == ProfilerEvent::Kind::kScope && e.name == kProfiledRunScope)
       spans.emplace_back(e.start_us, e.start_us + e.duration_us);
   }
   std::sort(spans.begin(), spans.end());
@@ -156,7 +154,7 @@ std::vector<std::vector<ProfilerEvent>> events_per_run(const std::vector<Profile
   std::unordered_map<uint64_t, std::size_t> run_of_correlation;
   for (const ProfilerEvent& e : events) {
     if (e.kind == ProfilerEvent::Kind::kKernel ||
-        (e.kind == ProfilerEvent::Kind::kScope && e.name == kRunScope))
+        (e.kind == ProfilerEvent::Kind::kScope && e.name == kProfiledRunScope))
       continue;
     const auto after = std::upper_bound(spans.begin(), spans.end(), std::make_pair(e.start_us, 1e300));
     if (after == spans.begin()) continue;
@@ -191,7 +189,7 @@ ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std
     profiler::enableProfiler(config, activities);
     try {
       for (int i = 0; i < runs; ++i) {
-        models::LayerScope scope(kRunScope);
+        models::LayerScope scope(kProfiledRunScope);
         before();
         run();
       }
@@ -203,6 +201,13 @@ ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std
     const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
     for (const profiler::KinetoEvent& k : result->events()) events.push_back(event_of(k));
   }
+  return read_layer_runs(events, layer, passes, cuda);
+}
+
+ProfiledRuns read_layer_runs(const std::vector<ProfilerEvent>& events, const std::string& layer,
+                             const std::vector<std::string>& passes, bool cuda) {
+  ProfiledRuns out;
+  std::map<std::string, std::vector<int64_t>> kernel_counts;
   for (const std::vector<ProfilerEvent>& events_of_run : events_per_run(events)) {
     ProfileRecord record;
     attribute_events({events_of_run}, record);
@@ -213,9 +218,30 @@ ProfiledRuns profile_layer_runs(const torch::Device& device, int runs, const std
         if (l.layer == layer && l.pass == pass) ms += cuda ? l.device_ms.value_or(0.0) : l.cpu_ms;
       }
       out.ms[pass].push_back(ms);
+      double count = 0, layout = 0;
+      for (const KernelTime& k : record.kernels) {
+        if (k.layer != layer || k.pass != pass || k.kind != "kernel") continue;
+        count += k.count;
+        if (is_layout_conversion(k.name)) layout += k.total_ms;
+      }
+      kernel_counts[pass].push_back(std::llround(count));
+      if (cuda) out.layout_ms[pass].push_back(layout);
     }
   }
   out.kernels = cuda;
+  if (!cuda) return out;
+  for (const auto& [pass, counts] : kernel_counts) {
+    const auto [fewest, most] = std::minmax_element(counts.begin(), counts.end());
+    if (*fewest == *most) {
+      out.kernels_per_run[pass] = *most;
+      continue;
+    }
+    out.dropped[pass] = "its " + std::to_string(counts.size()) + " runs under the profiler showed from " +
+                        std::to_string(*fewest) + " to " + std::to_string(*most) +
+                        " kernels, so some were not recorded";
+    out.ms[pass].clear();
+    out.layout_ms[pass].clear();
+  }
   return out;
 }
 

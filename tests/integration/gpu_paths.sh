@@ -199,11 +199,16 @@ for r in rates:
     assert "skipped" not in r and r["timer"] == "cuda_event" and len(r["times_ms"]) == 5, r
     p = r["profiled"]
     assert p["as"] == "kernels" and len(p["times_ms"]) == 3 and p["median_ms"] > 0, r
+    # Every run showed the same kernels (else the pass is dropped), at least the GEMM's own.
+    assert "profiled_dropped" not in r and p["kernels_per_run"] >= 1 and p["layout_ms"] >= 0, r
     assert p["median_ms"] <= 1.10 * r["median_ms"] + 0.002, (r["layer"], r["pass"], p["median_ms"], r["median_ms"])
     gap = r["median_ms"] - p["median_ms"]
     if worst is None or gap > worst[0]:
         worst = (gap, f'{r["layer"]} {r["pass"]} {r["precision"]} {r["memory_format"]}: {r["median_ms"]:.4f} ms between events, {p["median_ms"]:.4f} ms of kernels')
 print(f"     {len(rates)} passes; the largest gap: {worst[1]}")
+layout = {f: sum(r["profiled"]["layout_ms"] for r in rates if r["memory_format"] == f) for f in ("contiguous", "channels_last")}
+print(f"     layout conversions alone: {layout['contiguous']:.4f} ms contiguous, {layout['channels_last']:.4f} ms channels-last")
+print("     kernels per run: " + ", ".join(f'{r["layer"]} {r["pass"][0]} {r["memory_format"][0]} {r["profiled"]["kernels_per_run"]}' for r in rates))
 PY
 
 echo "$failures failures"

@@ -292,6 +292,7 @@ Json layer_rates_json(const LayerRates& r) {
       layer["share_of_alone"] = l.tflops / *l.alone_tflops;
       layer["alone_cudnn_benchmark"] = l.alone_cudnn_benchmark;
       layer["alone_profiled"] = l.alone_profiled;
+      if (l.alone_layout_ms) layer["alone_layout_ms"] = *l.alone_layout_ms;
       if (l.searched_tflops) layer["searched_tflops"] = *l.searched_tflops;
     }
     layers.push_back(std::move(layer));
@@ -316,6 +317,11 @@ Json layer_rates_json(const LayerRates& r) {
                     {"from", r.alone->from},
                     {"step_mode", r.alone->step_mode},
                     {"profiled_passes", r.alone->profiled}};
+    if (r.alone->layout_passes > 0) {
+      out["alone"]["layout_passes"] = r.alone->layout_passes;
+      out["alone"]["layout_ms"] = r.alone->layout_ms;
+      out["alone"]["step_layout_ms"] = r.alone->step_layout_ms;
+    }
     if (const auto all = all_alone_tflops(r)) out["alone"]["tflops"] = *all;
   }
   return out;

@@ -168,6 +168,20 @@ void write_layer_rates(std::ostream& out, const GroupAnalysis& g) {
         << significant(100 * r.layout_ms / r.gemm_ms, 3)
         << "%) went to cuDNN's conversions of tensors between NCHW and NHWC, for kernels that take the other "
            "layout than the tensors had (a sweep with --channels-last shows what the other layout saves).";
+    if (r.alone && r.alone->layout_passes > 0 && r.alone->step_layout_ms > 0) {
+      const LayersAlone& a = *r.alone;
+      out << " Alone, under the profiler (`peak --model`), "
+          << (a.layout_passes == static_cast<int>(r.layers.size())
+                  ? std::string("the same passes")
+                  : std::to_string(a.layout_passes) + " of the passes")
+          << " convert " << significant(a.layout_ms, 3) << " ms against their "
+          << significant(a.step_layout_ms, 3) << " ms here: ";
+      if (a.layout_ms >= a.step_layout_ms)
+        out << "the conversions come with the layers' own layout and kernels, not with the step.";
+      else
+        out << significant(100 * a.layout_ms / a.step_layout_ms, 3)
+            << "% of them come with the layers' own layout and kernels, the rest with the step.";
+    }
   }
   out << " A layer's FLOPs are its GEMMs' (a multiply-add is 2; its backward pass the weight gradient, and "
          "the input gradient for all but the first layer), so a layer that cuDNN runs by FFT or Winograd "
