@@ -1005,6 +1005,51 @@ TEST(AnalyzeProfile, ExplainsAPlantedJumpFromTheProfilesBesideTheLog) {
     }
   }
   EXPECT_EQ(marked, 1) << aloned_data;
+  // Timed alone at another profiled size too, features.0's forward pass and classifier.0's backward: each
+  // is marked there as well, and all of them together where every pass was timed.
+  AnalyzeOptions at_20 = with_alone;
+  at_20.peaks.entries.push_back(
+      vgg16_layer_alone("cpu", "features.0", "conv", "forward", "fp32", "contiguous", 20, 0.05, 2));
+  at_20.peaks.entries.push_back(
+      vgg16_layer_alone("cpu", "classifier.0", "linear", "backward", "fp32", "contiguous", 20, 0.2, 3));
+  const Analysis more = analyze_logs({dir.path().string()}, at_20);
+  const LayerRates& more_rates = *more.groups.at(0).layer_rates;
+  EXPECT_EQ(more_rates.layers.at(0).alone_by_batch,
+            (std::map<int64_t, double>{{16, features0_alone_tflops}, {20, 0.05}}));
+  EXPECT_EQ(more_rates.layers.at(1).alone_by_batch, (std::map<int64_t, double>{{20, 0.2}}));
+  const double f0_20 = more_rates.layers[0].gflop * 20 / 16, c0_20 = more_rates.layers[1].gflop * 20 / 16;
+  ASSERT_EQ(more_rates.all_alone_by_batch.size(), 1u);
+  EXPECT_NEAR(more_rates.all_alone_by_batch.at(20), (f0_20 + c0_20) / (f0_20 / 0.05 + c0_20 / 0.2), 1e-12);
+  const Json more_json = analysis_to_json(more, at_20)["groups"][0]["layer_rates"];
+  EXPECT_EQ(more_json["layers"][0]["alone_by_batch"],
+            Json::parse(R"([{"batch": 16, "tflops": )" + Json(features0_alone_tflops).dump() +
+                        R"(}, {"batch": 20, "tflops": 0.05}])"));
+  EXPECT_EQ(more_json["all_alone_by_batch"].size(), 1u);
+  EXPECT_EQ(more_json["all_alone_by_batch"][0]["batch"], 20);
+  EXPECT_FALSE(alone_json.contains("all_alone_by_batch"));  // one of the two passes at 16
+  std::string more_data;
+  for (const PlotScript& plot : profile_plots(more)) {
+    if (plot.name == "layer_rates_" + g.id) more_data = plot.data;
+  }
+  std::istringstream more_rows(more_data);
+  std::map<std::string, std::string> all_alone_at, features0_alone_at, classifier0_alone_at;
+  for (std::string row; std::getline(more_rows, row);) {
+    if (row.rfind('#', 0) == 0) continue;
+    std::istringstream fields(row);
+    std::string batch, all, features0, classifier0, all_alone, features0_alone, classifier0_alone;
+    ASSERT_TRUE(fields >> batch >> all >> features0 >> classifier0 >> all_alone >> features0_alone >>
+                classifier0_alone)
+        << row;
+    if (all_alone != "NaN") all_alone_at[batch] = all_alone;
+    if (features0_alone != "NaN") features0_alone_at[batch] = features0_alone;
+    if (classifier0_alone != "NaN") classifier0_alone_at[batch] = classifier0_alone;
+  }
+  EXPECT_EQ(all_alone_at.size(), 1u);
+  EXPECT_EQ(all_alone_at.count("20"), 1u);
+  EXPECT_EQ(features0_alone_at.size(), 2u);
+  EXPECT_EQ(features0_alone_at.count("16") + features0_alone_at.count("20"), 2u);
+  EXPECT_EQ(classifier0_alone_at.size(), 1u);
+  EXPECT_NEAR(std::stod(classifier0_alone_at["20"]), 0.2, 1e-9);
   std::ostringstream aloned_terminal;
   write_terminal_summary(aloned_terminal, aloned);
   EXPECT_NE(aloned_terminal.str().find("; 50.0% of their rate alone (1 of 2 passes)\n"), std::string::npos)

@@ -12,6 +12,7 @@
 #include "lib/common/program_runner.h"
 #include "lib/records/records.h"
 #include "lib/training/batch_study.h"
+#include "lib/training/determinism.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
 #include "tests/test_support.h"
@@ -568,6 +569,37 @@ TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
 
 // train --deterministic off: recorded in the run's determinism, a run to go on with only under the same
 // setting, and on a CPU the same numbers as a deterministic run (it changes a GPU's settings alone).
+// The scope only switches flags of LibTorch's context, which a build without CUDA holds too: a CUDA
+// device's scope runs here as it does on a GPU, without touching one.
+TEST(Determinism, WithoutItTheRunKeepsLibTorchsCudnnSettingsAndRecordsThem) {
+  auto& context = at::globalContext();
+  const bool benchmark = context.benchmarkCuDNN();
+  const torch::Device cuda(torch::kCUDA, 0);
+  context.setBenchmarkCuDNN(true);
+  {
+    const training_parts::DeterminismScope loose(cuda, /*tf32_off=*/false, /*deterministic=*/false);
+    EXPECT_TRUE(context.benchmarkCuDNN());  // left as the run found it
+    const Json r = loose.record();
+    EXPECT_EQ(r["deterministic"], "off");
+    EXPECT_EQ(r["cudnn_benchmark"], true);
+    EXPECT_EQ(r["cudnn_deterministic"], context.deterministicCuDNN());
+    EXPECT_EQ(r["deterministic_algorithms"], context.deterministicAlgorithms() ? "on" : "off");
+    EXPECT_EQ(r["tf32"], "default");
+  }
+  {
+    const training_parts::DeterminismScope strict(cuda, /*tf32_off=*/true, /*deterministic=*/true);
+    EXPECT_FALSE(context.benchmarkCuDNN());
+    EXPECT_TRUE(context.deterministicCuDNN());
+    EXPECT_EQ(strict.record()["cudnn_benchmark"], false);
+    EXPECT_EQ(strict.record()["tf32"], "off");
+  }
+  EXPECT_TRUE(context.benchmarkCuDNN());  // restored after
+  context.setBenchmarkCuDNN(benchmark);
+  // On a CPU there is nothing of cuDNN's to say.
+  EXPECT_EQ(training_parts::DeterminismScope(torch::Device("cpu"), false, false).record(),
+            Json({{"cuda_switches", false}, {"deterministic", "off"}}));
+}
+
 TEST_F(Training, ARunWithoutDeterminismSaysSoAndGoesOnOnlySo) {
   TrainingOptions o = options("not_deterministic");
   o.epochs = 2;

@@ -72,9 +72,33 @@ namespace {
 // host time, and the faster one is the less disturbed (2 threads on 2 cores stall now and then).
 double alone_rate(const PeakEntry& e) { return std::max(e.profiled_tflops, e.median_tflops); }
 
+// Every pass's rate alone at every batch size the table has the model at, in the step's cuDNN mode where
+// it was timed so, else in the other; all of them together where every pass was timed at that size.
+void read_layers_alone_by_batch(LayerRates& rates, const PeakTable& table, LayerQuery query) {
+  for (const int64_t batch : layer_alone_batches(table, query)) {
+    query.batch = batch;
+    double gflop = 0, ms = 0;
+    bool all = true;
+    for (LayerRate& l : rates.layers) {
+      const PeakEntry* e = layer_alone(table, query, l.layer, l.pass, query.cudnn_benchmark);
+      if (e == nullptr) e = layer_alone(table, query, l.layer, l.pass, !query.cudnn_benchmark);
+      if (e == nullptr) {
+        all = false;
+        continue;
+      }
+      l.alone_by_batch[batch] = alone_rate(*e);
+      const double layer_gflop = l.gflop / static_cast<double>(rates.batch_size) * static_cast<double>(batch);
+      gflop += layer_gflop;
+      ms += layer_gflop / alone_rate(*e);  // GFLOP over TFLOP/s is ms
+    }
+    if (all && ms > 0) rates.all_alone_by_batch[batch] = gflop / ms;
+  }
+}
+
 }  // namespace
 
 void read_layers_alone(LayerRates& rates, const PeakTable& table, LayerQuery query) {
+  read_layers_alone_by_batch(rates, table, query);
   query.batch = rates.batch_size;
   LayersAlone alone;
   for (LayerRate& l : rates.layers) {

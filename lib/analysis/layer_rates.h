@@ -44,6 +44,9 @@ struct LayerRate {
   // Of the pass's kernels alone under the profiler (a GPU's), those that convert tensors between NCHW and
   // NHWC: the conversions a layer pays in its layout on its own, against layout_ms in the step.
   std::optional<double> alone_layout_ms;
+  // Its rate alone at every batch size the peak files have the model at (the rates' batch among them,
+  // where alone_tflops is), in the step's cuDNN mode where it was timed so: where its own shape falls.
+  std::map<int64_t, double> alone_by_batch;
   // Where the step ran without cuDNN's search and the pass was timed alone both ways: its rate alone with
   // the search, what benchmark mode would give the layer.
   std::optional<double> searched_tflops;
@@ -73,6 +76,9 @@ struct LayerRates {
   // The convolution peak of the group's device and precision in its phase, where analyze --peak gave one.
   std::optional<PeakEntry> roof;
   std::optional<LayersAlone> alone;  // where analyze --peak gave any of the layers alone
+  // All the passes together timed alone, at each batch size where every one was: their FLOPs over their
+  // summed time alone.
+  std::map<int64_t, double> all_alone_by_batch;
 };
 
 // The rates at the profiled batch size nearest `near` (the larger of two as near); nullopt where the

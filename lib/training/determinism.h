@@ -23,11 +23,11 @@ class DeterminismScope {
     auto& context = at::globalContext();
     tf32_ = current_tf32();
     if (tf32_off_) set_tf32(false);
-    if (!deterministic_) return;
     cudnn_deterministic_ = context.deterministicCuDNN();
     cudnn_benchmark_ = context.benchmarkCuDNN();
     algorithms_ = context.deterministicAlgorithms();
     warn_only_ = context.deterministicAlgorithmsWarnOnly();
+    if (!deterministic_) return;
     // cuBLAS reads this when its first handle is made; without it its reductions may vary run to run.
     setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
     context.setDeterministicCuDNN(true);
@@ -51,7 +51,12 @@ class DeterminismScope {
   Json record() const {
     if (!deterministic_) {
       Json loose = {{"cuda_switches", false}, {"deterministic", "off"}};
-      if (cuda_) loose["tf32"] = tf32_off_ ? "off" : "default";
+      if (!cuda_) return loose;
+      // LibTorch's settings as the run found and kept them: its defaults unless the process changed them.
+      loose["cudnn_deterministic"] = cudnn_deterministic_;
+      loose["cudnn_benchmark"] = cudnn_benchmark_;
+      loose["deterministic_algorithms"] = algorithms_ ? (warn_only_ ? "on, warn only" : "on") : "off";
+      loose["tf32"] = tf32_off_ ? "off" : "default";
       return loose;
     }
     if (!cuda_) return {{"cuda_switches", false}};

@@ -25,7 +25,9 @@ JUMP_MODELS_OFF = ["vgg19", "resnet50", "mobilenet_v2"]
 JUMP_MODELS_ON = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 MAXBATCH_MODELS = ["vgg16", "vgg19", "resnet50", "mobilenet_v2"]
 # The peak items' files, each read by every later analysis.
-PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl", "peak_layers": "peak_layers.jsonl",
+# In the order analyze reads them: a later file's record of the same layer, batch and mode replaces an earlier's.
+PEAK_FILES = {"peak": "peak.jsonl", "peak_conv": "peak_conv.jsonl",
+              "peak_layers_staircase": "peak_layers_staircase.jsonl", "peak_layers": "peak_layers.jsonl",
               "peak_layers_ieee": "peak_layers_ieee.jsonl"}
 IMAGENET = ["--input", "3,224,224", "--classes", "1000", "--batch", "1:70", "--phase", "train",
             "--precision", "fp32", "--warmup", "5", "--steps", "20"]
@@ -200,6 +202,16 @@ class Campaign:
             sweep(f"{m}_tf32_off", ["--model", m] + image + ["--tf32", "off"], os.path.join(jumps, f"{m}_tf32_off"))
         sweep("vgg16_tf32_off_profiled", profiled_vgg16 + ["--tf32", "off"],
               os.path.join(jumps, "vgg16_tf32_off_profiled"))
+        # Each layer alone on both sides of the IEEE fp32 sawtooth's first steps, with cuDNN's heuristics as
+        # the sweep ran: does features.12's forward fall after 16 and 24 alone, as in the step (its kernel's
+        # choice), or only in the step? The layer-rate plot draws them beside the profiled sweep's.
+        # Smoke: two sizes that peak_layers, read after it, times again.
+        path = os.path.join(r, PEAK_FILES["peak_layers_staircase"])
+        staircase = (["--batch", "1,2", "--input", "3,64,64", "--classes", "10"] + tiny if smoke
+                     else ["--batch", "16,17,24,25", "--precision", "fp32", "--cudnn-benchmark", "off"])
+        out.append({"id": "peak_layers_staircase", "kind": "peak",
+                    "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + staircase + dev[:2],
+                    "out": path, "resumable": False})
         bf16 = with_option(image, "--precision", "bf16")
         sweep("vgg16_bf16_channels_last", ["--model", "vgg16"] + bf16 + ["--channels-last"],
               os.path.join(jumps, "vgg16_bf16_channels_last"))

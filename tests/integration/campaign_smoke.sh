@@ -133,6 +133,9 @@ assert alone["from"].rsplit(":", 1)[0].endswith("peak_layers.jsonl"), alone
 # Every pass alone was also run under the profiler, timed as the step's layers are.
 assert alone["profiled_passes"] == alone["passes"], alone
 assert all(l["alone_tflops"] > 0 and l["alone_precision"] == "fp32" for l in rates["layers"]), rates["layers"]
+# At every batch size the peak files time the layers at (1 to 6 in peak_layers), all of them together.
+assert {1, 2, 3, 4, 5, 6} <= {a["batch"] for a in rates["all_alone_by_batch"]}, rates["all_alone_by_batch"]
+assert all(len(l["alone_by_batch"]) >= 6 for l in rates["layers"]), rates["layers"]
 PY
   ok "the profiled sweep's layer rates are read against the measured convolution peak and each layer alone" ||
   fail "layer rates: no conv roof or no layers alone in the profiled sweep's analysis.json"

@@ -279,6 +279,13 @@ Json profile_json(const GroupProfile& p) {
           {"profiled_step_ms", step_ms}, {"layers", layers}, {"causes", causes}};
 }
 
+// [{"batch": b, "tflops": t}, ...] in batch order.
+Json rates_by_batch(const std::map<int64_t, double>& by_batch) {
+  Json out = Json::array();
+  for (const auto& [batch, tflops] : by_batch) out.push_back({{"batch", batch}, {"tflops", tflops}});
+  return out;
+}
+
 Json layer_rates_json(const LayerRates& r) {
   const std::optional<PeakEntry>& roof = r.roof;
   Json layers = Json::array();
@@ -295,6 +302,7 @@ Json layer_rates_json(const LayerRates& r) {
       if (l.alone_layout_ms) layer["alone_layout_ms"] = *l.alone_layout_ms;
       if (l.searched_tflops) layer["searched_tflops"] = *l.searched_tflops;
     }
+    if (!l.alone_by_batch.empty()) layer["alone_by_batch"] = rates_by_batch(l.alone_by_batch);
     layers.push_back(std::move(layer));
   }
   Json out = {{"batch_size", r.batch_size},
@@ -324,6 +332,7 @@ Json layer_rates_json(const LayerRates& r) {
     }
     if (const auto all = all_alone_tflops(r)) out["alone"]["tflops"] = *all;
   }
+  if (!r.all_alone_by_batch.empty()) out["all_alone_by_batch"] = rates_by_batch(r.all_alone_by_batch);
   return out;
 }
 

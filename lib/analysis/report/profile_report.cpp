@@ -253,13 +253,20 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
     return l.gflop / static_cast<double>(r.batch_size) * static_cast<double>(batch);
   };
   // Timed alone (peak --model): each shown pass's rate alone, and all of them together where every pass
-  // was, at the rates' batch size.
-  const bool alone = r.alone.has_value();
-  const std::optional<double> all_alone = all_alone_tflops(r);
+  // was, at each batch size the peak files time them at.
+  const bool alone = std::any_of(r.layers.begin(), r.layers.end(),
+                                 [](const LayerRate& l) { return !l.alone_by_batch.empty(); });
+  const auto at_batch = [](const std::map<int64_t, double>& by_batch,
+                           int64_t batch) -> std::optional<double> {
+    const auto found = by_batch.find(batch);
+    if (found == by_batch.end()) return std::nullopt;
+    return found->second;
+  };
   PlotScript plot{
       "layer_rates_" + g.id,
       std::string("# batch_size, all the GEMM layers' TFLOP/s, then each shown layer's") +
-          (alone ? "; then all of them and each shown layer timed alone, at the rates' batch size" : "") +
+          (alone ? "; then all of them and each shown layer timed alone, where peak --model timed them"
+                 : "") +
           "\n",
       ""};
   const auto value = [](std::optional<double> v) { return v ? gp_number(*v) : std::string("NaN"); };
@@ -275,9 +282,8 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
       plot.data += " " + (layer_ms > 0 ? gp_number(gflop_at(*l, batch) / layer_ms) : "NaN");
     }
     if (alone) {
-      const bool here = batch == r.batch_size;
-      plot.data += " " + value(here ? all_alone : std::nullopt);
-      for (const LayerRate* l : shown) plot.data += " " + value(here ? l->alone_tflops : std::nullopt);
+      plot.data += " " + value(at_batch(r.all_alone_by_batch, batch));
+      for (const LayerRate* l : shown) plot.data += " " + value(at_batch(l->alone_by_batch, batch));
     }
     plot.data += "\n";
   }
@@ -299,14 +305,15 @@ std::optional<PlotScript> layer_rates_plot(const GroupAnalysis& g) {
                     gp_string(pass_label(shown[k]->layer, shown[k]->pass)));
   }
   if (alone) {
-    // Open circles in each pass's colour: where the pass would be, at the rates' batch, run alone.
+    // Open circles in each pass's colour: where the pass would be run alone, joined by a dashed line
+    // where peak timed it at neighbouring profiled sizes.
     const std::size_t first = shown.size() + 3;
     items.push_back("'' using 1:" + std::to_string(first) +
-                    " with points pt 6 ps 1.8 lw 2 lc rgb '#000000' title 'timed alone (circles)'");
+                    " with linespoints dt 2 pt 6 ps 1.8 lw 2 lc rgb '#000000' title 'timed alone (circles)'");
     for (std::size_t k = 0; k < shown.size(); ++k) {
       items.push_back("'' using 1:" + std::to_string(first + 1 + k) +
-                      " with points pt 6 ps 1.5 lw 1.5 lc rgb '" + kColours[k % std::size(kColours)] +
-                      "' notitle");
+                      " with linespoints dt 2 pt 6 ps 1.5 lw 1.5 lc rgb '" +
+                      kColours[k % std::size(kColours)] + "' notitle");
     }
   }
   body += join_plot(items);
