@@ -83,7 +83,7 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
       return "no batch size runs " + describe_workload(e, result) + ": " + result.error;
     return "not even batch size 1 runs " + describe_workload(e, result) + ": " + result.error;
   }
-  const std::string confirmed = "confirmed with " + std::to_string(result.confirm_steps) + " steps";
+  const std::string confirmed = "confirmed with " + counted(result.confirm_steps, "step");
   std::string text = "largest batch size that runs " + describe_workload(e, result) + ": ";
   if (result.hit_upper_bound) {
     return text + "at least " + std::to_string(*result.max_batch) + " (the upper bound, " + confirmed +
