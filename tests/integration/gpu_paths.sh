@@ -208,8 +208,8 @@ for r in rates:
 print(f"     {len(rates)} passes; the largest gap: {worst[1]}")
 layout = {f: sum(r["profiled"]["layout_ms"] for r in rates if r["memory_format"] == f) for f in ("contiguous", "channels_last")}
 print(f"     layout conversions alone: {layout['contiguous']:.4f} ms contiguous, {layout['channels_last']:.4f} ms channels-last")
-short = {"contiguous": "nchw", "channels_last": "nhwc"}
-print("     kernels per run: " + ", ".join(f'{r["layer"]} {r["pass"][:3]} {short[r["memory_format"]]} {r["profiled"]["kernels_per_run"]}' for r in rates))
+short = {"contiguous": "nchw", "channels_last": "nhwc", "forward": "fwd", "backward": "bwd"}
+print("     kernels per run: " + ", ".join(f'{r["layer"]} {short[r["pass"]]} {short[r["memory_format"]]} {r["profiled"]["kernels_per_run"]}' for r in rates))
 PY
 
 echo "$failures failures"
