@@ -218,6 +218,7 @@ ProfiledRuns read_layer_runs(const std::vector<ProfilerEvent>& events, const std
         if (l.layer == layer && l.pass == pass) ms += cuda ? l.device_ms.value_or(0.0) : l.cpu_ms;
       }
       out.ms[pass].push_back(ms);
+      if (!cuda) continue;  // a CPU's profile has operators, no kernels
       double count = 0, layout = 0;
       for (const KernelTime& k : record.kernels) {
         if (k.layer != layer || k.pass != pass || k.kind != "kernel") continue;
@@ -225,11 +226,10 @@ ProfiledRuns read_layer_runs(const std::vector<ProfilerEvent>& events, const std
         if (is_layout_conversion(k.name)) layout += k.total_ms;
       }
       kernel_counts[pass].push_back(std::llround(count));
-      if (cuda) out.layout_ms[pass].push_back(layout);
+      out.layout_ms[pass].push_back(layout);
     }
   }
   out.kernels = cuda;
-  if (!cuda) return out;
   for (const auto& [pass, counts] : kernel_counts) {
     const auto [fewest, most] = std::minmax_element(counts.begin(), counts.end());
     if (*fewest == *most) {

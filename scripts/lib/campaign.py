@@ -120,17 +120,20 @@ class Campaign:
         # fp32 products, the IEEE fp32 one's at 32: where the step holds a layer below what it reaches alone,
         # and where its shape does. With cuDNN's heuristics, as those sweeps ran, and with its search: what
         # benchmark mode gives each layer. Two items, so that no batch is timed in a precision none reads.
-        for item_id, batch, precisions in (("peak_layers", "64", "fp32,tf32"), ("peak_layers_ieee", "32", "fp32")):
+        def layers_alone(item_id, args):
             path = os.path.join(r, PEAK_FILES[item_id])
+            out.append({"id": item_id, "kind": "peak",
+                        "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + args + dev[:2],
+                        "out": path, "resumable": False})
+
+        for item_id, batch, precisions in (("peak_layers", "64", "fp32,tf32"), ("peak_layers_ieee", "32", "fp32")):
             # Smoke: the second at a batch the profiled sweep lacks, so that the first's file is the one read;
             # fewer runs under the profiler (a CPU's profiler sessions take a third of a second each).
             layers = (["--batch", "1,2,3,4,5,6" if item_id == "peak_layers" else "7", "--input", "3,64,64",
                        "--classes", "10", "--profiled-runs", "2" if item_id == "peak_layers" else "1"] + tiny
                       if smoke
                       else ["--batch", batch, "--precision", precisions, "--cudnn-benchmark", "off,on"])
-            out.append({"id": item_id, "kind": "peak",
-                        "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + layers + dev[:2],
-                        "out": path, "resumable": False})
+            layers_alone(item_id, layers)
         # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
@@ -218,13 +221,10 @@ class Campaign:
         # the sweep ran: does features.12's forward fall after 16 and 24 alone, as in the step (its kernel's
         # choice), or only in the step? The layer-rate plot draws them beside the profiled sweep's.
         # Smoke: two sizes that peak_layers, read after it, times again.
-        path = os.path.join(r, PEAK_FILES["peak_layers_staircase"])
-        staircase = (["--batch", "1,2", "--input", "3,64,64", "--classes", "10", "--profiled-runs", "1"] + tiny
+        layers_alone("peak_layers_staircase",
+                     ["--batch", "1,2", "--input", "3,64,64", "--classes", "10", "--profiled-runs", "1"] + tiny
                      if smoke
                      else ["--batch", "16,17,24,25", "--precision", "fp32", "--cudnn-benchmark", "off"])
-        out.append({"id": "peak_layers_staircase", "kind": "peak",
-                    "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + staircase + dev[:2],
-                    "out": path, "resumable": False})
         bench_on(JUMP_MODELS_ON[0])
         # On an H200, VGG16's IEEE fp32 sawtooth was cuDNN's choice of kernel for features.12/14 forward:
         # FFT at multiples of 8 (1.7 ms at 16), a kernel 20 times slower just past them (37.6 ms at 17).
@@ -235,7 +235,7 @@ class Campaign:
         for m in maxbatch_models:
             for precision in ("fp32", "bf16"):
                 path = os.path.join(r, "maxbatch", f"{m}_{precision}.jsonl")
-                # Smoke: bf16 on a CPU without bf16 instructions is emulated, ten times fp32's time.
+                # Smoke: bf16 on a CPU without bf16 instructions is emulated (about 20 times fp32's time).
                 extra = (["--input", "3,64,64", "--classes", "10", "--memory-limit", "256MiB",
                           "--upper", "64" if precision == "fp32" else "8", "--confirm", "1"] if smoke else [])
                 argv = lambda out_path: (["maxbatch", "--model", m, "--precision", precision, "--quiet", "--json",
