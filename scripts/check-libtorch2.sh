@@ -56,7 +56,7 @@ echo "check-libtorch2: LibTorch headers $(cat "$headers/versions") (libtorch-dev
 
 # The compile commands of every target, configured (not built) against the system's LibTorch.
 check_build=build-check-libtorch2
-cmake -S . -B "$check_build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_UNITY_BUILD=OFF \
+cmake -S . -B "$check_build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_UNITY_BUILD=OFF -DBATCHSCOPE_PCH=OFF \
   -DCUDAToolkit_ROOT="$cuda_home" > "$check_build.configure.log" 2>&1 || {
   cat "$check_build.configure.log" >&2
   echo "check-libtorch2.sh: configuring $check_build failed (run scripts/setup.sh first)" >&2

@@ -39,10 +39,13 @@ export ASAN_OPTIONS="detect_leaks=$leaks:abort_on_error=0:strict_string_checks=1
 export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 if [ "$run_tests" -eq 1 ]; then
-  # Every unit and CLI test; the campaign smoke run, the install test and the Slurm cluster add nothing a
-  # sanitizer sees that the others do not (the same binary on the same paths: cli_shards runs the shards
-  # without Slurm) and take minutes.
-  ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" -E '^(campaign_smoke|cli_install|slurm_cluster)$'
+  # Every unit and CLI test but those that add nothing a sanitizer sees that the others do not, and take
+  # minutes: the campaign smoke run, the install test and the Slurm cluster (the same binary on the same
+  # paths: cli_shards runs the shards without Slurm); the overhead benchmark (a sweep's step, timed as
+  # cli_sweep_records times it, against Python's); and the checks whose work is Python's (the reference
+  # parameter counts, the pandas recipe, the Kubernetes manifest against its schema).
+  ctest --test-dir build-sanitize --output-on-failure -j "$(nproc)" \
+    -E '^(campaign_smoke|cli_install|slurm_cluster|bench_smoke|reference_parameters|pandas_recipe|k8s_manifest)$'
 fi
 if [ "$run_fuzz" -eq 1 ]; then
   tests/fuzz/run.sh build-sanitize "$fuzz_seconds"
