@@ -3,8 +3,8 @@
 # root filesystem made from Debian's packages with mmdebstrap (libtorch-dev 2.6, python3-torch 2.6, GCC 14
 # and every other dependency). The system's own packages are not touched. The root filesystem (and a
 # compiler cache in it) is kept in the cache directory and made again only when its package list changes.
-# The tests labelled orchestration (input checking, help, sharding, cluster jobs, the campaign's script:
-# nothing LibTorch takes part in) run in the main suite only; --all-tests runs them here too.
+# The tests labelled orchestration (input checking, help, sharding, cluster jobs and manifests, the campaign's
+# script: nothing LibTorch takes part in) run in the main suite only; --all-tests runs them here too.
 # Usage: scripts/test-libtorch2.sh [--jobs N] [--new-root] [--all-tests]
 #   BATCHSCOPE_CACHE (default ~/.cache/batchscope) is where the root filesystem lives (about 2 GB).
 set -euo pipefail
