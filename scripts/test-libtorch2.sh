@@ -14,7 +14,8 @@ project="$(pwd)"
 
 jobs="$(nproc)"
 new_root=0
-selection="-LE orchestration"
+# Killing and resuming is batchscope's own, whatever LibTorch's version: cli_kill_resume too.
+selection="-LE orchestration -E ^cli_kill_resume\$"
 while [ $# -gt 0 ]; do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
@@ -71,7 +72,10 @@ inside=$(cat <<EOF
 set -euo pipefail
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
 export CCACHE_DIR=/var/cache/ccache CCACHE_MAXSIZE=2G
-cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > /build.configure.log \
+# At -O1: this build checks that the code compiles and behaves with LibTorch 2.6, whose kernels are the
+# tests' seconds, and -O1 compiles in about half -O3's time.
+cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache > /build.configure.log \
   || { cat /build.configure.log; exit 1; }
 grep 'batchscope: LibTorch' /build.configure.log || true
 start=\$(date +%s)
