@@ -14,6 +14,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
 #include "lib/common/program_runner.h"
+#include "lib/common/words.h"
 
 // batchscope status and batchscope submit: a sweep shared out over a cluster.
 
@@ -156,8 +157,7 @@ int submit_slurm(const cxxopts::ParseResult& result, const std::vector<std::stri
       std::cout << "every shard is complete: batchscope analyze " << s.out.string() << "\n";
       return 0;
     }
-    tasks.clear();
-    for (int i : left) tasks += (tasks.empty() ? "" : ",") + std::to_string(i);
+    tasks = joined_numbers(left, ",");
     if (s.job.max_parallel > 0) sbatch_args.push_back("--array=" + tasks + "%" + std::to_string(s.job.max_parallel));
     else sbatch_args.push_back("--array=" + tasks);
   }

@@ -244,6 +244,10 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.tf32 = text(r, n); }},
   {ExperimentOption::LossScale, "loss-scale", "auto, dynamic or off: train with dynamic loss scaling, as PyTorch's GradScaler (unscale, overflow check, skipped step); auto is dynamic for fp16, off otherwise", false,
    [](const auto& r, const auto& n, auto& o) { o.loss_scale = text(r, n); }},
+  {ExperimentOption::LossScaleInit, "loss-scale-init", "dynamic loss scaling: the first scale (GradScaler's init_scale)", false,
+   [](const auto& r, const auto& n, auto& o) { o.loss_scale_init = text(r, n); }},
+  {ExperimentOption::LossScaleGrowthInterval, "loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", false,
+   [](const auto& r, const auto& n, auto& o) { o.loss_scale_growth_interval = text(r, n); }},
   {ExperimentOption::Foreach, "foreach", "auto, on or off: the optimizer updates all parameters in a few multi-tensor operations, as PyTorch 2 does on a GPU, or in a loop over them; auto is on for training on a GPU", false,
    [](const auto& r, const auto& n, auto& o) { o.foreach = text(r, n); }},
   {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
@@ -274,6 +278,8 @@ std::optional<std::string> default_shown(ExperimentOption id) {
     case ExperimentOption::Transfer: return to_string(d.transfer);
     case ExperimentOption::Tf32: return to_string(d.tf32);
     case ExperimentOption::LossScale: return std::string("auto");
+    case ExperimentOption::LossScaleInit: return number_text(d.loss_scaler.init_scale);
+    case ExperimentOption::LossScaleGrowthInterval: return std::to_string(d.loss_scaler.growth_interval);
     case ExperimentOption::Foreach: return std::string("auto");
     case ExperimentOption::Chunk: return d.chunk == 0 ? std::string("0, the whole batch") : std::to_string(d.chunk);
     case ExperimentOption::Order: return to_string(d.order);

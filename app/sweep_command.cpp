@@ -37,6 +37,7 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps,
     ExperimentOption::Repeats,        ExperimentOption::CiWidth,   ExperimentOption::MinTime,
     ExperimentOption::MaxTime,        ExperimentOption::Tf32,      ExperimentOption::LossScale,
+    ExperimentOption::LossScaleInit,  ExperimentOption::LossScaleGrowthInterval,
     ExperimentOption::Foreach};
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.

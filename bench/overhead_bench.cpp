@@ -201,11 +201,7 @@ std::vector<int> cpus_for(int threads) {
   return {allowed.end() - threads, allowed.end()};
 }
 
-std::string cpu_list(const std::vector<int>& cpus) {
-  std::string text;
-  for (int c : cpus) text += (text.empty() ? "" : ",") + std::to_string(c);
-  return text;
-}
+std::string cpu_list(const std::vector<int>& cpus) { return batchscope::joined_numbers(cpus, ","); }
 
 // Maps `bytes` (at most 80% of the memory available now) with every page faulted in, then unmaps it; the
 // bytes touched. A virtual machine backs a guest page the first time the guest touches it, slowly: on the

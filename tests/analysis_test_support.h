@@ -56,6 +56,8 @@ struct FakeLog {
   bool foreach = false;
   // The experiment's loss_scale (dynamic); none where empty, as unscaled training is written.
   std::string loss_scale;
+  // The experiment's loss_scaler settings object, as a scaled experiment's record has them; none where null.
+  Json loss_scaler;
   // More fields of a batch size's point record (skipped_steps, loss_scale); none where unset.
   std::function<Json(int64_t batch)> point_fields;
 
@@ -73,6 +75,7 @@ struct FakeLog {
                    {"optimizer", {{"type", "sgd"}, {"lr", 0.01}}}};
     if (!tf32_setting.empty()) config["tf32"] = tf32_setting;
     if (!loss_scale.empty()) config["loss_scale"] = loss_scale;
+    if (!loss_scaler.is_null()) config["loss_scaler"] = loss_scaler;
     if (chunk > 0) config["chunk"] = chunk;
     if (foreach) config["optimizer"]["foreach"] = true;
     Json run = {{"type", "run"},

@@ -413,6 +413,46 @@ TEST_F(AnalyzeTest, LossScaledTrainingIsAGroupOfItsOwnAndItsSkippedStepsAreNamed
       << report.str();
 }
 
+// Loss-scaled sweeps whose scalers start elsewhere are groups of their own, told apart by the settings
+// that are not GradScaler's. A record with GradScaler's settings is the same group as one from before they
+// were recorded (a sweep resumed across the change).
+TEST_F(AnalyzeTest, LossScalerSettingsSetGroupsApartWhereTheyAreNotGradScalers) {
+  const Json gradscaler = {
+      {"init_scale", 65536.0}, {"growth_factor", 2.0}, {"backoff_factor", 0.5}, {"growth_interval", 2000}};
+  FakeLog before, defaults, small;
+  before.batches = range(1, 4);
+  defaults.batches = range(5, 8);
+  small.batches = range(1, 8);
+  before.precision = defaults.precision = small.precision = "fp16";
+  before.loss_scale = defaults.loss_scale = small.loss_scale = "dynamic";
+  before.experiment = defaults.experiment = "vgg16_scaled";
+  small.experiment = "vgg16_small_scale";
+  defaults.loss_scaler = gradscaler;
+  small.loss_scaler = gradscaler;
+  small.loss_scaler["init_scale"] = 1024.0;
+  small.loss_scaler["growth_interval"] = 100;
+  const Analysis a =
+      analyze_logs({write("before.jsonl", before.text()), write("defaults.jsonl", defaults.text()),
+                    write("small.jsonl", small.text())},
+                   {});
+  ASSERT_EQ(a.groups.size(), 2u);
+  const GroupAnalysis* given = nullptr;
+  const GroupAnalysis* merged = nullptr;
+  for (const GroupAnalysis& g : a.groups) (g.identity.contains("loss_scaler") ? given : merged) = &g;
+  ASSERT_TRUE(given != nullptr && merged != nullptr);
+  EXPECT_EQ(merged->points.size(), 8u) << "the record without settings and the one with GradScaler's";
+  EXPECT_EQ(given->label, "vgg16 train fp16 · GPU A · loss scaler init_scale 1024, growth_interval 100");
+  EXPECT_EQ(merged->label, "vgg16 train fp16 · GPU A · loss scaler GradScaler's defaults");
+
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  std::ostringstream report;
+  write_report(report, analyze_logs({write("small_only.jsonl", small.text())}, {}), plots, "plots");
+  EXPECT_NE(report.str().find("loss scaling dynamic (init_scale 1024, growth_interval 100)"),
+            std::string::npos)
+      << report.str();
+}
+
 // The same sweep with the multi-tensor optimizer step and with LibTorch's loop: two groups, told apart
 // by the optimizer in words.
 TEST_F(AnalyzeTest, TheOptimizersStepSetsGroupsApartAndIsNamedInWords) {

@@ -270,6 +270,75 @@ TEST(Config, LossScaleIsDynamicForFp16TrainingUnlessSetOtherwise) {
   EXPECT_EQ(experiment_from_json(to_json(unscaled)).loss_scale, LossScale::Off);
 }
 
+// Every experiment file the project ships reads as it stands: configs/ is what the README points users at.
+TEST(Config, EveryShippedExperimentFileReads) {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(BATCHSCOPE_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().string());
+    SweepConfig sweep;
+    ASSERT_NO_THROW(sweep = load_sweep_config(entry.path().string()));
+    EXPECT_FALSE(sweep.experiments.empty());
+  }
+  EXPECT_GE(files, 6);
+}
+
+// The scaler's settings are GradScaler's unless a loss_scale map gives others; --loss-scale replaces the
+// map's type only, and --loss-scale-init and --loss-scale-growth-interval replace two settings.
+TEST(Config, TheLossScalersSettingsAreGradScalersUnlessGiven) {
+  const auto scaler_of = [](const std::string& yaml, const SweepOverrides& o = {}) {
+    return only_experiment("model: vgg16\nbatch: 1:4\n" + yaml, o);
+  };
+  const ExperimentConfig plain = scaler_of("precision: fp16\n");
+  EXPECT_EQ(plain.loss_scaler, LossScalerSettings{});
+  EXPECT_EQ(plain.loss_scaler.init_scale, 65536.0);
+  EXPECT_EQ(plain.loss_scaler.growth_interval, 2000);
+  EXPECT_EQ(loss_scaler_words(plain.loss_scaler), "");
+
+  const std::string map =
+      "precision: fp16\nloss_scale: {init_scale: 1024, growth_factor: 4, backoff_factor: 0.25, "
+      "growth_interval: 100}\n";
+  const ExperimentConfig given = scaler_of(map);
+  EXPECT_EQ(given.loss_scale, LossScale::Dynamic);  // no type: auto, dynamic for fp16
+  EXPECT_EQ(given.loss_scaler, (LossScalerSettings{1024, 4, 0.25, 100}));
+  EXPECT_EQ(loss_scaler_words(given.loss_scaler),
+            "init_scale 1024, growth_factor 4, backoff_factor 0.25, growth_interval 100");
+  EXPECT_EQ(scaler_of("loss_scale: {type: dynamic, init_scale: 8}\n").loss_scale, LossScale::Dynamic);
+
+  SweepOverrides o;
+  o.loss_scale_init = "512";
+  o.loss_scale_growth_interval = "7";
+  EXPECT_EQ(scaler_of(map, o).loss_scaler, (LossScalerSettings{512, 4, 0.25, 7}));
+  EXPECT_EQ(scaler_of("precision: fp16\n", o).loss_scaler, (LossScalerSettings{512, 2, 0.5, 7}));
+  SweepOverrides dynamic;
+  dynamic.loss_scale = "dynamic";
+  const ExperimentConfig kept = scaler_of(map + "phase: train\n", dynamic);
+  EXPECT_EQ(kept.loss_scale, LossScale::Dynamic);
+  EXPECT_EQ(kept.loss_scaler.init_scale, 1024.0) << "--loss-scale keeps the file's settings";
+  EXPECT_EQ(kept.origins.at("loss_scale").label, "--loss-scale");
+
+  // Where auto leaves the loss unscaled, or the command line turns the file's scaler off, the settings
+  // serve other experiments and are ignored.
+  EXPECT_EQ(scaler_of("loss_scale: {init_scale: 1024}\n").loss_scale, LossScale::Off);
+  EXPECT_EQ(scaler_of("precision: bf16\n", o).loss_scale, LossScale::Off);
+  SweepOverrides off;
+  off.loss_scale = "off";
+  EXPECT_EQ(scaler_of(map, off).loss_scale, LossScale::Off);
+
+  // Recorded with the scaled experiment, and read back; a record from before has GradScaler's.
+  const nlohmann::json j = to_json(given);
+  EXPECT_EQ(j.at("loss_scaler").at("init_scale"), 1024.0);
+  EXPECT_EQ(j.at("loss_scaler").at("growth_interval"), 100);
+  EXPECT_EQ(experiment_from_json(j).loss_scaler, given.loss_scaler);
+  nlohmann::json before = j;
+  before.erase("loss_scaler");
+  EXPECT_EQ(experiment_from_json(before).loss_scaler, LossScalerSettings{});
+  EXPECT_EQ(to_json(plain).at("loss_scaler").at("init_scale"), 65536.0);
+  EXPECT_FALSE(to_json(scaler_of("loss_scale: {init_scale: 1024}\n")).contains("loss_scaler"));
+}
+
 // foreach: auto (none) is decided where the device is known; on and off are kept as given.
 TEST(Config, OptimizerForeachFromTheFileOrTheCommandLine) {
   const auto foreach_of = [](const std::string& yaml, const SweepOverrides& o = {}) {
@@ -784,6 +853,41 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:3: loss_scale static is not recognised", "auto, dynamic or off"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\nloss_scale: dynamic\n"),
                        {"exp.yaml:4: loss_scale applies to phase: train only", "use phase: train"}));
+  // The scaler's settings: each in its range, none beside an off given with it, no unknown key.
+  const std::string fp16 = "model: vgg16\nbatch: 1:4\nprecision: fp16\n";
+  EXPECT_TRUE(mentions(
+      error_of(fp16 + "loss_scale: {type: off, init_scale: 1024}\n"),
+      {"exp.yaml:4: init_scale applies to dynamic loss scaling, which type off turns off", "remove it"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {init_scale: 0}\n"),
+                       {"exp.yaml:4: init_scale 0 is too small", "above 0, such as 65536"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {init_scale: big}\n"),
+                       {"exp.yaml:4: init_scale is big but must be a number"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {init_scale: 1e39}\n"),
+                       {"exp.yaml:4: init_scale 1e39 is too large"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {growth_factor: 1}\n"),
+                       {"exp.yaml:4: growth_factor 1 is too small", "above 1, such as 2"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {backoff_factor: 1}\n"),
+                       {"exp.yaml:4: backoff_factor 1 is too large", "below 1, such as 0.5"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale:\n  backoff_factor: 0\n"),
+                       {"exp.yaml:5: backoff_factor 0 is too small"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {growth_interval: 0}\n"),
+                       {"exp.yaml:4: growth_interval 0 is too small", "1 to 2147483647 steps"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {growth_interval: 2147483648}\n"),
+                       {"exp.yaml:4: growth_interval 2147483648 is too large"}));
+  EXPECT_TRUE(mentions(error_of(fp16 + "loss_scale: {init: 1024}\n"), {"exp.yaml:4:", "init_scale"}));
+  SweepOverrides off_with_init;
+  off_with_init.loss_scale = "off";
+  off_with_init.loss_scale_init = "1024";
+  EXPECT_TRUE(
+      mentions(error_of(fp16, off_with_init),
+               {"--loss-scale-init applies to dynamic loss scaling, which --loss-scale off turns off"}));
+  SweepOverrides bad_init;
+  bad_init.loss_scale_init = "-2";
+  EXPECT_TRUE(mentions(error_of(fp16, bad_init), {"--loss-scale-init -2 is too small"}));
+  SweepOverrides bad_interval;
+  bad_interval.loss_scale_growth_interval = "1.5";
+  EXPECT_TRUE(mentions(error_of(fp16, bad_interval),
+                       {"--loss-scale-growth-interval is 1.5 but must be a whole number"}));
   SweepOverrides scaled_inference;  // named as the option that gave it
   scaled_inference.loss_scale = "dynamic";
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\nphase: infer\n", scaled_inference),

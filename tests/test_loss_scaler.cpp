@@ -176,6 +176,22 @@ TEST(LossScaler, ASweepScalesItsStepsAndRecordsTheSkippedOnesAndTheScale) {
   EXPECT_EQ(losses[0], losses[1]);
 }
 
+// An experiment's scaler settings reach the training step's scaler: it starts at init_scale and grows by
+// growth_factor after each growth_interval clean steps.
+TEST(LossScaler, TheExperimentsSettingsAreTheStepsScalers) {
+  ExperimentConfig e = mnist_sweep(LossScale::Dynamic).experiments[0];
+  e.loss_scaler = {/*init_scale=*/1024.0, /*growth_factor=*/4.0, /*backoff_factor=*/0.25,
+                   /*growth_interval=*/2};
+  Workload w(e, kHost);
+  ASSERT_NE(w.loss_scaler(), nullptr);
+  EXPECT_EQ(w.loss_scaler()->current_scale(), 1024.0);
+  w.prepare_batch(2);
+  w.step();
+  EXPECT_EQ(w.loss_scaler()->current_scale(), 1024.0);
+  w.step();
+  EXPECT_EQ(w.loss_scaler()->current_scale(), 4096.0);
+}
+
 // Profiled steps and the energy window run between save_state() and restore_state(): the scaler's count
 // of clean steps comes back too, so the next batch size grows its scale when it would have.
 TEST(LossScaler, TheWorkloadsSavedStateHoldsTheScaler) {

@@ -122,12 +122,18 @@ std::vector<std::string> differing_keys(const std::vector<const Json*>& identiti
 std::string describe_keys(const Json& identity, const std::vector<std::string>& keys) {
   std::string out;
   for (const std::string& key : keys) {
+    // An unscaled group has no scaler: "loss_scale off" says it.
+    if (key == "loss_scaler" && !identity.contains("loss_scale")) continue;
     if (!out.empty()) out += ", ";
     const Json value = identity.contains(key) ? identity[key] : Json();
     if (key == "device") {
       out += show(value);
     } else if (key == "optimizer" && value.is_object()) {
       out += "optimizer " + optimizer_words(value);
+    } else if (key == "loss_scaler") {
+      // Only where the settings were not GradScaler's.
+      const std::string words = loss_scaler_words(value);
+      out += "loss scaler " + (words.empty() ? std::string("GradScaler's defaults") : words);
     } else if (value.is_object()) {
       out += key + " " + value.dump();
     } else if (key == "loss_scale" && value.is_null()) {
@@ -540,8 +546,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
     }
     for (std::string& w : energy_warnings(g)) a.warnings.push_back(std::move(w));
     if (!g.overflowed.empty()) {
-      std::string sizes;
-      for (int64_t b : g.overflowed) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
+      const std::string sizes = joined_numbers(g.overflowed, ", ");
       a.warnings.push_back(
           g.label + ": at " + std::to_string(g.overflowed.size()) +
           " batch size(s) loss scaling skipped the optimizer's step of some timed steps (a "

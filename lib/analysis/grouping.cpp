@@ -1,6 +1,7 @@
 #include "lib/analysis/grouping.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
@@ -34,6 +35,25 @@ std::string text_of(const Json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+}  // namespace
+
+std::string loss_scaler_words(const Json& settings) {
+  if (!settings.is_object()) return "";
+  // A log may hold anything there: a value that is not a number counts as GradScaler's.
+  LossScalerSettings s;
+  const auto read = [&](const char* key, auto& into) {
+    if (settings.contains(key) && settings[key].is_number())
+      into = settings[key].get<std::decay_t<decltype(into)>>();
+  };
+  read("init_scale", s.init_scale);
+  read("growth_factor", s.growth_factor);
+  read("backoff_factor", s.backoff_factor);
+  read("growth_interval", s.growth_interval);
+  return loss_scaler_words(s);
+}
+
+namespace {
+
 Json identity_of(const BatchKey& r, const Json* config, const Json& environment, const std::string& log,
                  bool separate) {
   Json id;
@@ -48,6 +68,11 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
     if (id["phase"] == "train" && config->contains("optimizer")) id["optimizer"] = (*config)["optimizer"];
     // Written only where the loss was scaled: the steps of a group without it ran unscaled.
     if (config->contains("loss_scale")) id["loss_scale"] = (*config)["loss_scale"];
+    // The scaler's settings only where they are not GradScaler's, so that a sweep resumed from a record
+    // written before they were recorded is the same group.
+    if (config->contains("loss_scale") && config->contains("loss_scaler") &&
+        !loss_scaler_words((*config)["loss_scaler"]).empty())
+      id["loss_scaler"] = (*config)["loss_scaler"];
   }
   const std::string& device = r.device;
   const Json env = environment.is_object() ? environment : Json::object();

@@ -52,6 +52,10 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
 // for another device or where the record does not list it.
 const Json* gpu_entry(const std::string& device, const Json& environment);
 
+// "init_scale 1024, growth_interval 100": a run record's loss scaler settings (its config's loss_scaler)
+// that depart from GradScaler's defaults, which every record without them ran with; empty where none does.
+std::string loss_scaler_words(const Json& settings);
+
 // "vgg16 train fp32 · NVIDIA H100" and the like, from an identity.
 std::string describe_identity(const Json& identity);
 

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 
 namespace fs = std::filesystem;
 
@@ -40,11 +41,7 @@ std::string percent(double part, double whole) {
   return out.str();
 }
 
-std::string joined(const std::vector<int>& indices) {
-  std::string text;
-  for (int i : indices) text += (text.empty() ? "" : ",") + std::to_string(i);
-  return text;
-}
+std::string joined(const std::vector<int>& indices) { return joined_numbers(indices, ","); }
 
 // What a shard's share plans and what of it is done.
 void count_work(const ShardShare& share, const ShardDir* dir, ShardStatus& status) {

@@ -20,8 +20,9 @@ inline std::string listed(const std::vector<std::string>& items) {
   return text;
 }
 
-// Numbers joined by `separator`: joined_numbers({3, 224, 224}, "x") is "3x224x224".
-inline std::string joined_numbers(const std::vector<int64_t>& numbers, const std::string& separator) {
+// Whole numbers joined by `separator`: joined_numbers(std::vector<int64_t>{3, 224, 224}, "x") is "3x224x224".
+template <typename Integer>
+std::string joined_numbers(const std::vector<Integer>& numbers, const std::string& separator) {
   std::string text;
   for (std::size_t i = 0; i < numbers.size(); ++i)
     text += (i == 0 ? "" : separator) + std::to_string(numbers[i]);

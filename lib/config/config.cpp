@@ -25,7 +25,10 @@
 //   tf32             default | on | off: whether fp32 convolutions and matrix products on a GPU may run in
 //                    TF32 (default: LibTorch's, convolutions only)
 //   loss_scale       auto | dynamic | off: training scales its loss dynamically, as PyTorch's GradScaler
-//                    does (auto: fp16 training does, other precisions do not)
+//                    does (auto: fp16 training does, other precisions do not); or a map {type: auto,
+//                    init_scale: 65536, growth_factor: 2, backoff_factor: 0.5, growth_interval: 2000}
+//                    with GradScaler's arguments (its defaults shown); settings beside type: off are
+//                    refused, and where auto leaves the loss unscaled they are ignored
 //   warmup           untimed steps per batch size, >= 0 (5)
 //   steps            timed steps per batch size, >= 1 (20), or auto: timed until the median's 95%
 //                    confidence interval is within ±ci_width of it and min_time has passed, or

@@ -24,6 +24,21 @@ enum class Tf32 { Default, On, Off };
 // the gradients are unscaled and checked, and the optimizer's step is skipped where one overflowed.
 enum class LossScale { Off, Dynamic };
 
+// The dynamic loss scaler's settings, torch.amp.GradScaler's arguments under their names and with its
+// defaults: the first scale; the factor it grows by after growth_interval steps in a row without an
+// overflow; the factor it shrinks by on an overflow.
+struct LossScalerSettings {
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;
+  bool operator==(const LossScalerSettings& o) const {
+    return init_scale == o.init_scale && growth_factor == o.growth_factor &&
+           backoff_factor == o.backoff_factor && growth_interval == o.growth_interval;
+  }
+  bool operator!=(const LossScalerSettings& o) const { return !(*this == o); }
+};
+
 std::string to_string(Phase p);
 std::string to_string(Precision p);
 std::string to_string(OptimizerKind k);
@@ -31,6 +46,9 @@ std::string to_string(BatchOrder o);
 std::string to_string(Transfer t);
 std::string to_string(Tf32 t);
 std::string to_string(LossScale s);
+// "init_scale 1024, growth_interval 100": the settings that depart from GradScaler's defaults; empty where
+// none does.
+std::string loss_scaler_words(const LossScalerSettings& s);
 
 // AdamW's weight decay where none is given, PyTorch's and LibTorch's default.
 inline constexpr double kAdamWWeightDecay = 0.01;
@@ -80,6 +98,7 @@ struct ExperimentConfig {
   Tf32 tf32 = Tf32::Default;
   // Set by the reader: loss_scale auto (the default) is dynamic for fp16 training, off otherwise.
   LossScale loss_scale = LossScale::Off;
+  LossScalerSettings loss_scaler;  // used where loss_scale is dynamic
   int warmup_steps = 5;
   int timed_steps = 20;  // with auto_steps, the fewest (the first block)
   std::optional<AutoSteps> auto_steps;
@@ -117,6 +136,9 @@ struct SweepConfig {
 struct SweepOverrides {
   std::optional<std::string> model, device, batch, phase, precision, optimizer, order, data, transfer, tf32,
       loss_scale, foreach;
+  // The loss scaler's first scale and growth interval (--loss-scale-init, --loss-scale-growth-interval), as
+  // given; they replace the file's loss_scale settings.
+  std::optional<std::string> loss_scale_init, loss_scale_growth_interval;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values

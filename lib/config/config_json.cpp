@@ -1,4 +1,6 @@
 // The config enums as words, and an experiment as a JSON record and back.
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -15,6 +17,25 @@ std::string to_string(BatchOrder o) { return name_of(kOrders, o); }
 std::string to_string(Transfer t) { return name_of(kTransfers, t); }
 std::string to_string(Tf32 t) { return name_of(kTf32Modes, t); }
 std::string to_string(LossScale s) { return name_of(kLossScales, s); }
+
+std::string loss_scaler_words(const LossScalerSettings& s) {
+  const LossScalerSettings gradscaler;
+  std::vector<std::string> words;
+  const auto add = [&](const char* key, double value, double default_value) {
+    if (value == default_value) return;
+    std::ostringstream text;
+    text << std::setprecision(6) << value;  // 1024, 0.25, 1e+06
+    words.push_back(std::string(key) + " " + text.str());
+  };
+  add("init_scale", s.init_scale, gradscaler.init_scale);
+  add("growth_factor", s.growth_factor, gradscaler.growth_factor);
+  add("backoff_factor", s.backoff_factor, gradscaler.backoff_factor);
+  add("growth_interval", static_cast<double>(s.growth_interval),
+      static_cast<double>(gradscaler.growth_interval));
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
 
 namespace {
 
@@ -70,7 +91,14 @@ nlohmann::json to_json(const ExperimentConfig& e) {
   // Likewise only where set: LibTorch's default is what records without it ran with.
   if (e.tf32 != Tf32::Default) j["tf32"] = to_string(e.tf32);
   // Only where the loss is scaled: records without it (and every record before it existed) ran unscaled.
-  if (e.loss_scale != LossScale::Off) j["loss_scale"] = to_string(e.loss_scale);
+  if (e.loss_scale != LossScale::Off) {
+    j["loss_scale"] = to_string(e.loss_scale);
+    const LossScalerSettings& s = e.loss_scaler;
+    j["loss_scaler"] = {{"init_scale", s.init_scale},
+                        {"growth_factor", s.growth_factor},
+                        {"backoff_factor", s.backoff_factor},
+                        {"growth_interval", s.growth_interval}};
+  }
   if (e.auto_steps) {
     j["auto_steps"] = {{"ci_width", e.auto_steps->ci_width},
                        {"min_time_s", e.auto_steps->min_time_s},
@@ -134,6 +162,15 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
     if (j.contains("tf32")) e.tf32 = enum_at(j, "tf32", kTf32Modes);
     if (j.contains("loss_scale")) e.loss_scale = enum_at(j, "loss_scale", kLossScales);
+    // Records written before the scaler's settings could be given ran with GradScaler's defaults.
+    if (j.contains("loss_scaler")) {
+      const nlohmann::json& s = j["loss_scaler"];
+      const LossScalerSettings defaults;
+      e.loss_scaler = {s.value("init_scale", defaults.init_scale),
+                       s.value("growth_factor", defaults.growth_factor),
+                       s.value("backoff_factor", defaults.backoff_factor),
+                       s.value("growth_interval", defaults.growth_interval)};
+    }
     e.seed = j.at("seed").get<uint64_t>();
     e.device = j.at("device").get<std::string>();
     e.profile = j.value("profile", false);

@@ -10,15 +10,16 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "lib/common/limits.h"
 #include "lib/config/batch_spec.h"
 #include "lib/config/config_names.h"
-#include "lib/common/limits.h"
 #include "models/flop_tally.h"
 #include "models/registry.h"
 
@@ -43,6 +44,8 @@ namespace {
 
 const std::vector<std::string> kOptimizerKeys = {"type",  "lr",  "momentum", "weight_decay",
                                                  "betas", "eps", "foreach"};
+const std::vector<std::string> kLossScaleKeys = {"type", "init_scale", "growth_factor", "backoff_factor",
+                                                 "growth_interval"};
 const std::vector<std::string> kBatchKeys = {"from", "to", "step", "factor"};
 
 // A batch entry: the sizes, or a range up to the largest size that fits.
@@ -264,7 +267,6 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.channels_last) put("channels_last", "--channels-last", YAML::Node(*o.channels_last));
   if (o.cudnn_benchmark) put("cudnn_benchmark", "--cudnn-benchmark", YAML::Node(*o.cudnn_benchmark));
   if (o.tf32) put("tf32", "--tf32", YAML::Node(*o.tf32));
-  if (o.loss_scale) put("loss_scale", "--loss-scale", YAML::Node(*o.loss_scale));
   if (o.profile) put("profile", "--profile", YAML::Node(*o.profile));
   if (o.profile_steps) put("profile_steps", "--profile-steps", YAML::Node(*o.profile_steps));
   if (o.repeats) put("repeats", "--repeats", YAML::Node(*o.repeats));
@@ -415,16 +417,74 @@ std::string get_name(const Entry& e) {
 }
 
 // loss_scale: auto (or absent) scales the loss of fp16 training, as PyTorch's GradScaler is used with it.
-void read_loss_scale(const Keys& k, ExperimentConfig& c) {
+// As a map it also gives the scaler's settings, GradScaler's arguments under their names. --loss-scale
+// replaces the map's type and keeps its settings; --loss-scale-init and --loss-scale-growth-interval
+// replace two of them.
+void read_loss_scale(const Keys& k, const SweepOverrides& o, ExperimentConfig& c) {
   const bool train = c.phase == Phase::Train;
+  std::optional<Entry> type;
+  Entries settings;
+  if (k.has("loss_scale")) {
+    const Entry& e = k["loss_scale"];
+    if (e.node.IsMap()) {
+      collect(e.node, e.where.source, kLossScaleKeys, "loss_scale", settings);
+      if (settings.count("type")) type = settings.at("type");
+      settings.erase("type");
+    } else {
+      type = e;
+    }
+  }
+  if (o.loss_scale) type = Entry{YAML::Node(*o.loss_scale), {kCommandLine, 0, "--loss-scale"}};
+  if (o.loss_scale_init) {
+    settings.insert_or_assign("init_scale",
+                              Entry{YAML::Node(*o.loss_scale_init), {kCommandLine, 0, "--loss-scale-init"}});
+  }
+  if (o.loss_scale_growth_interval) {
+    settings.insert_or_assign("growth_interval", Entry{YAML::Node(*o.loss_scale_growth_interval),
+                                                       {kCommandLine, 0, "--loss-scale-growth-interval"}});
+  }
   std::optional<LossScale> chosen;
-  if (k.has("loss_scale")) chosen = get_enum(k["loss_scale"], kLossScaleWords);
+  if (type) chosen = get_enum(*type, kLossScaleWords);
   if (chosen == LossScale::Dynamic && !train) {
-    fail(k["loss_scale"].where, k["loss_scale"].where.label + " applies to phase: train only",
-         "remove it, or use phase: train");
+    fail(type->where, type->where.label + " applies to phase: train only", "remove it, or use phase: train");
   }
   c.loss_scale =
       chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+
+  // A setting given together with an explicit off (in the same map, or both on the command line) asks for
+  // a scaler that will not run. Beside auto, or where the command line turned a file's scaler off, the
+  // settings serve other experiments and are ignored.
+  for (const auto& [key, entry] : settings) {
+    const bool same_place =
+        (entry.where.source == kCommandLine) == (type && type->where.source == kCommandLine);
+    if (chosen == LossScale::Off && same_place) {
+      fail(entry.where,
+           entry.where.label + " applies to dynamic loss scaling, which " + type->where.label +
+               " off turns off",
+           "remove it, or scale the loss with dynamic");
+    }
+  }
+  LossScalerSettings& s = c.loss_scaler;
+  constexpr double kMostScale = std::numeric_limits<float>::max();  // the scale is a float32
+  if (settings.count("init_scale")) {
+    s.init_scale = get_double(settings.at("init_scale"), 0, false, kMostScale,
+                              "give a first scale above 0, such as 65536 (GradScaler's) or 1024");
+  }
+  if (settings.count("growth_factor")) {
+    s.growth_factor = get_double(settings.at("growth_factor"), 1, false, kMostScale,
+                                 "give a growth factor above 1, such as 2");
+  }
+  if (settings.count("backoff_factor")) {
+    s.backoff_factor = get_double(settings.at("backoff_factor"), 0, false, 1,
+                                  "give a backoff factor above 0 and below 1, such as 0.5");
+  }
+  if (settings.count("growth_interval")) {
+    // The scaler counts clean steps in an int32, as GradScaler does.
+    s.growth_interval =
+        get_int(settings.at("growth_interval"), 1, std::numeric_limits<int32_t>::max(),
+                "give a growth interval of 1 to " + std::to_string(std::numeric_limits<int32_t>::max()) +
+                    " steps, such as 2000");
+  }
 }
 
 }  // namespace
@@ -463,7 +523,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("data")) read_data(k, spec, c);
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
   if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
-  read_loss_scale(k, c);
+  read_loss_scale(k, overrides, c);
   if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
                       "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
@@ -491,6 +551,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   c.name = k.has("name") ? get_name(k["name"]) : c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
 
   for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};
+  // --loss-scale is read beside the file's loss_scale map, not in place of it.
+  if (overrides.loss_scale) c.origins["loss_scale"] = {kCommandLine, 0, "--loss-scale"};
   c.origins["experiment"] = {at.source, at.line, "experiment " + c.name};
   return c;
 }

@@ -16,7 +16,6 @@
 #include "lib/device/gpu.h"
 #include "lib/microbatch/gradient_accumulation.h"
 #include "lib/timing/autocast.h"
-#include "lib/timing/loss_scaler.h"
 #include "lib/timing/step_runner.h"
 #include "lib/timing/step_timer.h"
 #include "models/splittable_conv.h"
@@ -181,13 +180,13 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats, Precision precision, bool scaled_loss,
-                                    bool channels_last) {
+                                    int warmup, int repeats, Precision precision,
+                                    std::optional<double> loss_scale, bool channels_last) {
   CostMeasurement out;
   CostTable table{"model", {}};
   // A step's loss scaler multiplies the loss by its scale before backward; its first scale stands in.
   const torch::Tensor scale =
-      torch::full({}, LossScaler::Options{}.init_scale, torch::TensorOptions(device).dtype(torch::kFloat));
+      torch::full({}, loss_scale.value_or(1.0), torch::TensorOptions(device).dtype(torch::kFloat));
   // Batch norm cannot train on one value per channel: micro-batches below that size are never run.
   const int64_t smallest = models::smallest_train_batch(spec, sample_shape, classes);
   for (int64_t m : sizes) {
@@ -208,7 +207,7 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
               AutocastScope autocast(precision, device);
               loss = network.loss(network.forward(x), y);
             }
-            (scaled_loss ? loss * scale : loss).backward();
+            (loss_scale ? loss * scale : loss).backward();
           });
       out.entries.push_back(cost_entry("model", sample_shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
@@ -355,7 +354,10 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
                                             o.repeats, precision, experiment.channels_last)
                       : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes,
                                             device, sizes, o.warmup, o.repeats, precision,
-                                            workload.loss_scaler() != nullptr, experiment.channels_last);
+                                            workload.loss_scaler() != nullptr
+                                                ? std::optional<double>(experiment.loss_scaler.init_scale)
+                                                : std::nullopt,
+                                            experiment.channels_last);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);

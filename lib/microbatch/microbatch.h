@@ -73,12 +73,14 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
 
 // Times one forward + loss + backward of the whole network (no optimizer step) at each size, on
 // synthetic batches of `spec`'s kind: forward and loss under autocast in fp16 or bf16, and the backward
-// of the loss times a loss scale where `scaled_loss`; images laid out NHWC with `channels_last`.
+// of the loss times `loss_scale` where given (the step's scaler's first scale); images laid out NHWC with
+// `channels_last`.
 CostMeasurement measure_model_costs(models::Network& network, const models::ModelSpec& spec,
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats, Precision precision = Precision::FP32,
-                                    bool scaled_loss = false, bool channels_last = false);
+                                    std::optional<double> loss_scale = std::nullopt,
+                                    bool channels_last = false);
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
 // Sets each named convolution's micro-batches to its plan's split; TORCH_CHECKs that every convolution

@@ -7,6 +7,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "lib/common/words.h"
+
 namespace batchscope {
 namespace {
 
@@ -16,9 +18,7 @@ bool nearly_equal(double a, double b) {
 }
 
 std::string join(const std::vector<int64_t>& sizes) {
-  std::string text;
-  for (const int64_t s : sizes) text += (text.empty() ? "" : ", ") + std::to_string(s);
-  return text.empty() ? "none" : text;
+  return sizes.empty() ? "none" : joined_numbers(sizes, ", ");
 }
 
 }  // namespace

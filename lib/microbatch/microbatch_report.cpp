@@ -38,10 +38,16 @@ std::string memory_text(const std::optional<int64_t>& bytes) {
   return bytes ? format_memory_size(*bytes) : "n/a";
 }
 
+// " (init_scale 1024)": the loss scaler's settings where they are not GradScaler's.
+std::string scaler_settings(const ExperimentConfig& e) {
+  const std::string words = loss_scaler_words(e.loss_scaler);
+  return words.empty() ? "" : " (" + words + ")";
+}
+
 // "3x224x224, fp16, loss scaled, channels-last": the sample and how its steps compute.
 std::string workload_text(const ExperimentConfig& e) {
   std::string text = join_sizes(e.input_shape, "x") + ", " + to_string(e.precision);
-  if (e.loss_scale == LossScale::Dynamic) text += ", loss scaled";
+  if (e.loss_scale == LossScale::Dynamic) text += ", loss scaled" + scaler_settings(e);
   if (e.channels_last) text += ", channels-last";
   return text;
 }
@@ -149,7 +155,7 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
       "Train steps: " + to_string(e.optimizer.kind) +
       (e.optimizer.foreach.value_or(false) ? " with the multi-tensor (foreach) step" : "") + ", " +
       to_string(e.precision) + (e.precision == Precision::FP32 ? "" : " under autocast (the costs too)") +
-      (e.loss_scale == LossScale::Dynamic ? ", loss scaled dynamically" : "") +
+      (e.loss_scale == LossScale::Dynamic ? ", loss scaled dynamically" + scaler_settings(e) : "") +
       (e.channels_last ? ", channels-last (images and convolution weights laid out NHWC, the costs too)"
                        : "") +
       ". Gradient differences are computed in fp32 with dropout off, so that only the split moves them.\n\n";

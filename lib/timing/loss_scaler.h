@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/config/config.h"
+
 namespace batchscope {
 
-// Dynamic loss scaling, as fp16 training steps run it in PyTorch (torch.amp.GradScaler with its
-// defaults): the loss is multiplied by the scale before backward; the gradients are divided by it and
-// checked for inf/NaN; the optimizer's step is skipped where one is found, and the scale halves;
-// after growth_interval clean steps it doubles. Reading whether a step overflowed waits for the device,
+// Dynamic loss scaling, as fp16 training steps run it in PyTorch (torch.amp.GradScaler, with its
+// defaults unless the experiment gives others): the loss is multiplied by the scale before backward; the
+// gradients are divided by it and checked for inf/NaN; the optimizer's step is skipped where one is found,
+// and the scale shrinks by the backoff factor; after growth_interval clean steps it grows by the growth
+// factor. Reading whether a step overflowed waits for the device,
 // once a step, as GradScaler.step does: that wait is part of what an fp16 step costs.
 //
 // On a GPU the unscale-and-check and the update are LibTorch's fused operations, the kernels PyTorch
@@ -18,12 +21,7 @@ namespace batchscope {
 // composed of ordinary operations.
 class LossScaler {
  public:
-  struct Options {
-    double init_scale = 65536.0;
-    double growth_factor = 2.0;
-    double backoff_factor = 0.5;
-    int64_t growth_interval = 2000;
-  };
+  using Options = LossScalerSettings;
   explicit LossScaler(const torch::Device& device, Options options);
   explicit LossScaler(const torch::Device& device) : LossScaler(device, Options{}) {}
 

@@ -49,7 +49,8 @@ Workload::Workload(const ExperimentConfig& experiment, const torch::Device& devi
     model_->train();
     parameters_ = model_->parameters();
     optimizer_ = make_optimizer(experiment.optimizer, parameters_);
-    if (experiment.loss_scale == LossScale::Dynamic) scaler_ = std::make_unique<LossScaler>(device_);
+    if (experiment.loss_scale == LossScale::Dynamic)
+      scaler_ = std::make_unique<LossScaler>(device_, experiment.loss_scaler);
   } else {
     model_->eval();
   }

@@ -8,6 +8,7 @@
 #include "lib/analysis/report/plots.h"
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
+#include "lib/common/words.h"
 #include "lib/training/training_parts.h"
 
 namespace fs = std::filesystem;
@@ -303,8 +304,7 @@ std::string format_batch_study(const BatchStudy& study) {
   text += "\n";
   if (study.stopped) {
     const BatchStudyRow& last = study.rows.back();
-    std::string left;
-    for (const int64_t b : study.not_started) left += (left.empty() ? "" : ", ") + std::to_string(b);
+    const std::string left = joined_numbers(study.not_started, ", ");
     text += "Stopped";
     if (last.outcome.stopped) {
       text += " in batch " + std::to_string(last.batch_size) + "'s run after epoch " +

@@ -16,6 +16,7 @@ for wanted in "--steps arg timed steps per batch size, or auto[^-]*\(default: 20
               "--min-time arg [^-]*\(default: 0\)" "--max-time arg [^-]*\(default: 10\)" "--warmup arg untimed warm-up steps per batch size \(default: 5\)" \
               "--phase arg [^-]*\(default: train\)" "--precision arg [^-]*\(default: fp32\)" "--lr arg [^-]*\(default: 0.01\)" \
               "--optimizer arg [^-]*\(default: sgd\)" "--device arg [^-]*\(default: auto\)" "--repeats arg [^-]*\(default: 1\)" \
+              "--loss-scale-init arg [^-]*\(default: 65536\)" "--loss-scale-growth-interval arg [^-]*\(default: 2000\)" \
               "--config arg" "--experiment NAME" "--json"; do
   grep -Eq -- "$wanted" "$work/sweep_flat.txt" && ok "sweep --help: $wanted" || fail "sweep --help lacks $wanted"
 done

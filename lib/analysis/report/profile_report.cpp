@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lib/analysis/report/report_markdown.h"
+#include "lib/common/words.h"
 
 namespace batchscope {
 namespace {
@@ -384,9 +385,7 @@ void write_prediction(std::ostream& out, const GroupAnalysis& g) {
   }
   const Prediction& p = *g.prediction;
   const auto list = [](const std::vector<int64_t>& sizes) {
-    std::string text;
-    for (int64_t b : sizes) text += (text.empty() ? "" : ", ") + std::to_string(b);
-    return text.empty() ? std::string("none") : text;
+    return sizes.empty() ? std::string("none") : joined_numbers(sizes, ", ");
   };
   out << "**Predicted jumps** (GEMM tiles and waves on " << p.sms << " SMs, tiles from " << p.tiles_from << "):";
   if (p.jumps.empty()) out << " none in the measured range.";
@@ -410,9 +409,7 @@ void write_transfer_verdicts(std::ostream& out, const Analysis& analysis) {
   out << "## Do the jumps come from the copy to the device?\n\n";
   for (const TransferVerdict& v : analysis.transfer_verdicts) {
     const auto list = [](const std::vector<int64_t>& sizes) {
-      std::string text;
-      for (int64_t b : sizes) text += (text.empty() ? "" : ", ") + std::to_string(b);
-      return text.empty() ? std::string("none") : text;
+      return sizes.empty() ? std::string("none") : joined_numbers(sizes, ", ");
     };
     out << "- `" << v.included_group << "` (copy timed) against `" << v.excluded_group
         << "` (data on the device): jumps before " << list(v.with_copy) << " with the copy, before "

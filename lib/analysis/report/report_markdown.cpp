@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "lib/analysis/grouping.h"
 #include "lib/analysis/report/cost_report.h"
 #include "lib/analysis/report/energy_report.h"
 #include "lib/analysis/report/profile_report.h"
@@ -116,9 +117,7 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
     out << "**Jumps:** not tested. Finding one needs at least three batch sizes with enough timed steps, and "
         << usable << " of " << g.points.size() << " have them";
     if (!g.flagged.empty()) {
-      std::string sizes;
-      for (int64_t b : g.flagged) sizes += (sizes.empty() ? "" : ", ") + std::to_string(b);
-      out << " (too few timed steps: " << sizes
+      out << " (too few timed steps: " << joined_numbers(g.flagged, ", ")
           << "; sweep with more `--steps`, or lower `analyze --min-samples`)";
     } else {
       out << " (sweep more batch sizes)";
@@ -296,7 +295,10 @@ std::string departed_settings(const nlohmann::ordered_json& id) {
     settings.push_back("cuDNN's workspace capped at " + text_at("cudnn_workspace_cap") +
                        " (CUDNN_CONV_WSCAP_DBG)");
   if (text_at("transfer") == "included") settings.push_back("the host-to-device copy timed in each step");
-  if (!text_at("loss_scale").empty()) settings.push_back("loss scaling " + text_at("loss_scale"));
+  if (!text_at("loss_scale").empty()) {
+    const std::string scaler = id.contains("loss_scaler") ? loss_scaler_words(id["loss_scaler"]) : "";
+    settings.push_back("loss scaling " + text_at("loss_scale") + (scaler.empty() ? "" : " (" + scaler + ")"));
+  }
   if (id.contains("chunk") && id["chunk"].is_number_integer() && id["chunk"].get<int64_t>() > 0) {
     const std::string chunk = std::to_string(id["chunk"].get<int64_t>());
     settings.push_back(text_at("phase") == "train"
@@ -423,7 +425,10 @@ std::string mib(const std::optional<int64_t>& bytes) {
 // anything there, so only a text loss scale and an optimizer's text type make words).
 std::string train_step_words(const Json& c) {
   std::string out;
-  if (text(c, "loss_scale") == "dynamic") out += ", loss scaled";
+  if (text(c, "loss_scale") == "dynamic") {
+    const std::string scaler = c.contains("loss_scaler") ? loss_scaler_words(c["loss_scaler"]) : "";
+    out += ", loss scaled" + (scaler.empty() ? "" : " (" + scaler + ")");
+  }
   const Json optimizer = c.is_object() && c.contains("optimizer") ? c["optimizer"] : Json();
   if (optimizer.is_object() && optimizer.contains("type") && optimizer["type"].is_string()) {
     out += ", " + optimizer["type"].get<std::string>();
