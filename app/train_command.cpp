@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <limits>
 
 #include "app/command_line.h"
 #include "app/commands.h"
@@ -39,6 +40,30 @@ int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& na
   return whole_option(result, name, 1, 100000000);
 }
 
+// --precision and the loss scaler's options. A scaler setting given where no loss is scaled is refused: on
+// one command line it asks for a scaler that will not run.
+void read_precision_options(const cxxopts::ParseResult& result, TrainingOptions& o) {
+  const std::string precision = result["precision"].as<std::string>();
+  const auto chosen = value_of(kPrecisions, precision);
+  if (!chosen) refuse("--precision " + printable(precision) + " is not known", "use fp32, fp16 or bf16");
+  o.precision = *chosen;
+  const std::string scale = result["loss-scale"].as<std::string>();
+  const auto scaling = value_of(kLossScaleWords, scale);
+  if (!scaling) refuse("--loss-scale " + printable(scale) + " is not known", "use auto, dynamic or off");
+  o.loss_scale = scaling->value_or(o.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+  for (const char* setting : {"loss-scale-init", "loss-scale-growth-interval"}) {
+    if (result.count(setting) && o.loss_scale == LossScale::Off) {
+      refuse(std::string("--") + setting + " applies to dynamic loss scaling, which is off for " +
+                 to_string(o.precision) + " training" + (*scaling ? " with --loss-scale off" : ""),
+             "add --loss-scale dynamic, or remove it");
+    }
+  }
+  o.loss_scaler.init_scale = real_option(result, "loss-scale-init", 0, std::numeric_limits<float>::max(),
+                                         /*least_excluded=*/true);
+  o.loss_scaler.growth_interval =
+      whole_option(result, "loss-scale-growth-interval", 1, std::numeric_limits<int32_t>::max());
+}
+
 std::pair<std::string, std::string> device_pair(const std::string& text) {
   const auto comma = text.find(',');
   const std::string first = text.substr(0, comma);
@@ -59,10 +84,17 @@ std::string epoch_table_header() {
 
 std::string epoch_table_row(const EpochResult& r) {
   char line[160];
-  std::snprintf(line, sizeof line, "%5d  %10.4f  %8.2f%%  %10.4f  %8.2f%%  %9.1f  %10.0f\n", r.epoch,
+  std::snprintf(line, sizeof line, "%5d  %10.4f  %8.2f%%  %10.4f  %8.2f%%  %9.1f  %10.0f", r.epoch,
                 r.train_loss, 100 * r.train_accuracy, r.test.loss, 100 * r.test.accuracy, r.epoch_seconds,
                 r.samples_per_s);
-  return line;
+  std::string row = line;
+  // With loss scaling: the scale at the epoch's end and the steps it skipped.
+  if (r.skipped_steps) {
+    std::snprintf(line, sizeof line, "  loss scale %g, %lld skipped", r.loss_scale.value_or(0),
+                  static_cast<long long>(*r.skipped_steps));
+    row += line;
+  }
+  return row + "\n";
 }
 
 }  // namespace
@@ -84,6 +116,10 @@ int run_train_command(const std::vector<std::string>& args) {
       ("lr-batch", "the batch size --lr is given for (default: the smallest --batch)", cxxopts::value<std::string>())
       ("target-accuracy", "stop at the first epoch whose test accuracy reaches this percentage, e.g. 98%; --epochs is then the most", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
+      ("precision", "fp32, fp16 (a GPU only) or bf16: the forward pass and loss of each step, and the evaluation, under autocast", cxxopts::value<std::string>()->default_value("fp32"))
+      ("loss-scale", "auto, dynamic or off: dynamic loss scaling, as PyTorch's GradScaler; auto is dynamic for fp16, off otherwise", cxxopts::value<std::string>()->default_value("auto"))
+      ("loss-scale-init", "dynamic loss scaling: the first scale (GradScaler's init_scale)", cxxopts::value<std::string>()->default_value(std::to_string(static_cast<long long>(LossScalerSettings{}.init_scale))))
+      ("loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", cxxopts::value<std::string>()->default_value(std::to_string(LossScalerSettings{}.growth_interval)))
       ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -124,6 +160,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
   if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;
   o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
+  read_precision_options(result, o);
   o.seed = seed_option(result, "seed");
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");

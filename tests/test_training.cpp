@@ -397,6 +397,19 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
   EXPECT_TRUE(testing_support::refuses_with(
       [&] { evaluate_checkpoint(eval); },
       {"checkpoint.json", "has a tf32 that is neither \"off\" nor \"default\""}));
+
+  // Weights trained in fp16 are evaluated under fp16 autocast, which a CPU lacks.
+  std::ofstream(bad / "checkpoint.json")
+      << "{\"model\": \"mnist_cnn\", \"data\": {\"directory\": \"x\"}, \"precision\": \"fp8\"}";
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                    {"checkpoint.json", "has a precision that is not fp32, fp16 or bf16"}));
+  std::ifstream in(good / "checkpoint.json");
+  Json fp16 = Json::parse(in);
+  fp16["precision"] = "fp16";
+  std::ofstream(bad / "checkpoint.json") << fp16.dump();
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                            {"checkpoint.json", "trained in fp16", "--device cuda"}));
 }
 
 TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
@@ -475,6 +488,68 @@ TEST_F(Training, AStoppedRunGoesOnAfterItsLastEpochWithTheNumbersOfOneThatNeverS
   eval.checkpoint = o.out_dir;
   eval.device = "cpu";
   EXPECT_EQ(evaluate_checkpoint(eval).test.loss, trained().epochs[1].test.loss);
+}
+
+// bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
+// clean steps: the run records its precision and scaler, each epoch its skipped steps and scale; a stopped
+// run goes on with the scaler's scale and count, as one that never stopped; eval evaluates the weights in
+// bf16 as the epochs did.
+TEST_F(Training, MixedPrecisionTrainsUnderAutocastWithItsLossScalerAndGoesOnWithIt) {
+  const auto mixed = [](const std::string& out) {
+    TrainingOptions o = options(out);
+    // 2 steps an epoch, and few test images: a CPU without bf16 instructions emulates it, slowly.
+    o.limit_train = 64;
+    o.limit_test = 64;
+    o.precision = Precision::BF16;
+    o.loss_scale = LossScale::Dynamic;
+    o.loss_scaler = {/*init_scale=*/1024.0, /*growth_factor=*/2.0, /*backoff_factor=*/0.5,
+                     /*growth_interval=*/3};
+    return o;
+  };
+  const TrainingOutcome whole = train_model(mixed("bf16"));
+  ASSERT_EQ(whole.epochs.size(), 2u);
+  // 2 clean steps an epoch: the scale grows at the third, in the second epoch; a run that went on without
+  // the scaler's count of clean steps would not have grown it.
+  EXPECT_EQ(whole.epochs[0].skipped_steps, std::optional<int64_t>(0));
+  EXPECT_EQ(whole.epochs[0].loss_scale, std::optional<double>(1024.0));
+  EXPECT_EQ(whole.epochs[1].loss_scale, std::optional<double>(2048.0));
+  const std::vector<Json> records = read_jsonl(whole.jsonl_path).records;
+  const Json& config = records.at(0).at("config");
+  EXPECT_EQ(config.at("precision"), "bf16");
+  EXPECT_EQ(config.at("loss_scale"), "dynamic");
+  EXPECT_EQ(config.at("loss_scaler").at("init_scale"), 1024.0);
+  EXPECT_EQ(config.at("loss_scaler").at("growth_interval"), 3);
+  EXPECT_EQ(records.at(2).at("skipped_steps"), 0);
+  EXPECT_EQ(records.at(2).at("loss_scale"), 2048.0);
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records.at(1).contains("skipped_steps")) << "fp32, unscaled";
+  std::ifstream info_file(fs::path(whole.jsonl_path).parent_path() / "checkpoint.json");
+  EXPECT_EQ(Json::parse(info_file).at("precision"), "bf16");
+
+  // Autocast ran: the same steps in fp32 give other losses.
+  TrainingOptions fp32 = mixed("bf16_as_fp32");
+  fp32.precision = Precision::FP32;
+  fp32.epochs = 1;
+  EXPECT_NE(train_model(fp32).epochs[0].train_loss, whole.epochs[0].train_loss);
+
+  TrainingOptions stopped = mixed("bf16_stopped");
+  stopped.stop_requested = [] { return true; };
+  ASSERT_EQ(train_model(stopped).epochs.size(), 1u);
+  stopped.stop_requested = nullptr;
+  const TrainingOutcome resumed = train_model(stopped);
+  EXPECT_EQ(resumed.resumed_from_epoch, 1);
+  expect_same_epochs(resumed.epochs, whole.epochs);
+  EXPECT_EQ(resumed.epochs[1].loss_scale, std::optional<double>(2048.0)) << "the scaler's count went on";
+
+  EvalOptions eval;
+  eval.checkpoint = fs::path(whole.jsonl_path).parent_path().string();
+  eval.device = "cpu";
+  EXPECT_EQ(evaluate_checkpoint(eval).test.loss, whole.epochs[1].test.loss);
+
+  TrainingOptions fp16 = options("fp16");
+  fp16.precision = Precision::FP16;
+  fp16.loss_scale = LossScale::Dynamic;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(fp16); }, {"--precision fp16 trains under autocast on a GPU only", "bf16"}));
 }
 
 TEST_F(Training, MoreEpochsGoOnAfterACompleteRunWithTheNumbersOfOneGivenThemFromTheStart) {

@@ -49,6 +49,8 @@ std::string to_string(LossScale s);
 // "init_scale 1024, growth_interval 100": the settings that depart from GradScaler's defaults; empty where
 // none does.
 std::string loss_scaler_words(const LossScalerSettings& s);
+// {"init_scale": 65536, ...}: the settings as a record keeps them.
+nlohmann::json loss_scaler_json(const LossScalerSettings& s);
 
 // AdamW's weight decay where none is given, PyTorch's and LibTorch's default.
 inline constexpr double kAdamWWeightDecay = 0.01;

@@ -37,6 +37,13 @@ std::string loss_scaler_words(const LossScalerSettings& s) {
   return out;
 }
 
+nlohmann::json loss_scaler_json(const LossScalerSettings& s) {
+  return {{"init_scale", s.init_scale},
+          {"growth_factor", s.growth_factor},
+          {"backoff_factor", s.backoff_factor},
+          {"growth_interval", s.growth_interval}};
+}
+
 namespace {
 
 // Only the settings the optimizer uses: plain SGD has no momentum, and only Adam and AdamW have betas and
@@ -93,11 +100,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
   // Only where the loss is scaled: records without it (and every record before it existed) ran unscaled.
   if (e.loss_scale != LossScale::Off) {
     j["loss_scale"] = to_string(e.loss_scale);
-    const LossScalerSettings& s = e.loss_scaler;
-    j["loss_scaler"] = {{"init_scale", s.init_scale},
-                        {"growth_factor", s.growth_factor},
-                        {"backoff_factor", s.backoff_factor},
-                        {"growth_interval", s.growth_interval}};
+    j["loss_scaler"] = loss_scaler_json(e.loss_scaler);
   }
   if (e.auto_steps) {
     j["auto_steps"] = {{"ci_width", e.auto_steps->ci_width},

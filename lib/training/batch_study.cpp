@@ -104,6 +104,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"data", options.training.data},
           {"optimizer", to_string(options.training.optimizer.kind)},
           {"lr", options.training.optimizer.lr},
+          {"precision", to_string(study.precision)},
+          {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
           {"lr_scaling", to_string(study.lr_scaling)},
           {"most_epochs", options.training.epochs},
@@ -155,6 +157,8 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   BatchStudy study;
   study.target_accuracy = options.training.target_accuracy;
   study.lr_scaling = options.lr_scaling;
+  study.precision = options.training.precision;
+  study.loss_scale = options.training.loss_scale;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
                               : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
@@ -281,8 +285,14 @@ std::string format_batch_study(const BatchStudy& study) {
   }
   if (study.stopped) text += ", so far";
   text += " (learning rate scaled " + std::string(to_string(study.lr_scaling)) + " from batch " +
-          std::to_string(study.reference_batch) +
-          "; seconds are the training epochs', evaluation excluded)\n\n";
+          std::to_string(study.reference_batch);
+  if (study.precision != Precision::FP32) {
+    text += "; " + to_string(study.precision) + " under autocast" +
+            (study.loss_scale == LossScale::Dynamic ? ", loss scaled" : "");
+  } else if (study.loss_scale == LossScale::Dynamic) {
+    text += "; loss scaled";
+  }
+  text += "; seconds are the training epochs', evaluation excluded)\n\n";
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |\n"
                  : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |\n";

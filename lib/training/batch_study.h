@@ -53,6 +53,8 @@ struct BatchStudy {
   std::optional<double> target_accuracy;
   int64_t reference_batch = 0;
   LrScaling lr_scaling = LrScaling::None;
+  Precision precision = Precision::FP32;  // the runs' (train --precision), and whether their loss was scaled
+  LossScale loss_scale = LossScale::Off;
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what

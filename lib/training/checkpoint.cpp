@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/common/errors.h"
+#include "lib/config/config_names.h"
 #include "lib/training/training_parts.h"
 #include "models/registry.h"
 
@@ -81,6 +82,11 @@ std::string write_resume_state(const std::string& dir, int epoch, const TrainerS
   if (state.device.is_cuda())
     archive.write("device_generator", generator_state(default_generator(state.device)));
   if (state.masks) archive.write("mask_generator", generator_state(*state.masks));
+  if (state.scaler != nullptr) {
+    const LossScaler::State scaler = state.scaler->save();
+    archive.write("loss_scale", scaler.scale.cpu());
+    archive.write("loss_scale_growth_tracker", scaler.growth_tracker.cpu());
+  }
   const fs::path path = fs::path(dir) / resume_state_name(epoch);
   const fs::path partial = path.string() + ".partial";
   archive.save_to(partial.string());
@@ -98,10 +104,16 @@ void read_resume_state(const std::string& path, const TrainerState& state) {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
     torch::Tensor packed, cpu, device, masks;
+    LossScaler::State scaler;
     archive.read("optimizer", packed);
     archive.read("cpu_generator", cpu);
     if (state.device.is_cuda()) archive.read("device_generator", device);
     if (state.masks) archive.read("mask_generator", masks);
+    if (state.scaler != nullptr) {
+      archive.read("loss_scale", scaler.scale);
+      archive.read("loss_scale_growth_tracker", scaler.growth_tracker);
+      if (scaler.scale.numel() != 1 || scaler.growth_tracker.numel() != 1) refuse("holds no loss scale");
+    }
     if (packed.scalar_type() != torch::kUInt8 || packed.dim() != 1) refuse("holds no optimizer state");
     const std::string text(static_cast<const char*>(packed.data_ptr()),
                            static_cast<std::size_t>(packed.numel()));
@@ -112,6 +124,7 @@ void read_resume_state(const std::string& path, const TrainerState& state) {
     set_generator_state(default_generator(torch::kCPU), cpu);
     if (state.device.is_cuda()) set_generator_state(default_generator(state.device), device);
     if (state.masks) set_generator_state(*state.masks, masks);
+    if (state.scaler != nullptr) state.scaler->restore(scaler);
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& bad) {
@@ -190,6 +203,13 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     if (!t.is_string() || (t != "off" && t != "default"))
       refuse("has a tf32 that is neither \"off\" nor \"default\"");
     info.tf32_off = t == "off";
+  }
+  // Written only where the weights were trained under autocast.
+  if (json.contains("precision")) {
+    const Json& p = json["precision"];
+    const auto precision = p.is_string() ? value_of(kPrecisions, p.get<std::string>()) : std::nullopt;
+    if (!precision) refuse("has a precision that is not fp32, fp16 or bf16");
+    info.precision = *precision;
   }
   info.weights = kLatestWeights;
   if (json.contains("weights")) {

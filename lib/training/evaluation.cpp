@@ -2,6 +2,7 @@
 
 #include "data/batch_loader.h"
 #include "lib/common/errors.h"
+#include "lib/timing/autocast.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
 
@@ -15,7 +16,7 @@ namespace training_parts {
 // Per-sample losses are summed in double on the device and read once, so the result does not depend on
 // how many batches there were, only on the logits.
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
-                    const torch::Device& device) {
+                    const torch::Device& device, Precision precision) {
   torch::NoGradGuard no_grad;
   model.eval();
   data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
@@ -25,7 +26,11 @@ Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t b
   torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
   data::Batch batch;
   while (loader.next(batch)) {
-    const torch::Tensor logits = model.forward(batch.images);
+    torch::Tensor logits;
+    {
+      const AutocastScope autocast(precision, device);
+      logits = model.forward(batch.images);
+    }
     namespace F = torch::nn::functional;
     loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
                     .to(torch::kDouble)
@@ -77,6 +82,11 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   }
   const std::string device_name = resolve_training_device(options.device);
   const torch::Device device(device_name);
+  if (info.precision == Precision::FP16 && !device.is_cuda()) {
+    throw UserError(located(info_path.string(), 0,
+                            "describes weights trained in fp16, whose autocast runs on a GPU only",
+                            "give --device cuda to evaluate them as they were trained"));
+  }
   // The algorithms and precision of training, so that its numbers come back.
   const DeterminismScope determinism(device, info.tf32_off);
   std::shared_ptr<models::Network> model = build_network(info.model);
@@ -89,7 +99,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   result.model = info.model;
   result.data = data.location.name;
   result.device = device_name;
-  result.test = evaluate(*model, data.splits.test, options.batch_size, device);
+  result.test = evaluate(*model, data.splits.test, options.batch_size, device, info.precision);
   return result;
 }
 

@@ -15,8 +15,11 @@
 #include "data/batch_loader.h"
 #include "data/datasets.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/device/environment.h"
 #include "lib/device/gpu.h"
+#include "lib/timing/autocast.h"
+#include "lib/timing/loss_scaler.h"
 #include "lib/timing/optimizer.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
@@ -113,6 +116,9 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   e.test.samples = whole("test_samples");
   e.epoch_seconds = number("epoch_seconds");
   e.samples_per_s = number("samples_per_s");
+  // Written only where the loss was scaled.
+  if (r.contains("skipped_steps")) e.skipped_steps = whole("skipped_steps");
+  if (r.contains("loss_scale")) e.loss_scale = number("loss_scale");
   // The weights a run goes on from are the epoch's own file, the one train_on wrote, never another.
   const std::string name = "checkpoint_epoch" + std::to_string(e.epoch) + ".pt";
   if (!r.contains("checkpoint") || r["checkpoint"] != name)
@@ -252,17 +258,20 @@ void check_options(const TrainingOptions& o) {
 }
 
 Json epoch_record(const EpochResult& r) {
-  return {{"type", record::kEpoch},
-          {"epoch", r.epoch},
-          {"train_loss", r.train_loss},
-          {"train_accuracy", r.train_accuracy},
-          {"test_loss", r.test.loss},
-          {"test_accuracy", r.test.accuracy},
-          {"test_correct", r.test.correct},
-          {"test_samples", r.test.samples},
-          {"epoch_seconds", r.epoch_seconds},
-          {"samples_per_s", r.samples_per_s},
-          {"checkpoint", fs::path(r.checkpoint).filename().string()}};
+  Json j = {{"type", record::kEpoch},
+            {"epoch", r.epoch},
+            {"train_loss", r.train_loss},
+            {"train_accuracy", r.train_accuracy},
+            {"test_loss", r.test.loss},
+            {"test_accuracy", r.test.accuracy},
+            {"test_correct", r.test.correct},
+            {"test_samples", r.test.samples},
+            {"epoch_seconds", r.epoch_seconds},
+            {"samples_per_s", r.samples_per_s},
+            {"checkpoint", fs::path(r.checkpoint).filename().string()}};
+  if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
+  if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
+  return j;
 }
 
 struct EpochTotals {
@@ -271,10 +280,12 @@ struct EpochTotals {
   int64_t correct = 0;
 };
 
-// One pass over the shuffled training split. The loss and hits are summed on the device and read at the
-// end, so that no step waits for the host.
+// One pass over the shuffled training split, the forward pass and loss under autocast in fp16 or bf16. The
+// loss and hits are summed on the device and read at the end, so that no step waits for the host; a loss
+// scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
-                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader, int64_t epoch) {
+                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader, int64_t epoch,
+                        Precision precision, LossScaler* scaler) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -286,10 +297,19 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   data::Batch batch;
   while (loader.next(batch)) {
     for (auto& p : parameters) p.mutable_grad().reset();
-    const torch::Tensor logits = model.forward(batch.images);
-    const torch::Tensor loss = torch::nn::functional::cross_entropy(logits, batch.labels);
-    loss.backward();
-    optimizer.step();
+    torch::Tensor logits, loss;
+    {
+      const AutocastScope autocast(precision, device);
+      logits = model.forward(batch.images);
+      loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+    }
+    if (scaler != nullptr) {
+      scaler->scale(loss).backward();
+      scaler->step(optimizer, parameters);
+    } else {
+      loss.backward();
+      optimizer.step();
+    }
     loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(batch.labels.size(0));
     correct += logits.detach().argmax(1).eq(batch.labels).sum();
   }
@@ -305,13 +325,16 @@ Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
                           {"directory", fs::absolute(data.location.directory).string()},
                           {"train_samples", data.splits.train.size()},
                           {"test_samples", data.splits.test.size()}};
-  return {{"model", o.model},
-          {"input", kInput},
-          {"classes", kClasses},
-          {"data", data_json},
-          {"eval_batch_size", o.eval_batch_size},
-          {"limit_test", o.limit_test},
-          {"tf32", o.device_independent ? "off" : "default"}};
+  Json info = {{"model", o.model},
+               {"input", kInput},
+               {"classes", kClasses},
+               {"data", data_json},
+               {"eval_batch_size", o.eval_batch_size},
+               {"limit_test", o.limit_test},
+               {"tf32", o.device_independent ? "off" : "default"}};
+  // Only where it is not fp32, so that checkpoints trained before it was written read as they were.
+  if (o.precision != Precision::FP32) info["precision"] = to_string(o.precision);
+  return info;
 }
 
 // The run record's configuration: what rebuilds the model, then how it was trained.
@@ -321,7 +344,12 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["epochs"] = o.epochs;
   config["batch_size"] = o.batch_size;
   config["optimizer"] = optimizer_json(o.optimizer);
-  config["precision"] = "fp32";
+  config["precision"] = to_string(o.precision);
+  // Only where the loss is scaled, as a sweep's record has it.
+  if (o.loss_scale == LossScale::Dynamic) {
+    config["loss_scale"] = to_string(o.loss_scale);
+    config["loss_scaler"] = loss_scaler_json(o.loss_scaler);
+  }
   config["seed"] = o.seed;
   if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
   config["device"] = device_name;
@@ -423,6 +451,11 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   }
   const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
   const torch::Device device(device_name);
+  if (o.precision == Precision::FP16 && !device.is_cuda()) {
+    throw UserError(located("command line", 0,
+                            "--precision fp16 trains under autocast on a GPU only, not on " + device_name,
+                            "give --device cuda, or --precision bf16"));
+  }
   const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent, o.deterministic);
   TrainingOutcome outcome;
   outcome.device = device_name;
@@ -452,7 +485,9 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   if (done > 0) load_weights(*model, earlier.epochs.back().checkpoint, o.model, device);
   std::vector<torch::Tensor> parameters = model->parameters();
   const std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
-  const TrainerState state{optimizer.get(), device, start.masks};
+  const std::unique_ptr<LossScaler> scaler =
+      o.loss_scale == LossScale::Dynamic ? std::make_unique<LossScaler>(device, o.loss_scaler) : nullptr;
+  const TrainerState state{optimizer.get(), device, start.masks, scaler.get()};
   Json info = rebuild;
   if (done > 0) {
     read_resume_state((fs::path(o.out_dir) / resume_state_name(done)).string(), state);
@@ -486,16 +521,22 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     if (o.on_epoch) {
       o.on_epoch(r);
     } else {
-      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s",
+      const std::string scaling = r.skipped_steps
+                                      ? fmt::format("; loss scale {:g}, {} skipped", r.loss_scale.value_or(0),
+                                                    counted(*r.skipped_steps, "step"))
+                                      : "";
+      spdlog::info("epoch {}/{}: loss {:.4f}, test accuracy {:.2f}% ({}/{}), {:.1f} s, {:.0f} samples/s{}",
                    r.epoch, o.epochs, r.train_loss, 100 * r.test.accuracy, r.test.correct, r.test.samples,
-                   r.epoch_seconds, r.samples_per_s);
+                   r.epoch_seconds, r.samples_per_s, scaling);
     }
     outcome.epochs.push_back(r);
     outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
   };
   for (const EpochResult& r : earlier.epochs) finished(r);
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch; ++epoch) {
-    const EpochTotals totals = train_epoch(*model, parameters, *optimizer, loader, epoch);
+    const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
+    const EpochTotals totals =
+        train_epoch(*model, parameters, *optimizer, loader, epoch, o.precision, scaler.get());
     EpochResult r;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
@@ -503,7 +544,11 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     r.train_accuracy = static_cast<double>(totals.correct) / samples;
     r.epoch_seconds = totals.seconds;
     r.samples_per_s = samples / totals.seconds;
-    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device);
+    if (scaler) {
+      r.skipped_steps = scaler->skipped_steps() - skipped_before;
+      r.loss_scale = scaler->current_scale();
+    }
+    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision);
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     // Written before the epoch's record: a run stopped after that record goes on from this epoch.
     write_resume_state(o.out_dir, epoch, state);

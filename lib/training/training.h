@@ -12,7 +12,7 @@
 namespace batchscope {
 
 // One training run of `batchscope train`: a model of the zoo trained on MNIST-like data (1x28x28, 10
-// classes) in fp32, evaluated on the test split after every epoch.
+// classes) in fp32, or in mixed precision (autocast), evaluated on the test split after every epoch.
 struct EpochResult;
 
 struct TrainingOptions {
@@ -25,6 +25,13 @@ struct TrainingOptions {
   int64_t eval_batch_size = 1000;
   std::string device = "auto";  // cpu, cuda, cuda:N or auto (the first GPU, else the CPU)
   OptimizerConfig optimizer{OptimizerKind::Momentum};
+  // fp16 or bf16: each step's forward pass and loss run under autocast, as torch.autocast runs them, and
+  // so does the evaluation; fp16 runs on a GPU only.
+  Precision precision = Precision::FP32;
+  // Dynamic loss scaling (PyTorch's GradScaler) with these settings; the command makes it dynamic for
+  // fp16 unless told otherwise, as a sweep does.
+  LossScale loss_scale = LossScale::Off;
+  LossScalerSettings loss_scaler;
   uint64_t seed = 0;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
@@ -66,6 +73,10 @@ struct EpochResult {
   double epoch_seconds = 0;  // the training part only, device synchronised; evaluation excluded
   double samples_per_s = 0;
   std::string checkpoint;  // the weights written after this epoch
+  // With loss scaling: the epoch's steps whose optimizer step the scaler skipped (a gradient overflowed),
+  // and the scale at the epoch's end.
+  std::optional<int64_t> skipped_steps;
+  std::optional<double> loss_scale;
 };
 
 struct TrainingOutcome {
@@ -117,6 +128,7 @@ struct CheckpointInfo {
   int64_t limit_test = 0;
   std::string weights;  // a file name in the checkpoint's directory
   bool tf32_off = false;  // trained with fp32 kept in fp32 on a GPU, so evaluated so too
+  Precision precision = Precision::FP32;  // trained under autocast in fp16 or bf16, so evaluated so too
 };
 
 // Reads and checks checkpoint.json as strictly as a configuration: every field's type and range, a

@@ -10,6 +10,7 @@
 
 #include "data/datasets.h"
 #include "lib/records/records.h"
+#include "lib/timing/loss_scaler.h"
 #include "lib/training/training.h"
 #include "models/network.h"
 #include "models/registry.h"
@@ -63,9 +64,10 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
 // this device and data, naming the first difference (a study checks every run before it trains one).
 void check_earlier_options(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
 
-// The loss and accuracy of the model on a test split, in batches of batch_size (lib/training/evaluation.cpp).
+// The loss and accuracy of the model on a test split, in batches of batch_size, the forward pass under
+// autocast in fp16 or bf16 (lib/training/evaluation.cpp).
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
-                    const torch::Device& device);
+                    const torch::Device& device, Precision precision = Precision::FP32);
 
 // Checkpoint files (lib/training/checkpoint.cpp), each written beside and renamed into place:
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
@@ -74,11 +76,13 @@ std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, i
 
 // What the epoch after `epoch` needs besides the weights, so that a run that goes on from it trains as
 // one that never stopped: the optimizer's state (momentum, Adam's moments) and the random generators
-// (the CPU's, the device's, and the host's dropout masks where they are drawn there).
+// (the CPU's, the device's, and the host's dropout masks where they are drawn there), and the loss
+// scaler's scale and count of clean steps where the loss is scaled.
 struct TrainerState {
   torch::optim::Optimizer* optimizer = nullptr;
   torch::Device device = torch::kCPU;
   std::optional<at::Generator> masks;
+  LossScaler* scaler = nullptr;
 };
 // resume_epochN.pt in dir, written beside and renamed into place; returns its path.
 std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state);

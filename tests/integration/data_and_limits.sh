@@ -109,6 +109,23 @@ import json, sys
 optimizer = json.loads(open(sys.argv[1]).readline())["config"]["optimizer"]
 assert optimizer["type"] == "adamw" and optimizer["weight_decay"] == 0.01 and "betas" in optimizer, optimizer
 PY
+# Mixed precision: bf16 under autocast with a loss scaler of its own first scale, on the epoch's row and in
+# the record; fp16 needs a GPU; a scaler setting where no loss is scaled is refused.
+expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
+  train --data "$work/digits" --epochs 1 --batch 32 --limit-train 64 --limit-test 32 --device cpu --threads 1 \
+  --precision bf16 --loss-scale dynamic --loss-scale-init 1024 --out "$work/train_bf16"
+python3 - "$work/train_bf16/train.jsonl" <<'PY' || fail "the bf16 run's record"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+config = records[0]["config"]
+assert config["precision"] == "bf16" and config["loss_scale"] == "dynamic", config
+assert config["loss_scaler"]["init_scale"] == 1024, config["loss_scaler"]
+assert records[1]["skipped_steps"] == 0 and records[1]["loss_scale"] == 1024, records[1]
+PY
+expect 2 "train in fp16 on the CPU" "--precision fp16 trains under autocast on a GPU only.*--precision bf16" \
+  train --data "$work/digits" --epochs 1 --precision fp16 --device cpu --out "$work/v"
+expect 2 "a loss scaler setting in fp32" "--loss-scale-init applies to dynamic loss scaling, which is off for fp32 training" \
+  train --data "$work/digits" --epochs 1 --loss-scale-init 512 --device cpu --out "$work/v"
 expect 2 "train with an unknown optimizer" "--optimizer adagrad is not known; use sgd, momentum \(0.9\), adam or adamw" \
   train --data "$work/digits" --epochs 1 --optimizer adagrad --device cpu --out "$work/v"
 
