@@ -244,6 +244,12 @@ TEST(DeviceComparisonTable, DevicesOfTwoKindsRunTheSameComputationOrSayWhatDiffe
   EXPECT_NE(table.find("the same computation"), std::string::npos) << table;
   EXPECT_NE(table.find("dropout masks (drawn on the host"), std::string::npos) << table;
   EXPECT_EQ(table.find("own generator"), std::string::npos) << table;
+  EXPECT_NE(table.find("and fp32 without TF32 on a GPU;"), std::string::npos) << table;
+  c.precision = Precision::BF16;
+  table = format_comparison_table(c);
+  EXPECT_NE(table.find("and bf16 under autocast, and what autocast leaves in fp32 without TF32 on a GPU;"),
+            std::string::npos)
+      << table;
 
   // A model whose dropout LibTorch draws inside a module (attention, between recurrent layers).
   c.first.drawn_on_device = {"encoder.layers.0.dropout", "rnn"};

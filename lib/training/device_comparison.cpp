@@ -53,6 +53,7 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   DeviceComparison c;
   c.first_device = resolve_training_device(first_device);
   c.second_device = resolve_training_device(second_device);
+  c.precision = options.precision;
   build_network(options.model);
   const std::string first_name = device_dir_name(c.first_device);
   std::string second_name = device_dir_name(c.second_device);
@@ -158,9 +159,15 @@ std::string format_comparison_table(const DeviceComparison& c) {
   if (device_kind(c.first_device) == device_kind(c.second_device)) return out;
   const std::vector<std::string>& on_device = c.first.drawn_on_device;
   if (on_device.empty()) {
+    const std::string fp32 = c.precision == Precision::FP32
+                                 ? "fp32 without TF32 on a GPU"
+                                 : to_string(c.precision) +
+                                       " under autocast, and what autocast leaves in fp32 "
+                                       "without TF32 on a GPU";
     out +=
         "Both ran the same computation: the same initial weights, order and dropout masks (drawn on the host "
-        "from the seed), and fp32 without TF32 on a GPU; the digits above measure the devices' arithmetic.\n";
+        "from the seed), and " +
+        fp32 + "; the digits above measure the devices' arithmetic.\n";
   } else {
     std::string names;
     for (const std::string& name : on_device) names += (names.empty() ? "" : ", ") + name;

@@ -17,6 +17,7 @@ struct AgreementRow {
 
 struct DeviceComparison {
   std::string first_device, second_device;  // resolved
+  Precision precision = Precision::FP32;    // both runs' (train --precision)
   TrainingOutcome first, second;
   std::vector<AgreementRow> rows;
   int min_digits = 0;
