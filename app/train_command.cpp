@@ -50,7 +50,7 @@ void read_precision_options(const cxxopts::ParseResult& result, TrainingOptions&
   const std::string scale = result["loss-scale"].as<std::string>();
   const auto scaling = value_of(kLossScaleWords, scale);
   if (!scaling) refuse("--loss-scale " + printable(scale) + " is not known", "use auto, dynamic or off");
-  o.loss_scale = scaling->value_or(o.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+  o.loss_scale = scaling->value_or(auto_loss_scale(Phase::Train, o.precision));
   for (const char* setting : {"loss-scale-init", "loss-scale-growth-interval"}) {
     if (result.count(setting) && o.loss_scale == LossScale::Off) {
       refuse(std::string("--") + setting + " applies to dynamic loss scaling, which is off for " +

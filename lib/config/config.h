@@ -36,8 +36,12 @@ struct LossScalerSettings {
     return init_scale == o.init_scale && growth_factor == o.growth_factor &&
            backoff_factor == o.backoff_factor && growth_interval == o.growth_interval;
   }
-  bool operator!=(const LossScalerSettings& o) const { return !(*this == o); }
 };
+
+// loss_scale auto: dynamic for fp16 training, as PyTorch's GradScaler is used with it; off otherwise.
+inline LossScale auto_loss_scale(Phase phase, Precision precision) {
+  return phase == Phase::Train && precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off;
+}
 
 std::string to_string(Phase p);
 std::string to_string(Precision p);

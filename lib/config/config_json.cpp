@@ -20,21 +20,18 @@ std::string to_string(LossScale s) { return name_of(kLossScales, s); }
 
 std::string loss_scaler_words(const LossScalerSettings& s) {
   const LossScalerSettings gradscaler;
-  std::vector<std::string> words;
+  std::ostringstream out;
   const auto add = [&](const char* key, double value, double default_value) {
     if (value == default_value) return;
-    std::ostringstream text;
-    text << std::setprecision(6) << value;  // 1024, 0.25, 1e+06
-    words.push_back(std::string(key) + " " + text.str());
+    if (out.tellp() > 0) out << ", ";
+    out << key << " " << std::setprecision(6) << value;  // 1024, 0.25, 1e+06
   };
   add("init_scale", s.init_scale, gradscaler.init_scale);
   add("growth_factor", s.growth_factor, gradscaler.growth_factor);
   add("backoff_factor", s.backoff_factor, gradscaler.backoff_factor);
   add("growth_interval", static_cast<double>(s.growth_interval),
       static_cast<double>(gradscaler.growth_interval));
-  std::string out;
-  for (const std::string& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
+  return out.str();
 }
 
 nlohmann::json loss_scaler_json(const LossScalerSettings& s) {

@@ -448,8 +448,7 @@ void read_loss_scale(const Keys& k, const SweepOverrides& o, ExperimentConfig& c
   if (chosen == LossScale::Dynamic && !train) {
     fail(type->where, type->where.label + " applies to phase: train only", "remove it, or use phase: train");
   }
-  c.loss_scale =
-      chosen.value_or(train && c.precision == Precision::FP16 ? LossScale::Dynamic : LossScale::Off);
+  c.loss_scale = chosen.value_or(auto_loss_scale(c.phase, c.precision));
 
   // A setting given together with an explicit off (in the same map, or both on the command line) asks for
   // a scaler that will not run. Beside auto, or where the command line turned a file's scaler off, the

@@ -13,8 +13,8 @@ namespace batchscope {
 // defaults unless the experiment gives others): the loss is multiplied by the scale before backward; the
 // gradients are divided by it and checked for inf/NaN; the optimizer's step is skipped where one is found,
 // and the scale shrinks by the backoff factor; after growth_interval clean steps it grows by the growth
-// factor. Reading whether a step overflowed waits for the device,
-// once a step, as GradScaler.step does: that wait is part of what an fp16 step costs.
+// factor. Reading whether a step overflowed waits for the device, once a step, as GradScaler.step does:
+// that wait is part of what an fp16 step costs.
 //
 // On a GPU the unscale-and-check and the update are LibTorch's fused operations, the kernels PyTorch
 // runs; where a LibTorch lacks them for the device (LibTorch 1.x on the CPU) the same arithmetic is
