@@ -10,6 +10,7 @@ measured is copied to --copy-to. Exit codes: 0 all done, 3 stopped at the budget
 1 an item failed (the others still ran), 2 bad usage.
 """
 import argparse
+import concurrent.futures
 import gzip
 import json
 import os
@@ -274,8 +275,11 @@ class Campaign:
         fresh = [it for it in items if it["id"] not in kept]
         for it in fresh:
             it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare", "mnist_time_to_accuracy")
-            if it["kind"] == "sweep":
-                it["plan"] = self.sweep_plan(it["argv"])
+        # Each sweep's plan is a process of its own, most of it LibTorch's start: side by side, one a core.
+        sweeps = [it for it in fresh if it["kind"] == "sweep"]
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for it, plan in zip(sweeps, pool.map(lambda it: self.sweep_plan(it["argv"]), sweeps)):
+                it["plan"] = plan
         # What is left of the kept items counts whole: a stopped sweep's remaining sizes are not known here.
         left_kept = sum(it["estimate_s"] for it in kept.values() if self.state.get(it["id"]) != "done")
         steps = None
