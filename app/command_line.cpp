@@ -18,6 +18,7 @@
 #include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
 #include "models/registry.h"
+#include "models/torchscript.h"
 
 namespace batchscope::app {
 
@@ -330,8 +331,16 @@ void read_experiment_options(const cxxopts::ParseResult& result, const std::vect
 std::string model_option(const cxxopts::ParseResult& result) {
   if (!result.count("model")) refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
   const std::string model = result["model"].as<std::string>();
+  if (models::find_model(model) == nullptr && models::is_model_file_name(model)) {
+    try {
+      models::torchscript_model(model);
+    } catch (const std::invalid_argument& error) {
+      refuse(std::string("--model: ") + error.what(), "");
+    }
+  }
   if (models::find_model(model) == nullptr)
-    refuse("unknown model " + printable(model), "use one of " + models::known_model_names());
+    refuse("unknown model " + printable(model),
+           "use one of " + models::known_model_names() + ", or the path of a TorchScript file");
   return model;
 }
 

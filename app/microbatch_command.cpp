@@ -146,7 +146,7 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
   set_tf32(e.tf32 == Tf32::Default ? std::nullopt : std::optional<bool>(e.tf32 == Tf32::On));
   const std::string dir =
-      result.count("out") ? result["out"].as<std::string>() : "runs/microbatch-" + e.model;
+      result.count("out") ? result["out"].as<std::string>() : "runs/microbatch-" + models::model_stem(e.model);
   if (has_complete_microbatch_result(dir) && !result.count("force")) {
     throw UserError(located(dir + "/microbatch.jsonl", 0, "already holds a complete result",
                             "pass --force to replace it, or --out another directory"));

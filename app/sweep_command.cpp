@@ -20,6 +20,7 @@
 #include "lib/sweep/sweep_plan.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/sweep/time_spent.h"
+#include "models/model_file.h"
 
 // batchscope sweep: the command line into experiments and options, the sweep, its table.
 
@@ -199,7 +200,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const std::string out_dir =
       result.count("out") ? result["out"].as<std::string>()
       : from_file         ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
-                          : "runs/" + machine.experiments.front().model;
+                          : "runs/" + models::model_stem(machine.experiments.front().model);
   SweepOptions sweep = sweep_run_options(result, args, out_dir);
   if (shard) {
     const std::optional<SweepConfig> mine = enter_shard(*shard, parsed, machine, sweep);

@@ -15,6 +15,7 @@
 #include "models/layer_plan.h"
 #include "models/planned_network.h"
 #include "models/sequence_models.h"
+#include "models/torchscript.h"
 #include "models/zoo.h"
 
 namespace batchscope::models {
@@ -195,7 +196,12 @@ const ModelSpec* find_model(const std::string& name) {
   for (const ModelSpec& model : all_models()) {
     if (model.name == name) return &model;
   }
-  return nullptr;
+  if (!is_model_file_name(name)) return nullptr;
+  try {
+    return &torchscript_model(name);
+  } catch (const std::invalid_argument&) {
+    return nullptr;
+  }
 }
 
 std::string known_model_names() {

@@ -3,10 +3,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/layer_plan.h"
+#include "models/model_file.h"
 #include "models/network.h"
 
 namespace batchscope::models {
@@ -51,6 +53,10 @@ struct ModelSpec {
   // model's loss. Images: standard normal pixels and uniform class indices. The samples are independent
   // and lie along the first dimension of both, so that blocks of them join into larger batches.
   std::function<Batch(int64_t batch, const SampleShape& input, int64_t classes)> synthetic_batch;
+  // A model read from a TorchScript file (models/torchscript.h): the file, and the class count its output
+  // gives at an input shape (it has no default input nor default classes). Empty for the zoo.
+  std::optional<ModelFile> file;
+  std::function<int64_t(const SampleShape& input)> classes_of;
 };
 
 // The synthetic batch of image classifiers.
@@ -60,8 +66,9 @@ Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes);
 int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes);
 
 const std::vector<ModelSpec>& all_models();
-// nullptr when no model has that name. The first call also works around the faults of LibTorch builds
-// known to end the process (avoid_known_library_faults).
+// nullptr when no model has that name. A name that is a file's path (is_model_file_name) is read as a
+// TorchScript file; nullptr where it cannot be (torchscript_model says why). The first call also works
+// around the faults of LibTorch builds known to end the process (avoid_known_library_faults).
 const ModelSpec* find_model(const std::string& name);
 // Once per process: where LibTorch links a oneDNN known to crash on a layer of the zoo (3.7.2, Debian 13's
 // LibTorch 2.6: ResNet-50's backward), its CPU convolutions are left to LibTorch's own kernels.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/config/batch_spec.h"
+#include "models/model_file.h"
 
 namespace batchscope {
 
@@ -91,6 +92,9 @@ struct AutoSteps {
 struct ExperimentConfig {
   std::string name;
   std::string model;
+  // A model read from a TorchScript file (model is its path): the file's size and CRC-32 when read, so
+  // that a resumed sweep whose file has changed is refused.
+  std::optional<models::ModelFile> model_file;
   std::vector<int64_t> input_shape;  // one sample, no batch dimension
   int64_t classes = 0;
   std::vector<int64_t> batch_sizes;  // in the order given (order: shuffled permutes at run time)

@@ -1,4 +1,5 @@
 // The config enums as words, and an experiment as a JSON record and back.
+#include <charconv>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -86,6 +87,11 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"chunk", e.chunk},
           {"seed", e.seed},
           {"device", e.device}};
+  if (e.model_file) {
+    std::ostringstream crc;
+    crc << std::hex << std::setw(8) << std::setfill('0') << e.model_file->crc32;
+    j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", crc.str()}};
+  }
   // Written only where asked for, so that records of runs without profiling stay as they were.
   if (e.profile) {
     j["profile"] = true;
@@ -120,6 +126,15 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     ExperimentConfig e;
     e.name = j.at("name").get<std::string>();
     e.model = j.at("model").get<std::string>();
+    if (j.contains("model_file")) {
+      const nlohmann::json& f = j["model_file"];
+      const std::string crc = f.at("crc32").get<std::string>();
+      uint32_t value = 0;
+      const auto [end, ec] = std::from_chars(crc.data(), crc.data() + crc.size(), value, 16);
+      if (crc.size() != 8 || ec != std::errc() || end != crc.data() + crc.size())
+        throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
+      e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), value};
+    }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();
     e.batch_sizes = j.at("batch").get<std::vector<int64_t>>();

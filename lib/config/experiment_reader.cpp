@@ -22,6 +22,7 @@
 #include "lib/config/config_names.h"
 #include "models/flop_tally.h"
 #include "models/registry.h"
+#include "models/torchscript.h"
 
 namespace batchscope {
 
@@ -132,9 +133,12 @@ std::string sequence_model_names() {
 std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
   std::vector<std::string> dims;
   for (int64_t d : spec.default_input) dims.push_back(std::to_string(d));
-  const std::string fix = "give " + std::to_string(dims.size()) + " sizes of 1 to " +
-                          std::to_string(limits::kMaxDimension) + " without the batch dimension, like " +
-                          spec.name + "'s default [" + join(dims) + "]";
+  // A TorchScript file's module takes whatever its code takes: any number of sizes.
+  const std::string fix =
+      spec.file ? "give the sizes of one sample the module takes, 1 to " + std::to_string(limits::kMaxDimension) +
+                      " each, without the batch dimension, like [3, 224, 224]"
+                : "give " + std::to_string(dims.size()) + " sizes of 1 to " + std::to_string(limits::kMaxDimension) +
+                      " without the batch dimension, like " + spec.name + "'s default [" + join(dims) + "]";
   if (!e.node.IsSequence())
     fail(e.where, e.where.label + " is " + describe(e.node) + " but must be a list", fix);
   std::vector<int64_t> shape;
@@ -142,7 +146,7 @@ std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
     shape.push_back(get_int(Entry{element, inside(e.where, element, e.where.label + " size")}, 1,
                             limits::kMaxDimension, fix));
   }
-  if (shape.size() != spec.default_input.size()) {
+  if (shape.empty() || (!spec.file && shape.size() != spec.default_input.size())) {
     fail(e.where, e.where.label + " has " + std::to_string(shape.size()) + " sizes for " + spec.name, fix);
   }
   return shape;
@@ -290,6 +294,13 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
   }
   c.model = get_string(k["model"], "give a model name");
   const models::ModelSpec* spec = models::find_model(c.model);
+  if (!spec && models::is_model_file_name(c.model)) {
+    try {
+      models::torchscript_model(c.model);
+    } catch (const std::invalid_argument& error) {
+      fail(k["model"].where, k["model"].where.label + " " + error.what(), "");
+    }
+  }
   if (!spec) {
     std::vector<std::string> known;
     for (const auto& m : models::all_models()) known.push_back(m.name);
@@ -297,6 +308,34 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
          choose_from(c.model, known, "known models"));
   }
   return *spec;
+}
+
+// A TorchScript file's model: the input is required (a dataset's images may give it), and the classes
+// are what its output gives for one sample, which a given classes must match.
+void read_file_model_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
+  c.model_file = spec.file;
+  if (!k.has("input")) {
+    if (k.has("data")) return;  // read_data gives the images' shape, or asks for an input
+    fail(k["model"].where, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
+         k["model"].where.source == kCommandLine ? "pass --input with one sample's sizes, like --input 3,224,224"
+                                                 : "add input: with one sample's sizes, like input: [3, 224, 224]");
+  }
+  const Entry& input = k["input"];
+  int64_t classes = 0;
+  try {
+    classes = spec.classes_of(c.input_shape);
+  } catch (const std::invalid_argument& error) {
+    std::string reason = error.what();
+    fail(input.where, input.where.label + ": " + reason, "");
+  }
+  if (!k.has("classes")) {
+    c.classes = classes;
+  } else if (c.classes != classes) {
+    fail(k["classes"].where,
+         k["classes"].where.label + " is " + std::to_string(c.classes) + " but " + spec.name + " returns " +
+             std::to_string(classes) + " for a " + models::shape_text(c.input_shape) + " sample",
+         "leave classes out, or give " + std::to_string(classes));
+  }
 }
 
 // input, seq_len and classes, each defaulting to the model's own.
@@ -316,6 +355,7 @@ void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& 
   c.classes = k.has("classes") ? get_int(k["classes"], 1, limits::kMaxClasses,
                                          "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")
                                : spec.default_classes;
+  if (spec.file) read_file_model_shape(k, spec, c);
 }
 
 // data: synthetic, or a dataset of 28x28 grey images of 10 classes, which then fixes input and classes.
@@ -520,6 +560,10 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
       fail(k[key].where, k[key].where.label + " applies to steps: auto only", "remove it, or set steps: auto");
   }
   if (k.has("data")) read_data(k, spec, c);
+  if (c.input_shape.empty()) {
+    fail(k["data"].where, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
+         "give input: with one sample's sizes, or data: mnist (1x28x28 images)");
+  }
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
   if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
   read_loss_scale(k, overrides, c);
@@ -547,7 +591,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
                                                "give 1 to " + std::to_string(limits::kMaxProfileSteps) +
                                                    " profiled steps per batch size"));
   }
-  c.name = k.has("name") ? get_name(k["name"]) : c.model + "_" + to_string(c.phase) + "_" + to_string(c.precision);
+  c.name = k.has("name") ? get_name(k["name"])
+                         : models::model_stem(c.model) + "_" + to_string(c.phase) + "_" + to_string(c.precision);
 
   for (const auto& [key, value] : entries) c.origins[key] = {value.where.source, value.where.line, value.where.label};
   // --loss-scale is read beside the file's loss_scale map, not in place of it.

@@ -1,0 +1,25 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace batchscope::models {
+
+// A model given as a TorchScript file (torch.jit.script or torch.jit.trace, then save) instead of a zoo
+// name: the path as given, and the file's size and CRC-32 when it was read, so that records say which
+// weights and code ran and a resumed sweep can tell a changed file.
+struct ModelFile {
+  std::string path;
+  uint64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+// Whether a model name is a file's path rather than a zoo name: it holds a '/' or ends in .pt, .pth,
+// .ts, .zip or .torchscript.
+bool is_model_file_name(const std::string& name);
+
+// The name to make directory and file names from: a file's name without its extension ("runs/net.pt" →
+// "net"), a zoo model's own name.
+std::string model_stem(const std::string& name);
+
+}  // namespace batchscope::models

@@ -1,0 +1,197 @@
+// A model given as a TorchScript file: modules compiled here from TorchScript source and saved, as
+// torch.jit.script(model).save(path) would, then read by their path wherever a zoo name goes.
+#include <gtest/gtest.h>
+#include <torch/script.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "lib/config/config.h"
+#include "lib/common/errors.h"
+#include "lib/sweep/sweep_runner.h"
+#include "models/registry.h"
+#include "models/torchscript.h"
+#include "tests/test_support.h"
+
+namespace batchscope {
+namespace {
+
+using testing_support::TempDir;
+
+// A module of the given source with its parameters (trained) and buffers, and the `training` flag every
+// module saved from Python has.
+torch::jit::Module scripted(const std::string& source,
+                            const std::vector<std::pair<std::string, torch::Tensor>>& parameters,
+                            const std::vector<std::pair<std::string, torch::Tensor>>& buffers = {}) {
+  torch::jit::Module m("Net");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  for (const auto& [name, value] : parameters) m.register_parameter(name, value.clone().requires_grad_(), false);
+  for (const auto& [name, value] : buffers) m.register_buffer(name, value.clone());
+  m.define(source);
+  return m;
+}
+
+// 4 features to 3 classes: 2 * 4 * 3 = 24 FLOPs a sample, as the profiler counts a matrix product.
+std::string save_linear(const TempDir& dir, const std::string& name = "linear.pt") {
+  torch::manual_seed(3);
+  const std::string path = dir / name;
+  scripted("def forward(self, x):\n  return torch.mm(x, self.w.t())\n", {{"w", torch::randn({3, 4})}}).save(path);
+  return path;
+}
+
+TEST(TorchScript, AFileIsAModelWithItsClassesFlopsAndIdentity) {
+  const TempDir dir;
+  const std::string path = save_linear(dir);
+  EXPECT_TRUE(models::is_model_file_name(path));
+  EXPECT_TRUE(models::is_model_file_name("net.ts"));
+  EXPECT_FALSE(models::is_model_file_name("vgg16"));
+  EXPECT_EQ(models::model_stem(path), "linear");
+  EXPECT_EQ(models::model_stem("vgg16"), "vgg16");
+  const models::ModelSpec* spec = models::find_model(path);
+  ASSERT_NE(spec, nullptr);
+  ASSERT_TRUE(spec->file.has_value());
+  EXPECT_EQ(spec->file->bytes, std::filesystem::file_size(path));
+  EXPECT_NE(spec->file->crc32, 0u);
+  EXPECT_TRUE(spec->default_input.empty());
+  EXPECT_EQ(spec->classes_of({4}), 3);
+  EXPECT_DOUBLE_EQ(spec->forward_flops({4}, 3), 24.0);
+  EXPECT_EQ(models::smallest_train_batch(*spec, {4}, 3), 1);
+  // Classes other than the output's are refused, saying the output's.
+  EXPECT_NE(testing_support::invalid_argument_message([&] { spec->forward_flops({4}, 5); }).find("returns 3 classes"),
+            std::string::npos);
+  // An input the module cannot take: its forward's failure, in one sentence.
+  const std::string bad = testing_support::invalid_argument_message([&] { spec->classes_of({5}); });
+  EXPECT_NE(bad.find("forward fails on a 5 sample"), std::string::npos) << bad;
+  EXPECT_EQ(bad.find('\n'), std::string::npos) << bad;
+}
+
+TEST(TorchScript, TrainingStepsTheModulesOwnWeights) {
+  const TempDir dir;
+  const std::string path = save_linear(dir);
+  const models::ModelSpec& spec = models::torchscript_model(path);
+  const std::shared_ptr<models::Network> net = spec.build({4}, 3);
+  const std::vector<torch::Tensor> parameters = net->parameters();
+  ASSERT_EQ(parameters.size(), 1u);
+  for (const torch::Tensor& p : parameters) {
+    EXPECT_TRUE(p.requires_grad());
+    EXPECT_TRUE(p.is_leaf());
+  }
+  torch::manual_seed(0);
+  const models::Batch batch = spec.synthetic_batch(8, {4}, 3);
+  const torch::Tensor before = net->forward(batch.inputs).detach().clone();
+  torch::optim::SGD sgd(parameters, torch::optim::SGDOptions(0.5));
+  sgd.zero_grad();
+  net->loss(net->forward(batch.inputs), batch.targets).backward();
+  sgd.step();
+  // The step changed what the module computes: the optimizer's tensors are the module's.
+  EXPECT_FALSE(torch::allclose(net->forward(batch.inputs), before));
+  // Each build starts from the file's weights.
+  EXPECT_TRUE(torch::allclose(spec.build({4}, 3)->forward(batch.inputs), before));
+}
+
+TEST(TorchScript, ABatchNormOfOneValueAChannelTrainsFromBatchTwo) {
+  const TempDir dir;
+  const std::string path = dir / "norm.pt";
+  // As torch.nn.BatchNorm1d scripted: its functional form refuses a single value per channel in training.
+  scripted("def forward(self, x):\n"
+           "  if self.training:\n"
+           "    assert x.size(0) > 1, 'Expected more than 1 value per channel when training'\n"
+           "  return torch.batch_norm(x, self.g, self.b, self.mean, self.var, self.training, 0.1, 1e-5, False)\n",
+           {{"g", torch::ones({3})}, {"b", torch::zeros({3})}}, {{"mean", torch::zeros({3})}, {"var", torch::ones({3})}})
+      .save(path);
+  const models::ModelSpec& spec = models::torchscript_model(path);
+  EXPECT_EQ(spec.classes_of({3}), 3);
+  EXPECT_EQ(models::smallest_train_batch(spec, {3}, 3), 2);
+}
+
+TEST(TorchScript, FilesThatAreNoModelsAreRefusedInOneSentence) {
+  const TempDir dir;
+  const auto message = [](const std::string& path) {
+    return testing_support::invalid_argument_message([&] { models::torchscript_model(path); });
+  };
+  EXPECT_NE(message(dir / "missing.pt").find("there is no file"), std::string::npos);
+  EXPECT_NE(message(dir.path().string()).find("is a directory"), std::string::npos);
+  std::ofstream(dir / "text.pt") << "not a model\n";
+  const std::string not_torchscript = message(dir / "text.pt");
+  EXPECT_NE(not_torchscript.find("is not a TorchScript file"), std::string::npos) << not_torchscript;
+  EXPECT_NE(not_torchscript.find("torch.jit.script(model).save(path)"), std::string::npos) << not_torchscript;
+  EXPECT_EQ(models::find_model(dir / "text.pt"), nullptr);
+  // A forward that returns no [batch, classes] logits.
+  const std::string sum_path = dir / "sum.pt";
+  scripted("def forward(self, x):\n  return (x * self.w).sum()\n", {{"w", torch::ones({4})}}).save(sum_path);
+  const std::string sum = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(sum_path).classes_of({4}); });
+  EXPECT_NE(sum.find("returns [] for a 4 sample, not [1, classes] logits"), std::string::npos) << sum;
+}
+
+std::string config_error(const std::string& yaml) {
+  try {
+    parse_sweep_config(yaml, "exp.yaml", {});
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(TorchScript, AnExperimentNamesTheFileAndGivesItsInput) {
+  const TempDir dir;
+  const std::string path = save_linear(dir);
+  const std::string model = "model: " + path + "\nbatch: 1:2\n";
+  const SweepConfig sweep = parse_sweep_config(model + "input: [4]\n", "exp.yaml", {});
+  const ExperimentConfig& e = sweep.experiments.at(0);
+  EXPECT_EQ(e.classes, 3) << "the output's";
+  EXPECT_EQ(e.name, "linear_train_fp32");
+  ASSERT_TRUE(e.model_file.has_value());
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("model_file").at("bytes"), std::filesystem::file_size(path));
+  EXPECT_EQ(j.at("model_file").at("crc32").get<std::string>().size(), 8u);
+  const ExperimentConfig back = experiment_from_json(j);
+  ASSERT_TRUE(back.model_file.has_value());
+  EXPECT_EQ(back.model_file->crc32, e.model_file->crc32);
+  EXPECT_EQ(to_json(back), j);
+  // Without an input, with other classes, with an input the module cannot take, with a file that is none.
+  const std::string no_input = config_error(model);
+  EXPECT_NE(no_input.find("exp.yaml:1"), std::string::npos) << no_input;
+  EXPECT_NE(no_input.find("is a TorchScript file, whose input shape batchscope cannot know"), std::string::npos);
+  EXPECT_NE(no_input.find("add input:"), std::string::npos) << no_input;
+  const std::string classes = config_error(model + "input: [4]\nclasses: 5\n");
+  EXPECT_NE(classes.find("exp.yaml:4"), std::string::npos) << classes;
+  EXPECT_NE(classes.find("give 3"), std::string::npos) << classes;
+  const std::string shape = config_error(model + "input: [2, 4]\n");
+  EXPECT_NE(shape.find("exp.yaml:3"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("forward fails"), std::string::npos) << shape;
+  std::ofstream(dir / "text.pt") << "not a model\n";
+  const std::string text = config_error("model: " + (dir / "text.pt") + "\nbatch: 1\ninput: [4]\n");
+  EXPECT_NE(text.find("exp.yaml:1"), std::string::npos) << text;
+  EXPECT_NE(text.find("is not a TorchScript file"), std::string::npos) << text;
+}
+
+TEST(TorchScript, ASweepTimesTheFilesModuleAndRecordsItsFile) {
+  const TempDir dir;
+  const std::string path = save_linear(dir);
+  SweepConfig config = parse_sweep_config("model: " + path +
+                                              "\nbatch: 1:3\ninput: [4]\nwarmup: 1\nsteps: 2\ndevice: cpu\n",
+                                          "exp.yaml", {});
+  SweepOptions options;
+  options.out_dir = dir / "records";
+  std::ostringstream progress;
+  const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
+  int points = 0;
+  for (const SweepRecord& record : outcome.records) {
+    const Json r = to_json(record);
+    if (r["type"] == "run") {
+      EXPECT_EQ(r["config"]["experiments"][0]["model"], path);
+      EXPECT_TRUE(r["config"]["experiments"][0].contains("model_file"));
+    }
+    if (r["type"] != "point") continue;
+    ++points;
+    // A training step counts three times the forward FLOPs of its batch.
+    EXPECT_DOUBLE_EQ(r["flops_per_step"].get<double>(), 3 * 24.0 * r["batch_size"].get<double>()) << r.dump();
+  }
+  EXPECT_EQ(points, 3);
+}
+
+}  // namespace
+}  // namespace batchscope
