@@ -106,7 +106,7 @@ std::string bash_script() {
        "  case \"$prev\" in\n"
        "    -m|--model) COMPREPLY=($(compgen -W \""
     << joined(models)
-    << "\" -- \"$cur\")); return ;;\n"
+    << "\" -- \"$cur\") $(compgen -f -- \"$cur\")); return ;;  # or a TorchScript file\n"
        "    --phase) COMPREPLY=($(compgen -W \""
     << to_string(Phase::Train) << " " << to_string(Phase::Infer)
     << "\" -- \"$cur\")); return ;;\n"

@@ -112,6 +112,11 @@ LayerPeakOptions layer_options(const cxxopts::ParseResult& result, bool wanted, 
            "add --model M, e.g. --model vgg16");
   o.model = model_option(result);
   const models::ModelSpec& spec = *models::find_model(o.model);
+  if (spec.file) {
+    refuse(o.model + " is a TorchScript file, whose layers batchscope does not know one by one",
+           "time each layer alone with a model of the zoo (batchscope models lists them); a sweep of the file "
+           "reads its TFLOP/s against the device's peaks (peak without --model)");
+  }
   o.input = result.count("input") ? parse_input_shape(result["input"].as<std::string>()) : spec.default_input;
   o.classes = result.count("classes") ? whole_option(result, "classes", 1, 1000000) : spec.default_classes;
   try {

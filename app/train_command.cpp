@@ -13,6 +13,7 @@
 #include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
+#include "models/model_file.h"
 
 namespace batchscope::app {
 namespace {
@@ -106,7 +107,7 @@ int run_train_command(const std::vector<std::string>& args) {
       "every epoch; records, timings and checkpoints go to --out.");
   // clang-format off
   options.add_options()
-      ("m,model", "model name (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
+      ("m,model", "model name or TorchScript file (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
       ("data", "mnist, fashion-mnist, or a directory of their four IDX files", cxxopts::value<std::string>()->default_value("mnist"))
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
       ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table and plot of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
@@ -165,7 +166,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);
-  o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + o.model;
+  o.out_dir = result.count("out") ? result["out"].as<std::string>() : "runs/train-" + models::model_stem(o.model);
   o.force = result.count("force") > 0;
   o.command_line = command_text("train", args);
   const std::string deterministic = result["deterministic"].as<std::string>();

@@ -1,6 +1,6 @@
 #include "models/torchscript.h"
 
-#include <torch/csrc/autograd/profiler_kineto.h>
+#include <ATen/record_function.h>
 #include <torch/script.h>
 #include <zlib.h>
 
@@ -36,11 +36,6 @@ std::string model_stem(const std::string& name) {
 }
 
 namespace {
-
-namespace profiler = torch::autograd::profiler;
-using torch::profiler::impl::ActivityType;
-using torch::profiler::impl::ProfilerConfig;
-using torch::profiler::impl::ProfilerState;
 
 // LibTorch's messages run over several lines (the TorchScript source, a C++ trace): the first says it.
 std::string first_line(const std::string& text) {
@@ -84,6 +79,81 @@ class ScriptedNetwork : public Network {
 
  private:
   torch::jit::Module module_;
+};
+
+// The FLOPs of the operators that LibTorch runs while a FlopCount lives on this thread: convolutions
+// (2 per multiply-add of each output, or each input where transposed; a scripted module reaches them
+// through aten::conv2d, a traced one through aten::_convolution directly, and both through the latter)
+// and matrix products (mm, addmm, bmm, baddbmm, mv, addmv, dot). Element-wise operators, normalisation,
+// pooling and fused attention kernels count nothing.
+class FlopCount {
+ public:
+  FlopCount() {
+    total() = 0;
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(start, end)
+                                             .needsInputs(true)
+                                             .needsOutputs(true)
+                                             .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~FlopCount() { at::removeCallback(handle_); }
+  FlopCount(const FlopCount&) = delete;
+  FlopCount& operator=(const FlopCount&) = delete;
+
+  double flops() const { return total(); }
+
+ private:
+  // What an operator's inputs say, read when it starts (its inputs are no longer there when it ends):
+  // the multiply-adds per element of its output, or of its input where a transposed convolution's.
+  struct Work : at::ObserverContext {
+    double per_element = 0;
+    double input_elements = -1;  // >= 0: counted per input element
+  };
+
+  static double& total() {
+    static thread_local double flops = 0;
+    return flops;
+  }
+
+  static std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
+    const std::string name = fn.name();
+    const auto inputs = fn.inputs();
+    const auto tensor = [&inputs](std::size_t i) {
+      return i < inputs.size() && inputs[i].isTensor() ? inputs[i].toTensor() : torch::Tensor();
+    };
+    auto work = std::make_unique<Work>();
+    if (name == "aten::_convolution") {
+      const torch::Tensor input = tensor(0), weight = tensor(1);
+      if (!input.defined() || !weight.defined() || weight.dim() < 1 || weight.size(0) == 0) return nullptr;
+      work->per_element = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
+      if (inputs.size() > 6 && inputs[6].isBool() && inputs[6].toBool())
+        work->input_elements = static_cast<double>(input.numel());
+      return work;
+    }
+    // A product's multiply-adds per output element: the summed dimension, the right operand's first
+    // (a matrix's rows, a vector's length).
+    std::size_t right = 0;
+    if (name == "aten::mm" || name == "aten::bmm" || name == "aten::mv" || name == "aten::dot") right = 1;
+    if (name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv") right = 2;
+    if (right == 0) return nullptr;
+    const torch::Tensor b = tensor(right);
+    if (!b.defined() || b.dim() < 1) return nullptr;
+    work->per_element = static_cast<double>(b.dim() == 1 ? b.size(0) : b.size(b.dim() - 2));
+    return work;
+  }
+
+  static void end(const at::RecordFunction& fn, at::ObserverContext* context) {
+    const auto* work = static_cast<const Work*>(context);
+    if (work == nullptr) return;
+    if (work->input_elements >= 0) {
+      total() += 2 * work->per_element * work->input_elements;
+      return;
+    }
+    const std::vector<c10::IValue>& outputs = fn.outputs();
+    if (outputs.empty() || !outputs[0].isTensor()) return;
+    total() += 2 * work->per_element * static_cast<double>(outputs[0].toTensor().numel());
+  }
+
+  at::CallbackHandle handle_;
 };
 
 // What one sample on the CPU tells of the module at an input shape.
@@ -180,8 +250,8 @@ class ScriptFile {
     return probes_.emplace(input, measure(input)).first->second;
   }
 
-  // One sample of standard normal values through a copy of the module: in eval mode under the profiler
-  // for its FLOPs and output, then in training mode, where a batch norm may refuse a single value.
+  // One sample of standard normal values through a copy of the module: in eval mode, counting its FLOPs,
+  // for them and its output, then in training mode, where a batch norm may refuse a single value.
   Probe measure(const SampleShape& input) const {
     const std::string sample = "a " + shape_text(input) + " sample";
     torch::jit::Module module = copy();
@@ -190,22 +260,16 @@ class ScriptFile {
     shape.insert(shape.end(), input.begin(), input.end());
     const torch::Tensor x = torch::randn(shape);
     torch::NoGradGuard no_grad;
-    const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/true, /*profile_memory=*/false,
-                                /*with_stack=*/false, /*with_flops=*/true);
-    const std::set<ActivityType> activities{ActivityType::CPU};
-    profiler::prepareProfiler(config, activities);
-    profiler::enableProfiler(config, activities);
     c10::IValue out;
+    Probe p;
     try {
+      const FlopCount count;
       out = module.forward({x});
+      p.flops = count.flops();
     } catch (const std::exception& error) {
-      profiler::disableProfiler();
       throw std::invalid_argument(file_.path + "'s forward fails on " + sample + " (" + first_line(error.what()) +
                                   "); give the input shape the module takes, without the batch");
     }
-    const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
-    Probe p;
-    for (const profiler::KinetoEvent& event : result->events()) p.flops += static_cast<double>(event.flops());
     if (!out.isTensor()) {
       throw std::invalid_argument(file_.path + "'s forward returns " + out.tagKind() + " for " + sample +
                                   ", not one tensor of logits; batchscope trains it with cross-entropy, so its "

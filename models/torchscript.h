@@ -12,9 +12,10 @@ namespace batchscope::models {
 // deep copy of the file's module, with the file's weights.
 //
 // What the zoo's models know from their layer tables is measured on one sample on the CPU instead, once
-// per input shape: the class count (the output's second size), the forward FLOPs (as LibTorch's profiler
-// counts them: 2D convolutions and matrix products, a multiply-add as 2, biases and other operators not
-// counted), and whether training needs a batch of 2 (a batch norm that sees one value per channel).
+// per input shape: the class count (the output's second size), the forward FLOPs (of the convolutions
+// and matrix products LibTorch runs, a multiply-add as 2; biases, element-wise operators, normalisation,
+// pooling and fused attention not counted), and whether training needs a batch of 2 (a batch norm that
+// sees one value per channel).
 //
 // Throws std::invalid_argument with a sentence where the file is missing, unreadable or not TorchScript.
 const ModelSpec& torchscript_model(const std::string& path);

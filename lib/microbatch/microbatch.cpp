@@ -341,9 +341,12 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   const bool layer = o.mode == MicroBatchMode::Layer;
 
   if (layer && models::convolutions(network).empty()) {
-    throw UserError(located("command line", 0,
-                            "layer mode splits convolution layers and " + experiment.model + " has none",
-                            "use --mode model (gradient accumulation)"));
+    // A TorchScript file's convolutions are its own code's, which no split can reach from here.
+    throw UserError(located(
+        "command line", 0,
+        "layer mode splits the convolution layers of the zoo's models and " + experiment.model +
+            (experiment.model_file ? " is a TorchScript file, whose layers are its own code" : " has none"),
+        "use --mode model (gradient accumulation)"));
   }
   const models::ModelSpec* spec = models::find_model(experiment.model);
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");

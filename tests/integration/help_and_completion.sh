@@ -58,6 +58,10 @@ complete_words() {  # the words bash would offer for the command line "$@" (the 
   || fail "completing --precision t: peak '$(complete_words batchscope peak --precision t | tr '\n' ' ')', sweep '$(complete_words batchscope sweep --precision t | tr '\n' ' ')'"
 [ "$(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')" = "vgg16 vgg19 " ] && ok "completes model names" \
   || fail "completing a model: $(complete_words batchscope sweep --model vgg1 | tr '\n' ' ')"
+# A model may be a TorchScript file: its path completes too.
+touch "$work/my_net.pt"
+[ "$(complete_words batchscope sweep --model "$work/my_n" | tr '\n' ' ')" = "$work/my_net.pt " ] && ok "completes a model file's path" \
+  || fail "completing a model file: $(complete_words batchscope sweep --model "$work/my_n" | tr '\n' ' ')"
 [ "$(complete_words batchscope train --lr-scaling s | tr '\n' ' ')" = "sqrt " ] && ok "completes train's --lr-scaling" \
   || fail "completing --lr-scaling: $(complete_words batchscope train --lr-scaling s | tr '\n' ' ')"
 complete_words batchscope ana | grep -qx analyze && ok "completes commands" || fail "completing a command"

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""A user's own model, made in PyTorch and saved as TorchScript, swept, analysed and refused by batchscope.
+
+usage: torchscript_model.py BATCHSCOPE_BINARY
+Scripts (torch.jit.script) and traces (torch.jit.trace) a small CNN with batch norm, saves both, and
+checks that batchscope reads each as its model: the FLOPs per sample that PyTorch's own profiler counts,
+the class count of its output, a training and an inference sweep, the analysis, a resumed sweep whose
+file changed (refused), and the mistakes a user makes (no input, a wrong input, a file that is no
+TorchScript), each one sentence with exit code 2. Needs PyTorch (python3-torch) of the LibTorch that
+batchscope was built with.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import torch
+from torch import nn
+
+failures = 0
+
+
+def check(condition, what):
+    global failures
+    print(("ok   " if condition else "FAIL ") + what)
+    failures += 0 if condition else 1
+
+
+class SmallNet(nn.Module):
+    def __init__(self, classes=7):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(16, classes)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.conv(x)))
+        x = torch.relu(self.conv2(x))
+        return self.fc(torch.flatten(self.pool(x), 1))
+
+
+def run(binary, *args):
+    return subprocess.run([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def main():
+    binary = sys.argv[1]
+    torch.manual_seed(0)
+    work = tempfile.mkdtemp(prefix="batchscope-torchscript-")
+    net = SmallNet().eval()
+    example = torch.randn(1, 3, 16, 16)
+    scripted, traced = os.path.join(work, "small.pt"), os.path.join(work, "small_traced.pt")
+    torch.jit.script(net).save(scripted)
+    torch.jit.trace(net, example).save(traced)
+    with torch.no_grad(), torch.profiler.profile(with_flops=True) as prof:
+        net(example)
+    flops = sum(e.flops for e in prof.events())
+    parameters = sum(p.numel() for p in net.parameters())
+
+    shape = ["--input", "3,16,16", "--device", "cpu"]
+    for path in (scripted, traced):
+        plan = run(binary, "sweep", "--model", path, "--batch", "1:4", *shape, "--plan")
+        check(plan.returncode == 0, f"sweep --plan of {os.path.basename(path)}: {plan.stderr.strip()}")
+        if plan.returncode != 0:
+            continue
+        e = json.loads(plan.stdout)["experiments"][0]
+        check(e["classes"] == 7, f"the classes are the output's: {e['classes']}")
+        check(e["forward_flops_per_sample"] == flops,
+              f"FLOPs per sample as PyTorch's profiler counts them: {e['forward_flops_per_sample']} and {flops}")
+        check(e["flops_per_step"] == [3 * flops * b for b in (1, 2, 3, 4)], "a training step is 3x the forward")
+        check(e["model_file"]["bytes"] == os.path.getsize(path), "the file's size is recorded")
+
+    out = os.path.join(work, "train")
+    sweep = run(binary, "sweep", "--model", scripted, "--batch", "1:4", "--steps", "5", "--warmup", "1",
+                *shape, "--quiet", "--out", out)
+    check(sweep.returncode == 0, f"a training sweep runs: {sweep.stderr.strip()[-300:]}")
+    steps = os.path.join(out, "steps.jsonl")
+    written = records(steps) if os.path.exists(steps) else []
+    points = [r for r in written if r["type"] == "point"]
+    check([p["batch_size"] for p in points] == [1, 2, 3, 4], "every batch size measured")
+    check(all(p["tflops"] > 0 for p in points), "each with its TFLOP/s")
+    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 4]
+    check(len(set(losses)) > 1, f"the module's weights are trained from step to step: {losses}")
+    analysis = run(binary, "analyze", out, "--quiet")
+    report = os.path.join(out, "analysis", "report.md")
+    check(analysis.returncode == 0 and os.path.exists(report) and "small.pt train fp32" in open(report).read(),
+          f"analyze reads it: {analysis.stderr.strip()[-300:]}")
+    infer = run(binary, "sweep", "--model", traced, "--batch", "1,8", "--phase", "infer", "--steps", "5",
+                *shape, "--quiet", "--out", os.path.join(work, "infer"))
+    check(infer.returncode == 0, f"an inference sweep of the traced module runs: {infer.stderr.strip()[-300:]}")
+    # Batch norm sees one value per channel at batch 1 of a 1x1 image: training starts at 2.
+    one = run(binary, "sweep", "--model", scripted, "--batch", "1:2", "--input", "3,1,1", "--device", "cpu",
+              "--out", os.path.join(work, "one"))
+    check(one.returncode == 2 and "start the batch sizes at 2" in one.stderr,
+          f"batch 1 of a 1x1 image is refused: {one.stderr.strip()}")
+
+    # The same sweep, stopped before its end, resumed after the file changed: another model, refused.
+    with open(steps) as f:
+        lines = [line for line in f if json.loads(line)["type"] != "end"]
+    with open(steps, "w") as f:
+        f.writelines(lines[:-3])
+    torch.jit.script(SmallNet()).save(scripted)
+    resumed = run(binary, "sweep", "--model", scripted, "--batch", "1:4", "--steps", "5", "--warmup", "1",
+                  *shape, "--quiet", "--out", out)
+    check(resumed.returncode == 2 and "model_file" in resumed.stderr,
+          f"a resumed sweep whose model file changed is refused: {resumed.stderr.strip()}")
+
+    # Mistakes: one sentence each, exit 2.
+    text = os.path.join(work, "notes.pt")
+    with open(text, "w") as f:
+        f.write("not a model\n")
+    for args, said in (
+        (["--model", scripted, "--batch", "1", "--device", "cpu"], "pass --input with one sample's sizes"),
+        (["--model", scripted, "--batch", "1", "--input", "3,16", "--device", "cpu"], "forward fails on a 3x16 sample"),
+        (["--model", scripted, "--batch", "1", "--classes", "10", *shape], "give 7"),
+        (["--model", text, "--batch", "1", *shape], "is not a TorchScript file"),
+        (["--model", os.path.join(work, "missing.pt"), "--batch", "1", *shape], "there is no file"),
+    ):
+        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
+        message = bad.stderr.strip()
+        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
+              f"refused in one sentence ({said}): {message}")
+    print(f"{parameters} parameters in the module; {failures} failures")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
