@@ -171,6 +171,9 @@ class ScriptFile {
       throw std::invalid_argument("there is no file " + path + "; give the path of a TorchScript file, or a zoo model");
     if (std::filesystem::is_directory(path, ec))
       throw std::invalid_argument(path + " is a directory, not a TorchScript file");
+    // Not a device or a pipe, whose reading might never end.
+    if (!std::filesystem::is_regular_file(path, ec))
+      throw std::invalid_argument(path + " is not a regular file; give the path of a TorchScript file");
     file_.path = path;
     file_.crc32 = file_crc32(path, file_.bytes);
     try {

@@ -113,6 +113,7 @@ TEST(TorchScript, FilesThatAreNoModelsAreRefusedInOneSentence) {
   };
   EXPECT_NE(message(dir / "missing.pt").find("there is no file"), std::string::npos);
   EXPECT_NE(message(dir.path().string()).find("is a directory"), std::string::npos);
+  EXPECT_NE(message("/dev/zero").find("is not a regular file"), std::string::npos);
   std::ofstream(dir / "text.pt") << "not a model\n";
   const std::string not_torchscript = message(dir / "text.pt");
   EXPECT_NE(not_torchscript.find("is not a TorchScript file"), std::string::npos) << not_torchscript;
