@@ -331,16 +331,16 @@ void read_experiment_options(const cxxopts::ParseResult& result, const std::vect
 std::string model_option(const cxxopts::ParseResult& result) {
   if (!result.count("model")) refuse("no model given", "pass --model NAME, one of " + models::known_model_names());
   const std::string model = result["model"].as<std::string>();
-  if (models::find_model(model) == nullptr && models::is_model_file_name(model)) {
+  if (models::is_model_file_name(model)) {
     try {
       models::torchscript_model(model);
     } catch (const std::invalid_argument& error) {
       refuse(std::string("--model: ") + error.what(), "");
     }
-  }
-  if (models::find_model(model) == nullptr)
+  } else if (models::find_model(model) == nullptr) {
     refuse("unknown model " + printable(model),
            "use one of " + models::known_model_names() + ", or the path of a TorchScript file");
+  }
   return model;
 }
 

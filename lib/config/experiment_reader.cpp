@@ -293,14 +293,14 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
              models::known_model_names());
   }
   c.model = get_string(k["model"], "give a model name");
-  const models::ModelSpec* spec = models::find_model(c.model);
-  if (!spec && models::is_model_file_name(c.model)) {
+  if (models::is_model_file_name(c.model)) {
     try {
-      models::torchscript_model(c.model);
+      return models::torchscript_model(c.model);
     } catch (const std::invalid_argument& error) {
       fail(k["model"].where, k["model"].where.label + " " + error.what(), "");
     }
   }
+  const models::ModelSpec* spec = models::find_model(c.model);
   if (!spec) {
     std::vector<std::string> known;
     for (const auto& m : models::all_models()) known.push_back(m.name);
@@ -310,23 +310,28 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
   return *spec;
 }
 
+// A TorchScript file has no default input: neither input nor a dataset's images were given.
+[[noreturn]] void fail_no_input(const Keys& k, const models::ModelSpec& spec) {
+  const Where& at = k["model"].where;
+  fail(at, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
+       at.source == kCommandLine ? "pass --input with one sample's sizes, like --input 3,224,224"
+                                 : "add input: with one sample's sizes, like input: [3, 224, 224]");
+}
+
 // A TorchScript file's model: the input is required (a dataset's images may give it), and the classes
 // are what its output gives for one sample, which a given classes must match.
 void read_file_model_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
   c.model_file = spec.file;
   if (!k.has("input")) {
-    if (k.has("data")) return;  // read_data gives the images' shape, or asks for an input
-    fail(k["model"].where, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
-         k["model"].where.source == kCommandLine ? "pass --input with one sample's sizes, like --input 3,224,224"
-                                                 : "add input: with one sample's sizes, like input: [3, 224, 224]");
+    if (k.has("data")) return;  // read_data gives the images' shape
+    fail_no_input(k, spec);
   }
   const Entry& input = k["input"];
   int64_t classes = 0;
   try {
     classes = spec.classes_of(c.input_shape);
   } catch (const std::invalid_argument& error) {
-    std::string reason = error.what();
-    fail(input.where, input.where.label + ": " + reason, "");
+    fail(input.where, input.where.label + ": " + error.what(), "");
   }
   if (!k.has("classes")) {
     c.classes = classes;
@@ -560,10 +565,7 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
       fail(k[key].where, k[key].where.label + " applies to steps: auto only", "remove it, or set steps: auto");
   }
   if (k.has("data")) read_data(k, spec, c);
-  if (c.input_shape.empty()) {
-    fail(k["data"].where, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
-         "give input: with one sample's sizes, or data: mnist (1x28x28 images)");
-  }
+  if (c.input_shape.empty()) fail_no_input(k, spec);  // data: synthetic
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
   if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
   read_loss_scale(k, overrides, c);
