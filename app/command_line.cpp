@@ -223,7 +223,9 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.lr = real_option(r, n, 0, 1e6, /*least_excluded=*/true); }},
   {ExperimentOption::Input, "input", "shape of one sample, e.g. 3,224,224 (an image), 35 (tokens); default: the model's", false,
    [](const auto& r, const auto& n, auto& o) { o.input_shape = parse_input_shape(text(r, n)); }},
-  {ExperimentOption::SeqLen, "seq-len", "sequence models: the sequence length (tokens or spectrogram frames)", false,
+  {ExperimentOption::InputKind, "input-kind", "a TorchScript file's input: float (a tensor [batch, ...input], returning [batch, classes] logits) or tokens (token ids [batch, seq-len], returning [batch, positions, vocabulary] logits)", false,
+   [](const auto& r, const auto& n, auto& o) { o.input_kind = text(r, n); }},
+  {ExperimentOption::SeqLen, "seq-len", "sequence models and TorchScript files of tokens: the sequence length (tokens or spectrogram frames)", false,
    [](const auto& r, const auto& n, auto& o) { o.seq_len = whole_option(r, n); }},
   {ExperimentOption::Classes, "classes", "number of classes (the vocabulary of a language model); default: the model's", false,
    [](const auto& r, const auto& n, auto& o) { o.classes = whole_option(r, n); }},
@@ -275,6 +277,7 @@ std::optional<std::string> default_shown(ExperimentOption id) {
     case ExperimentOption::Precision: return to_string(d.precision);
     case ExperimentOption::Optimizer: return to_string(d.optimizer.kind);
     case ExperimentOption::Lr: return number_text(d.optimizer.lr);
+    case ExperimentOption::InputKind: return std::string(models::to_string(models::FileInput::Float));
     case ExperimentOption::Data: return d.data;
     case ExperimentOption::Transfer: return to_string(d.transfer);
     case ExperimentOption::Tf32: return to_string(d.tf32);

@@ -32,7 +32,7 @@ std::string command_text(const std::string& command, const std::vector<std::stri
 // experiment's own checks then take, naming the option in their messages. A command declares the ones
 // it takes; adding a sweep option is one entry in the table plus its use.
 enum class ExperimentOption {
-  Model, Batch, Device, Steps, Warmup, Phase, Precision, Optimizer, Lr, Input, SeqLen, Classes, Data,
+  Model, Batch, Device, Steps, Warmup, Phase, Precision, Optimizer, Lr, Input, InputKind, SeqLen, Classes, Data,
   Transfer, Chunk, Order, Seed, ChannelsLast, CudnnBenchmark, Profile, ProfileSteps, Repeats, CiWidth, MinTime,
   MaxTime, Tf32, LossScale, LossScaleInit, LossScaleGrowthInterval, Foreach
 };

@@ -124,6 +124,9 @@ std::string bash_script() {
        "    --order) COMPREPLY=($(compgen -W \""
     << to_string(BatchOrder::Ascending) << " " << to_string(BatchOrder::Shuffled)
     << "\" -- \"$cur\")); return ;;\n"
+       "    --input-kind) COMPREPLY=($(compgen -W \""
+    << models::to_string(models::FileInput::Float) << " " << models::to_string(models::FileInput::Tokens)
+    << "\" -- \"$cur\")); return ;;\n"
        "    --transfer) COMPREPLY=($(compgen -W \""
     << to_string(Transfer::Excluded) << " " << to_string(Transfer::Included)
     << "\" -- \"$cur\")); return ;;\n"

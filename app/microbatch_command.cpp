@@ -24,7 +24,7 @@ namespace {
 // are its own.
 const std::vector<ExperimentOption> kMicrobatchOptions = {
     ExperimentOption::Model,     ExperimentOption::Input,          ExperimentOption::Classes,
-    ExperimentOption::SeqLen,    ExperimentOption::Device,         ExperimentOption::Precision,
+    ExperimentOption::SeqLen, ExperimentOption::InputKind,    ExperimentOption::Device,         ExperimentOption::Precision,
     ExperimentOption::Optimizer, ExperimentOption::CudnnBenchmark, ExperimentOption::Tf32,
     ExperimentOption::LossScale, ExperimentOption::LossScaleInit,  ExperimentOption::LossScaleGrowthInterval,
     ExperimentOption::Foreach,   ExperimentOption::ChannelsLast};

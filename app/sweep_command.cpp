@@ -32,7 +32,7 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Model,          ExperimentOption::Batch,     ExperimentOption::Device,
     ExperimentOption::Steps,          ExperimentOption::Warmup,    ExperimentOption::Phase,
     ExperimentOption::Precision,      ExperimentOption::Optimizer, ExperimentOption::Lr,
-    ExperimentOption::Input,          ExperimentOption::SeqLen,    ExperimentOption::Classes,
+    ExperimentOption::Input,          ExperimentOption::SeqLen, ExperimentOption::InputKind,    ExperimentOption::Classes,
     ExperimentOption::Data,           ExperimentOption::Transfer,  ExperimentOption::Chunk,
     ExperimentOption::Order,          ExperimentOption::Seed,      ExperimentOption::ChannelsLast,
     ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,   ExperimentOption::ProfileSteps,

@@ -5,14 +5,23 @@
 
 namespace batchscope::models {
 
+// What the forward of a TorchScript file takes: a float tensor [batch, ...input] whose output is
+// [batch, classes] logits, or token ids [batch, sequence] (int64) whose output is [batch, positions,
+// vocabulary] logits, one per position (a language model).
+enum class FileInput { Float, Tokens };
+
 // A model given as a TorchScript file (torch.jit.script or torch.jit.trace, then save) instead of a zoo
 // name: the path as given, and the file's size and CRC-32 when it was read, so that records say which
-// weights and code ran and a resumed sweep can tell a changed file.
+// weights and code ran and a resumed sweep can tell a changed file; and what its forward takes.
 struct ModelFile {
   std::string path;
   uint64_t bytes = 0;
   uint32_t crc32 = 0;
+  FileInput input = FileInput::Float;
 };
+
+// "float", "tokens": the words of the input_kind key.
+const char* to_string(FileInput input);
 
 // Whether a model name is a file's path rather than a zoo name: it holds a '/' or ends in .pt, .pth,
 // .ts, .zip or .torchscript.

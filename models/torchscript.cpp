@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "models/flop_tally.h"
@@ -70,6 +71,13 @@ class ScriptedNetwork : public Network {
     const c10::IValue out = module_.forward({std::move(input)});
     TORCH_CHECK(out.isTensor(), "the TorchScript module's forward returned ", out.tagKind(), ", not a tensor");
     return out.toTensor();
+  }
+
+  // [batch, classes] logits against [batch] classes, or [batch, positions, vocabulary] logits against
+  // [batch, positions] tokens (FileInput::Tokens).
+  torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
+    if (output.dim() != 3) return Network::loss(output, targets);
+    return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}), targets.reshape(-1));
   }
 
   void train(bool on) override {
@@ -158,10 +166,17 @@ class FlopCount {
 
 // What one sample on the CPU tells of the module at an input shape.
 struct Probe {
-  int64_t classes = 0;
+  int64_t classes = 0;  // or the vocabulary
+  int64_t positions = 0;  // FileInput::Tokens: the output's positions per sample
   double flops = 0;
   int64_t smallest_train_batch = 1;
 };
+
+// Synthetic token ids below `vocabulary`: [batch, sequence] inputs and [batch, positions] targets.
+Batch token_ids_batch(int64_t batch, int64_t sequence, int64_t positions, int64_t vocabulary) {
+  const auto tokens = torch::TensorOptions().dtype(torch::kLong);
+  return {torch::randint(vocabulary, {batch, sequence}, tokens), torch::randint(vocabulary, {batch, positions}, tokens)};
+}
 
 class ScriptFile {
  public:
@@ -188,30 +203,48 @@ class ScriptFile {
       throw std::invalid_argument(path + " holds a TorchScript module without a forward method");
     int64_t parameters = 0;
     for (const torch::Tensor& p : module_.parameters()) parameters += p.numel();
-    spec_.name = path;
-    spec_.summary = "TorchScript module read from " + path + " (" + std::to_string(parameters) + " parameters)";
-    spec_.input_layout = "the module's input without the batch";
-    spec_.file = file_;
-    spec_.build = [this](const SampleShape&, int64_t) { return std::make_shared<ScriptedNetwork>(copy()); };
-    spec_.classes_of = [this](const SampleShape& input) { return probe(input).classes; };
-    spec_.forward_flops = [this](const SampleShape& input, int64_t classes) {
-      const Probe& p = probe(input);
+    summary_ = "TorchScript module read from " + path + " (" + std::to_string(parameters) + " parameters)";
+    specs_[0] = make_spec(FileInput::Float);
+    specs_[1] = make_spec(FileInput::Tokens);
+  }
+
+  const ModelSpec& spec(FileInput input) const { return specs_[input == FileInput::Tokens ? 1 : 0]; }
+
+ private:
+  ModelSpec make_spec(FileInput input) {
+    const bool tokens = input == FileInput::Tokens;
+    ModelSpec spec;
+    spec.name = file_.path;
+    spec.file = file_;
+    spec.file->input = input;
+    spec.summary = summary_ + (tokens ? ", token ids to logits per position" : "");
+    spec.input_kind = tokens ? InputKind::Tokens : InputKind::Image;
+    spec.sequence_axis = tokens ? 0 : -1;
+    spec.input_layout = tokens ? "sequence length" : "the module's input without the batch";
+    spec.build = [this](const SampleShape&, int64_t) { return std::make_shared<ScriptedNetwork>(copy()); };
+    spec.classes_of = [this, input](const SampleShape& shape) { return probe(input, shape).classes; };
+    spec.forward_flops = [this, input](const SampleShape& shape, int64_t classes) {
+      const Probe& p = probe(input, shape);
       if (classes != p.classes) {
         throw std::invalid_argument(file_.path + " returns " + std::to_string(p.classes) + " classes for a " +
-                                    shape_text(input) + " sample, not " + std::to_string(classes) +
+                                    shape_text(shape) + " sample, not " + std::to_string(classes) +
                                     "; leave classes out, or give " + std::to_string(p.classes));
       }
       return p.flops;
     };
-    spec_.smallest_train_batch = [this](const SampleShape& input, int64_t) {
-      return probe(input).smallest_train_batch;
+    spec.smallest_train_batch = [this, input](const SampleShape& shape, int64_t) {
+      return probe(input, shape).smallest_train_batch;
     };
-    spec_.synthetic_batch = image_batch;
+    if (tokens) {
+      spec.synthetic_batch = [this](int64_t batch, const SampleShape& shape, int64_t vocabulary) {
+        return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions, vocabulary);
+      };
+    } else {
+      spec.synthetic_batch = image_batch;
+    }
+    return spec;
   }
 
-  const ModelSpec& spec() const { return spec_; }
-
- private:
   static uint32_t file_crc32(const std::string& path, uint64_t& bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::invalid_argument("cannot read " + path + "; check its permissions");
@@ -246,22 +279,32 @@ class ScriptFile {
     return module;
   }
 
-  const Probe& probe(const SampleShape& input) {
+  const Probe& probe(FileInput input, const SampleShape& shape) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto found = probes_.find(input);
+    const auto key = std::make_pair(input, shape);
+    const auto found = probes_.find(key);
     if (found != probes_.end()) return found->second;
-    return probes_.emplace(input, measure(input)).first->second;
+    return probes_.emplace(key, measure(input, shape)).first->second;
   }
 
-  // One sample of standard normal values through a copy of the module: in eval mode, counting its FLOPs,
-  // for them and its output, then in training mode, where a batch norm may refuse a single value.
-  Probe measure(const SampleShape& input) const {
-    const std::string sample = "a " + shape_text(input) + " sample";
+  // One sample through a copy of the module (standard normal values, or token 0 throughout): in eval
+  // mode, counting its FLOPs, for them and its output, then in training mode, where a batch norm may
+  // refuse a single value.
+  Probe measure(FileInput input, const SampleShape& shape) const {
+    const bool tokens = input == FileInput::Tokens;
+    const std::string sample = "a " + shape_text(shape) + (tokens ? " token sample" : " sample");
+    if (tokens && shape.size() != 1) {
+      throw std::invalid_argument(file_.path + " takes token ids, so its input is the sequence length alone, not " +
+                                  shape_text(shape) + "; give one size, like [128]");
+    }
     torch::jit::Module module = copy();
     if (module.hasattr("training")) module.eval();
-    std::vector<int64_t> shape{1};
-    shape.insert(shape.end(), input.begin(), input.end());
-    const torch::Tensor x = torch::randn(shape);
+    const auto batch_of = [&](int64_t batch, bool as_tokens) {
+      std::vector<int64_t> sizes{batch};
+      sizes.insert(sizes.end(), shape.begin(), shape.end());
+      return as_tokens ? torch::zeros(sizes, torch::TensorOptions().dtype(torch::kLong)) : torch::randn(sizes);
+    };
+    const torch::Tensor x = batch_of(1, tokens);
     torch::NoGradGuard no_grad;
     c10::IValue out;
     Probe p;
@@ -271,20 +314,37 @@ class ScriptFile {
       p.flops = count.flops();
     } catch (const std::exception& error) {
       throw std::invalid_argument(file_.path + "'s forward fails on " + sample + " (" + first_line(error.what()) +
-                                  "); give the input shape the module takes, without the batch");
+                                  "); " + (tokens ? "give the sequence length it takes, or leave input_kind: tokens out "
+                                                    "for a module that takes float values"
+                                                  : other_input_hint(module, batch_of(1, true))));
     }
+    const std::string wanted = tokens ? "[batch, positions, vocabulary]" : "[batch, classes]";
+    const std::string why = "batchscope trains it with cross-entropy" +
+                            std::string(tokens ? " at every position" : "") + ", so its forward must return " + wanted;
     if (!out.isTensor()) {
       throw std::invalid_argument(file_.path + "'s forward returns " + out.tagKind() + " for " + sample +
-                                  ", not one tensor of logits; batchscope trains it with cross-entropy, so its "
-                                  "forward must return [batch, classes]");
+                                  ", not one tensor of logits; " + why);
     }
     const torch::Tensor logits = out.toTensor();
-    if (logits.dim() != 2 || logits.size(0) != 1 || logits.size(1) < 1 || !logits.is_floating_point()) {
+    const int64_t dims = tokens ? 3 : 2;
+    if (logits.dim() != dims || logits.size(0) != 1 || logits.size(dims - 1) < 1 || !logits.is_floating_point()) {
       throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(logits) + " for " + sample +
-                                  ", not [1, classes] logits; batchscope trains it with cross-entropy, so its "
-                                  "forward must return [batch, classes]");
+                                  ", not " + (tokens ? "[1, positions, vocabulary]" : "[1, classes]") + " logits; " +
+                                  why);
     }
-    p.classes = logits.size(1);
+    p.classes = logits.size(dims - 1);
+    if (tokens) {
+      p.positions = logits.size(1);
+      // A module that puts the sequence first ([positions, batch, vocabulary]) gives [S, 1, V] at batch
+      // 1, which reads like a batch-first output: a batch of 2 tells them apart.
+      const torch::Tensor two = module.forward({batch_of(2, true)}).toTensor();
+      if (two.dim() != 3 || two.size(0) != 2 || two.size(1) != p.positions) {
+        throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(two) + " for a batch of 2 " +
+                                    shape_text(shape) + " token samples, not [2, " + std::to_string(p.positions) +
+                                    ", " + std::to_string(p.classes) + "]; " + why +
+                                    ", the batch first (transpose a sequence-first output in the module)");
+      }
+    }
     if (!module.hasattr("training")) return p;
     module.train(true);
     try {
@@ -300,23 +360,37 @@ class ScriptFile {
     return p;
   }
 
+  // Where a float input fails, whether token ids would do: the fix names input_kind then.
+  static std::string other_input_hint(torch::jit::Module& module, const torch::Tensor& token_ids) {
+    const std::string shape_fix = "give the input shape the module takes, without the batch";
+    try {
+      module.forward({token_ids});
+    } catch (const std::exception&) {
+      return shape_fix;
+    }
+    return "it takes token ids: give input_kind: tokens (--input-kind tokens) with the sequence length as the input";
+  }
+
   ModelFile file_;
   torch::jit::Module module_;
-  ModelSpec spec_;
+  std::string summary_;
+  ModelSpec specs_[2];  // FileInput::Float, FileInput::Tokens
   std::mutex mutex_;
-  std::map<SampleShape, Probe> probes_;
+  std::map<std::pair<FileInput, SampleShape>, Probe> probes_;
 };
 
 }  // namespace
 
-const ModelSpec& torchscript_model(const std::string& path) {
+const char* to_string(FileInput input) { return input == FileInput::Tokens ? "tokens" : "float"; }
+
+const ModelSpec& torchscript_model(const std::string& path, FileInput input) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ScriptFile>> files;
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = files.find(path);
-  if (found != files.end()) return found->second->spec();
+  if (found != files.end()) return found->second->spec(input);
   auto file = std::make_unique<ScriptFile>(path);
-  return files.emplace(path, std::move(file)).first->second->spec();
+  return files.emplace(path, std::move(file)).first->second->spec(input);
 }
 
 }  // namespace batchscope::models

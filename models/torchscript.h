@@ -6,18 +6,22 @@
 
 namespace batchscope::models {
 
-// The model of a TorchScript file: a module whose forward takes one float tensor [batch, ...input] and
-// returns [batch, classes] logits, trained with cross-entropy against synthetic class indices (or a
-// dataset's labels) like the zoo's image classifiers. Read once per process and path; every build is a
-// deep copy of the file's module, with the file's weights.
+// The model of a TorchScript file, whose forward takes one tensor and returns logits, trained with
+// cross-entropy:
+// - FileInput::Float: a float tensor [batch, ...input] to [batch, classes] logits, against synthetic class
+//   indices (or a dataset's labels), like the zoo's image classifiers;
+// - FileInput::Tokens: token ids [batch, sequence] (int64) to [batch, positions, vocabulary] logits, one per
+//   position, against synthetic token ids at every position, like the zoo's language models. The input is
+//   the sequence length alone (input: [S] or seq_len: S); the synthetic token ids lie below the vocabulary.
+// Read once per process and path; every build is a deep copy of the file's module, with the file's weights.
 //
 // What the zoo's models know from their layer tables is measured on one sample on the CPU instead, once
-// per input shape: the class count (the output's second size), the forward FLOPs (of the convolutions
-// and matrix products LibTorch runs, a multiply-add as 2; biases, element-wise operators, normalisation,
-// pooling and fused attention not counted), and whether training needs a batch of 2 (a batch norm that
-// sees one value per channel).
+// per input shape: the class count (the output's last size: classes, or the vocabulary), the forward
+// FLOPs (of the convolutions and matrix products LibTorch runs, a multiply-add as 2; biases, element-wise
+// operators, normalisation, pooling and fused attention not counted), and whether training needs a batch
+// of 2 (a batch norm that sees one value per channel).
 //
 // Throws std::invalid_argument with a sentence where the file is missing, unreadable or not TorchScript.
-const ModelSpec& torchscript_model(const std::string& path);
+const ModelSpec& torchscript_model(const std::string& path, FileInput input = FileInput::Float);
 
 }  // namespace batchscope::models

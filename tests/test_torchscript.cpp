@@ -194,5 +194,132 @@ TEST(TorchScript, ASweepTimesTheFilesModuleAndRecordsItsFile) {
   EXPECT_EQ(points, 3);
 }
 
+// Token ids to logits per position: an embedding of 7 tokens in 4 values, then a product back to the 7,
+// 2 * 4 * 7 = 56 FLOPs a position. The second sends a sequence-first output.
+std::string save_token_model(const TempDir& dir, const std::string& name = "lm.pt", bool sequence_first = false) {
+  torch::manual_seed(5);
+  const std::string path = dir / name;
+  const std::string out = sequence_first ? "torch.matmul(e, self.w.t()).transpose(0, 1)" : "torch.matmul(e, self.w.t())";
+  scripted("def forward(self, x):\n  e = torch.embedding(self.emb, x)\n  return " + out + "\n",
+           {{"emb", torch::randn({7, 4})}, {"w", torch::randn({7, 4})}})
+      .save(path);
+  return path;
+}
+
+TEST(TorchScript, AFileOfTokenIdsIsALanguageModel) {
+  const TempDir dir;
+  const std::string path = save_token_model(dir);
+  const models::ModelSpec* spec = models::find_model(path, models::FileInput::Tokens);
+  ASSERT_NE(spec, nullptr);
+  EXPECT_EQ(spec->input_kind, models::InputKind::Tokens);
+  EXPECT_EQ(spec->sequence_axis, 0);
+  ASSERT_TRUE(spec->file.has_value());
+  EXPECT_EQ(spec->file->input, models::FileInput::Tokens);
+  EXPECT_EQ(spec->classes_of({5}), 7) << "the vocabulary: the output's last size";
+  EXPECT_DOUBLE_EQ(spec->forward_flops({5}, 7), 5 * 56.0);
+  torch::manual_seed(0);
+  const models::Batch batch = spec->synthetic_batch(3, {5}, 7);
+  EXPECT_EQ(batch.inputs.sizes(), (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(batch.inputs.scalar_type(), torch::kLong);
+  EXPECT_EQ(batch.targets.sizes(), (std::vector<int64_t>{3, 5}));
+  EXPECT_LT(batch.inputs.max().item<int64_t>(), 7);
+  EXPECT_GE(batch.inputs.min().item<int64_t>(), 0);
+  // Trained with cross-entropy at every position: the loss is the mean over the 15 positions.
+  const std::shared_ptr<models::Network> net = spec->build({5}, 7);
+  const torch::Tensor output = net->forward(batch.inputs);
+  const torch::Tensor loss = net->loss(output, batch.targets);
+  const torch::Tensor expected = torch::nn::functional::cross_entropy(output.reshape({15, 7}), batch.targets.reshape(15));
+  EXPECT_TRUE(torch::allclose(loss, expected));
+  torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.5));
+  sgd.zero_grad();
+  loss.backward();
+  sgd.step();
+  EXPECT_FALSE(torch::allclose(net->forward(batch.inputs), output));
+  // The same file read as one of float values: its forward fails, and the fix names input_kind.
+  const std::string as_float = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(path).classes_of({5}); });
+  EXPECT_NE(as_float.find("input_kind: tokens"), std::string::npos) << as_float;
+  // Token ids are one sequence: a second size is refused.
+  const std::string two = testing_support::invalid_argument_message([&] { spec->classes_of({2, 5}); });
+  EXPECT_NE(two.find("the sequence length alone"), std::string::npos) << two;
+  // A sequence-first output reads like a batch-first one at batch 1 of 1 token; a batch of 2 tells.
+  const std::string first = save_token_model(dir, "first.pt", /*sequence_first=*/true);
+  const std::string sequence_first = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(first, models::FileInput::Tokens).classes_of({1}); });
+  EXPECT_NE(sequence_first.find("returns [1, 2, 7] for a batch of 2"), std::string::npos) << sequence_first;
+  EXPECT_NE(sequence_first.find("the batch first"), std::string::npos) << sequence_first;
+  const std::string longer = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(first, models::FileInput::Tokens).classes_of({5}); });
+  EXPECT_NE(longer.find("returns [5, 1, 7] for a 5 token sample"), std::string::npos) << longer;
+}
+
+TEST(TorchScript, AnExperimentOfTokenIdsGivesTheSequenceLength) {
+  const TempDir dir;
+  const std::string path = save_token_model(dir);
+  const std::string model = "model: " + path + "\nbatch: 1:2\ninput_kind: tokens\n";
+  for (const std::string& length : {"seq_len: 5\n", "input: [5]\n"}) {
+    const ExperimentConfig e = parse_sweep_config(model + length, "exp.yaml", {}).experiments.at(0);
+    EXPECT_EQ(e.input_shape, (std::vector<int64_t>{5})) << length;
+    EXPECT_EQ(e.classes, 7);
+    ASSERT_TRUE(e.model_file.has_value());
+    EXPECT_EQ(e.model_file->input, models::FileInput::Tokens);
+    const nlohmann::json j = to_json(e);
+    EXPECT_EQ(j.at("model_file").at("input_kind"), "tokens");
+    const ExperimentConfig back = experiment_from_json(j);
+    ASSERT_TRUE(back.model_file.has_value());
+    EXPECT_EQ(back.model_file->input, models::FileInput::Tokens);
+    EXPECT_EQ(to_json(back), j);
+    ASSERT_NE(experiment_model(back), nullptr);
+    EXPECT_EQ(experiment_model(back)->input_kind, models::InputKind::Tokens);
+  }
+  // A float module's record says nothing of its input, as before.
+  const ExperimentConfig linear =
+      parse_sweep_config("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\n", "exp.yaml", {}).experiments.at(0);
+  EXPECT_FALSE(to_json(linear).at("model_file").contains("input_kind"));
+  // Mistakes: no sequence length, two sizes, an unknown kind, input_kind on a zoo model, the file read as
+  // float values, seq_len for a float module, images of a dataset.
+  const std::string no_length = config_error(model);
+  EXPECT_NE(no_length.find("add seq_len:"), std::string::npos) << no_length;
+  const std::string two = config_error(model + "input: [2, 5]\n");
+  EXPECT_NE(two.find("exp.yaml:4"), std::string::npos) << two;
+  EXPECT_NE(two.find("give one size"), std::string::npos) << two;
+  const std::string word = config_error("model: " + path + "\nbatch: 1\ninput_kind: words\nseq_len: 5\n");
+  EXPECT_NE(word.find("exp.yaml:3"), std::string::npos) << word;
+  EXPECT_NE(word.find("tokens"), std::string::npos) << word;
+  const std::string zoo = config_error("model: mnist_cnn\nbatch: 1\ninput_kind: tokens\n");
+  EXPECT_NE(zoo.find("exp.yaml:3"), std::string::npos) << zoo;
+  EXPECT_NE(zoo.find("applies to TorchScript files only"), std::string::npos) << zoo;
+  const std::string as_float = config_error("model: " + path + "\nbatch: 1\ninput: [5]\n");
+  EXPECT_NE(as_float.find("give input_kind: tokens"), std::string::npos) << as_float;
+  const std::string float_length = config_error("model: " + save_linear(dir) + "\nbatch: 1\nseq_len: 4\n");
+  EXPECT_NE(float_length.find("add input_kind: tokens"), std::string::npos) << float_length;
+  const std::string images = config_error(model + "data: mnist\n");
+  EXPECT_NE(images.find("takes token sequences"), std::string::npos) << images;
+}
+
+TEST(TorchScript, ASweepOfTokenIdsCountsItsFlopsPerSequence) {
+  const TempDir dir;
+  const std::string path = save_token_model(dir);
+  for (const std::string phase : {"train", "infer"}) {
+    SweepConfig config = parse_sweep_config("model: " + path + "\ninput_kind: tokens\nseq_len: 5\nphase: " + phase +
+                                                "\nbatch: 1:3\nwarmup: 1\nsteps: 2\ndevice: cpu\n",
+                                            "exp.yaml", {});
+    SweepOptions options;
+    options.out_dir = dir / phase;
+    std::ostringstream progress;
+    const SweepOutcome outcome = run_sweep(resolve_for_machine(config), options, progress);
+    int points = 0;
+    for (const SweepRecord& record : outcome.records) {
+      const Json r = to_json(record);
+      if (r["type"] != "point") continue;
+      ++points;
+      const double passes = phase == "train" ? 3 : 1;
+      EXPECT_DOUBLE_EQ(r["flops_per_step"].get<double>(), passes * 5 * 56.0 * r["batch_size"].get<double>())
+          << r.dump();
+    }
+    EXPECT_EQ(points, 3) << phase;
+  }
+}
+
 }  // namespace
 }  // namespace batchscope

@@ -16,7 +16,7 @@ namespace {
 
 // The forward FLOPs of one sample of an experiment's model.
 double forward_flops(const ExperimentConfig& e) {
-  const models::ModelSpec* spec = models::find_model(e.model);
+  const models::ModelSpec* spec = experiment_model(e);
   if (spec == nullptr) throw UserError(located_value(e, "model", "unknown model " + e.model, ""));
   try {
     return spec->forward_flops(e.input_shape, e.classes);

@@ -4,7 +4,9 @@
 // (the same as defaults: device). A file with a single experiment may put its keys at the top
 // level instead of under `experiments:`. Experiment keys, with their defaults:
 //   name             "<model>_<phase>_<precision>"; letters, digits, _ - .; unique in the file
-//   model            required; a name from the model registry
+//   model            required; a name from the model registry, or a TorchScript file's path
+//   input_kind       a TorchScript file's: float (a float tensor [batch, ...input] to [batch, classes]) |
+//                    tokens (token ids [batch, seq_len] to [batch, positions, vocabulary]) (float)
 //   input            one sample's shape without the batch dimension: [C, H, W] for images,
 //                    [sequence length] for lstm_lm and transformer, [1, frequency bins, frames]
 //                    for deepspeech2; the model's default input
@@ -123,6 +125,10 @@ std::string check_device_string(const std::string& device) {
   }
   return "device " + shown(device) +
          " is not recognised; use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+}
+
+const models::ModelSpec* experiment_model(const ExperimentConfig& e) {
+  return models::find_model(e.model, e.model_file ? e.model_file->input : models::FileInput::Float);
 }
 
 std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,

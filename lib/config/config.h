@@ -11,6 +11,9 @@
 #include "models/model_file.h"
 
 namespace batchscope {
+namespace models {
+struct ModelSpec;
+}
 
 enum class Phase { Train, Infer };
 enum class Precision { FP32, FP16, BF16 };
@@ -130,6 +133,10 @@ struct ExperimentConfig {
   std::map<std::string, ValueOrigin> origins;
 };
 
+// The experiment's model: the zoo's, or its TorchScript file's for the input that file takes; nullptr
+// where there is none (a file no longer there).
+const models::ModelSpec* experiment_model(const ExperimentConfig& e);
+
 // "FILE:LINE: PROBLEM; FIX." about the value of `key` (or, where it was not given, the experiment).
 std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
                           const std::string& fix);
@@ -151,6 +158,7 @@ struct SweepOverrides {
   std::optional<std::string> loss_scale_init, loss_scale_growth_interval;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
+  std::optional<std::string> input_kind;  // a TorchScript file's: float or tokens
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
   bool steps_auto = false;                            // --steps auto
   // steps: auto's settings as given (--ci-width 2%, --min-time 1, --max-time 30); any of them without

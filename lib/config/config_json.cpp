@@ -91,6 +91,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     std::ostringstream crc;
     crc << std::hex << std::setw(8) << std::setfill('0') << e.model_file->crc32;
     j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", crc.str()}};
+    // Only for token ids: records of float modules stay as they were.
+    if (e.model_file->input != models::FileInput::Float) j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
   }
   // Written only where asked for, so that records of runs without profiling stay as they were.
   if (e.profile) {
@@ -134,6 +136,10 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
       if (crc.size() != 8 || ec != std::errc() || end != crc.data() + crc.size())
         throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
       e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), value};
+      const std::string input = f.value("input_kind", std::string(models::to_string(models::FileInput::Float)));
+      if (input == models::to_string(models::FileInput::Tokens)) e.model_file->input = models::FileInput::Tokens;
+      else if (input != models::to_string(models::FileInput::Float))
+        throw std::invalid_argument("the experiment record's model_file input_kind is neither float nor tokens");
     }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();

@@ -149,6 +149,12 @@ std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
   if (shape.empty() || (!spec.file && shape.size() != spec.default_input.size())) {
     fail(e.where, e.where.label + " has " + std::to_string(shape.size()) + " sizes for " + spec.name, fix);
   }
+  if (spec.file && spec.file->input == models::FileInput::Tokens && shape.size() != 1) {
+    fail(e.where,
+         e.where.label + " has " + std::to_string(shape.size()) + " sizes, but " + spec.name +
+             " takes token ids (input_kind: tokens), whose input is the sequence length alone",
+         "give one size, like [128]");
+  }
   return shape;
 }
 
@@ -254,6 +260,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.chunk) put("chunk", "--chunk", YAML::Node(*o.chunk));
   if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
   if (o.seq_len) put("seq_len", "--seq-len", YAML::Node(*o.seq_len));
+  if (o.input_kind) put("input_kind", "--input-kind", YAML::Node(*o.input_kind));
   if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
   if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
   if (o.timed_steps) put("steps", "--steps", YAML::Node(*o.timed_steps));
@@ -294,11 +301,19 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
   }
   c.model = get_string(k["model"], "give a model name");
   if (models::is_model_file_name(c.model)) {
+    const models::FileInput input =
+        k.has("input_kind") ? get_enum(k["input_kind"], kFileInputs) : models::FileInput::Float;
     try {
-      return models::torchscript_model(c.model);
+      return models::torchscript_model(c.model, input);
     } catch (const std::invalid_argument& error) {
       fail(k["model"].where, k["model"].where.label + " " + error.what(), "");
     }
+  }
+  if (k.has("input_kind")) {
+    fail(k["input_kind"].where,
+         k["input_kind"].where.label + " applies to TorchScript files only, and " + c.model +
+             " is a model of the zoo",
+         "remove it");
   }
   const models::ModelSpec* spec = models::find_model(c.model);
   if (!spec) {
@@ -313,20 +328,25 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
 // A TorchScript file has no default input: neither input nor a dataset's images were given.
 [[noreturn]] void fail_no_input(const Keys& k, const models::ModelSpec& spec) {
   const Where& at = k["model"].where;
+  const bool cli = at.source == kCommandLine;
+  if (spec.input_kind == models::InputKind::Tokens) {
+    fail(at, spec.name + " is a TorchScript file of token ids, whose sequence length batchscope cannot know",
+         cli ? "pass --seq-len, like --seq-len 128" : "add seq_len:, like seq_len: 128");
+  }
   fail(at, spec.name + " is a TorchScript file, whose input shape batchscope cannot know",
-       at.source == kCommandLine ? "pass --input with one sample's sizes, like --input 3,224,224"
-                                 : "add input: with one sample's sizes, like input: [3, 224, 224]");
+       cli ? "pass --input with one sample's sizes, like --input 3,224,224"
+           : "add input: with one sample's sizes, like input: [3, 224, 224]");
 }
 
 // A TorchScript file's model: the input is required (a dataset's images may give it), and the classes
 // are what its output gives for one sample, which a given classes must match.
 void read_file_model_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
   c.model_file = spec.file;
-  if (!k.has("input")) {
+  if (!k.has("input") && !k.has("seq_len")) {
     if (k.has("data")) return;  // read_data gives the images' shape
     fail_no_input(k, spec);
   }
-  const Entry& input = k["input"];
+  const Entry& input = k.has("seq_len") ? k["seq_len"] : k["input"];
   int64_t classes = 0;
   try {
     classes = spec.classes_of(c.input_shape);
@@ -350,12 +370,16 @@ void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& 
     const Entry& e = k["seq_len"];
     if (spec.sequence_axis < 0) {
       fail(e.where, spec.name + " takes no sequences, so " + e.where.label + " does not apply",
-           "remove it, or use a sequence model: " + sequence_model_names());
+           spec.file ? "remove it, or add input_kind: tokens for a module that takes token ids"
+                     : "remove it, or use a sequence model: " + sequence_model_names());
     }
     const auto axis = static_cast<std::size_t>(spec.sequence_axis);
+    // A TorchScript file of token ids has no default input: the sequence length alone is its input.
+    if (c.input_shape.size() <= axis) c.input_shape.assign(axis + 1, 1);
+    const int64_t example = axis < spec.default_input.size() ? spec.default_input[axis] : 128;
     c.input_shape[axis] = get_int(e, 1, limits::kMaxDimension,
                                   "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) +
-                                      ", e.g. " + std::to_string(spec.default_input[axis]));
+                                      ", e.g. " + std::to_string(example));
   }
   c.classes = k.has("classes") ? get_int(k["classes"], 1, limits::kMaxClasses,
                                          "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")

@@ -19,7 +19,7 @@ inline const std::vector<std::string> kExperimentKeys = {
     "phase",    "optimizer", "precision",     "channels_last", "cudnn_benchmark", "warmup",
     "steps",    "order",     "data",          "transfer",      "chunk",           "seed",
     "device",   "profile",   "profile_steps", "repeats",       "ci_width",        "min_time",
-    "max_time", "tf32",      "loss_scale"};
+    "max_time", "tf32",      "loss_scale",    "input_kind"};
 
 // Puts every command-line value in `o` into `into`, replacing the key's value from the file.
 void apply_overrides(const SweepOverrides& o, yaml_fields::Entries& into);

@@ -348,7 +348,7 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
             (experiment.model_file ? " is a TorchScript file, whose layers are its own code" : " has none"),
         "use --mode model (gradient accumulation)"));
   }
-  const models::ModelSpec* spec = models::find_model(experiment.model);
+  const models::ModelSpec* spec = experiment_model(experiment);
   TORCH_CHECK(spec != nullptr, "unknown model ", experiment.model, " reached micro-batching");
 
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);

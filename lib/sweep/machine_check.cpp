@@ -38,7 +38,7 @@ std::string setting(const ExperimentConfig& e, const std::string& key, const std
 }
 
 void check_experiment(const ExperimentConfig& e) {
-  const models::ModelSpec* spec = models::find_model(e.model);
+  const models::ModelSpec* spec = experiment_model(e);
   if (spec == nullptr) {
     throw UserError(located_value(e, "model", "unknown model " + e.model, "use one of " + models::known_model_names()));
   }

@@ -11,7 +11,7 @@ namespace batchscope {
 nlohmann::json sweep_plan(const SweepConfig& config) {
   nlohmann::json experiments = nlohmann::json::array();
   for (const ExperimentConfig& e : config.experiments) {
-    const models::ModelSpec* spec = models::find_model(e.model);
+    const models::ModelSpec* spec = experiment_model(e);
     if (spec == nullptr) throw UserError(located_value(e, "model", "unknown model " + e.model, ""));
     double forward = 0;
     try {

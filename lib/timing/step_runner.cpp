@@ -33,7 +33,7 @@ void set_generator_state(const torch::Device& device, const torch::Tensor& state
 Workload::Workload(const ExperimentConfig& experiment, const torch::Device& device,
                    const data::Dataset* dataset)
     : experiment_(experiment), device_(device), dataset_(dataset) {
-  spec_ = models::find_model(experiment.model);
+  spec_ = experiment_model(experiment);
   TORCH_CHECK(spec_ != nullptr, "unknown model ", experiment.model, " reached the sweep");
   torch::manual_seed(experiment.seed);
   forward_flops_per_sample_ = spec_->forward_flops(experiment.input_shape, experiment.classes);
