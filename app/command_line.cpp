@@ -194,7 +194,7 @@ std::string text(const cxxopts::ParseResult& r, const std::string& name) { retur
 
 // clang-format off
 const ExperimentOptionSpec kExperimentOptions[] = {
-  {ExperimentOption::Model, "m,model", "model name (batchscope models lists them), or a TorchScript file's path (give --input)", false,
+  {ExperimentOption::Model, "m,model", "model name (batchscope models lists them), or a TorchScript file's path (give --input, or --input-kind tokens and --seq-len)", false,
    [](const auto& r, const auto& n, auto& o) { o.model = text(r, n); }},
   {ExperimentOption::Batch, "b,batch", "batch sizes: 1:70, 1:64:8 (a step), 1:60000:x2 (a factor), 1:max (up to the largest that fits) or 1,8,32", false,
    [](const auto& r, const auto& n, auto& o) { o.batch = text(r, n); }},

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -43,6 +44,23 @@ std::string first_line(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
   while (!line.empty() && (line.back() == ' ' || line.back() == '.')) line.pop_back();
   return line;
+}
+
+// What went wrong in a module's forward. The interpreter's message of a module saved from Python opens
+// with "The following operation failed", then the TorchScript traceback, and ends with the error itself
+// ("RuntimeError: Expected tensor for argument #1 'indices' ..."): its last line, without the type.
+std::string forward_failure(const std::string& text) {
+  if (text.rfind("The following operation failed", 0) != 0) return first_line(text);
+  const size_t end = text.find_last_not_of("\n ");
+  if (end == std::string::npos) return first_line(text);
+  const size_t newline = text.rfind('\n', end);
+  std::string line = text.substr(newline == std::string::npos ? 0 : newline + 1, end + 1 - (newline + 1));
+  const size_t type = line.find("Error: ");
+  if (type != std::string::npos &&
+      std::all_of(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(type),
+                  [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }))
+    line.erase(0, type + 7);
+  return first_line(line);
 }
 
 std::string sizes_text(const torch::Tensor& t) {
@@ -292,7 +310,7 @@ class ScriptFile {
   // refuse a single value.
   Probe measure(FileInput input, const SampleShape& shape) const {
     const bool tokens = input == FileInput::Tokens;
-    const std::string sample = "a " + shape_text(shape) + (tokens ? " token sample" : " sample");
+    const std::string sample = "one sample of " + shape_text(shape) + (tokens ? " tokens" : "");
     if (tokens && shape.size() != 1) {
       throw std::invalid_argument(file_.path + " takes token ids, so its input is the sequence length alone, not " +
                                   shape_text(shape) + "; give one size, like [128]");
@@ -313,7 +331,7 @@ class ScriptFile {
       out = module.forward({x});
       p.flops = count.flops();
     } catch (const std::exception& error) {
-      throw std::invalid_argument(file_.path + "'s forward fails on " + sample + " (" + first_line(error.what()) +
+      throw std::invalid_argument(file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) +
                                   "); " + (tokens ? "give the sequence length it takes, or leave input_kind: tokens out "
                                                     "for a module that takes float values"
                                                   : other_input_hint(module, batch_of(1, true))));
@@ -339,8 +357,8 @@ class ScriptFile {
       // 1, which reads like a batch-first output: a batch of 2 tells them apart.
       const torch::Tensor two = module.forward({batch_of(2, true)}).toTensor();
       if (two.dim() != 3 || two.size(0) != 2 || two.size(1) != p.positions) {
-        throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(two) + " for a batch of 2 " +
-                                    shape_text(shape) + " token samples, not [2, " + std::to_string(p.positions) +
+        throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(two) +
+                                    " for a batch of 2, not [2, " + std::to_string(p.positions) +
                                     ", " + std::to_string(p.classes) + "]; " + why +
                                     ", the batch first (transpose a sequence-first output in the module)");
       }
@@ -353,7 +371,7 @@ class ScriptFile {
       const std::string reason = error.what();
       if (reason.find("more than 1 value per channel") == std::string::npos) {
         throw std::invalid_argument(file_.path + "'s forward fails in training mode on " + sample + " (" +
-                                    first_line(reason) + ")");
+                                    forward_failure(reason) + ")");
       }
       p.smallest_train_batch = 2;
     }

@@ -63,7 +63,7 @@ TEST(TorchScript, AFileIsAModelWithItsClassesFlopsAndIdentity) {
             std::string::npos);
   // An input the module cannot take: its forward's failure, in one sentence.
   const std::string bad = testing_support::invalid_argument_message([&] { spec->classes_of({5}); });
-  EXPECT_NE(bad.find("forward fails on a 5 sample"), std::string::npos) << bad;
+  EXPECT_NE(bad.find("forward fails on one sample of 5 ("), std::string::npos) << bad;
   EXPECT_EQ(bad.find('\n'), std::string::npos) << bad;
 }
 
@@ -124,7 +124,7 @@ TEST(TorchScript, FilesThatAreNoModelsAreRefusedInOneSentence) {
   scripted("def forward(self, x):\n  return (x * self.w).sum()\n", {{"w", torch::ones({4})}}).save(sum_path);
   const std::string sum = testing_support::invalid_argument_message(
       [&] { models::torchscript_model(sum_path).classes_of({4}); });
-  EXPECT_NE(sum.find("returns [] for a 4 sample, not [1, classes] logits"), std::string::npos) << sum;
+  EXPECT_NE(sum.find("returns [] for one sample of 4, not [1, classes] logits"), std::string::npos) << sum;
 }
 
 std::string config_error(const std::string& yaml) {
@@ -250,7 +250,7 @@ TEST(TorchScript, AFileOfTokenIdsIsALanguageModel) {
   EXPECT_NE(sequence_first.find("the batch first"), std::string::npos) << sequence_first;
   const std::string longer = testing_support::invalid_argument_message(
       [&] { models::torchscript_model(first, models::FileInput::Tokens).classes_of({5}); });
-  EXPECT_NE(longer.find("returns [5, 1, 7] for a 5 token sample"), std::string::npos) << longer;
+  EXPECT_NE(longer.find("returns [5, 1, 7] for one sample of 5 tokens"), std::string::npos) << longer;
 }
 
 TEST(TorchScript, AnExperimentOfTokenIdsGivesTheSequenceLength) {

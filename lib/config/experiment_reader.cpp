@@ -153,7 +153,7 @@ std::vector<int64_t> get_input(const Entry& e, const models::ModelSpec& spec) {
     fail(e.where,
          e.where.label + " has " + std::to_string(shape.size()) + " sizes, but " + spec.name +
              " takes token ids (input_kind: tokens), whose input is the sequence length alone",
-         "give one size, like [128]");
+         e.where.source == kCommandLine ? "give one size, like --input 128" : "give one size, like [128]");
   }
   return shape;
 }
@@ -370,7 +370,9 @@ void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& 
     const Entry& e = k["seq_len"];
     if (spec.sequence_axis < 0) {
       fail(e.where, spec.name + " takes no sequences, so " + e.where.label + " does not apply",
-           spec.file ? "remove it, or add input_kind: tokens for a module that takes token ids"
+           spec.file ? (e.where.source == kCommandLine ? "remove it, or pass --input-kind tokens"
+                                                       : "remove it, or add input_kind: tokens") +
+                           std::string(" for a module that takes token ids")
                      : "remove it, or use a sequence model: " + sequence_model_names());
     }
     const auto axis = static_cast<std::size_t>(spec.sequence_axis);

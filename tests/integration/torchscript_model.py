@@ -42,6 +42,21 @@ class SmallNet(nn.Module):
         return self.fc(torch.flatten(self.pool(x), 1))
 
 
+class TinyLanguageModel(nn.Module):
+    """Token ids [batch, sequence] to logits [batch, sequence, vocabulary]: one head of attention."""
+
+    def __init__(self, vocabulary=50, width=16):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, width)
+        self.q, self.k, self.v = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, x):
+        h = self.embedding(x)
+        attention = torch.softmax(torch.matmul(self.q(h), self.k(h).transpose(1, 2)), dim=-1)
+        return self.out(torch.matmul(attention, self.v(h)) + h)
+
+
 def run(binary, *args):
     return subprocess.run([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -119,7 +134,7 @@ def main():
         f.write("not a model\n")
     for args, said in (
         (["--model", scripted, "--batch", "1", "--device", "cpu"], "pass --input with one sample's sizes"),
-        (["--model", scripted, "--batch", "1", "--input", "3,16", "--device", "cpu"], "forward fails on a 3x16 sample"),
+        (["--model", scripted, "--batch", "1", "--input", "3,16", "--device", "cpu"], "forward fails on one sample of 3x16 (Given groups=1"),
         (["--model", scripted, "--batch", "1", "--classes", "10", *shape], "give 7"),
         (["--model", text, "--batch", "1", *shape], "is not a TorchScript file"),
         (["--model", os.path.join(work, "missing.pt"), "--batch", "1", *shape], "there is no file"),
@@ -128,8 +143,55 @@ def main():
         message = bad.stderr.strip()
         check(bad.returncode == 2 and said in message and message.count("\n") == 0,
               f"refused in one sentence ({said}): {message}")
+
+    language_model(binary, work)
     print(f"{parameters} parameters in the module; {failures} failures")
     sys.exit(1 if failures else 0)
+
+
+def language_model(binary, work):
+    """A language model of token ids: input_kind tokens, the sequence length as its input."""
+    torch.manual_seed(0)
+    net, sequence, width, vocabulary = TinyLanguageModel(), 8, 16, 50
+    path = os.path.join(work, "lm.pt")
+    torch.jit.script(net).save(path)
+    with torch.no_grad(), torch.profiler.profile(with_flops=True) as prof:
+        net(torch.zeros(1, sequence, dtype=torch.long))
+    products = sum(e.flops for e in prof.events() if e.name in ("aten::mm", "aten::addmm", "aten::bmm"))
+    # Four projections of the width, two products of the sequence with itself, the output projection.
+    formula = 3 * 2 * sequence * width * width + 2 * 2 * sequence * sequence * width + 2 * sequence * width * vocabulary
+    tokens = ["--model", path, "--input-kind", "tokens", "--seq-len", str(sequence), "--device", "cpu"]
+    plan = run(binary, "sweep", *tokens, "--batch", "1:3", "--plan")
+    check(plan.returncode == 0, f"sweep --plan of a language model: {plan.stderr.strip()}")
+    if plan.returncode == 0:
+        e = json.loads(plan.stdout)["experiments"][0]
+        check(e["classes"] == vocabulary and e["input"] == [sequence], f"the vocabulary and the sequence: {e['classes']}")
+        check(e["forward_flops_per_sample"] == products == formula,
+              f"its FLOPs as the profiler and the formula count them: {e['forward_flops_per_sample']}, {products}, {formula}")
+        check(e["model_file"].get("input_kind") == "tokens", "the record says it takes token ids")
+    out = os.path.join(work, "lm")
+    sweep = run(binary, "sweep", *tokens, "--batch", "1:3", "--steps", "5", "--warmup", "1", "--quiet", "--out", out)
+    check(sweep.returncode == 0, f"a training sweep of the language model runs: {sweep.stderr.strip()[-300:]}")
+    steps = os.path.join(out, "steps.jsonl")
+    written = records(steps) if os.path.exists(steps) else []
+    check([p["batch_size"] for p in written if p["type"] == "point"] == [1, 2, 3], "every batch size measured")
+    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 3]
+    # Cross-entropy over 50 tokens starts near ln 50 and changes as the weights are trained.
+    check(len(set(losses)) > 1 and all(2 < x < 6 for x in losses), f"trained at every position: {losses}")
+    maxbatch = run(binary, "maxbatch", *tokens, "--phase", "infer", "--upper", "64", "--quiet", "--json")
+    check(maxbatch.returncode == 0, f"maxbatch takes it: {maxbatch.stderr.strip()[-300:]}")
+    for args, said in (
+        (["--model", path, "--input", "8", "--batch", "1", "--device", "cpu"], "give input_kind: tokens"),
+        (["--model", path, "--input-kind", "tokens", "--batch", "1", "--device", "cpu"], "pass --seq-len"),
+        (["--model", path, "--input-kind", "tokens", "--input", "2,8", "--batch", "1", "--device", "cpu"],
+         "give one size"),
+        (["--model", "mnist_cnn", "--input-kind", "tokens", "--batch", "1", "--device", "cpu"],
+         "applies to TorchScript files only"),
+    ):
+        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
+        message = bad.stderr.strip()
+        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
+              f"refused in one sentence ({said}): {message}")
 
 
 if __name__ == "__main__":
