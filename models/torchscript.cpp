@@ -109,13 +109,15 @@ class ScriptedNetwork : public Network {
 
 // The FLOPs of the operators that LibTorch runs while a FlopCount lives on this thread: convolutions
 // (2 per multiply-add of each output, or each input where transposed; a scripted module reaches them
-// through aten::conv2d, a traced one through aten::_convolution directly, and both through the latter)
-// and matrix products (mm, addmm, bmm, baddbmm, mv, addmv, dot). Element-wise operators, normalisation,
-// pooling and fused attention kernels count nothing.
+// through aten::conv2d, a traced one through aten::_convolution directly, and both through the latter),
+// matrix products (mm, addmm, bmm, baddbmm, mv, addmv, dot) and attention (scaled_dot_product_attention:
+// its two products, whichever kernel runs them; the operators inside it count nothing more).
+// Element-wise operators, normalisation and pooling count nothing.
 class FlopCount {
  public:
   FlopCount() {
     total() = 0;
+    inside_attention() = 0;
     handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(start, end)
                                              .needsInputs(true)
                                              .needsOutputs(true)
@@ -129,15 +131,22 @@ class FlopCount {
 
  private:
   // What an operator's inputs say, read when it starts (its inputs are no longer there when it ends):
-  // the multiply-adds per element of its output, or of its input where a transposed convolution's.
+  // the multiply-adds per element of its output, or of its input where a transposed convolution's, or
+  // the whole count of an attention.
   struct Work : at::ObserverContext {
     double per_element = 0;
     double input_elements = -1;  // >= 0: counted per input element
+    double attention = -1;       // >= 0: an attention's FLOPs
   };
 
   static double& total() {
     static thread_local double flops = 0;
     return flops;
+  }
+  // Attentions running on this thread: the products of an unfused one are in its count already.
+  static int& inside_attention() {
+    static thread_local int depth = 0;
+    return depth;
   }
 
   static std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
@@ -147,6 +156,17 @@ class FlopCount {
       return i < inputs.size() && inputs[i].isTensor() ? inputs[i].toTensor() : torch::Tensor();
     };
     auto work = std::make_unique<Work>();
+    if (name == "aten::scaled_dot_product_attention") {
+      // query [..., L, E], key [..., S, E], value [..., S, Ev]: query x key^T, then the weights x value.
+      const torch::Tensor q = tensor(0), k = tensor(1), v = tensor(2);
+      if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return nullptr;
+      const double queries = static_cast<double>(q.numel()) / static_cast<double>(q.size(-1));
+      const double keys = static_cast<double>(k.size(-2));
+      work->attention = 2 * queries * keys * static_cast<double>(q.size(-1) + v.size(-1));
+      ++inside_attention();
+      return work;
+    }
+    if (inside_attention() > 0) return nullptr;
     if (name == "aten::_convolution") {
       const torch::Tensor input = tensor(0), weight = tensor(1);
       if (!input.defined() || !weight.defined() || weight.dim() < 1 || weight.size(0) == 0) return nullptr;
@@ -170,6 +190,11 @@ class FlopCount {
   static void end(const at::RecordFunction& fn, at::ObserverContext* context) {
     const auto* work = static_cast<const Work*>(context);
     if (work == nullptr) return;
+    if (work->attention >= 0) {
+      --inside_attention();
+      total() += work->attention;
+      return;
+    }
     if (work->input_elements >= 0) {
       total() += 2 * work->per_element * work->input_elements;
       return;
@@ -323,10 +348,11 @@ class ScriptFile {
       return as_tokens ? torch::zeros(sizes, torch::TensorOptions().dtype(torch::kLong)) : torch::randn(sizes);
     };
     const torch::Tensor x = batch_of(1, tokens);
-    torch::NoGradGuard no_grad;
     c10::IValue out;
     Probe p;
     try {
+      // With gradients, as in training: the fused inference paths that PyTorch's layers take without
+      // them (nn.TransformerEncoderLayer's, nn.MultiheadAttention's) run as one operator, uncounted.
       const FlopCount count;
       out = module.forward({x});
       p.flops = count.flops();
@@ -336,6 +362,7 @@ class ScriptFile {
                                                     "for a module that takes float values"
                                                   : other_input_hint(module, batch_of(1, true))));
     }
+    torch::NoGradGuard no_grad;
     const std::string wanted = tokens ? "[batch, positions, vocabulary]" : "[batch, classes]";
     const std::string why = "batchscope trains it with cross-entropy" +
                             std::string(tokens ? " at every position" : "") + ", so its forward must return " + wanted;

@@ -57,6 +57,20 @@ class TinyLanguageModel(nn.Module):
         return self.out(torch.matmul(attention, self.v(h)) + h)
 
 
+class TinyTransformer(nn.Module):
+    """Token ids to logits per position through PyTorch's own encoder layer (scaled dot-product attention
+    from PyTorch 2, products of its own before)."""
+
+    def __init__(self, vocabulary=50, width=16, heads=2, feedforward=32):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, width)
+        self.layer = nn.TransformerEncoderLayer(width, heads, feedforward, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, x):
+        return self.out(self.layer(self.embedding(x)))
+
+
 def run(binary, *args):
     return subprocess.run([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -169,6 +183,19 @@ def language_model(binary, work):
         check(e["forward_flops_per_sample"] == products == formula,
               f"its FLOPs as the profiler and the formula count them: {e['forward_flops_per_sample']}, {products}, {formula}")
         check(e["model_file"].get("input_kind") == "tokens", "the record says it takes token ids")
+    # PyTorch's encoder layer: the products of its projections, its attention and its feed-forward part,
+    # counted alike whether its attention runs fused or as products, and not through its fused path.
+    layer = os.path.join(work, "encoder.pt")
+    torch.jit.script(TinyTransformer()).save(layer)
+    encoder_formula = (2 * sequence * width * 4 * width + 2 * 2 * sequence * sequence * width +
+                       2 * 2 * sequence * width * 32 + 2 * sequence * width * vocabulary)
+    plan = run(binary, "sweep", "--model", layer, *tokens[2:], "--batch", "1:2", "--plan")
+    e = json.loads(plan.stdout)["experiments"][0] if plan.returncode == 0 else {}
+    check(e.get("forward_flops_per_sample") == encoder_formula,
+          f"an encoder layer's FLOPs: {e.get('forward_flops_per_sample')} and {encoder_formula} {plan.stderr.strip()}")
+    encoder = run(binary, "sweep", "--model", layer, *tokens[2:], "--batch", "1,4", "--steps", "3", "--warmup", "1",
+                  "--quiet", "--out", os.path.join(work, "encoder"))
+    check(encoder.returncode == 0, f"the encoder layer trains: {encoder.stderr.strip()[-300:]}")
     out = os.path.join(work, "lm")
     sweep = run(binary, "sweep", *tokens, "--batch", "1:3", "--steps", "5", "--warmup", "1", "--quiet", "--out", out)
     check(sweep.returncode == 0, f"a training sweep of the language model runs: {sweep.stderr.strip()[-300:]}")
