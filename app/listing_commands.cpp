@@ -81,6 +81,9 @@ int run_models_command(const std::vector<std::string>& args) {
                 static_cast<long long>(ours), static_cast<long long>(reference),
                 ours == reference ? "same" : "DIFFERENT", m["reference"].get<std::string>().c_str());
   }
+  std::printf("\nA TorchScript file's path is a model too: sweep --model my_net.pt --input 3,224,224, or\n"
+              "--model my_lm.pt --input-kind tokens --seq-len 512 for a language model; its classes and FLOPs\n"
+              "are measured on one sample of that input (sweep --plan shows them).\n");
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace batchscope::models {
@@ -19,6 +20,10 @@ struct ModelFile {
   uint32_t crc32 = 0;
   FileInput input = FileInput::Float;
 };
+
+// A CRC-32 as records write it, 8 lower-case hex digits, and back; nullopt for any other text.
+std::string crc32_text(uint32_t crc);
+std::optional<uint32_t> crc32_from_text(const std::string& text);
 
 // "float", "tokens": the words of the input_kind key.
 const char* to_string(FileInput input);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,8 +83,22 @@ class ScriptedNetwork : public Network {
       for (int i = 2; !taken.insert(candidate).second; ++i) candidate = name + "_" + std::to_string(i);
       return candidate;
     };
-    for (const auto& p : module_.named_parameters()) register_parameter(unique(p.name), p.value, p.value.requires_grad());
-    for (const auto& b : module_.named_buffers()) register_buffer(unique(b.name), b.value);
+    std::set<const c10::TensorImpl*> registered;
+    for (const auto& p : module_.named_parameters()) {
+      register_parameter(unique(p.name), p.value, p.value.requires_grad());
+      registered.insert(p.value.unsafeGetTensorImpl());
+    }
+    for (const auto& b : module_.named_buffers()) {
+      register_buffer(unique(b.name), b.value);
+      registered.insert(b.value.unsafeGetTensorImpl());
+    }
+    // A tensor a module holds as a plain attribute (self.mask = torch.ones(...) in Python, neither a
+    // parameter nor a buffer) is a buffer here too, so that moving the network to a device moves it.
+    for (const auto& a : module_.named_attributes(/*recurse=*/true)) {
+      if (!a.value.isTensor()) continue;
+      const torch::Tensor& t = a.value.toTensor();
+      if (t.defined() && registered.insert(t.unsafeGetTensorImpl()).second) register_buffer(unique(a.name), t);
+    }
   }
 
   torch::Tensor forward(torch::Tensor input) override {
@@ -425,6 +441,19 @@ class ScriptFile {
 };
 
 }  // namespace
+
+std::string crc32_text(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+std::optional<uint32_t> crc32_from_text(const std::string& text) {
+  uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (text.size() != 8 || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 const char* to_string(FileInput input) { return input == FileInput::Tokens ? "tokens" : "float"; }
 

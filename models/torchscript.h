@@ -17,9 +17,9 @@ namespace batchscope::models {
 //
 // What the zoo's models know from their layer tables is measured on one sample on the CPU instead, once
 // per input shape: the class count (the output's last size: classes, or the vocabulary), the forward
-// FLOPs (of the convolutions and matrix products LibTorch runs, a multiply-add as 2; biases, element-wise
-// operators, normalisation, pooling and fused attention not counted), and whether training needs a batch
-// of 2 (a batch norm that sees one value per channel).
+// FLOPs (of the convolutions, matrix products and scaled dot-product attentions LibTorch runs, a
+// multiply-add as 2; biases, element-wise operators, normalisation and pooling not counted), and whether
+// training needs a batch of 2 (a batch norm that sees one value per channel).
 //
 // Throws std::invalid_argument with a sentence where the file is missing, unreadable or not TorchScript.
 const ModelSpec& torchscript_model(const std::string& path, FileInput input = FileInput::Float);

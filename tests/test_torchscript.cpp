@@ -11,6 +11,7 @@
 #include "lib/config/config.h"
 #include "lib/common/errors.h"
 #include "lib/sweep/sweep_runner.h"
+#include "lib/training/training.h"
 #include "models/registry.h"
 #include "models/torchscript.h"
 #include "tests/test_support.h"
@@ -89,6 +90,26 @@ TEST(TorchScript, TrainingStepsTheModulesOwnWeights) {
   EXPECT_FALSE(torch::allclose(net->forward(batch.inputs), before));
   // Each build starts from the file's weights.
   EXPECT_TRUE(torch::allclose(spec.build({4}, 3)->forward(batch.inputs), before));
+}
+
+TEST(TorchScript, APlainTensorAttributeMovesWithTheNetwork) {
+  const TempDir dir;
+  const std::string path = dir / "attribute.pt";
+  torch::jit::Module m("Net");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  m.register_parameter("w", torch::ones({4, 3}).requires_grad_(), false);
+  // Neither a parameter nor a buffer: what `self.scale = torch.ones(3)` in a Python module becomes.
+  m.register_attribute("scale", c10::TensorType::get(), torch::full({3, 3}, 2.0));
+  m.define("def forward(self, x):\n  return torch.mm(torch.mm(x, self.w), self.scale)\n");
+  m.save(path);
+  const models::ModelSpec& spec = models::torchscript_model(path);
+  const std::shared_ptr<models::Network> net = spec.build({4}, 3);
+  EXPECT_EQ(net->buffers().size(), 1u);
+  // Converted as a device move converts: a product of the float attribute with doubles would fail.
+  net->to(torch::kFloat64);
+  const torch::Tensor out = net->forward(torch::ones({2, 4}, torch::kFloat64));
+  EXPECT_EQ(out.scalar_type(), torch::kFloat64);
+  EXPECT_TRUE(torch::allclose(out, torch::full({2, 3}, 24.0, torch::kFloat64)));
 }
 
 TEST(TorchScript, ABatchNormOfOneValueAChannelTrainsFromBatchTwo) {
@@ -319,6 +340,33 @@ TEST(TorchScript, ASweepOfTokenIdsCountsItsFlopsPerSequence) {
     }
     EXPECT_EQ(points, 3) << phase;
   }
+}
+
+TEST(TorchScript, ACheckpointOfAFileModelNeedsTheFileItWasTrainedFrom) {
+  const TempDir dir;
+  const std::string path = save_linear(dir);
+  const models::ModelSpec& spec = models::torchscript_model(path);
+  const auto checkpoint = [&](const std::string& crc) {
+    const std::string info = dir / ("checkpoint_" + crc + ".json");
+    std::ofstream(info) << nlohmann::json{{"model", path},
+                                          {"data", {{"directory", dir.path().string()}}},
+                                          {"model_file", {{"bytes", spec.file->bytes}, {"crc32", crc}}}}
+                               .dump();
+    return info;
+  };
+  EXPECT_EQ(read_checkpoint_info(checkpoint(models::crc32_text(spec.file->crc32))).model, path);
+  const std::string other = checkpoint(models::crc32_text(spec.file->crc32 ^ 1u));
+  try {
+    read_checkpoint_info(other);
+    ADD_FAILURE() << "a checkpoint of another file's code was accepted";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(other), std::string::npos) << message;
+    EXPECT_NE(message.find("restore the TorchScript file it was trained from"), std::string::npos) << message;
+  }
+  EXPECT_THROW(read_checkpoint_info(checkpoint("xyz")), UserError);
+  EXPECT_EQ(models::crc32_from_text("0000000g"), std::nullopt);
+  EXPECT_EQ(models::crc32_from_text(models::crc32_text(0x0badcafeu)), 0x0badcafeu);
 }
 
 }  // namespace

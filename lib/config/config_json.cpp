@@ -1,5 +1,4 @@
 // The config enums as words, and an experiment as a JSON record and back.
-#include <charconv>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -88,9 +87,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"seed", e.seed},
           {"device", e.device}};
   if (e.model_file) {
-    std::ostringstream crc;
-    crc << std::hex << std::setw(8) << std::setfill('0') << e.model_file->crc32;
-    j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", crc.str()}};
+    j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", models::crc32_text(e.model_file->crc32)}};
     // Only for token ids: records of float modules stay as they were.
     if (e.model_file->input != models::FileInput::Float) j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
   }
@@ -130,12 +127,9 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.model = j.at("model").get<std::string>();
     if (j.contains("model_file")) {
       const nlohmann::json& f = j["model_file"];
-      const std::string crc = f.at("crc32").get<std::string>();
-      uint32_t value = 0;
-      const auto [end, ec] = std::from_chars(crc.data(), crc.data() + crc.size(), value, 16);
-      if (crc.size() != 8 || ec != std::errc() || end != crc.data() + crc.size())
-        throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
-      e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), value};
+      const std::optional<uint32_t> crc = models::crc32_from_text(f.at("crc32").get<std::string>());
+      if (!crc) throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
+      e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), *crc};
       const std::string input = f.value("input_kind", std::string(models::to_string(models::FileInput::Float)));
       if (input == models::to_string(models::FileInput::Tokens)) e.model_file->input = models::FileInput::Tokens;
       else if (input != models::to_string(models::FileInput::Float))

@@ -334,6 +334,10 @@ Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
                {"tf32", o.device_independent ? "off" : "default"}};
   // Only where it is not fp32, so that checkpoints trained before it was written read as they were.
   if (o.precision != Precision::FP32) info["precision"] = to_string(o.precision);
+  // A TorchScript file's code and starting weights: eval rebuilds the module from the file.
+  const models::ModelSpec* spec = models::find_model(o.model);
+  if (spec != nullptr && spec->file)
+    info["model_file"] = {{"bytes", spec->file->bytes}, {"crc32", models::crc32_text(spec->file->crc32)}};
   return info;
 }
 

@@ -159,6 +159,7 @@ def main():
               f"refused in one sentence ({said}): {message}")
 
     language_model(binary, work)
+    trained_checkpoint(binary, work)
     print(f"{parameters} parameters in the module; {failures} failures")
     sys.exit(1 if failures else 0)
 
@@ -219,6 +220,28 @@ def language_model(binary, work):
         message = bad.stderr.strip()
         check(bad.returncode == 2 and said in message and message.count("\n") == 0,
               f"refused in one sentence ({said}): {message}")
+
+
+def trained_checkpoint(binary, work):
+    """train and eval of a file model: the checkpoint names the file's code, and eval needs that file."""
+    digits = os.path.join(work, "digits")
+    make_idx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "make_idx.py")
+    subprocess.run([sys.executable, make_idx, digits, "--train", "200", "--test", "50"], check=True)
+    path = os.path.join(work, "digits_net.pt")
+    torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 10))).save(path)
+    out = os.path.join(work, "checkpoint")
+    common = ["--data", digits, "--device", "cpu", "--threads", "1"]
+    train = run(binary, "train", "--model", path, "--epochs", "1", "--batch", "32", *common, "--out", out, "--quiet")
+    check(train.returncode == 0, f"train takes a file model: {train.stderr.strip()[-300:]}")
+    info_path = os.path.join(out, "checkpoint.json")
+    info = json.load(open(info_path)) if os.path.exists(info_path) else {}
+    check(info.get("model_file", {}).get("bytes") == os.path.getsize(path), f"the checkpoint names the file: {info}")
+    same = run(binary, "eval", "--checkpoint", out, *common)
+    check(same.returncode == 0, f"eval rebuilds it from the file: {same.stderr.strip()[-300:]}")
+    torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(28 * 28, 10), nn.ReLU())).save(path)
+    changed = run(binary, "eval", "--checkpoint", out, *common)
+    check(changed.returncode == 2 and "restore the TorchScript file it was trained from" in changed.stderr,
+          f"eval with another file of the same name is refused: {changed.stderr.strip()}")
 
 
 if __name__ == "__main__":
