@@ -97,7 +97,8 @@ class ScriptedNetwork : public Network {
     for (const auto& a : module_.named_attributes(/*recurse=*/true)) {
       if (!a.value.isTensor()) continue;
       const torch::Tensor& t = a.value.toTensor();
-      if (t.defined() && registered.insert(t.unsafeGetTensorImpl()).second) register_buffer(unique(a.name), t);
+      if (t.defined() && registered.insert(t.unsafeGetTensorImpl()).second)
+        register_buffer(unique(a.name), t);
     }
   }
 
@@ -175,7 +176,8 @@ class FlopCount {
     if (name == "aten::scaled_dot_product_attention") {
       // query [..., L, E], key [..., S, E], value [..., S, Ev]: query x key^T, then the weights x value.
       const torch::Tensor q = tensor(0), k = tensor(1), v = tensor(2);
-      if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return nullptr;
+      if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+        return nullptr;
       const double queries = static_cast<double>(q.numel()) / static_cast<double>(q.size(-1));
       const double keys = static_cast<double>(k.size(-2));
       work->attention = 2 * queries * keys * static_cast<double>(q.size(-1) + v.size(-1));
@@ -225,7 +227,7 @@ class FlopCount {
 
 // What one sample on the CPU tells of the module at an input shape.
 struct Probe {
-  int64_t classes = 0;  // or the vocabulary
+  int64_t classes = 0;    // or the vocabulary
   int64_t positions = 0;  // FileInput::Tokens: the output's positions per sample
   double flops = 0;
   int64_t smallest_train_batch = 1;
@@ -234,7 +236,8 @@ struct Probe {
 // Synthetic token ids below `vocabulary`: [batch, sequence] inputs and [batch, positions] targets.
 Batch token_ids_batch(int64_t batch, int64_t sequence, int64_t positions, int64_t vocabulary) {
   const auto tokens = torch::TensorOptions().dtype(torch::kLong);
-  return {torch::randint(vocabulary, {batch, sequence}, tokens), torch::randint(vocabulary, {batch, positions}, tokens)};
+  return {torch::randint(vocabulary, {batch, sequence}, tokens),
+          torch::randint(vocabulary, {batch, positions}, tokens)};
 }
 
 class ScriptFile {
@@ -353,7 +356,8 @@ class ScriptFile {
     const bool tokens = input == FileInput::Tokens;
     const std::string sample = "one sample of " + shape_text(shape) + (tokens ? " tokens" : "");
     if (tokens && shape.size() != 1) {
-      throw std::invalid_argument(file_.path + " takes token ids, so its input is the sequence length alone, not " +
+      throw std::invalid_argument(file_.path +
+                                  " takes token ids, so its input is the sequence length alone, not " +
                                   shape_text(shape) + "; give one size, like [128]");
     }
     torch::jit::Module module = copy();
@@ -361,7 +365,8 @@ class ScriptFile {
     const auto batch_of = [&](int64_t batch, bool as_tokens) {
       std::vector<int64_t> sizes{batch};
       sizes.insert(sizes.end(), shape.begin(), shape.end());
-      return as_tokens ? torch::zeros(sizes, torch::TensorOptions().dtype(torch::kLong)) : torch::randn(sizes);
+      return as_tokens ? torch::zeros(sizes, torch::TensorOptions().dtype(torch::kLong))
+                       : torch::randn(sizes);
     };
     const torch::Tensor x = batch_of(1, tokens);
     c10::IValue out;
@@ -373,25 +378,28 @@ class ScriptFile {
       out = module.forward({x});
       p.flops = count.flops();
     } catch (const std::exception& error) {
-      throw std::invalid_argument(file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) +
-                                  "); " + (tokens ? "give the sequence length it takes, or leave input_kind: tokens out "
-                                                    "for a module that takes float values"
-                                                  : other_input_hint(module, batch_of(1, true))));
+      throw std::invalid_argument(
+          file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) + "); " +
+          (tokens ? "give the sequence length it takes, or leave input_kind: tokens out "
+                    "for a module that takes float values"
+                  : other_input_hint(module, batch_of(1, true))));
     }
     torch::NoGradGuard no_grad;
     const std::string wanted = tokens ? "[batch, positions, vocabulary]" : "[batch, classes]";
     const std::string why = "batchscope trains it with cross-entropy" +
-                            std::string(tokens ? " at every position" : "") + ", so its forward must return " + wanted;
+                            std::string(tokens ? " at every position" : "") +
+                            ", so its forward must return " + wanted;
     if (!out.isTensor()) {
       throw std::invalid_argument(file_.path + "'s forward returns " + out.tagKind() + " for " + sample +
                                   ", not one tensor of logits; " + why);
     }
     const torch::Tensor logits = out.toTensor();
     const int64_t dims = tokens ? 3 : 2;
-    if (logits.dim() != dims || logits.size(0) != 1 || logits.size(dims - 1) < 1 || !logits.is_floating_point()) {
+    if (logits.dim() != dims || logits.size(0) != 1 || logits.size(dims - 1) < 1 ||
+        !logits.is_floating_point()) {
       throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(logits) + " for " + sample +
-                                  ", not " + (tokens ? "[1, positions, vocabulary]" : "[1, classes]") + " logits; " +
-                                  why);
+                                  ", not " + (tokens ? "[1, positions, vocabulary]" : "[1, classes]") +
+                                  " logits; " + why);
     }
     p.classes = logits.size(dims - 1);
     if (tokens) {
@@ -401,8 +409,8 @@ class ScriptFile {
       const torch::Tensor two = module.forward({batch_of(2, true)}).toTensor();
       if (two.dim() != 3 || two.size(0) != 2 || two.size(1) != p.positions) {
         throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(two) +
-                                    " for a batch of 2, not [2, " + std::to_string(p.positions) +
-                                    ", " + std::to_string(p.classes) + "]; " + why +
+                                    " for a batch of 2, not [2, " + std::to_string(p.positions) + ", " +
+                                    std::to_string(p.classes) + "]; " + why +
                                     ", the batch first (transpose a sequence-first output in the module)");
       }
     }
@@ -429,7 +437,8 @@ class ScriptFile {
     } catch (const std::exception&) {
       return shape_fix;
     }
-    return "it takes token ids: give input_kind: tokens (--input-kind tokens) with the sequence length as the input";
+    return "it takes token ids: give input_kind: tokens (--input-kind tokens) with the sequence length as "
+           "the input";
   }
 
   ModelFile file_;

@@ -8,8 +8,8 @@
 #include <sstream>
 #include <string>
 
-#include "lib/config/config.h"
 #include "lib/common/errors.h"
+#include "lib/config/config.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/training/training.h"
 #include "models/registry.h"
@@ -217,10 +217,12 @@ TEST(TorchScript, ASweepTimesTheFilesModuleAndRecordsItsFile) {
 
 // Token ids to logits per position: an embedding of 7 tokens in 4 values, then a product back to the 7,
 // 2 * 4 * 7 = 56 FLOPs a position. The second sends a sequence-first output.
-std::string save_token_model(const TempDir& dir, const std::string& name = "lm.pt", bool sequence_first = false) {
+std::string save_token_model(const TempDir& dir, const std::string& name = "lm.pt",
+                             bool sequence_first = false) {
   torch::manual_seed(5);
   const std::string path = dir / name;
-  const std::string out = sequence_first ? "torch.matmul(e, self.w.t()).transpose(0, 1)" : "torch.matmul(e, self.w.t())";
+  const std::string out =
+      sequence_first ? "torch.matmul(e, self.w.t()).transpose(0, 1)" : "torch.matmul(e, self.w.t())";
   scripted("def forward(self, x):\n  e = torch.embedding(self.emb, x)\n  return " + out + "\n",
            {{"emb", torch::randn({7, 4})}, {"w", torch::randn({7, 4})}})
       .save(path);
@@ -249,7 +251,8 @@ TEST(TorchScript, AFileOfTokenIdsIsALanguageModel) {
   const std::shared_ptr<models::Network> net = spec->build({5}, 7);
   const torch::Tensor output = net->forward(batch.inputs);
   const torch::Tensor loss = net->loss(output, batch.targets);
-  const torch::Tensor expected = torch::nn::functional::cross_entropy(output.reshape({15, 7}), batch.targets.reshape(15));
+  const torch::Tensor expected =
+      torch::nn::functional::cross_entropy(output.reshape({15, 7}), batch.targets.reshape(15));
   EXPECT_TRUE(torch::allclose(loss, expected));
   torch::optim::SGD sgd(net->parameters(), torch::optim::SGDOptions(0.5));
   sgd.zero_grad();
@@ -257,8 +260,8 @@ TEST(TorchScript, AFileOfTokenIdsIsALanguageModel) {
   sgd.step();
   EXPECT_FALSE(torch::allclose(net->forward(batch.inputs), output));
   // The same file read as one of float values: its forward fails, and the fix names input_kind.
-  const std::string as_float = testing_support::invalid_argument_message(
-      [&] { models::torchscript_model(path).classes_of({5}); });
+  const std::string as_float =
+      testing_support::invalid_argument_message([&] { models::torchscript_model(path).classes_of({5}); });
   EXPECT_NE(as_float.find("input_kind: tokens"), std::string::npos) << as_float;
   // Token ids are one sequence: a second size is refused.
   const std::string two = testing_support::invalid_argument_message([&] { spec->classes_of({2, 5}); });
@@ -295,7 +298,8 @@ TEST(TorchScript, AnExperimentOfTokenIdsGivesTheSequenceLength) {
   }
   // A float module's record says nothing of its input, as before.
   const ExperimentConfig linear =
-      parse_sweep_config("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\n", "exp.yaml", {}).experiments.at(0);
+      parse_sweep_config("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\n", "exp.yaml", {})
+          .experiments.at(0);
   EXPECT_FALSE(to_json(linear).at("model_file").contains("input_kind"));
   // Mistakes: no sequence length, two sizes, an unknown kind, input_kind on a zoo model, the file read as
   // float values, seq_len for a float module, images of a dataset.
@@ -322,9 +326,10 @@ TEST(TorchScript, ASweepOfTokenIdsCountsItsFlopsPerSequence) {
   const TempDir dir;
   const std::string path = save_token_model(dir);
   for (const std::string phase : {"train", "infer"}) {
-    SweepConfig config = parse_sweep_config("model: " + path + "\ninput_kind: tokens\nseq_len: 5\nphase: " + phase +
-                                                "\nbatch: 1:3\nwarmup: 1\nsteps: 2\ndevice: cpu\n",
-                                            "exp.yaml", {});
+    SweepConfig config =
+        parse_sweep_config("model: " + path + "\ninput_kind: tokens\nseq_len: 5\nphase: " + phase +
+                               "\nbatch: 1:3\nwarmup: 1\nsteps: 2\ndevice: cpu\n",
+                           "exp.yaml", {});
     SweepOptions options;
     options.out_dir = dir / phase;
     std::ostringstream progress;

@@ -89,7 +89,8 @@ nlohmann::json to_json(const ExperimentConfig& e) {
   if (e.model_file) {
     j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", models::crc32_text(e.model_file->crc32)}};
     // Only for token ids: records of float modules stay as they were.
-    if (e.model_file->input != models::FileInput::Float) j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
+    if (e.model_file->input != models::FileInput::Float)
+      j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
   }
   // Written only where asked for, so that records of runs without profiling stay as they were.
   if (e.profile) {
@@ -130,10 +131,13 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
       const std::optional<uint32_t> crc = models::crc32_from_text(f.at("crc32").get<std::string>());
       if (!crc) throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
       e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), *crc};
-      const std::string input = f.value("input_kind", std::string(models::to_string(models::FileInput::Float)));
-      if (input == models::to_string(models::FileInput::Tokens)) e.model_file->input = models::FileInput::Tokens;
+      const std::string input =
+          f.value("input_kind", std::string(models::to_string(models::FileInput::Float)));
+      if (input == models::to_string(models::FileInput::Tokens))
+        e.model_file->input = models::FileInput::Tokens;
       else if (input != models::to_string(models::FileInput::Float))
-        throw std::invalid_argument("the experiment record's model_file input_kind is neither float nor tokens");
+        throw std::invalid_argument(
+            "the experiment record's model_file input_kind is neither float nor tokens");
     }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();

@@ -26,7 +26,7 @@ inline const NameTable<Transfer> kTransfers = {{"excluded", Transfer::Excluded},
                                                {"included", Transfer::Included}};
 inline const NameTable<Tf32> kTf32Modes = {{"default", Tf32::Default}, {"on", Tf32::On}, {"off", Tf32::Off}};
 inline const NameTable<models::FileInput> kFileInputs = {{"float", models::FileInput::Float},
-                                                        {"tokens", models::FileInput::Tokens}};
+                                                         {"tokens", models::FileInput::Tokens}};
 inline const NameTable<LossScale> kLossScales = {{"dynamic", LossScale::Dynamic}, {"off", LossScale::Off}};
 // What an experiment file may say: auto (none) leaves the choice to the precision and phase.
 // optimizer foreach: auto (none) steps multi-tensor on a GPU and in a loop on the CPU.

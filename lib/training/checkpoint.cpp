@@ -192,7 +192,8 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   const models::ModelSpec* spec = models::find_model(info.model);
   if (spec == nullptr) {
     if (models::is_model_file_name(info.model)) {
-      throw UserError(located(path, 0, printable("names the model file " + info.model + ", which cannot be read now"),
+      throw UserError(located(path, 0,
+                              printable("names the model file " + info.model + ", which cannot be read now"),
                               "restore the TorchScript file it was trained from"));
     }
     refuse("names an unknown model \"" + info.model + "\"");
@@ -200,16 +201,17 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   // A TorchScript file rebuilds the module its weights are loaded into: its code must be the trained one's.
   if (json.contains("model_file") && spec->file) {
     const Json& f = json["model_file"];
-    const std::optional<uint32_t> crc =
-        f.is_object() && f.contains("crc32") && f["crc32"].is_string() ? models::crc32_from_text(f["crc32"].get<std::string>())
-                                                                        : std::nullopt;
+    const std::optional<uint32_t> crc = f.is_object() && f.contains("crc32") && f["crc32"].is_string()
+                                            ? models::crc32_from_text(f["crc32"].get<std::string>())
+                                            : std::nullopt;
     if (!crc || !f.contains("bytes") || !f["bytes"].is_number_unsigned())
       refuse("has a model_file that is not {bytes, crc32} of 8 hex digits");
     if (*crc != spec->file->crc32 || f["bytes"].get<uint64_t>() != spec->file->bytes) {
-      throw UserError(located(path, 0,
-                              printable("was trained from " + info.model + " of crc32 " + models::crc32_text(*crc) +
-                                        ", and the file is now of crc32 " + models::crc32_text(spec->file->crc32)),
-                              "restore the TorchScript file it was trained from, or train again"));
+      throw UserError(
+          located(path, 0,
+                  printable("was trained from " + info.model + " of crc32 " + models::crc32_text(*crc) +
+                            ", and the file is now of crc32 " + models::crc32_text(spec->file->crc32)),
+                  "restore the TorchScript file it was trained from, or train again"));
     }
   }
   if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
