@@ -57,15 +57,29 @@ root_s=$((SECONDS - t0))
 echo "test-libtorch2: $(chroot "$root" dpkg-query -W -f='libtorch-dev ${Version}, ' libtorch-dev)$(chroot "$root" g++ --version | head -1)"
 
 # The working tree as git sees it (tracked and untracked but not ignored files), as a fresh clone has it.
-rm -rf "$root/src"
-mkdir -p "$root/src"
+rm -rf "$root/src.new"
+mkdir -p "$root/src.new"
 if git rev-parse --is-inside-work-tree > /dev/null 2>&1; then
   git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
     [ -e "$f" ] && printf '%s\0' "$f"
-  done | tar --null -cf - -T - | tar -xf - -C "$root/src"
+  done | tar --null -cf - -T - | tar -xf - -C "$root/src.new"
 else
-  tar --exclude='./build*' --exclude=./runs --exclude=./.devdeps -cf - . | tar -xf - -C "$root/src"
+  tar --exclude='./build*' --exclude=./runs --exclude=./.devdeps -cf - . | tar -xf - -C "$root/src.new"
 fi
+# The build directory stays between runs, and make goes by the files' times: a file keeps the time of the
+# last copy where its content is the same, and takes the present time where it changed (even where the
+# working tree's time is older than the last build, a file edited while that build ran). Without a last
+# copy, what the build directory was built from is unknown: every file takes the present time (ccache
+# makes the rebuild short).
+(cd "$root/src.new" && find . -type f -print0) | while IFS= read -r -d '' f; do
+  if [ -f "$root/src/$f" ] && cmp -s "$root/src.new/$f" "$root/src/$f"; then
+    touch -r "$root/src/$f" "$root/src.new/$f"
+  else
+    touch "$root/src.new/$f"
+  fi
+done
+rm -rf "$root/src"
+mv "$root/src.new" "$root/src"
 
 # A private mount namespace: /proc, /sys and /dev/shm are mounted for the tests and vanish with it.
 inside=$(cat <<EOF
