@@ -314,6 +314,9 @@ TEST(TorchScript, AnExperimentOfTokenIdsGivesTheSequenceLength) {
   const std::string zoo = config_error("model: mnist_cnn\nbatch: 1\ninput_kind: tokens\n");
   EXPECT_NE(zoo.find("exp.yaml:3"), std::string::npos) << zoo;
   EXPECT_NE(zoo.find("applies to TorchScript files only"), std::string::npos) << zoo;
+  // A name that is neither a file nor the zoo's is said to be unknown, whatever else is given.
+  const std::string unknown = config_error("model: nosuch\nbatch: 1\ninput_kind: tokens\n");
+  EXPECT_NE(unknown.find("is not a known model"), std::string::npos) << unknown;
   const std::string as_float = config_error("model: " + path + "\nbatch: 1\ninput: [5]\n");
   EXPECT_NE(as_float.find("give input_kind: tokens"), std::string::npos) << as_float;
   const std::string float_length = config_error("model: " + save_linear(dir) + "\nbatch: 1\nseq_len: 4\n");

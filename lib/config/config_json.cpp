@@ -131,13 +131,11 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
       const std::optional<uint32_t> crc = models::crc32_from_text(f.at("crc32").get<std::string>());
       if (!crc) throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
       e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), *crc};
-      const std::string input =
-          f.value("input_kind", std::string(models::to_string(models::FileInput::Float)));
-      if (input == models::to_string(models::FileInput::Tokens))
-        e.model_file->input = models::FileInput::Tokens;
-      else if (input != models::to_string(models::FileInput::Float))
+      const auto input = value_of(kFileInputs, f.value("input_kind", std::string("float")));
+      if (!input)
         throw std::invalid_argument(
             "the experiment record's model_file input_kind is neither float nor tokens");
+      e.model_file->input = *input;
     }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();

@@ -309,18 +309,18 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
       fail(k["model"].where, k["model"].where.label + " " + error.what(), "");
     }
   }
-  if (k.has("input_kind")) {
-    fail(k["input_kind"].where,
-         k["input_kind"].where.label + " applies to TorchScript files only, and " + c.model +
-             " is a model of the zoo",
-         "remove it");
-  }
   const models::ModelSpec* spec = models::find_model(c.model);
   if (!spec) {
     std::vector<std::string> known;
     for (const auto& m : models::all_models()) known.push_back(m.name);
     fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
          choose_from(c.model, known, "known models"));
+  }
+  if (k.has("input_kind")) {
+    fail(k["input_kind"].where,
+         k["input_kind"].where.label + " applies to TorchScript files only, and " + c.model +
+             " is a model of the zoo",
+         "remove it");
   }
   return *spec;
 }
