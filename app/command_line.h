@@ -34,7 +34,7 @@ std::string command_text(const std::string& command, const std::vector<std::stri
 enum class ExperimentOption {
   Model, Batch, Device, Steps, Warmup, Phase, Precision, Optimizer, Lr, Input, InputKind, SeqLen, Classes, Data,
   Transfer, Chunk, Order, Seed, ChannelsLast, CudnnBenchmark, Profile, ProfileSteps, Repeats, CiWidth, MinTime,
-  MaxTime, Tf32, LossScale, LossScaleInit, LossScaleGrowthInterval, Foreach
+  MaxTime, Tf32, LossScale, LossScaleInit, LossScaleGrowthInterval, Foreach, Vocab
 };
 void add_experiment_options(cxxopts::Options& options, const std::vector<ExperimentOption>& which);
 // --model, which a command that takes one experiment needs: refused when missing or unknown, with the

@@ -82,8 +82,9 @@ int run_models_command(const std::vector<std::string>& args) {
                 ours == reference ? "same" : "DIFFERENT", m["reference"].get<std::string>().c_str());
   }
   std::printf("\nA TorchScript file's path is a model too: sweep --model my_net.pt --input 3,224,224, or\n"
-              "--model my_lm.pt --input-kind tokens --seq-len 512 for a language model; its classes and FLOPs\n"
-              "are measured on one sample of that input (sweep --plan shows them).\n");
+              "--model my_lm.pt --input-kind tokens --seq-len 512 for a language model (add --vocab N for a\n"
+              "sequence classifier); its classes and FLOPs are measured on one sample of that input (sweep\n"
+              "--plan shows them).\n");
   return 0;
 }
 

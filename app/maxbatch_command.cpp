@@ -32,10 +32,11 @@ constexpr int kNothingFits = 3;
 // What describes the experiment whose largest batch size is searched (the search picks the sizes).
 const std::vector<ExperimentOption> kMaxbatchOptions = {
     ExperimentOption::Model,     ExperimentOption::Input,         ExperimentOption::Classes,
-    ExperimentOption::SeqLen,    ExperimentOption::InputKind,     ExperimentOption::Phase,
-    ExperimentOption::Precision, ExperimentOption::Optimizer,     ExperimentOption::ChannelsLast,
-    ExperimentOption::Device,    ExperimentOption::LossScale,     ExperimentOption::LossScaleInit,
-    ExperimentOption::LossScaleGrowthInterval,                    ExperimentOption::Foreach};
+    ExperimentOption::SeqLen,    ExperimentOption::InputKind,     ExperimentOption::Vocab,
+    ExperimentOption::Phase,     ExperimentOption::Precision,     ExperimentOption::Optimizer,
+    ExperimentOption::ChannelsLast,                               ExperimentOption::Device,
+    ExperimentOption::LossScale, ExperimentOption::LossScaleInit, ExperimentOption::LossScaleGrowthInterval,
+    ExperimentOption::Foreach};
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string text;

@@ -24,11 +24,11 @@ namespace {
 // are its own.
 const std::vector<ExperimentOption> kMicrobatchOptions = {
     ExperimentOption::Model,     ExperimentOption::Input,          ExperimentOption::Classes,
-    ExperimentOption::SeqLen,    ExperimentOption::InputKind,      ExperimentOption::Device,
-    ExperimentOption::Precision, ExperimentOption::Optimizer,      ExperimentOption::CudnnBenchmark,
-    ExperimentOption::Tf32,      ExperimentOption::LossScale,      ExperimentOption::LossScaleInit,
-    ExperimentOption::LossScaleGrowthInterval,                     ExperimentOption::Foreach,
-    ExperimentOption::ChannelsLast};
+    ExperimentOption::SeqLen,    ExperimentOption::InputKind,      ExperimentOption::Vocab,
+    ExperimentOption::Device,    ExperimentOption::Precision,      ExperimentOption::Optimizer,
+    ExperimentOption::CudnnBenchmark,                              ExperimentOption::Tf32,
+    ExperimentOption::LossScale, ExperimentOption::LossScaleInit,  ExperimentOption::LossScaleGrowthInterval,
+    ExperimentOption::Foreach,   ExperimentOption::ChannelsLast};
 
 std::vector<MicroBatchPolicy> policies_from(const std::string& text) {
   if (text == "every")

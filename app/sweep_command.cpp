@@ -33,13 +33,13 @@ const std::vector<ExperimentOption> kSweepOptions = {
     ExperimentOption::Steps,        ExperimentOption::Warmup,         ExperimentOption::Phase,
     ExperimentOption::Precision,    ExperimentOption::Optimizer,      ExperimentOption::Lr,
     ExperimentOption::Input,        ExperimentOption::SeqLen,         ExperimentOption::InputKind,
-    ExperimentOption::Classes,      ExperimentOption::Data,           ExperimentOption::Transfer,
-    ExperimentOption::Chunk,        ExperimentOption::Order,          ExperimentOption::Seed,
-    ExperimentOption::ChannelsLast, ExperimentOption::CudnnBenchmark, ExperimentOption::Profile,
-    ExperimentOption::ProfileSteps, ExperimentOption::Repeats,        ExperimentOption::CiWidth,
-    ExperimentOption::MinTime,      ExperimentOption::MaxTime,        ExperimentOption::Tf32,
-    ExperimentOption::LossScale,    ExperimentOption::LossScaleInit,  ExperimentOption::LossScaleGrowthInterval,
-    ExperimentOption::Foreach};
+    ExperimentOption::Vocab,        ExperimentOption::Classes,        ExperimentOption::Data,
+    ExperimentOption::Transfer,     ExperimentOption::Chunk,          ExperimentOption::Order,
+    ExperimentOption::Seed,         ExperimentOption::ChannelsLast,   ExperimentOption::CudnnBenchmark,
+    ExperimentOption::Profile,      ExperimentOption::ProfileSteps,   ExperimentOption::Repeats,
+    ExperimentOption::CiWidth,      ExperimentOption::MinTime,        ExperimentOption::MaxTime,
+    ExperimentOption::Tf32,         ExperimentOption::LossScale,      ExperimentOption::LossScaleInit,
+    ExperimentOption::LossScaleGrowthInterval,                        ExperimentOption::Foreach};
 
 // The options of batchscope sweep: every experiment option, then the sweep's own.
 cxxopts::Options sweep_options() {

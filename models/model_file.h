@@ -8,7 +8,8 @@ namespace batchscope::models {
 
 // What the forward of a TorchScript file takes: a float tensor [batch, ...input] whose output is
 // [batch, classes] logits, or token ids [batch, sequence] (int64) whose output is [batch, positions,
-// vocabulary] logits, one per position (a language model).
+// vocabulary] logits, one per position (a language model), or [batch, classes] logits, one per sequence
+// (a sequence classifier).
 enum class FileInput { Float, Tokens };
 
 // A model given as a TorchScript file (torch.jit.script or torch.jit.trace, then save) instead of a zoo
@@ -19,6 +20,9 @@ struct ModelFile {
   uint64_t bytes = 0;
   uint32_t crc32 = 0;
   FileInput input = FileInput::Float;
+  // FileInput::Tokens: the synthetic token ids lie below it (the vocab key); 0 where not given, when they
+  // lie below the output's last size, a language model's vocabulary. A sequence classifier needs it.
+  int64_t vocab = 0;
 };
 
 // A CRC-32 as records write it, 8 lower-case hex digits, and back; nullopt for any other text.

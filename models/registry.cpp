@@ -191,14 +191,14 @@ void avoid_known_library_faults() {
   });
 }
 
-const ModelSpec* find_model(const std::string& name, FileInput file_input) {
+const ModelSpec* find_model(const std::string& name, FileInput file_input, int64_t vocab) {
   avoid_known_library_faults();
   for (const ModelSpec& model : all_models()) {
     if (model.name == name) return &model;
   }
   if (!is_model_file_name(name)) return nullptr;
   try {
-    return &torchscript_model(name, file_input);
+    return &torchscript_model(name, file_input, vocab);
   } catch (const std::invalid_argument&) {
     return nullptr;
   }

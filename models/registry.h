@@ -67,10 +67,11 @@ int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, in
 
 const std::vector<ModelSpec>& all_models();
 // nullptr when no model has that name. A name that is a file's path (is_model_file_name) is read as a
-// TorchScript file whose forward takes `file_input`; nullptr where it cannot be (torchscript_model says
-// why). The first call also works around the faults of LibTorch builds known to end the process
-// (avoid_known_library_faults).
-const ModelSpec* find_model(const std::string& name, FileInput file_input = FileInput::Float);
+// TorchScript file whose forward takes `file_input` (token ids below `vocab`, see torchscript_model);
+// nullptr where it cannot be (torchscript_model says why). The first call also works around the faults of
+// LibTorch builds known to end the process (avoid_known_library_faults).
+const ModelSpec* find_model(const std::string& name, FileInput file_input = FileInput::Float,
+                            int64_t vocab = 0);
 // Once per process: where LibTorch links a oneDNN known to crash on a layer of the zoo (3.7.2, Debian 13's
 // LibTorch 2.6: ResNet-50's backward), its CPU convolutions are left to LibTorch's own kernels.
 void avoid_known_library_faults();

@@ -65,17 +65,106 @@ std::string forward_failure(const std::string& text) {
   return first_line(line);
 }
 
-std::string sizes_text(const torch::Tensor& t) {
+std::string sizes_text(c10::IntArrayRef sizes) {
   std::string text = "[";
-  for (int64_t i = 0; i < t.dim(); ++i) text += (i ? ", " : "") + std::to_string(t.size(i));
+  for (std::size_t i = 0; i < sizes.size(); ++i) text += (i ? ", " : "") + std::to_string(sizes[i]);
   return text + "]";
 }
+
+// The logits in what a forward returns: the tensor itself, the first element of a tuple or a list (a
+// Hugging Face model traced with torchscript=True returns (logits, ...)), or a dict's "logits" entry.
+// Undefined where there is none.
+torch::Tensor logits_of(const c10::IValue& out) {
+  if (out.isTensor()) return out.toTensor();
+  if (out.isTuple()) {
+    const auto& elements = out.toTupleRef().elements();
+    if (!elements.empty() && elements[0].isTensor()) return elements[0].toTensor();
+  } else if (out.isList()) {
+    const auto elements = out.toListRef();
+    if (!elements.empty() && elements[0].isTensor()) return elements[0].toTensor();
+  } else if (out.isGenericDict()) {
+    for (const auto& item : out.toGenericDict()) {
+      if (item.key().isString() && item.key().toStringRef() == "logits" && item.value().isTensor())
+        return item.value().toTensor();
+    }
+  }
+  return {};
+}
+
+// What batchscope passes a forward argument after the first, the input: a token model's required
+// argument named as a mask (attention_mask) gets ones, one named as token types or segments
+// (token_type_ids) zeros, both int64 of the token ids' sizes, as a tokenizer gives them for sequences
+// without padding; an argument with a default, followed by a required one, its default.
+struct Argument {
+  enum class Fill { Ones, Zeros, Default, None } fill = Fill::None;  // None: batchscope cannot fill it
+  std::string name;
+  c10::IValue default_value;
+};
+
+// The forward's arguments after the input, up to its last required one.
+std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
+  const auto& all = schema.arguments();  // self first
+  std::size_t end = all.size();
+  while (end > 2 && all[end - 1].default_value().has_value()) --end;
+  std::vector<Argument> arguments;
+  for (std::size_t i = 2; i < end; ++i) {
+    Argument a;
+    a.name = all[i].name();
+    std::string lower = a.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (all[i].default_value().has_value()) {
+      a.fill = Argument::Fill::Default;
+      a.default_value = *all[i].default_value();
+    } else if (lower.find("mask") != std::string::npos) {
+      a.fill = Argument::Fill::Ones;
+    } else if (lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos) {
+      a.fill = Argument::Fill::Zeros;
+    }
+    arguments.push_back(std::move(a));
+  }
+  return arguments;
+}
+
+// The forward's inputs for a batch: the input, then each argument after it. The ones and zeros are kept
+// for the largest batch seen and given as its first rows (a view), so that a step allocates none.
+class ForwardInputs {
+ public:
+  explicit ForwardInputs(std::vector<Argument> arguments) : arguments_(std::move(arguments)) {}
+
+  std::vector<c10::IValue> operator()(const torch::Tensor& input) {
+    std::vector<c10::IValue> inputs{input};
+    for (const Argument& a : arguments_) {
+      TORCH_CHECK(a.fill != Argument::Fill::None, "batchscope cannot fill the forward's argument ", a.name);
+      if (a.fill == Argument::Fill::Default) {
+        inputs.push_back(a.default_value);
+      } else {
+        torch::Tensor& kept = a.fill == Argument::Fill::Ones ? ones_ : zeros_;
+        inputs.push_back(filled(kept, input, a.fill == Argument::Fill::Ones ? 1 : 0));
+      }
+    }
+    return inputs;
+  }
+
+ private:
+  static torch::Tensor filled(torch::Tensor& kept, const torch::Tensor& like, int64_t value) {
+    const bool fits = kept.defined() && kept.device() == like.device() && kept.dim() == like.dim() &&
+                      like.dim() > 0 && kept.size(0) >= like.size(0) &&
+                      kept.sizes().slice(1) == like.sizes().slice(1);
+    if (!fits) kept = torch::full(like.sizes(), value, like.options().dtype(torch::kLong));
+    return kept.size(0) == like.size(0) ? kept : kept.narrow(0, 0, like.size(0));
+  }
+
+  std::vector<Argument> arguments_;
+  torch::Tensor ones_, zeros_;
+};
 
 // A TorchScript module as a zoo network: its parameters and buffers are registered under names without
 // dots (the tensors themselves, so that moving, converting and optimising them acts on the module's).
 class ScriptedNetwork : public Network {
  public:
-  explicit ScriptedNetwork(torch::jit::Module module) : module_(std::move(module)) {
+  ScriptedNetwork(torch::jit::Module module, std::vector<Argument> arguments)
+      : module_(std::move(module)), inputs_(std::move(arguments)) {
     std::set<std::string> taken;
     const auto unique = [&taken](std::string name) {
       std::replace(name.begin(), name.end(), '.', '_');
@@ -103,13 +192,15 @@ class ScriptedNetwork : public Network {
   }
 
   torch::Tensor forward(torch::Tensor input) override {
-    const c10::IValue out = module_.forward({std::move(input)});
-    TORCH_CHECK(out.isTensor(), "the TorchScript module's forward returned ", out.tagKind(), ", not a tensor");
-    return out.toTensor();
+    const c10::IValue out = module_.forward(inputs_(input));
+    torch::Tensor logits = logits_of(out);
+    TORCH_CHECK(logits.defined(), "the TorchScript module's forward returned ", out.tagKind(),
+                ", not logits");
+    return logits;
   }
 
   // [batch, classes] logits against [batch] classes, or [batch, positions, vocabulary] logits against
-  // [batch, positions] tokens (FileInput::Tokens).
+  // [batch, positions] tokens (a language model).
   torch::Tensor loss(const torch::Tensor& output, const torch::Tensor& targets) override {
     if (output.dim() != 3) return Network::loss(output, targets);
     return torch::nn::functional::cross_entropy(output.reshape({-1, output.size(2)}), targets.reshape(-1));
@@ -122,6 +213,7 @@ class ScriptedNetwork : public Network {
 
  private:
   torch::jit::Module module_;
+  ForwardInputs inputs_;
 };
 
 // The FLOPs of the operators that LibTorch runs while a FlopCount lives on this thread: convolutions
@@ -228,16 +320,18 @@ class FlopCount {
 // What one sample on the CPU tells of the module at an input shape.
 struct Probe {
   int64_t classes = 0;    // or the vocabulary
-  int64_t positions = 0;  // FileInput::Tokens: the output's positions per sample
+  int64_t positions = 0;  // FileInput::Tokens: the output's positions per sample; 0 for one per sequence
   double flops = 0;
   int64_t smallest_train_batch = 1;
 };
 
-// Synthetic token ids below `vocabulary`: [batch, sequence] inputs and [batch, positions] targets.
-Batch token_ids_batch(int64_t batch, int64_t sequence, int64_t positions, int64_t vocabulary) {
+// Synthetic token ids below `ids`, [batch, sequence], and their targets below `classes`: [batch,
+// positions] tokens, or [batch] classes where the output is one per sequence (positions 0).
+Batch token_ids_batch(int64_t batch, int64_t sequence, int64_t positions, int64_t ids, int64_t classes) {
   const auto tokens = torch::TensorOptions().dtype(torch::kLong);
-  return {torch::randint(vocabulary, {batch, sequence}, tokens),
-          torch::randint(vocabulary, {batch, positions}, tokens)};
+  torch::Tensor input = torch::randint(ids, {batch, sequence}, tokens);
+  if (positions == 0) return {std::move(input), torch::randint(classes, {batch}, tokens)};
+  return {std::move(input), torch::randint(classes, {batch, positions}, tokens)};
 }
 
 class ScriptFile {
@@ -263,43 +357,60 @@ class ScriptFile {
     }
     if (!module_.find_method("forward").has_value())
       throw std::invalid_argument(path + " holds a TorchScript module without a forward method");
+    const c10::FunctionSchema& schema = module_.get_method("forward").function().getSchema();
+    if (schema.arguments().size() < 2) {
+      throw std::invalid_argument(path +
+                                  "'s forward takes no input; batchscope gives it a batch, so save a "
+                                  "module whose forward takes one");
+    }
+    for (std::size_t i = 1; i < schema.arguments().size(); ++i)
+      argument_names_.push_back(schema.arguments()[i].name());
+    arguments_ = arguments_after_input(schema);
     int64_t parameters = 0;
     for (const torch::Tensor& p : module_.parameters()) parameters += p.numel();
     summary_ = "TorchScript module read from " + path + " (" + std::to_string(parameters) + " parameters)";
-    specs_[0] = make_spec(FileInput::Float);
-    specs_[1] = make_spec(FileInput::Tokens);
   }
 
-  const ModelSpec& spec(FileInput input) const { return specs_[input == FileInput::Tokens ? 1 : 0]; }
+  // The spec for an input kind, and for token ids the vocab they lie below (0: the output's).
+  const ModelSpec& spec(FileInput input, int64_t vocab) {
+    const auto key = std::make_pair(input, input == FileInput::Tokens ? vocab : 0);
+    std::unique_ptr<ModelSpec>& spec = specs_[key];
+    if (!spec) spec = std::make_unique<ModelSpec>(make_spec(key.first, key.second));
+    return *spec;
+  }
 
  private:
-  ModelSpec make_spec(FileInput input) {
+  ModelSpec make_spec(FileInput input, int64_t vocab) {
     const bool tokens = input == FileInput::Tokens;
     ModelSpec spec;
     spec.name = file_.path;
     spec.file = file_;
     spec.file->input = input;
-    spec.summary = summary_ + (tokens ? ", token ids to logits per position" : "");
+    spec.file->vocab = vocab;
+    spec.summary = summary_ + (tokens ? ", token ids to logits" : "");
     spec.input_kind = tokens ? InputKind::Tokens : InputKind::Image;
     spec.sequence_axis = tokens ? 0 : -1;
     spec.input_layout = tokens ? "sequence length" : "the module's input without the batch";
-    spec.build = [this](const SampleShape&, int64_t) { return std::make_shared<ScriptedNetwork>(copy()); };
-    spec.classes_of = [this, input](const SampleShape& shape) { return probe(input, shape).classes; };
-    spec.forward_flops = [this, input](const SampleShape& shape, int64_t classes) {
-      const Probe& p = probe(input, shape);
-      if (classes != p.classes) {
-        throw std::invalid_argument(file_.path + " returns " + std::to_string(p.classes) + " classes for a " +
-                                    shape_text(shape) + " sample, not " + std::to_string(classes) +
-                                    "; leave classes out, or give " + std::to_string(p.classes));
+    spec.build = [this](const SampleShape&, int64_t) {
+      return std::make_shared<ScriptedNetwork>(copy(), arguments_);
+    };
+    spec.classes_of = [this, input, vocab](const SampleShape& shape) { return classes(input, vocab, shape); };
+    spec.forward_flops = [this, input, vocab](const SampleShape& shape, int64_t classes_given) {
+      const int64_t returned = classes(input, vocab, shape);
+      if (classes_given != returned) {
+        throw std::invalid_argument(file_.path + " returns " + std::to_string(returned) + " classes for " +
+                                    sample_text(input, shape) + ", not " + std::to_string(classes_given) +
+                                    "; leave classes out, or give " + std::to_string(returned));
       }
-      return p.flops;
+      return probe(input, shape).flops;
     };
     spec.smallest_train_batch = [this, input](const SampleShape& shape, int64_t) {
       return probe(input, shape).smallest_train_batch;
     };
     if (tokens) {
-      spec.synthetic_batch = [this](int64_t batch, const SampleShape& shape, int64_t vocabulary) {
-        return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions, vocabulary);
+      spec.synthetic_batch = [this, vocab](int64_t batch, const SampleShape& shape, int64_t classes) {
+        return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions,
+                               vocab > 0 ? vocab : classes, classes);
       };
     } else {
       spec.synthetic_batch = image_batch;
@@ -341,6 +452,10 @@ class ScriptFile {
     return module;
   }
 
+  static std::string sample_text(FileInput input, const SampleShape& shape) {
+    return "one sample of " + shape_text(shape) + (input == FileInput::Tokens ? " tokens" : "");
+  }
+
   const Probe& probe(FileInput input, const SampleShape& shape) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto key = std::make_pair(input, shape);
@@ -349,19 +464,110 @@ class ScriptFile {
     return probes_.emplace(key, measure(input, shape)).first->second;
   }
 
+  // The output's class count (a language model's vocabulary). A sequence classifier's token ids need a
+  // vocab, which its output does not tell; a vocab given must be one the module takes: one forward with
+  // the largest id throughout, once per vocab and shape.
+  int64_t classes(FileInput input, int64_t vocab, const SampleShape& shape) {
+    const Probe& p = probe(input, shape);
+    if (input != FileInput::Tokens) return p.classes;
+    if (vocab == 0) {
+      if (p.positions > 0) return p.classes;
+      throw std::invalid_argument(
+          file_.path + " returns one vector of " + std::to_string(p.classes) +
+          " logits per sequence (a sequence classifier), so batchscope cannot tell which token ids it takes; "
+          "give vocab: N (--vocab N), the number of token ids its embedding takes" +
+          embedding_hint());
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!vocabs_checked_.insert(std::make_pair(vocab, shape)).second) return p.classes;
+    torch::jit::Module module = copy();
+    if (module.hasattr("training")) module.eval();
+    ForwardInputs inputs(arguments_);
+    try {
+      torch::NoGradGuard no_grad;
+      module.forward(
+          inputs(torch::full({1, shape.at(0)}, vocab - 1, torch::TensorOptions().dtype(torch::kLong))));
+    } catch (const std::exception& error) {
+      vocabs_checked_.erase(std::make_pair(vocab, shape));
+      throw std::invalid_argument(file_.path + "'s forward fails on token id " + std::to_string(vocab - 1) +
+                                  " (" + forward_failure(error.what()) + "), so it takes fewer than vocab " +
+                                  std::to_string(vocab) + " token ids; give the number its embedding takes" +
+                                  embedding_hint());
+    }
+    return p.classes;
+  }
+
+  // " (its parameter embeddings.word_embeddings.weight has 30522 rows)": the first matrix whose name
+  // says an embedding, a word's or a token's where there is one. Empty where none does.
+  std::string embedding_hint() const {
+    std::string name;
+    int64_t rows = 0;
+    for (const auto& p : module_.named_parameters()) {
+      std::string lower = p.name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (p.value.dim() != 2 || lower.find("emb") == std::string::npos) continue;
+      const bool words = lower.find("word") != std::string::npos || lower.find("tok") != std::string::npos;
+      if (name.empty() || words) {
+        name = p.name;
+        rows = p.value.size(0);
+      }
+      if (words) break;
+    }
+    return name.empty() ? "" : " (its parameter " + name + " has " + std::to_string(rows) + " rows)";
+  }
+
+  // The forward's arguments for messages: "input_ids, attention_mask and labels".
+  std::string argument_list() const {
+    std::string list;
+    for (std::size_t i = 0; i < argument_names_.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == argument_names_.size() ? " and " : ", ") + argument_names_[i];
+    }
+    return list;
+  }
+
+  // Where the forward takes a required argument after the input that batchscope cannot fill: any, for a
+  // module of float values; for token ids, one that is neither a mask nor token types.
+  void check_arguments(FileInput input) const {
+    const bool tokens = input == FileInput::Tokens;
+    bool fillable = false;
+    for (const Argument& a : arguments_) {
+      if (a.fill == Argument::Fill::Default) continue;
+      fillable = fillable || a.fill != Argument::Fill::None;
+      if (tokens && a.fill != Argument::Fill::None) continue;
+      if (tokens) {
+        throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +
+                                    "; after the token ids batchscope gives only an attention mask (ones, to "
+                                    "an argument whose name holds "
+                                    "\"mask\") and token types (zeros, \"token_type\" or \"segment\"), not " +
+                                    a.name + ": give " + a.name +
+                                    " a default, or save a module that makes it");
+      }
+      throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +
+                                  ", and batchscope gives a module of float values one tensor; give the "
+                                  "arguments after " +
+                                  argument_names_.front() + " defaults" +
+                                  (fillable ? ", or give input_kind: tokens (--input-kind tokens) where " +
+                                                  argument_names_.front() + " is token ids"
+                                            : ""));
+    }
+  }
+
   // One sample through a copy of the module (standard normal values, or token 0 throughout): in eval
   // mode, counting its FLOPs, for them and its output, then in training mode, where a batch norm may
   // refuse a single value.
   Probe measure(FileInput input, const SampleShape& shape) const {
     const bool tokens = input == FileInput::Tokens;
-    const std::string sample = "one sample of " + shape_text(shape) + (tokens ? " tokens" : "");
+    const std::string sample = sample_text(input, shape);
     if (tokens && shape.size() != 1) {
       throw std::invalid_argument(file_.path +
                                   " takes token ids, so its input is the sequence length alone, not " +
                                   shape_text(shape) + "; give one size, like [128]");
     }
+    check_arguments(input);
     torch::jit::Module module = copy();
     if (module.hasattr("training")) module.eval();
+    ForwardInputs inputs(arguments_);
     const auto batch_of = [&](int64_t batch, bool as_tokens) {
       std::vector<int64_t> sizes{batch};
       sizes.insert(sizes.end(), shape.begin(), shape.end());
@@ -375,7 +581,7 @@ class ScriptFile {
       // With gradients, as in training: the fused inference paths that PyTorch's layers take without
       // them (nn.TransformerEncoderLayer's, nn.MultiheadAttention's) run as one operator, uncounted.
       const FlopCount count;
-      out = module.forward({x});
+      out = module.forward(inputs(x));
       p.flops = count.flops();
     } catch (const std::exception& error) {
       throw std::invalid_argument(
@@ -385,39 +591,44 @@ class ScriptFile {
                   : other_input_hint(module, batch_of(1, true))));
     }
     torch::NoGradGuard no_grad;
-    const std::string wanted = tokens ? "[batch, positions, vocabulary]" : "[batch, classes]";
-    const std::string why = "batchscope trains it with cross-entropy" +
-                            std::string(tokens ? " at every position" : "") +
-                            ", so its forward must return " + wanted;
-    if (!out.isTensor()) {
-      throw std::invalid_argument(file_.path + "'s forward returns " + out.tagKind() + " for " + sample +
-                                  ", not one tensor of logits; " + why);
+    const std::string wanted = tokens
+                                   ? "[batch, positions, vocabulary] (a language model) or [batch, classes] "
+                                     "(a sequence classifier)"
+                                   : "[batch, classes]";
+    const std::string why = "batchscope trains it with cross-entropy, so its forward must return " + wanted;
+    const torch::Tensor logits = logits_of(out);
+    if (!logits.defined()) {
+      throw std::invalid_argument(
+          file_.path + "'s forward returns " + out.tagKind() + " for " + sample +
+          ", with no logits in it (a tensor, a tuple or list that begins with one, or a "
+          "dict with \"logits\"); " +
+          why);
     }
-    const torch::Tensor logits = out.toTensor();
-    const int64_t dims = tokens ? 3 : 2;
-    if (logits.dim() != dims || logits.size(0) != 1 || logits.size(dims - 1) < 1 ||
-        !logits.is_floating_point()) {
-      throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(logits) + " for " + sample +
-                                  ", not " + (tokens ? "[1, positions, vocabulary]" : "[1, classes]") +
-                                  " logits; " + why);
+    const bool shaped = logits.dim() == 2 || (tokens && logits.dim() == 3);
+    if (!shaped || logits.size(0) != 1 || logits.size(-1) < 1 || !logits.is_floating_point()) {
+      throw std::invalid_argument(
+          file_.path + "'s forward returns " + sizes_text(logits.sizes()) + " for " + sample + ", not " +
+          (tokens ? "[1, positions, vocabulary] or [1, classes]" : "[1, classes]") + " logits; " + why);
     }
-    p.classes = logits.size(dims - 1);
+    p.classes = logits.size(-1);
     if (tokens) {
-      p.positions = logits.size(1);
+      p.positions = logits.dim() == 3 ? logits.size(1) : 0;
       // A module that puts the sequence first ([positions, batch, vocabulary]) gives [S, 1, V] at batch
       // 1, which reads like a batch-first output: a batch of 2 tells them apart.
-      const torch::Tensor two = module.forward({batch_of(2, true)}).toTensor();
-      if (two.dim() != 3 || two.size(0) != 2 || two.size(1) != p.positions) {
-        throw std::invalid_argument(file_.path + "'s forward returns " + sizes_text(two) +
-                                    " for a batch of 2, not [2, " + std::to_string(p.positions) + ", " +
-                                    std::to_string(p.classes) + "]; " + why +
+      const torch::Tensor two = logits_of(module.forward(inputs(batch_of(2, true))));
+      const std::vector<int64_t> expected = p.positions > 0 ? std::vector<int64_t>{2, p.positions, p.classes}
+                                                            : std::vector<int64_t>{2, p.classes};
+      if (!two.defined() || two.sizes() != c10::IntArrayRef(expected)) {
+        throw std::invalid_argument(file_.path + "'s forward returns " +
+                                    (two.defined() ? sizes_text(two.sizes()) : "no logits") +
+                                    " for a batch of 2, not " + sizes_text(expected) + "; " + why +
                                     ", the batch first (transpose a sequence-first output in the module)");
       }
     }
     if (!module.hasattr("training")) return p;
     module.train(true);
     try {
-      module.forward({x});
+      module.forward(inputs(x));
     } catch (const std::exception& error) {
       const std::string reason = error.what();
       if (reason.find("more than 1 value per channel") == std::string::npos) {
@@ -430,10 +641,11 @@ class ScriptFile {
   }
 
   // Where a float input fails, whether token ids would do: the fix names input_kind then.
-  static std::string other_input_hint(torch::jit::Module& module, const torch::Tensor& token_ids) {
+  std::string other_input_hint(torch::jit::Module& module, const torch::Tensor& token_ids) const {
     const std::string shape_fix = "give the input shape the module takes, without the batch";
     try {
-      module.forward({token_ids});
+      ForwardInputs inputs(arguments_);
+      module.forward(inputs(token_ids));
     } catch (const std::exception&) {
       return shape_fix;
     }
@@ -444,9 +656,12 @@ class ScriptFile {
   ModelFile file_;
   torch::jit::Module module_;
   std::string summary_;
-  ModelSpec specs_[2];  // FileInput::Float, FileInput::Tokens
+  std::vector<std::string> argument_names_;                                    // the forward's, self left out
+  std::vector<Argument> arguments_;                                            // after the input
+  std::map<std::pair<FileInput, int64_t>, std::unique_ptr<ModelSpec>> specs_;  // by input kind and vocab
   std::mutex mutex_;
   std::map<std::pair<FileInput, SampleShape>, Probe> probes_;
+  std::set<std::pair<int64_t, SampleShape>> vocabs_checked_;
 };
 
 }  // namespace
@@ -466,14 +681,14 @@ std::optional<uint32_t> crc32_from_text(const std::string& text) {
 
 const char* to_string(FileInput input) { return input == FileInput::Tokens ? "tokens" : "float"; }
 
-const ModelSpec& torchscript_model(const std::string& path, FileInput input) {
+const ModelSpec& torchscript_model(const std::string& path, FileInput input, int64_t vocab) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ScriptFile>> files;
   std::lock_guard<std::mutex> lock(mutex);
   const auto found = files.find(path);
-  if (found != files.end()) return found->second->spec(input);
+  if (found != files.end()) return found->second->spec(input, vocab);
   auto file = std::make_unique<ScriptFile>(path);
-  return files.emplace(path, std::move(file)).first->second->spec(input);
+  return files.emplace(path, std::move(file)).first->second->spec(input, vocab);
 }
 
 }  // namespace batchscope::models

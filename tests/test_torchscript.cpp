@@ -377,5 +377,143 @@ TEST(TorchScript, ACheckpointOfAFileModelNeedsTheFileItWasTrainedFrom) {
   EXPECT_EQ(models::crc32_from_text(models::crc32_text(0x0badcafeu)), 0x0badcafeu);
 }
 
+// Token ids and an attention mask to (logits [batch, 3],), as a Hugging Face sequence classifier traced
+// with torchscript=True: an embedding of 20 token ids, the mask's positions summed, one product of 4 to
+// 3 (24 FLOPs a sequence).
+std::string save_sequence_classifier(const TempDir& dir) {
+  torch::manual_seed(5);
+  const std::string path = dir / "classifier.pt";
+  scripted(
+      "def forward(self, input_ids, attention_mask):\n"
+      "  h = torch.embedding(self.word_embeddings, input_ids) * attention_mask.unsqueeze(-1)\n"
+      "  return (torch.mm(h.sum(1), self.w.t()), h)\n",
+      {{"word_embeddings", torch::randn({20, 4})}, {"w", torch::randn({3, 4})}})
+      .save(path);
+  return path;
+}
+
+TEST(TorchScript, ASequenceClassifierWithAnAttentionMaskTakesTheVocabGiven) {
+  const TempDir dir;
+  const std::string path = save_sequence_classifier(dir);
+  // Its output does not tell its token ids: refused without a vocab, naming the embedding's rows.
+  const std::string no_vocab = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(path, models::FileInput::Tokens).classes_of({5}); });
+  EXPECT_NE(no_vocab.find("one vector of 3 logits per sequence"), std::string::npos) << no_vocab;
+  EXPECT_NE(no_vocab.find("give vocab: N"), std::string::npos) << no_vocab;
+  EXPECT_NE(no_vocab.find("word_embeddings has 20 rows"), std::string::npos) << no_vocab;
+  const std::string too_many = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(path, models::FileInput::Tokens, 21).classes_of({5}); });
+  EXPECT_NE(too_many.find("fails on token id 20"), std::string::npos) << too_many;
+
+  const models::ModelSpec* spec = models::find_model(path, models::FileInput::Tokens, 20);
+  ASSERT_NE(spec, nullptr);
+  ASSERT_TRUE(spec->file.has_value());
+  EXPECT_EQ(spec->file->vocab, 20);
+  EXPECT_EQ(spec->classes_of({5}), 3);
+  EXPECT_DOUBLE_EQ(spec->forward_flops({5}, 3), 24.0);
+  torch::manual_seed(0);
+  const models::Batch batch = spec->synthetic_batch(64, {5}, 3);
+  EXPECT_EQ(batch.inputs.sizes(), (std::vector<int64_t>{64, 5}));
+  EXPECT_EQ(batch.targets.sizes(), (std::vector<int64_t>{64})) << "one class a sequence";
+  EXPECT_EQ(batch.inputs.max().item<int64_t>(), 19) << "token ids up to the vocab";
+  EXPECT_LT(batch.targets.max().item<int64_t>(), 3);
+  // The mask is ones: the output is the classifier of each sequence's summed embeddings. A smaller batch
+  // after a larger one takes the first rows of the mask kept.
+  const std::shared_ptr<models::Network> net = spec->build({5}, 3);
+  torch::Tensor embeddings, weights;
+  for (const auto& p : net->named_parameters()) (p.key() == "w" ? weights : embeddings) = p.value().detach();
+  for (const int64_t rows : {64, 2}) {
+    const torch::Tensor ids = batch.inputs.narrow(0, 0, rows);
+    const torch::Tensor output = net->forward(ids);
+    EXPECT_TRUE(
+        torch::allclose(output, torch::mm(torch::embedding(embeddings, ids).sum(1), weights.t()), 1e-5, 1e-5))
+        << rows;
+  }
+  const torch::Tensor output = net->forward(batch.inputs);
+  const torch::Tensor loss = net->loss(output, batch.targets);
+  EXPECT_TRUE(torch::allclose(loss, torch::nn::functional::cross_entropy(output, batch.targets)));
+  loss.backward();
+  for (const torch::Tensor& p : net->parameters()) EXPECT_TRUE(p.grad().defined());
+}
+
+TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
+  const TempDir dir;
+  // A dict's "logits", and an argument with a default left to it.
+  const std::string dict = dir / "dict.pt";
+  scripted(
+      "def forward(self, x, mask: Optional[Tensor] = None):\n"
+      "  return {'hidden': x.float(), 'logits': torch.embedding(self.e, x)}\n",
+      {{"e", torch::randn({6, 6})}})
+      .save(dict);
+  EXPECT_EQ(models::torchscript_model(dict, models::FileInput::Tokens).classes_of({4}), 6);
+  // A required argument that is neither a mask nor token types.
+  const std::string labels = dir / "labels.pt";
+  scripted(
+      "def forward(self, input_ids, token_type_ids, labels):\n"
+      "  return torch.embedding(self.e, input_ids + token_type_ids + labels)\n",
+      {{"e", torch::randn({6, 6})}})
+      .save(labels);
+  const std::string unfilled = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(labels, models::FileInput::Tokens).classes_of({4}); });
+  EXPECT_NE(unfilled.find("takes input_ids, token_type_ids and labels"), std::string::npos) << unfilled;
+  EXPECT_NE(unfilled.find("give labels a default"), std::string::npos) << unfilled;
+  // A float module takes one tensor; one with a mask may be of token ids.
+  const std::string masked = dir / "masked.pt";
+  scripted("def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n",
+           {{"w", torch::randn({4, 3})}})
+      .save(masked);
+  const std::string as_float =
+      testing_support::invalid_argument_message([&] { models::torchscript_model(masked).classes_of({4}); });
+  EXPECT_NE(as_float.find("give the arguments after x defaults"), std::string::npos) << as_float;
+  EXPECT_NE(as_float.find("--input-kind tokens"), std::string::npos) << as_float;
+  // A tuple that does not begin with a tensor holds no logits.
+  const std::string tuple = dir / "tuple.pt";
+  scripted("def forward(self, x):\n  return (1, torch.mm(x, self.w))\n", {{"w", torch::randn({4, 3})}})
+      .save(tuple);
+  const std::string none =
+      testing_support::invalid_argument_message([&] { models::torchscript_model(tuple).classes_of({4}); });
+  EXPECT_NE(none.find("with no logits in it"), std::string::npos) << none;
+}
+
+TEST(TorchScript, AnExperimentGivesASequenceClassifiersVocab) {
+  const TempDir dir;
+  const std::string path = save_sequence_classifier(dir);
+  const std::string model = "model: " + path + "\nbatch: 1:2\ninput_kind: tokens\nseq_len: 5\n";
+  const ExperimentConfig e = parse_sweep_config(model + "vocab: 20\n", "exp.yaml", {}).experiments.at(0);
+  EXPECT_EQ(e.classes, 3);
+  ASSERT_TRUE(e.model_file.has_value());
+  EXPECT_EQ(e.model_file->vocab, 20);
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("model_file").at("vocab"), 20);
+  const ExperimentConfig back = experiment_from_json(j);
+  EXPECT_EQ(to_json(back), j);
+  ASSERT_NE(experiment_model(back), nullptr);
+  EXPECT_EQ(experiment_model(back)->file->vocab, 20);
+  SweepOverrides cli;
+  cli.vocab = 10;
+  EXPECT_EQ(parse_sweep_config(model + "vocab: 20\n", "exp.yaml", cli).experiments.at(0).model_file->vocab,
+            10);
+  // A language model's record says nothing of a vocab not given.
+  const ExperimentConfig lm =
+      parse_sweep_config("model: " + save_token_model(dir) + "\nbatch: 1\ninput_kind: tokens\nseq_len: 5\n",
+                         "exp.yaml", {})
+          .experiments.at(0);
+  EXPECT_FALSE(to_json(lm).at("model_file").contains("vocab"));
+  // Mistakes: no vocab, one the embedding does not take, a vocab for float values or for the zoo.
+  const std::string none = config_error(model);
+  EXPECT_NE(none.find("give vocab: N"), std::string::npos) << none;
+  const std::string large = config_error(model + "vocab: 100\n");
+  EXPECT_NE(large.find("fails on token id 99"), std::string::npos) << large;
+  const std::string as_float =
+      config_error("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\nvocab: 5\n");
+  EXPECT_NE(as_float.find("exp.yaml:4"), std::string::npos) << as_float;
+  EXPECT_NE(as_float.find("add input_kind: tokens"), std::string::npos) << as_float;
+  const std::string zoo = config_error("model: lstm_lm\nbatch: 1\nvocab: 5\n");
+  EXPECT_NE(zoo.find("exp.yaml:3"), std::string::npos) << zoo;
+  EXPECT_NE(zoo.find("applies to TorchScript files only"), std::string::npos) << zoo;
+  const std::string zero = config_error(model + "vocab: 0\n");
+  EXPECT_NE(zero.find("exp.yaml:5"), std::string::npos) << zero;
+}
+
 }  // namespace
 }  // namespace batchscope

@@ -6,7 +6,10 @@
 //   name             "<model>_<phase>_<precision>"; letters, digits, _ - .; unique in the file
 //   model            required; a name from the model registry, or a TorchScript file's path
 //   input_kind       a TorchScript file's: float (a float tensor [batch, ...input] to [batch, classes]) |
-//                    tokens (token ids [batch, seq_len] to [batch, positions, vocabulary]) (float)
+//                    tokens (token ids [batch, seq_len] to [batch, positions, vocabulary], or to
+//                    [batch, classes] for a sequence classifier) (float)
+//   vocab            a TorchScript file of tokens: its synthetic token ids lie below it (the output's
+//                    vocabulary; a sequence classifier needs it)
 //   input            one sample's shape without the batch dimension: [C, H, W] for images,
 //                    [sequence length] for lstm_lm and transformer, [1, frequency bins, frames]
 //                    for deepspeech2; the model's default input
@@ -128,7 +131,8 @@ std::string check_device_string(const std::string& device) {
 }
 
 const models::ModelSpec* experiment_model(const ExperimentConfig& e) {
-  return models::find_model(e.model, e.model_file ? e.model_file->input : models::FileInput::Float);
+  if (!e.model_file) return models::find_model(e.model);
+  return models::find_model(e.model, e.model_file->input, e.model_file->vocab);
 }
 
 std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,

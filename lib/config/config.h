@@ -159,6 +159,7 @@ struct SweepOverrides {
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
   std::optional<std::string> input_kind;             // a TorchScript file's: float or tokens
+  std::optional<int64_t> vocab;                      // a TorchScript file of tokens: ids below it
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values
   bool steps_auto = false;                            // --steps auto
   // steps: auto's settings as given (--ci-width 2%, --min-time 1, --max-time 30); any of them without

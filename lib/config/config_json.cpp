@@ -91,6 +91,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     // Only for token ids: records of float modules stay as they were.
     if (e.model_file->input != models::FileInput::Float)
       j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
+    if (e.model_file->vocab > 0) j["model_file"]["vocab"] = e.model_file->vocab;
   }
   // Written only where asked for, so that records of runs without profiling stay as they were.
   if (e.profile) {
@@ -136,6 +137,9 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
         throw std::invalid_argument(
             "the experiment record's model_file input_kind is neither float nor tokens");
       e.model_file->input = *input;
+      e.model_file->vocab = f.value("vocab", int64_t{0});
+      if (e.model_file->vocab < 0)
+        throw std::invalid_argument("the experiment record's model_file vocab is negative");
     }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();

@@ -261,6 +261,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
   if (o.seq_len) put("seq_len", "--seq-len", YAML::Node(*o.seq_len));
   if (o.input_kind) put("input_kind", "--input-kind", YAML::Node(*o.input_kind));
+  if (o.vocab) put("vocab", "--vocab", YAML::Node(*o.vocab));
   if (o.classes) put("classes", "--classes", YAML::Node(*o.classes));
   if (o.warmup_steps) put("warmup", "--warmup", YAML::Node(*o.warmup_steps));
   if (o.timed_steps) put("steps", "--steps", YAML::Node(*o.timed_steps));
@@ -303,8 +304,20 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
   if (models::is_model_file_name(c.model)) {
     const models::FileInput input =
         k.has("input_kind") ? get_enum(k["input_kind"], kFileInputs) : models::FileInput::Float;
+    int64_t vocab = 0;
+    if (k.has("vocab")) {
+      const Entry& e = k["vocab"];
+      vocab = get_int(e, 1, limits::kMaxClasses,
+                      "give the number of token ids, 1 to " + std::to_string(limits::kMaxClasses));
+      if (input != models::FileInput::Tokens) {
+        fail(e.where,
+             e.where.label + " applies to token ids, and " + c.model + " is read as a module of float values",
+             e.where.source == kCommandLine ? "pass --input-kind tokens, or remove it"
+                                            : "add input_kind: tokens, or remove it");
+      }
+    }
     try {
-      return models::torchscript_model(c.model, input);
+      return models::torchscript_model(c.model, input, vocab);
     } catch (const std::invalid_argument& error) {
       fail(k["model"].where, k["model"].where.label + " " + error.what(), "");
     }
@@ -316,11 +329,12 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
     fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
          choose_from(c.model, known, "known models"));
   }
-  if (k.has("input_kind")) {
-    fail(k["input_kind"].where,
-         k["input_kind"].where.label + " applies to TorchScript files only, and " + c.model +
-             " is a model of the zoo",
-         "remove it");
+  for (const char* key : {"input_kind", "vocab"}) {
+    if (!k.has(key)) continue;
+    fail(k[key].where,
+         k[key].where.label + " applies to TorchScript files only, and " + c.model + " is a model of the zoo",
+         std::string("remove it") +
+             (std::string(key) == "vocab" ? " (classes is a zoo language model's vocabulary)" : ""));
   }
   return *spec;
 }

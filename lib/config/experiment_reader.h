@@ -14,12 +14,14 @@ namespace batchscope {
 inline const char* const kCommandLine = "command line";
 
 // The keys an experiment accepts, in the order messages list them.
+// clang-format off
 inline const std::vector<std::string> kExperimentKeys = {
     "name",     "model",     "input",         "seq_len",       "classes",         "batch",
     "phase",    "optimizer", "precision",     "channels_last", "cudnn_benchmark", "warmup",
     "steps",    "order",     "data",          "transfer",      "chunk",           "seed",
     "device",   "profile",   "profile_steps", "repeats",       "ci_width",        "min_time",
-    "max_time", "tf32",      "loss_scale",    "input_kind"};
+    "max_time", "tf32",      "loss_scale",    "input_kind",    "vocab"};
+// clang-format on
 
 // Puts every command-line value in `o` into `into`, replacing the key's value from the file.
 void apply_overrides(const SweepOverrides& o, yaml_fields::Entries& into);

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Optional
 
 import torch
 from torch import nn
@@ -69,6 +70,38 @@ class TinyTransformer(nn.Module):
 
     def forward(self, x):
         return self.out(self.layer(self.embedding(x)))
+
+
+class TinySequenceClassifier(nn.Module):
+    """Token ids, an attention mask and token types to (logits [batch, classes], hidden states), as a
+    Hugging Face sequence classifier traced with torchscript=True returns them."""
+
+    def __init__(self, vocabulary=60, width=16, classes=3):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocabulary, width)
+        self.token_type_embeddings = nn.Embedding(2, width)
+        self.dense = nn.Linear(width, width)
+        self.classifier = nn.Linear(width, classes)
+
+    def forward(self, input_ids, attention_mask, token_type_ids):
+        h = torch.tanh(self.dense(self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)))
+        mask = attention_mask.unsqueeze(-1).to(h.dtype)
+        pooled = (h * mask).sum(1) / mask.sum(1)
+        return self.classifier(pooled), h
+
+
+class DictLanguageModel(nn.Module):
+    """Token ids to {"logits": ...}, with an optional mask it makes itself where none is given."""
+
+    def __init__(self, vocabulary=40, width=8):
+        super().__init__()
+        self.embedding = nn.Embedding(vocabulary, width)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, input_ids, attention_mask: Optional[torch.Tensor] = None):
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        return {"logits": self.out(self.embedding(input_ids) * attention_mask.unsqueeze(-1).to(torch.float32))}
 
 
 def run(binary, *args):
@@ -159,6 +192,7 @@ def main():
               f"refused in one sentence ({said}): {message}")
 
     language_model(binary, work)
+    sequence_classifier(binary, work)
     trained_checkpoint(binary, work)
     print(f"{parameters} parameters in the module; {failures} failures")
     sys.exit(1 if failures else 0)
@@ -215,6 +249,68 @@ def language_model(binary, work):
          "give one size"),
         (["--model", "mnist_cnn", "--input-kind", "tokens", "--batch", "1", "--device", "cpu"],
          "applies to TorchScript files only"),
+    ):
+        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
+        message = bad.stderr.strip()
+        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
+              f"refused in one sentence ({said}): {message}")
+
+
+def sequence_classifier(binary, work):
+    """A traced sequence classifier of token ids, a mask and token types, returning a tuple: input_kind
+    tokens with a vocab. A dict of logits, and the arguments batchscope cannot fill."""
+    torch.manual_seed(0)
+    net, sequence, width, vocabulary, classes = TinySequenceClassifier(), 8, 16, 60, 3
+    ids = torch.zeros(1, sequence, dtype=torch.long)
+    path = os.path.join(work, "classifier.pt")
+    torch.jit.trace(net, (ids, torch.ones_like(ids), torch.zeros_like(ids))).save(path)
+    with torch.no_grad(), torch.profiler.profile(with_flops=True) as prof:
+        net(ids, torch.ones_like(ids), torch.zeros_like(ids))
+    products = sum(e.flops for e in prof.events() if e.name in ("aten::mm", "aten::addmm", "aten::bmm"))
+    formula = 2 * sequence * width * width + 2 * width * classes
+    tokens = ["--model", path, "--input-kind", "tokens", "--seq-len", str(sequence), "--device", "cpu"]
+    plan = run(binary, "sweep", *tokens, "--vocab", str(vocabulary), "--batch", "1:3", "--plan")
+    check(plan.returncode == 0, f"sweep --plan of a sequence classifier: {plan.stderr.strip()}")
+    if plan.returncode == 0:
+        e = json.loads(plan.stdout)["experiments"][0]
+        check(e["classes"] == classes and e["input"] == [sequence], f"its classes and sequence: {e['classes']}")
+        check(e["forward_flops_per_sample"] == products == formula,
+              f"its FLOPs as the profiler and the formula count them: {e['forward_flops_per_sample']}, {products}, {formula}")
+        check(e["model_file"].get("vocab") == vocabulary, "the record gives its vocab")
+    out = os.path.join(work, "classifier")
+    sweep = run(binary, "sweep", *tokens, "--vocab", str(vocabulary), "--batch", "1:3", "--steps", "5", "--warmup", "1",
+                "--quiet", "--out", out)
+    check(sweep.returncode == 0, f"a training sweep of the classifier runs: {sweep.stderr.strip()[-300:]}")
+    steps = os.path.join(out, "steps.jsonl")
+    written = records(steps) if os.path.exists(steps) else []
+    check([p["batch_size"] for p in written if p["type"] == "point"] == [1, 2, 3], "every batch size measured")
+    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 3]
+    # Cross-entropy over 3 classes, one a sequence: near ln 3.
+    check(len(set(losses)) > 1 and all(0.2 < x < 3 for x in losses), f"trained one class a sequence: {losses}")
+    infer = run(binary, "maxbatch", *tokens, "--vocab", str(vocabulary), "--phase", "infer", "--upper", "64",
+                "--quiet", "--json")
+    check(infer.returncode == 0, f"maxbatch takes it: {infer.stderr.strip()[-300:]}")
+
+    lm = os.path.join(work, "dict_lm.pt")
+    torch.jit.script(DictLanguageModel()).save(lm)
+    plan = run(binary, "sweep", "--model", lm, *tokens[2:], "--batch", "1:2", "--plan")
+    e = json.loads(plan.stdout)["experiments"][0] if plan.returncode == 0 else {}
+    check(e.get("classes") == 40, f"a dict's logits, the optional mask left to the module: {e.get('classes')} {plan.stderr.strip()}")
+
+    class TwoInputs(nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    two = os.path.join(work, "two_inputs.pt")
+    torch.jit.script(TwoInputs()).save(two)
+    for args, said in (
+        (tokens + ["--batch", "1"], "give vocab: N (--vocab N), the number of token ids its embedding takes "
+                                    "(its parameter word_embeddings.weight has 60 rows)"),
+        (tokens + ["--vocab", "61", "--batch", "1"], "fails on token id 60"),
+        (["--model", path, "--input", "8", "--vocab", "60", "--batch", "1", "--device", "cpu"],
+         "pass --input-kind tokens, or remove it"),
+        (["--model", "lstm_lm", "--vocab", "60", "--batch", "1", "--device", "cpu"], "applies to TorchScript files only"),
+        (["--model", two, "--input", "4", "--batch", "1", "--device", "cpu"], "give the arguments after x defaults"),
     ):
         bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
         message = bad.stderr.strip()
