@@ -472,7 +472,7 @@ class ScriptFile {
     if (input != FileInput::Tokens) return p.classes;
     if (vocab == 0) {
       if (p.positions > 0) return p.classes;
-      throw std::invalid_argument(
+      throw VocabError(
           file_.path + " returns one vector of " + std::to_string(p.classes) +
           " logits per sequence (a sequence classifier), so batchscope cannot tell which token ids it takes; "
           "give vocab: N (--vocab N), the number of token ids its embedding takes" +
@@ -489,10 +489,10 @@ class ScriptFile {
           inputs(torch::full({1, shape.at(0)}, vocab - 1, torch::TensorOptions().dtype(torch::kLong))));
     } catch (const std::exception& error) {
       vocabs_checked_.erase(std::make_pair(vocab, shape));
-      throw std::invalid_argument(file_.path + "'s forward fails on token id " + std::to_string(vocab - 1) +
-                                  " (" + forward_failure(error.what()) + "), so it takes fewer than vocab " +
-                                  std::to_string(vocab) + " token ids; give the number its embedding takes" +
-                                  embedding_hint());
+      throw VocabError(file_.path + "'s forward fails on token id " + std::to_string(vocab - 1) + " (" +
+                       forward_failure(error.what()) + "), so it takes fewer than vocab " +
+                       std::to_string(vocab) + " token ids; give the number its embedding takes" +
+                       embedding_hint());
     }
     return p.classes;
   }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "models/registry.h"
@@ -26,6 +27,12 @@ namespace batchscope::models {
 // training needs a batch of 2 (a batch norm that sees one value per channel).
 //
 // Throws std::invalid_argument with a sentence where the file is missing, unreadable or not TorchScript.
+// What a token model's spec throws where its vocab is missing (a sequence classifier's) or more than the
+// module takes, so that a message can name the vocab rather than the input.
+struct VocabError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
 const ModelSpec& torchscript_model(const std::string& path, FileInput input = FileInput::Float,
                                    int64_t vocab = 0);
 

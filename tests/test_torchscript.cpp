@@ -501,8 +501,10 @@ TEST(TorchScript, AnExperimentGivesASequenceClassifiersVocab) {
   EXPECT_FALSE(to_json(lm).at("model_file").contains("vocab"));
   // Mistakes: no vocab, one the embedding does not take, a vocab for float values or for the zoo.
   const std::string none = config_error(model);
+  EXPECT_NE(none.find("exp.yaml:1"), std::string::npos) << none;
   EXPECT_NE(none.find("give vocab: N"), std::string::npos) << none;
   const std::string large = config_error(model + "vocab: 100\n");
+  EXPECT_NE(large.find("exp.yaml:5"), std::string::npos) << large;
   EXPECT_NE(large.find("fails on token id 99"), std::string::npos) << large;
   const std::string as_float =
       config_error("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\nvocab: 5\n");

@@ -364,6 +364,9 @@ void read_file_model_shape(const Keys& k, const models::ModelSpec& spec, Experim
   int64_t classes = 0;
   try {
     classes = spec.classes_of(c.input_shape);
+  } catch (const models::VocabError& error) {
+    const Entry& vocab = k.has("vocab") ? k["vocab"] : k["model"];
+    fail(vocab.where, vocab.where.label + ": " + error.what(), "");
   } catch (const std::invalid_argument& error) {
     fail(input.where, input.where.label + ": " + error.what(), "");
   }

@@ -306,7 +306,7 @@ def sequence_classifier(binary, work):
     for args, said in (
         (tokens + ["--batch", "1"], "give vocab: N (--vocab N), the number of token ids its embedding takes "
                                     "(its parameter word_embeddings.weight has 60 rows)"),
-        (tokens + ["--vocab", "61", "--batch", "1"], "fails on token id 60"),
+        (tokens + ["--vocab", "61", "--batch", "1"], f"--vocab: {path}'s forward fails on token id 60"),
         (["--model", path, "--input", "8", "--vocab", "60", "--batch", "1", "--device", "cpu"],
          "pass --input-kind tokens, or remove it"),
         (["--model", "lstm_lm", "--vocab", "60", "--batch", "1", "--device", "cpu"], "applies to TorchScript files only"),
