@@ -94,7 +94,8 @@ torch::Tensor logits_of(const c10::IValue& out) {
 // What batchscope passes a forward argument after the first, the input: a token model's required
 // argument named as a mask (attention_mask) gets ones, one named as token types or segments
 // (token_type_ids) zeros, both int64 of the token ids' sizes, as a tokenizer gives them for sequences
-// without padding; an argument with a default, followed by a required one, its default.
+// without padding; an argument with a default, followed by a required one, its default. A padding mask
+// (key_padding_mask) is not filled: its ones would mean padding, and PyTorch's layers take it as bool.
 struct Argument {
   enum class Fill { Ones, Zeros, Default, None } fill = Fill::None;  // None: batchscope cannot fill it
   std::string name;
@@ -116,7 +117,7 @@ std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
     if (all[i].default_value().has_value()) {
       a.fill = Argument::Fill::Default;
       a.default_value = *all[i].default_value();
-    } else if (lower.find("mask") != std::string::npos) {
+    } else if (lower.find("mask") != std::string::npos && lower.find("pad") == std::string::npos) {
       a.fill = Argument::Fill::Ones;
     } else if (lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos) {
       a.fill = Argument::Fill::Zeros;
@@ -536,12 +537,12 @@ class ScriptFile {
       fillable = fillable || a.fill != Argument::Fill::None;
       if (tokens && a.fill != Argument::Fill::None) continue;
       if (tokens) {
-        throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +
-                                    "; after the token ids batchscope gives only an attention mask (ones, to "
-                                    "an argument whose name holds "
-                                    "\"mask\") and token types (zeros, \"token_type\" or \"segment\"), not " +
-                                    a.name + ": give " + a.name +
-                                    " a default, or save a module that makes it");
+        throw std::invalid_argument(
+            file_.path + "'s forward takes " + argument_list() +
+            "; after the token ids batchscope gives only an attention mask (ones, to an argument whose name "
+            "holds "
+            "\"mask\" and not \"pad\") and token types (zeros, \"token_type\" or \"segment\"), not " +
+            a.name + ": give " + a.name + " a default, or save a module that makes it");
       }
       throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +
                                   ", and batchscope gives a module of float values one tensor; give the "

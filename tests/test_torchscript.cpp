@@ -457,6 +457,14 @@ TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
       [&] { models::torchscript_model(labels, models::FileInput::Tokens).classes_of({4}); });
   EXPECT_NE(unfilled.find("takes input_ids, token_type_ids and labels"), std::string::npos) << unfilled;
   EXPECT_NE(unfilled.find("give labels a default"), std::string::npos) << unfilled;
+  // A padding mask, whose ones would mean padding, is not filled.
+  const std::string padding = dir / "padding.pt";
+  scripted("def forward(self, input_ids, key_padding_mask):\n  return torch.embedding(self.e, input_ids)\n",
+           {{"e", torch::randn({6, 6})}})
+      .save(padding);
+  const std::string padded = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(padding, models::FileInput::Tokens).classes_of({4}); });
+  EXPECT_NE(padded.find("not key_padding_mask"), std::string::npos) << padded;
   // A float module takes one tensor; one with a mask may be of token ids.
   const std::string masked = dir / "masked.pt";
   scripted("def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n",
