@@ -104,6 +104,28 @@ class DictLanguageModel(nn.Module):
         return {"logits": self.out(self.embedding(input_ids) * attention_mask.unsqueeze(-1).to(torch.float32))}
 
 
+def refused(binary, work, cases):
+    """Each (sweep arguments, words): refused with exit 2 in one sentence that holds the words."""
+    for args, said in cases:
+        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
+        message = bad.stderr.strip()
+        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
+              f"refused in one sentence ({said}): {message}")
+
+
+def trained_sweep(binary, args, out, what, losses_between):
+    """A training sweep of batch sizes 1 to 3: every size measured, the loss of each step at 3 in range and
+    changing as the weights are trained."""
+    sweep = run(binary, "sweep", *args, "--batch", "1:3", "--steps", "5", "--warmup", "1", "--quiet", "--out", out)
+    check(sweep.returncode == 0, f"a training sweep of {what} runs: {sweep.stderr.strip()[-300:]}")
+    steps = os.path.join(out, "steps.jsonl")
+    written = records(steps) if os.path.exists(steps) else []
+    check([p["batch_size"] for p in written if p["type"] == "point"] == [1, 2, 3], "every batch size measured")
+    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 3]
+    low, high = losses_between
+    check(len(set(losses)) > 1 and all(low < x < high for x in losses), f"{what} trained: {losses}")
+
+
 def run(binary, *args):
     return subprocess.run([binary, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -179,17 +201,13 @@ def main():
     text = os.path.join(work, "notes.pt")
     with open(text, "w") as f:
         f.write("not a model\n")
-    for args, said in (
+    refused(binary, work, (
         (["--model", scripted, "--batch", "1", "--device", "cpu"], "pass --input with one sample's sizes"),
         (["--model", scripted, "--batch", "1", "--input", "3,16", "--device", "cpu"], "forward fails on one sample of 3x16 (Given groups=1"),
         (["--model", scripted, "--batch", "1", "--classes", "10", *shape], "give 7"),
         (["--model", text, "--batch", "1", *shape], "is not a TorchScript file"),
         (["--model", os.path.join(work, "missing.pt"), "--batch", "1", *shape], "there is no file"),
-    ):
-        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
-        message = bad.stderr.strip()
-        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
-              f"refused in one sentence ({said}): {message}")
+    ))
 
     language_model(binary, work)
     sequence_classifier(binary, work)
@@ -231,29 +249,18 @@ def language_model(binary, work):
     encoder = run(binary, "sweep", "--model", layer, *tokens[2:], "--batch", "1,4", "--steps", "3", "--warmup", "1",
                   "--quiet", "--out", os.path.join(work, "encoder"))
     check(encoder.returncode == 0, f"the encoder layer trains: {encoder.stderr.strip()[-300:]}")
-    out = os.path.join(work, "lm")
-    sweep = run(binary, "sweep", *tokens, "--batch", "1:3", "--steps", "5", "--warmup", "1", "--quiet", "--out", out)
-    check(sweep.returncode == 0, f"a training sweep of the language model runs: {sweep.stderr.strip()[-300:]}")
-    steps = os.path.join(out, "steps.jsonl")
-    written = records(steps) if os.path.exists(steps) else []
-    check([p["batch_size"] for p in written if p["type"] == "point"] == [1, 2, 3], "every batch size measured")
-    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 3]
-    # Cross-entropy over 50 tokens starts near ln 50 and changes as the weights are trained.
-    check(len(set(losses)) > 1 and all(2 < x < 6 for x in losses), f"trained at every position: {losses}")
+    # Cross-entropy at every position over 50 tokens starts near ln 50.
+    trained_sweep(binary, tokens, os.path.join(work, "lm"), "the language model", (2, 6))
     maxbatch = run(binary, "maxbatch", *tokens, "--phase", "infer", "--upper", "64", "--quiet", "--json")
     check(maxbatch.returncode == 0, f"maxbatch takes it: {maxbatch.stderr.strip()[-300:]}")
-    for args, said in (
+    refused(binary, work, (
         (["--model", path, "--input", "8", "--batch", "1", "--device", "cpu"], "give input_kind: tokens"),
         (["--model", path, "--input-kind", "tokens", "--batch", "1", "--device", "cpu"], "pass --seq-len"),
         (["--model", path, "--input-kind", "tokens", "--input", "2,8", "--batch", "1", "--device", "cpu"],
          "give one size"),
         (["--model", "mnist_cnn", "--input-kind", "tokens", "--batch", "1", "--device", "cpu"],
          "applies to TorchScript files only"),
-    ):
-        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
-        message = bad.stderr.strip()
-        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
-              f"refused in one sentence ({said}): {message}")
+    ))
 
 
 def sequence_classifier(binary, work):
@@ -277,16 +284,9 @@ def sequence_classifier(binary, work):
         check(e["forward_flops_per_sample"] == products == formula,
               f"its FLOPs as the profiler and the formula count them: {e['forward_flops_per_sample']}, {products}, {formula}")
         check(e["model_file"].get("vocab") == vocabulary, "the record gives its vocab")
-    out = os.path.join(work, "classifier")
-    sweep = run(binary, "sweep", *tokens, "--vocab", str(vocabulary), "--batch", "1:3", "--steps", "5", "--warmup", "1",
-                "--quiet", "--out", out)
-    check(sweep.returncode == 0, f"a training sweep of the classifier runs: {sweep.stderr.strip()[-300:]}")
-    steps = os.path.join(out, "steps.jsonl")
-    written = records(steps) if os.path.exists(steps) else []
-    check([p["batch_size"] for p in written if p["type"] == "point"] == [1, 2, 3], "every batch size measured")
-    losses = [r["loss"] for r in written if r["type"] == "step" and r["batch_size"] == 3]
     # Cross-entropy over 3 classes, one a sequence: near ln 3.
-    check(len(set(losses)) > 1 and all(0.2 < x < 3 for x in losses), f"trained one class a sequence: {losses}")
+    trained_sweep(binary, tokens + ["--vocab", str(vocabulary)], os.path.join(work, "classifier"), "the classifier",
+                  (0.2, 3))
     infer = run(binary, "maxbatch", *tokens, "--vocab", str(vocabulary), "--phase", "infer", "--upper", "64",
                 "--quiet", "--json")
     check(infer.returncode == 0, f"maxbatch takes it: {infer.stderr.strip()[-300:]}")
@@ -303,7 +303,7 @@ def sequence_classifier(binary, work):
 
     two = os.path.join(work, "two_inputs.pt")
     torch.jit.script(TwoInputs()).save(two)
-    for args, said in (
+    refused(binary, work, (
         (tokens + ["--batch", "1"], "give vocab: N (--vocab N), the number of token ids its embedding takes "
                                     "(its parameter word_embeddings.weight has 60 rows)"),
         (tokens + ["--vocab", "61", "--batch", "1"], f"--vocab: {path}'s forward fails on token id 60"),
@@ -311,11 +311,7 @@ def sequence_classifier(binary, work):
          "pass --input-kind tokens, or remove it"),
         (["--model", "lstm_lm", "--vocab", "60", "--batch", "1", "--device", "cpu"], "applies to TorchScript files only"),
         (["--model", two, "--input", "4", "--batch", "1", "--device", "cpu"], "give the arguments after x defaults"),
-    ):
-        bad = run(binary, "sweep", *args, "--out", os.path.join(work, "bad"))
-        message = bad.stderr.strip()
-        check(bad.returncode == 2 and said in message and message.count("\n") == 0,
-              f"refused in one sentence ({said}): {message}")
+    ))
 
 
 def trained_checkpoint(binary, work):
