@@ -51,9 +51,10 @@ python3 -c '
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert all(s["baseline_passes"] == s["contender_passes"] == 3 for s in c["sizes"]), c["sizes"]
-assert len(c["sizes"]) == 3 and all(abs(s["ratio"] - 1) < 0.25 and s["verdict"] != "slower" and s["verdict"] != "faster"
-                                    for s in c["sizes"]), c["sizes"]' "$work/halves.json" \
-  && ok "each half holds three passes, every size within 25%" || fail "the halves: $(head -c 400 "$work/halves.json")"
+# The verdict, not the ratio: the halves of one sweep on a busy machine can differ by more than 25% at a
+# size whose noise is as large; the comparison must not call that a difference.
+assert len(c["sizes"]) == 3 and all(s["verdict"] not in ("slower", "faster") for s in c["sizes"]), c["sizes"]' \
+  "$work/halves.json" && ok "each half holds three passes, no size slower or faster beyond the noise" || fail "the halves: $(head -c 400 "$work/halves.json")"
 
 python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 1 > "$work/base.jsonl"
 python3 "$make_log" --batches 1:12 --base 13 --slope 0.65 --noise 0.005 --steps 10 --seed 2 > "$work/slow.jsonl"
