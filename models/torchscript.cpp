@@ -94,10 +94,11 @@ torch::Tensor logits_of(const c10::IValue& out) {
 // What batchscope passes a forward argument after the first, the input: a token model's required
 // argument named as a mask (attention_mask) gets ones, one named as token types or segments
 // (token_type_ids) zeros, both int64 of the token ids' sizes, as a tokenizer gives them for sequences
-// without padding; an argument with a default, followed by a required one, its default. A padding mask
-// (key_padding_mask) is not filled: its ones would mean padding, and PyTorch's layers take it as bool.
+// without padding; one named position_ids each row's positions 0, 1, ...; an argument with a default,
+// followed by a required one, its default. A padding mask (key_padding_mask) is not filled, its ones
+// would mean padding, nor a head mask (head_mask), whose shape is the heads'.
 struct Argument {
-  enum class Fill { Ones, Zeros, Default, None } fill = Fill::None;  // None: batchscope cannot fill it
+  enum class Fill { Ones, Zeros, Positions, Default, None } fill = Fill::None;  // None: cannot be filled
   std::string name;
   c10::IValue default_value;
 };
@@ -117,18 +118,21 @@ std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
     if (all[i].default_value().has_value()) {
       a.fill = Argument::Fill::Default;
       a.default_value = *all[i].default_value();
-    } else if (lower.find("mask") != std::string::npos && lower.find("pad") == std::string::npos) {
+    } else if (lower.find("mask") != std::string::npos && lower.find("pad") == std::string::npos &&
+               lower.find("head") == std::string::npos) {
       a.fill = Argument::Fill::Ones;
     } else if (lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos) {
       a.fill = Argument::Fill::Zeros;
+    } else if (lower == "position_ids") {
+      a.fill = Argument::Fill::Positions;
     }
     arguments.push_back(std::move(a));
   }
   return arguments;
 }
 
-// The forward's inputs for a batch: the input, then each argument after it. The ones and zeros are kept
-// for the largest batch seen and given as its first rows (a view), so that a step allocates none.
+// The forward's inputs for a batch: the input, then each argument after it. The ones, zeros and positions
+// are kept for the largest batch seen and given as its first rows (a view), so that a step allocates none.
 class ForwardInputs {
  public:
   explicit ForwardInputs(std::vector<Argument> arguments) : arguments_(std::move(arguments)) {}
@@ -140,24 +144,30 @@ class ForwardInputs {
       if (a.fill == Argument::Fill::Default) {
         inputs.push_back(a.default_value);
       } else {
-        torch::Tensor& kept = a.fill == Argument::Fill::Ones ? ones_ : zeros_;
-        inputs.push_back(filled(kept, input, a.fill == Argument::Fill::Ones ? 1 : 0));
+        inputs.push_back(filled(kept_[static_cast<int>(a.fill)], input, a.fill));
       }
     }
     return inputs;
   }
 
  private:
-  static torch::Tensor filled(torch::Tensor& kept, const torch::Tensor& like, int64_t value) {
+  static torch::Tensor filled(torch::Tensor& kept, const torch::Tensor& like, Argument::Fill fill) {
     const bool fits = kept.defined() && kept.device() == like.device() && kept.dim() == like.dim() &&
                       like.dim() > 0 && kept.size(0) >= like.size(0) &&
                       kept.sizes().slice(1) == like.sizes().slice(1);
-    if (!fits) kept = torch::full(like.sizes(), value, like.options().dtype(torch::kLong));
+    if (!fits) {
+      const auto options = like.options().dtype(torch::kLong);
+      if (fill == Argument::Fill::Positions) {
+        kept = torch::arange(like.size(-1), options).expand(like.sizes()).contiguous();
+      } else {
+        kept = torch::full(like.sizes(), fill == Argument::Fill::Ones ? 1 : 0, options);
+      }
+    }
     return kept.size(0) == like.size(0) ? kept : kept.narrow(0, 0, like.size(0));
   }
 
   std::vector<Argument> arguments_;
-  torch::Tensor ones_, zeros_;
+  torch::Tensor kept_[3];  // by Argument::Fill: ones, zeros, positions
 };
 
 // A TorchScript module as a zoo network: its parameters and buffers are registered under names without
@@ -540,8 +550,8 @@ class ScriptFile {
         throw std::invalid_argument(
             file_.path + "'s forward takes " + argument_list() +
             "; after the token ids batchscope gives only an attention mask (ones, to an argument whose name "
-            "holds "
-            "\"mask\" and not \"pad\") and token types (zeros, \"token_type\" or \"segment\"), not " +
+            "holds \"mask\" and neither \"pad\" nor \"head\"), token types (zeros, \"token_type\" or "
+            "\"segment\") and position_ids (0, 1, ...), not " +
             a.name + ": give " + a.name + " a default, or save a module that makes it");
       }
       throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +

@@ -465,6 +465,27 @@ TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
   const std::string padded = testing_support::invalid_argument_message(
       [&] { models::torchscript_model(padding, models::FileInput::Tokens).classes_of({4}); });
   EXPECT_NE(padded.find("not key_padding_mask"), std::string::npos) << padded;
+  // Positions 0, 1, ... in each row: the output is the embedding of each id plus its position.
+  const std::string positions = dir / "positions.pt";
+  scripted(
+      "def forward(self, input_ids, position_ids, head_mask: Optional[Tensor] = None):\n"
+      "  return torch.embedding(self.e, input_ids + position_ids)\n",
+      {{"e", torch::eye(6)}})
+      .save(positions);
+  const models::ModelSpec& positioned = models::torchscript_model(positions, models::FileInput::Tokens);
+  EXPECT_EQ(positioned.classes_of({4}), 6);
+  const std::shared_ptr<models::Network> net = positioned.build({4}, 6);
+  for (const int64_t rows : {3, 1}) {
+    const torch::Tensor ids = torch::ones({rows, 4}, torch::kLong);
+    EXPECT_TRUE(torch::equal(net->forward(ids).argmax(-1), torch::arange(1, 5).expand({rows, 4}))) << rows;
+  }
+  const std::string head = dir / "head.pt";
+  scripted("def forward(self, input_ids, head_mask):\n  return torch.embedding(self.e, input_ids)\n",
+           {{"e", torch::randn({6, 6})}})
+      .save(head);
+  const std::string headed = testing_support::invalid_argument_message(
+      [&] { models::torchscript_model(head, models::FileInput::Tokens).classes_of({4}); });
+  EXPECT_NE(headed.find("not head_mask"), std::string::npos) << headed;
   // A float module takes one tensor; one with a mask may be of token ids.
   const std::string masked = dir / "masked.pt";
   scripted("def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n",
