@@ -438,54 +438,47 @@ TEST(TorchScript, ASequenceClassifierWithAnAttentionMaskTakesTheVocabGiven) {
 
 TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
   const TempDir dir;
+  // A token model of the given forward over an embedding of 6 ids, saved as `name`.
+  const auto token_model = [&](const std::string& name, const std::string& forward, const torch::Tensor& e) {
+    const std::string path = dir / name;
+    scripted(forward, {{"e", e}}).save(path);
+    return &models::torchscript_model(path, models::FileInput::Tokens);
+  };
+  const auto refusal = [&](const std::string& name, const std::string& arguments) {
+    const models::ModelSpec* spec = token_model(
+        name, "def forward(self, " + arguments + "):\n  return torch.embedding(self.e, input_ids)\n",
+        torch::randn({6, 6}));
+    return testing_support::invalid_argument_message([&] { spec->classes_of({4}); });
+  };
   // A dict's "logits", and an argument with a default left to it.
-  const std::string dict = dir / "dict.pt";
-  scripted(
-      "def forward(self, x, mask: Optional[Tensor] = None):\n"
-      "  return {'hidden': x.float(), 'logits': torch.embedding(self.e, x)}\n",
-      {{"e", torch::randn({6, 6})}})
-      .save(dict);
-  EXPECT_EQ(models::torchscript_model(dict, models::FileInput::Tokens).classes_of({4}), 6);
+  EXPECT_EQ(token_model("dict.pt",
+                        "def forward(self, x, mask: Optional[Tensor] = None):\n"
+                        "  return {'hidden': x.float(), 'logits': torch.embedding(self.e, x)}\n",
+                        torch::randn({6, 6}))
+                ->classes_of({4}),
+            6);
   // A required argument that is neither a mask nor token types.
-  const std::string labels = dir / "labels.pt";
-  scripted(
-      "def forward(self, input_ids, token_type_ids, labels):\n"
-      "  return torch.embedding(self.e, input_ids + token_type_ids + labels)\n",
-      {{"e", torch::randn({6, 6})}})
-      .save(labels);
-  const std::string unfilled = testing_support::invalid_argument_message(
-      [&] { models::torchscript_model(labels, models::FileInput::Tokens).classes_of({4}); });
+  const std::string unfilled = refusal("labels.pt", "input_ids, token_type_ids, labels");
   EXPECT_NE(unfilled.find("takes input_ids, token_type_ids and labels"), std::string::npos) << unfilled;
   EXPECT_NE(unfilled.find("give labels a default"), std::string::npos) << unfilled;
-  // A padding mask, whose ones would mean padding, is not filled.
-  const std::string padding = dir / "padding.pt";
-  scripted("def forward(self, input_ids, key_padding_mask):\n  return torch.embedding(self.e, input_ids)\n",
-           {{"e", torch::randn({6, 6})}})
-      .save(padding);
-  const std::string padded = testing_support::invalid_argument_message(
-      [&] { models::torchscript_model(padding, models::FileInput::Tokens).classes_of({4}); });
+  // A padding mask, whose ones would mean padding, is not filled; nor a head mask, of the heads' shape.
+  const std::string padded = refusal("padding.pt", "input_ids, key_padding_mask");
   EXPECT_NE(padded.find("not key_padding_mask"), std::string::npos) << padded;
+  const std::string headed = refusal("head.pt", "input_ids, head_mask");
+  EXPECT_NE(headed.find("not head_mask"), std::string::npos) << headed;
   // Positions 0, 1, ... in each row: the output is the embedding of each id plus its position.
-  const std::string positions = dir / "positions.pt";
-  scripted(
-      "def forward(self, input_ids, position_ids, head_mask: Optional[Tensor] = None):\n"
-      "  return torch.embedding(self.e, input_ids + position_ids)\n",
-      {{"e", torch::eye(6)}})
-      .save(positions);
-  const models::ModelSpec& positioned = models::torchscript_model(positions, models::FileInput::Tokens);
-  EXPECT_EQ(positioned.classes_of({4}), 6);
-  const std::shared_ptr<models::Network> net = positioned.build({4}, 6);
+  const models::ModelSpec* positioned =
+      token_model("positions.pt",
+                  "def forward(self, input_ids, position_ids, "
+                  "head_mask: Optional[Tensor] = None):\n"
+                  "  return torch.embedding(self.e, input_ids + position_ids)\n",
+                  torch::eye(6));
+  EXPECT_EQ(positioned->classes_of({4}), 6);
+  const std::shared_ptr<models::Network> net = positioned->build({4}, 6);
   for (const int64_t rows : {3, 1}) {
     const torch::Tensor ids = torch::ones({rows, 4}, torch::kLong);
     EXPECT_TRUE(torch::equal(net->forward(ids).argmax(-1), torch::arange(1, 5).expand({rows, 4}))) << rows;
   }
-  const std::string head = dir / "head.pt";
-  scripted("def forward(self, input_ids, head_mask):\n  return torch.embedding(self.e, input_ids)\n",
-           {{"e", torch::randn({6, 6})}})
-      .save(head);
-  const std::string headed = testing_support::invalid_argument_message(
-      [&] { models::torchscript_model(head, models::FileInput::Tokens).classes_of({4}); });
-  EXPECT_NE(headed.find("not head_mask"), std::string::npos) << headed;
   // A float module takes one tensor; one with a mask may be of token ids.
   const std::string masked = dir / "masked.pt";
   scripted("def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n",
