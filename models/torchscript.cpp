@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/common/words.h"
 #include "models/flop_tally.h"
 #include "models/model_file.h"
 
@@ -71,6 +72,12 @@ std::string sizes_text(c10::IntArrayRef sizes) {
   return text + "]";
 }
 
+std::string lower_case(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
 // The logits in what a forward returns: the tensor itself, the first element of a tuple or a list (a
 // Hugging Face model traced with torchscript=True returns (logits, ...)), or a dict's "logits" entry.
 // Undefined where there is none.
@@ -112,9 +119,7 @@ std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
   for (std::size_t i = 2; i < end; ++i) {
     Argument a;
     a.name = all[i].name();
-    std::string lower = a.name;
-    std::transform(lower.begin(), lower.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string lower = lower_case(a.name);
     if (all[i].default_value().has_value()) {
       a.fill = Argument::Fill::Default;
       a.default_value = *all[i].default_value();
@@ -514,9 +519,7 @@ class ScriptFile {
     std::string name;
     int64_t rows = 0;
     for (const auto& p : module_.named_parameters()) {
-      std::string lower = p.name;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      const std::string lower = lower_case(p.name);
       if (p.value.dim() != 2 || lower.find("emb") == std::string::npos) continue;
       const bool words = lower.find("word") != std::string::npos || lower.find("tok") != std::string::npos;
       if (name.empty() || words) {
@@ -528,33 +531,26 @@ class ScriptFile {
     return name.empty() ? "" : " (its parameter " + name + " has " + std::to_string(rows) + " rows)";
   }
 
-  // The forward's arguments for messages: "input_ids, attention_mask and labels".
-  std::string argument_list() const {
-    std::string list;
-    for (std::size_t i = 0; i < argument_names_.size(); ++i) {
-      list += (i == 0 ? "" : i + 1 == argument_names_.size() ? " and " : ", ") + argument_names_[i];
-    }
-    return list;
-  }
-
   // Where the forward takes a required argument after the input that batchscope cannot fill: any, for a
   // module of float values; for token ids, one that is neither a mask nor token types.
   void check_arguments(FileInput input) const {
     const bool tokens = input == FileInput::Tokens;
-    bool fillable = false;
+    // Whether a token model's arguments are among them: a float module's fix names input_kind then.
+    const bool fillable = std::any_of(arguments_.begin(), arguments_.end(), [](const Argument& a) {
+      return a.fill != Argument::Fill::Default && a.fill != Argument::Fill::None;
+    });
     for (const Argument& a : arguments_) {
       if (a.fill == Argument::Fill::Default) continue;
-      fillable = fillable || a.fill != Argument::Fill::None;
       if (tokens && a.fill != Argument::Fill::None) continue;
       if (tokens) {
         throw std::invalid_argument(
-            file_.path + "'s forward takes " + argument_list() +
+            file_.path + "'s forward takes " + listed(argument_names_) +
             "; after the token ids batchscope gives only an attention mask (ones, to an argument whose name "
             "holds \"mask\" and neither \"pad\" nor \"head\"), token types (zeros, \"token_type\" or "
             "\"segment\") and position_ids (0, 1, ...), not " +
             a.name + ": give " + a.name + " a default, or save a module that makes it");
       }
-      throw std::invalid_argument(file_.path + "'s forward takes " + argument_list() +
+      throw std::invalid_argument(file_.path + "'s forward takes " + listed(argument_names_) +
                                   ", and batchscope gives a module of float values one tensor; give the "
                                   "arguments after " +
                                   argument_names_.front() + " defaults" +

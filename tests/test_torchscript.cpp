@@ -488,6 +488,15 @@ TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
       testing_support::invalid_argument_message([&] { models::torchscript_model(masked).classes_of({4}); });
   EXPECT_NE(as_float.find("give the arguments after x defaults"), std::string::npos) << as_float;
   EXPECT_NE(as_float.find("--input-kind tokens"), std::string::npos) << as_float;
+  // The same where the mask comes after an argument no token model has.
+  const std::string later = dir / "later.pt";
+  scripted("def forward(self, x, y, attention_mask):\n  return torch.mm(x * y * attention_mask, self.w)\n",
+           {{"w", torch::randn({4, 3})}})
+      .save(later);
+  const std::string later_mask =
+      testing_support::invalid_argument_message([&] { models::torchscript_model(later).classes_of({4}); });
+  EXPECT_NE(later_mask.find("takes x, y and attention_mask"), std::string::npos) << later_mask;
+  EXPECT_NE(later_mask.find("--input-kind tokens"), std::string::npos) << later_mask;
   // A tuple that does not begin with a tensor holds no logits.
   const std::string tuple = dir / "tuple.pt";
   scripted("def forward(self, x):\n  return (1, torch.mm(x, self.w))\n", {{"w", torch::randn({4, 3})}})
