@@ -479,22 +479,21 @@ TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {
     const torch::Tensor ids = torch::ones({rows, 4}, torch::kLong);
     EXPECT_TRUE(torch::equal(net->forward(ids).argmax(-1), torch::arange(1, 5).expand({rows, 4}))) << rows;
   }
-  // A float module takes one tensor; one with a mask may be of token ids.
-  const std::string masked = dir / "masked.pt";
-  scripted("def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n",
-           {{"w", torch::randn({4, 3})}})
-      .save(masked);
-  const std::string as_float =
-      testing_support::invalid_argument_message([&] { models::torchscript_model(masked).classes_of({4}); });
+  // A float module of 4 features to 3 classes whose forward is `source`: why it is refused.
+  const auto float_refusal = [&](const std::string& name, const std::string& source) {
+    const std::string path = dir / name;
+    scripted(source, {{"w", torch::randn({4, 3})}}).save(path);
+    return testing_support::invalid_argument_message(
+        [&] { models::torchscript_model(path).classes_of({4}); });
+  };
+  // A float module takes one tensor; one with a mask may be of token ids, wherever the mask stands.
+  const std::string as_float = float_refusal(
+      "masked.pt", "def forward(self, x, attention_mask):\n  return torch.mm(x * attention_mask, self.w)\n");
   EXPECT_NE(as_float.find("give the arguments after x defaults"), std::string::npos) << as_float;
   EXPECT_NE(as_float.find("--input-kind tokens"), std::string::npos) << as_float;
-  // The same where the mask comes after an argument no token model has.
-  const std::string later = dir / "later.pt";
-  scripted("def forward(self, x, y, attention_mask):\n  return torch.mm(x * y * attention_mask, self.w)\n",
-           {{"w", torch::randn({4, 3})}})
-      .save(later);
-  const std::string later_mask =
-      testing_support::invalid_argument_message([&] { models::torchscript_model(later).classes_of({4}); });
+  const std::string later_mask = float_refusal(
+      "later.pt",
+      "def forward(self, x, y, attention_mask):\n  return torch.mm(x * y * attention_mask, self.w)\n");
   EXPECT_NE(later_mask.find("takes x, y and attention_mask"), std::string::npos) << later_mask;
   EXPECT_NE(later_mask.find("--input-kind tokens"), std::string::npos) << later_mask;
   // A tuple that does not begin with a tensor holds no logits.
