@@ -2,8 +2,8 @@
 # The paths that only a GPU takes, on cuda:0 with small shapes: the device in `env`, the CUDA-event timer
 # and its own cost, peak GPU memory, NVML energy with an idle baseline, the timed pinned-memory copy,
 # cuDNN's benchmark mode, bf16/fp16 autocast with channels-last, the Transformer's causal mask under
-# autocast, CTC on CUDA, maxbatch, micro-batching, training compared between the CPU and the GPU, and the
-# matrix-product peak.
+# autocast, CTC on CUDA, maxbatch, micro-batching, training compared between the CPU and the GPU, TorchScript
+# files, and the peak.
 # Registered only where LibTorch has CUDA; without a visible GPU it fails, saying so.
 set -uo pipefail
 bin="$1"
@@ -158,6 +158,45 @@ for r in rows:
     print(f"     epoch {r['epoch']}: " + ", ".join(f"{q} {r[q]['values'][0]:.4g}/{r[q]['values'][1]:.4g}"
           for q in ("train_loss", "test_accuracy")) + f", {r['min_digits']} digits at worst")
 PY
+
+# TorchScript files on cuda:0, saved by PyTorch in Python on the CPU: a scripted CNN, and a traced sequence
+# classifier of token ids and an attention mask that returns a tuple. batchscope moves them to the GPU and
+# makes the ids, the mask and the targets there.
+if python3 -c "import torch" 2> /dev/null; then
+  python3 - "$work" <<'PY' || fail "PyTorch in Python saves the TorchScript files"
+import sys, torch
+from torch import nn
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(8, 5)
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(60, 16)
+        self.head = nn.Linear(16, 3)
+    def forward(self, input_ids, attention_mask):
+        h = self.word_embeddings(input_ids) * attention_mask.unsqueeze(-1).to(torch.float32)
+        return self.head(h.mean(1)), h
+torch.jit.script(Cnn()).save(f"{sys.argv[1]}/cnn.pt")
+ids = torch.zeros(1, 8, dtype=torch.long)
+torch.jit.trace(Classifier().eval(), (ids, torch.ones_like(ids))).save(f"{sys.argv[1]}/classifier.pt")
+PY
+  expect 0 "a scripted CNN from a file" "written" "${sweep[@]}" --model "$work/cnn.pt" --input 3,32,32 --batch 2,3 \
+    --idle-seconds 0 --out "$work/ts-cnn"
+  check_gpu_run "a TorchScript CNN on cuda:0" "$work/ts-cnn"
+  expect 0 "a traced sequence classifier from a file" "written" "${sweep[@]}" --model "$work/classifier.pt" \
+    --input-kind tokens --seq-len 8 --vocab 60 --batch 1,4 --idle-seconds 0 --out "$work/ts-classifier"
+  check_gpu_run "a TorchScript sequence classifier on cuda:0" "$work/ts-classifier"
+  expect 0 "a traced sequence classifier's inference" "written" "${sweep[@]}" --model "$work/classifier.pt" \
+    --input-kind tokens --seq-len 8 --vocab 60 --batch 4 --phase infer --idle-seconds 0 --out "$work/ts-infer"
+  check_gpu_run "a TorchScript sequence classifier's inference on cuda:0" "$work/ts-infer"
+else
+  echo "skip TorchScript files on cuda:0: no PyTorch in Python here to save them"
+fi
 
 # peak: all four precisions measured on CUDA events, the matrix product and the convolution (both
 # phases and layouts, benchmark mode); the tensor cores' formats beat IEEE fp32.
