@@ -181,7 +181,11 @@ class Campaign:
         # whole batch (Caffe's was 8 MiB, Caffe2's 64 MiB), each chosen by cuDNN's timed search. On an H200,
         # with LibTorch's heuristics and no limit, no split gained: AlexNet with the search (benchmark
         # mode), then with the search under a 64 MiB cap, the setting of the claim.
-        bench = ["--cudnn-benchmark"]
+        # With the search, cuDNN times its algorithms for every shape a layer sees: the all policy's 256
+        # micro-batch sizes of each of AlexNet's 5 layers ran over 241 s on an H200 without finishing
+        # (23 s without the search). The powerOfTwo policy's 9 sizes each, which gained as much as all's
+        # there without the search.
+        bench = ["--cudnn-benchmark"] + ([] if smoke else ["--policy", "powerOfTwo"])
         capped = {"CUDNN_CONV_WSCAP_DBG": "64"}
         microbatch("alexnet", "_bench_on", bench)
         microbatch("alexnet", "_bench_on_wscap64", bench, capped)
@@ -268,8 +272,7 @@ class Campaign:
         rate = next((v for k, v in RATES.items() if k in device.lower()), FALLBACK_RATE)
         if self.a.smoke and not self.a.assume_gpu:
             rate = RATES["cpu"]
-        kept = {it["id"]: it for it in (previous or {}).get("items", [])
-                if self.state.get(it["id"]) == "done" or os.path.exists(it["out"])}
+        kept = {it["id"]: it for it in (previous or {}).get("items", []) if self.started(it)}
         items = [kept.get(it["id"], it) for it in self.items()]
         items += [it for it in kept.values() if it not in items]  # an item that is no longer planned
         fresh = [it for it in items if it["id"] not in kept]
@@ -304,6 +307,10 @@ class Campaign:
             plan["kept"] = [it["id"] for it in items if it["id"] in kept]
         return plan
 
+    def started(self, it):
+        """Whether the item is done or wrote something: a plan made again keeps its command."""
+        return self.state.get(it["id"]) == "done" or os.path.exists(it["out"])
+
     def device_name(self):
         if self.a.assume_gpu:
             return self.a.assume_gpu
@@ -325,14 +332,25 @@ class Campaign:
     def run(self):
         plan_path = os.path.join(self.state_dir, "plan.json")
         previous = load_json(plan_path, None)
-        # Items added to the campaign since the plan was made join it as --replan would add them.
-        added = []
+        # Items added to the campaign since the plan was made join it as --replan would add them, and an
+        # item not started yet whose command changed since takes the new one (a sweep's step counts are
+        # the plan's own, so only the other kinds are compared).
+        added, changed = [], []
         if previous is not None and not self.a.replan and not self.a.analyze_only:
-            planned = {it["id"] for it in previous.get("items", [])}
+            planned = {it["id"]: it for it in previous.get("items", [])}
             added = [it["id"] for it in self.items() if it["id"] not in planned]
+            changed = [it["id"] for it in self.items()
+                       if it["id"] in planned and it["kind"] != "sweep" and not self.started(planned[it["id"]])
+                       and command_line(it, "") != command_line(planned[it["id"]], "")]
         if added:
             self.log(f"the campaign has items the plan lacks ({', '.join(added)}): planning again")
-        if previous is not None and not self.a.replan and not added:
+        if changed:
+            self.log(f"the campaign's commands changed for items not started ({', '.join(changed)}): planning again")
+            for item_id in changed:  # how long the old command ran says nothing of the new one's time
+                if stopped_after(self.state.get(item_id)) is not None:
+                    del self.state[item_id]
+            self.save_state()
+        if previous is not None and not self.a.replan and not added and not changed:
             plan = previous
             self.log(f"following the plan in {plan_path} (made {plan.get('made', '?')})")
         else:
@@ -380,13 +398,17 @@ class Campaign:
                          "(scripts/get_datasets.sh --mnist-only, then carry data/mnist)")
                 continue
             left = self.remaining() - self.a.reserve_s
-            # A sweep keeps every batch size it finishes, so a few seconds are worth starting it for.
-            needed = it["estimate_s"] * 1.3 + 10 if not resumes(it) else 5
+            # A sweep keeps every batch size it finishes, so a few seconds are worth starting it for. A
+            # command that cannot resume needs its estimate, or more than it ran before it was stopped.
+            needed = 5
+            if not resumes(it):
+                needed = max(it["estimate_s"], stopped_after(status) or 0) * 1.3 + 10
             if left < needed:
+                # It waits for a run with more time; the items after it that fit go first, so that one
+                # long command cannot hold up the rest of the campaign run after run.
                 self.log(f"({i}) {it['id']}: {left:.0f} s of the budget left, {needed:.0f} s needed to start it: "
-                         "stopping here; run the campaign again to go on")
-                stopped = True
-                break
+                         "left for a run with more time; going on with the next items")
+                continue
             self.log(f"({i}) {it['id']}: estimated {it['estimate_s']:.0f} s: {command_line(it, 'batchscope')}")
             with open(os.path.join(self.results, "commands.txt"), "a") as f:
                 f.write(command_line(it, self.bin) + "\n")
@@ -402,7 +424,10 @@ class Campaign:
             elif interrupted:
                 # Exit 130 after the first request; a second one (or SIGKILL) ends it by the signal.
                 self.log(f"({i}) {it['id']}: stopped at the budget after {seconds:.0f} s"
-                         + ("; the next run resumes it" if resumes(it) else "; the next run starts it again"))
+                         + ("; the next run resumes it" if resumes(it) else
+                            "; a later run starts it again, where the budget leaves it more than that"))
+                if not resumes(it):
+                    self.state[it["id"]] = f"stopped after {max(seconds, stopped_after(status) or 0):.0f} s"
                 stopped = True
             else:
                 self.state[it["id"]] = f"failed (exit {rc})"
@@ -589,9 +614,11 @@ def estimate(it, rate, steps):
         # steps each at about 8 s.
         return 180.0 if gpu else 20.0
     if it["kind"] == "microbatch":
-        # With benchmark mode cuDNN searches at every micro-batch size of every layer it times.
+        # With benchmark mode cuDNN searches at every micro-batch size of every layer it times: about
+        # 0.2 s a layer and size on an H200 (AlexNet's 1280 ran over 241 s), planned at the powerOfTwo
+        # policy's 9 sizes (ResNet-18: 20 layers, 180 searches).
         if "--cudnn-benchmark" in it["argv"]:
-            return 150.0 if gpu else 30.0
+            return 60.0 if gpu else 30.0
         return 90.0 if gpu else 30.0
     if "--target-accuracy" in it["argv"]:
         # Five batch sizes to 98%: the small ones in an epoch or two (938 steps an epoch at 64), the
@@ -610,6 +637,13 @@ def resumes(it):
     """Whether the item's command goes on from what it wrote: sweeps, and maxbatch with --out, which
     plans made before it could still mark as not resumable."""
     return it["resumable"] or it["kind"] == "maxbatch"
+
+
+def stopped_after(status):
+    """The seconds a command that cannot resume ran before the budget stopped it, from its state
+    ("stopped after 241 s", the longest of its runs), or None."""
+    match = re.fullmatch(r"stopped after (\d+) s", status or "")
+    return float(match.group(1)) if match else None
 
 
 def set_aside(path):

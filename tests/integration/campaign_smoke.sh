@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU campaign's smoke mode on the CPU, end to end: the plan, a budget that stops the first sweep
 # half-way (SIGINT, exit 3), a second run that resumes it (the finished batch sizes kept byte for byte)
-# and runs every other item, a third run that finds nothing left, and the copies made after each item.
+# and runs every other item but one that cannot resume and needs more time than it has, a longer run that
+# runs that one, a run after that which finds nothing left, and the copies made after each item.
 set -uo pipefail
 bin="$1"
 source_dir="$2"
@@ -46,6 +47,25 @@ else
   fail "plan only: exit $rc, $(tail -3 "$work/plan.out")"
 fi
 
+# A command changed in the campaign since the plan was made (here: changed in the plan) is planned again
+# where its item has not started, without --replan.
+python3 - "$work/r/campaign/plan.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for it in plan["items"]:
+    if it["id"] == "microbatch_resnet18":
+        it["argv"] = it["argv"] + ["--an-old-option"]
+json.dump(plan, open(sys.argv[1], "w"))
+PY
+"${campaign[@]}" --plan-only > "$work/changed.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "commands changed for items not started (microbatch_resnet18): planning again" "$work/changed.out" &&
+   ! grep -q -- "--an-old-option" "$work/r/campaign/plan.json"; then
+  ok "a command changed since the plan was made is planned again"
+else
+  fail "changed command: exit $rc, $(head -3 "$work/changed.out")"
+fi
+
 # 10 s of budget, 4 kept back: the first sweep (six batch sizes of VGG16) is asked to stop after 6 s.
 "${campaign[@]}" --budget-s 10 --reserve-s 4 > "$work/first.out" 2>&1
 rc=$?
@@ -84,14 +104,31 @@ assert by_id["microbatch_alexnet"]["estimate_s"] != 999.0, by_id["microbatch_ale
 assert [it["id"] for it in plan["items"]][:3] == ["vgg16_jumps", "peak", "peak_conv"], [it["id"] for it in plan["items"]]
 PY
 
-# A budget the whole smoke campaign fits in on a slow CPU too (about 320 s of items alone on a 2-core
-# AVX2 one, twice that beside other tests): this run is to complete it, not to stop it.
+# A command that cannot resume and was stopped at the budget after 1500 s (as if an earlier run had been)
+# needs more than that to start again: with 1800 s of budget it waits, and every item after it runs.
+python3 - "$work/r/campaign/state.json" <<'PY'
+import json, sys
+state = json.load(open(sys.argv[1]))
+state["microbatch_resnet18"] = "stopped after 1500 s"
+json.dump(state, open(sys.argv[1], "w"))
+PY
+# A budget the rest of the smoke campaign fits in on a slow CPU too (about 320 s of items alone on a
+# 2-core AVX2 one, twice that beside other tests).
 "${campaign[@]}" --budget-s 1800 > "$work/second.out" 2>&1
 rc=$?
-if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/second.out"; then
-  ok "the second run completes the campaign"
+if [ "$rc" -eq 3 ] && grep -q "microbatch_resnet18: .* 1960 s needed to start it: left for a run with more time" "$work/second.out" &&
+   grep -q "; left: microbatch_resnet18$" "$work/second.out"; then
+  ok "a command stopped after 1500 s waits for a longer run, and the items after it run"
 else
   fail "second run: exit $rc, $(grep -E 'FAILED|Error|error' "$work/second.out" | head -5) $(tail -3 "$work/second.out")"
+fi
+# A longer run starts it, and completes the campaign.
+"${campaign[@]}" --budget-s 2100 > "$work/longer.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/longer.out" && [ -f "$work/r/microbatch/resnet18/report.md" ]; then
+  ok "a run with more time runs it and completes the campaign"
+else
+  fail "longer run: exit $rc, $(grep -E 'FAILED|Error|error' "$work/longer.out" | head -5) $(tail -3 "$work/longer.out")"
 fi
 python3 - "$work/first.jsonl" "$jsonl" "$points_before" <<'PY' || fail "the resumed sweep"
 import json, sys
@@ -185,9 +222,9 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch
 "${campaign[@]}" > "$work/third.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && ! grep -q "): estimated" "$work/third.out"; then
-  ok "a third run finds nothing left to do"
+  ok "a run after that finds nothing left to do"
 else
-  fail "third run: exit $rc, $(tail -3 "$work/third.out")"
+  fail "run after completion: exit $rc, $(tail -3 "$work/third.out")"
 fi
 
 # An item added to the campaign after its plan was made (here: taken out of the plan) joins the plan on

@@ -162,8 +162,9 @@ PY
 # TorchScript files on cuda:0, saved by PyTorch in Python on the CPU: a scripted CNN, and a traced sequence
 # classifier of token ids and an attention mask that returns a tuple. batchscope moves them to the GPU and
 # makes the ids, the mask and the targets there.
+# torch.jit.script reads a class's source, so the script is a file (from standard input it has none).
 if python3 -c "import torch" 2> /dev/null; then
-  python3 - "$work" <<'PY' || fail "PyTorch in Python saves the TorchScript files"
+  cat > "$work/save_models.py" <<'PY'
 import sys, torch
 from torch import nn
 class Cnn(nn.Module):
@@ -185,6 +186,7 @@ torch.jit.script(Cnn()).save(f"{sys.argv[1]}/cnn.pt")
 ids = torch.zeros(1, 8, dtype=torch.long)
 torch.jit.trace(Classifier().eval(), (ids, torch.ones_like(ids))).save(f"{sys.argv[1]}/classifier.pt")
 PY
+  python3 "$work/save_models.py" "$work" || fail "PyTorch in Python saves the TorchScript files"
   expect 0 "a scripted CNN from a file" "written" "${sweep[@]}" --model "$work/cnn.pt" --input 3,32,32 --batch 2,3 \
     --idle-seconds 0 --out "$work/ts-cnn"
   check_gpu_run "a TorchScript CNN on cuda:0" "$work/ts-cnn"
