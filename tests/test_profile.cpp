@@ -624,7 +624,7 @@ TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
   none.layers = {{"step.optimizer", "step", {{16, 3.0}}}};
   EXPECT_FALSE(layer_rates(layers, none, records, 16).has_value());
   EXPECT_FALSE(layer_rates({}, p, records, 16).has_value());
-  // The roof: the convolution peak of the group's first precision with one, of its phase, in the
+  // The roof: the convolution peak of the precision the group's convolutions run in, of its phase, in the
   // faster layout; a CPU's only where its model is the same.
   PeakTable table;
   const auto entry = [](std::string device, std::string operation, std::string precision, std::string layout,
@@ -639,16 +639,23 @@ TEST(LayerRates, AreTakenAtTheProfiledSizeNearestAndInTheStepsOrder) {
                    entry("NVIDIA H200", "conv", "fp32", "channels_last", "infer", 70.0, 4),
                    entry("NVIDIA H200", "conv", "tf32", "channels_last", "train", 200.0, 5),
                    entry("cpu", "conv", "fp32", "contiguous", "train", 0.2, 6)};
-  std::optional<PeakEntry> roof = convolution_roof(table, "NVIDIA H200", "", {"fp32", "tf32"}, "train");
+  std::optional<PeakEntry> roof = convolution_roof(table, "NVIDIA H200", "", "fp32", "train");
   ASSERT_TRUE(roof.has_value());
   EXPECT_EQ(roof->line, 3);
-  roof = convolution_roof(table, "NVIDIA H200", "", {"tf32"}, "train");
+  roof = convolution_roof(table, "NVIDIA H200", "", "tf32", "train");
   ASSERT_TRUE(roof.has_value());
   EXPECT_EQ(roof->line, 5);
-  EXPECT_EQ(convolution_roof(table, "NVIDIA H200", "", {"fp32"}, "infer")->line, 4);
-  EXPECT_FALSE(convolution_roof(table, "NVIDIA H200", "", {"bf16"}, "train").has_value());
-  EXPECT_EQ(convolution_roof(table, "cpu", "AMD EPYC", {"fp32"}, "train")->line, 6);
-  EXPECT_FALSE(convolution_roof(table, "cpu", "Intel Xeon", {"fp32"}, "train").has_value());
+  EXPECT_EQ(convolution_roof(table, "NVIDIA H200", "", "fp32", "infer")->line, 4);
+  EXPECT_FALSE(convolution_roof(table, "NVIDIA H200", "", "bf16", "train").has_value());
+  EXPECT_EQ(convolution_roof(table, "cpu", "AMD EPYC", "fp32", "train")->line, 6);
+  EXPECT_FALSE(convolution_roof(table, "cpu", "Intel Xeon", "fp32", "train").has_value());
+  // The precision its convolutions run in: with LibTorch's default, cuDNN's convolutions of an fp32 run
+  // on a GPU take TF32 kernels (their roof is TF32's, 200 here, not fp32's 60).
+  EXPECT_EQ(convolution_precision("fp32", "default", true), "tf32");
+  EXPECT_EQ(convolution_precision("fp32", "on", true), "tf32");
+  EXPECT_EQ(convolution_precision("fp32", "off", true), "fp32");
+  EXPECT_EQ(convolution_precision("fp32", "default", false), "fp32");
+  EXPECT_EQ(convolution_precision("bf16", "default", true), "bf16");
 }
 
 TEST(LayerRates, AreReadAgainstTheSamePassTimedAloneInThePrecisionAndLayoutItRan) {

@@ -505,14 +505,15 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
     GroupAnalysis& g = a.groups[i];
     const Json& id = raw[i].identity;
     const std::string device = id.value("device", "");
-    const std::vector<std::string> precisions = peak_precisions_for(
-        id.value("precision", ""),
-        id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "",
-        id.contains("cuda"));
+    const std::string tf32 =
+        id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "";
+    const std::vector<std::string> precisions =
+        peak_precisions_for(id.value("precision", ""), tf32, id.contains("cuda"));
     const std::string cpu = id.value("cpu", ""), phase = id.value("phase", "");
     g.peak = peak_for_group(options.peaks, g.points, device, cpu, precisions, phase);
     if (g.layer_rates) {
-      g.layer_rates->roof = convolution_roof(options.peaks, device, cpu, precisions, phase);
+      const std::string conv = convolution_precision(id.value("precision", ""), tf32, id.contains("cuda"));
+      g.layer_rates->roof = convolution_roof(options.peaks, device, cpu, conv, phase);
       read_layers_against_alone(g, id, options.peaks, a.warnings);
     }
     if (g.peak && g.peak->shares.empty()) {

@@ -211,12 +211,15 @@ const PeakEntry* fastest_peak(const PeakTable& table, const std::string& device,
   return best;
 }
 
+std::string convolution_precision(const std::string& precision, const std::string& tf32, bool cuda) {
+  if (precision != "fp32" || !cuda || tf32 == "off") return precision;
+  return "tf32";
+}
+
 std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::string& device,
-                                          const std::string& cpu, const std::vector<std::string>& precisions,
+                                          const std::string& cpu, const std::string& precision,
                                           const std::string& phase) {
-  for (const std::string& precision : precisions) {
-    if (const PeakEntry* e = fastest_peak(table, device, cpu, precision, "conv", phase)) return *e;
-  }
+  if (const PeakEntry* e = fastest_peak(table, device, cpu, precision, "conv", phase)) return *e;
   return std::nullopt;
 }
 

@@ -75,10 +75,14 @@ const PeakEntry* fastest_peak(const PeakTable& table, const std::string& device,
                               const std::string& precision, const std::string& operation,
                               const std::string& phase);
 
-// The convolution peak that a group's layers are read against: that of its first precision (its own)
-// with one, as fastest_peak finds it.
+// The precision a group's convolutions run in: its own; TF32 for fp32 on a GPU where its run let cuDNN
+// use it (tf32 "default", LibTorch's, or "on").
+std::string convolution_precision(const std::string& precision, const std::string& tf32, bool cuda);
+
+// The convolution peak that a group's layers are read against: that of the precision its convolutions
+// run in, as fastest_peak finds it.
 std::optional<PeakEntry> convolution_roof(const PeakTable& table, const std::string& device,
-                                          const std::string& cpu, const std::vector<std::string>& precisions,
+                                          const std::string& cpu, const std::string& precision,
                                           const std::string& phase);
 
 // What a group's layer was timed alone as: the group's device, model and shape, the layer rates' batch.

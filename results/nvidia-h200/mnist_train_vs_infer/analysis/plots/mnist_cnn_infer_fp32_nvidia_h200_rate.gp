@@ -6,13 +6,15 @@ set xlabel 'batch size (samples)'
 set offsets 0, 0, graph 0.05, 0
 set title 'mnist_cnn infer fp32 · NVIDIA H200 · transfer excluded: TFLOP/s against the measured peaks'
 set ylabel 'TFLOP/s'
-set yrange [0:515.03268477]
+set yrange [0:520.984543437]
 set key top left
 set logscale x
 set xrange [0.833333333333:72000]
 plot 'mnist_cnn_infer_fp32_nvidia_h200_rate.dat' using 1:($3 == 0 ? $2 : NaN) with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'achieved', \
      51.2803208137 with lines dt 4 lw 1.5 lc rgb '#1f77b4' title 'fp32 matrix product peak, 51.28 TFLOP/s', \
-     381.505692422 with lines dt 4 lw 1.5 lc rgb '#d62728' title 'tf32 matrix product peak, 381.5 TFLOP/s'
+     49.3210713453 with lines dt 2 lw 1.5 lc rgb '#d62728' title 'fp32 convolution peak, 49.32 TFLOP/s', \
+     381.505692422 with lines dt 4 lw 1.5 lc rgb '#9467bd' title 'tf32 matrix product peak, 381.5 TFLOP/s', \
+     385.91447662 with lines dt 2 lw 1.5 lc rgb '#8c564b' title 'tf32 convolution peak, 385.9 TFLOP/s'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'mnist_cnn_infer_fp32_nvidia_h200_rate.svg'
 replot

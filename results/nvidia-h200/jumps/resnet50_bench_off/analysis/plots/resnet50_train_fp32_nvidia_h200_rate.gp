@@ -11,7 +11,9 @@ set key top left
 set xrange [-0.38:71.38]
 plot 'resnet50_train_fp32_nvidia_h200_rate.dat' using 1:($3 == 0 ? $2 : NaN) with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'achieved', \
      51.2803208137 with lines dt 4 lw 1.5 lc rgb '#1f77b4' title 'fp32 matrix product peak, 51.28 TFLOP/s', \
-     381.505692422 with lines dt 4 lw 1.5 lc rgb '#d62728' title 'tf32 matrix product peak, 381.5 TFLOP/s'
+     82.7401932748 with lines dt 2 lw 1.5 lc rgb '#d62728' title 'fp32 convolution peak, 82.74 TFLOP/s', \
+     381.505692422 with lines dt 4 lw 1.5 lc rgb '#9467bd' title 'tf32 matrix product peak, 381.5 TFLOP/s', \
+     286.048976602 with lines dt 2 lw 1.5 lc rgb '#8c564b' title 'tf32 convolution peak, 286 TFLOP/s'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'resnet50_train_fp32_nvidia_h200_rate.svg'
 replot
