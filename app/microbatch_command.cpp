@@ -13,6 +13,8 @@
 #include "lib/device/environment.h"
 #include "lib/common/errors.h"
 #include "lib/microbatch/microbatch.h"
+#include "lib/records/jsonl.h"
+#include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
 #include "lib/sweep/sweep_runner.h"
 #include "models/registry.h"
@@ -78,6 +80,53 @@ Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std
   return run;
 }
 
+// The first setting in which a stopped study's run record differs from this one's ("batch: 8 there, 16
+// here"), or "" where they are the same study.
+std::string first_difference(const Json& there, const Json& here) {
+  for (const char* key : {"config", "cudnn_conv_wscap_dbg"}) {
+    const Json a = there.value(key, Json()), b = here.value(key, Json());
+    if (a == b) continue;
+    if (!a.is_object() || !b.is_object()) return std::string(key) + ": " + a.dump() + " there, " + b.dump() + " here";
+    for (const auto& [name, value] : b.items()) {
+      const Json old = a.value(name, Json());
+      if (old != value) return name + ": " + old.dump() + " there, " + value.dump() + " here";
+    }
+    for (const auto& [name, value] : a.items()) {
+      if (!b.contains(name)) return name + ": " + value.dump() + " there, none here";
+    }
+  }
+  return "";
+}
+
+// The costs that a stopped run of this same study kept in `path` (none where there is no file). A file
+// of another study, or a damaged one, is refused, naming its line.
+std::vector<LayerCost> stopped_costs(const std::string& path, const Json& run) {
+  if (!std::filesystem::exists(path)) return {};
+  const JsonlContents contents = read_jsonl(path);  // a half-written last line is left out
+  if (contents.records.empty()) return {};
+  const auto refuse_at = [&](int line, const std::string& what, const std::string& fix) {
+    throw UserError(located(path, line, what, fix));
+  };
+  const std::string restart = "pass --force to start the study again, or --out another directory";
+  if (contents.records.front().value("type", "") != record::kRun) {
+    refuse_at(contents.record_lines.front(), "does not begin with a run record", restart);
+  }
+  const std::string different = first_difference(contents.records.front(), run);
+  if (!different.empty()) {
+    refuse_at(contents.record_lines.front(), "holds a stopped study of other settings (" + different + ")", restart);
+  }
+  std::vector<LayerCost> costs;
+  for (std::size_t i = 1; i < contents.records.size(); ++i) {
+    if (contents.records[i].value("type", "") != record::kLayerCost) continue;
+    try {
+      costs.push_back(layer_cost_from_json(contents.records[i]));
+    } catch (const BadRecord& bad) {
+      refuse_at(contents.record_lines[i], std::string("has a layer_cost record that ") + bad.what(), restart);
+    }
+  }
+  return costs;
+}
+
 // The options of batchscope microbatch: the experiment's, then the study's own.
 cxxopts::Options microbatch_options() {
   cxxopts::Options options(
@@ -134,13 +183,14 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   if (result.count("help")) {
     std::cout << options.help()
               << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_plan, microbatch_result, end) and "
-                 "DIR/report.md.\n"
-                 "Exit codes: 0 done, 2 bad input.\n"
+                 "DIR/report.md. Each cost is written to DIR/microbatch.jsonl as it is measured: a study\n"
+                 "stopped (Ctrl-C) goes on from there when the same command runs again.\n"
+                 "Exit codes: 0 done, 2 bad input, 130 stopped (run the same command again to go on).\n"
                  "Example: batchscope microbatch --model alexnet --input 3,64,64 --batch 16 --device cpu\n";
     return 0;
   }
   if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
-  const MicroBatchOptions o = study_options(result);
+  MicroBatchOptions o = study_options(result);
   apply_threads_option(result);
 
   const ExperimentConfig e = experiment_from(result, o);
@@ -155,15 +205,44 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
 
   const std::string command = command_text("microbatch", args);
+  Json run = run_record(e, o, command);
+  // The costs go to the study's file as they are measured, so that a stopped study keeps them.
+  const std::string path = (std::filesystem::path(dir) / "microbatch.jsonl").string();
+  o.keeping.known = result.count("force") ? std::vector<LayerCost>{} : stopped_costs(path, run);
+  if (!o.keeping.known.empty()) {
+    run["resumed_costs"] = o.keeping.known.size();
+    spdlog::info("{} costs measured by a stopped run of this study are taken from {}", o.keeping.known.size(), path);
+  }
+  std::filesystem::create_directories(dir);
+  {
+    std::filesystem::remove(path + ".writing");
+    JsonlWriter kept(path + ".writing");
+    kept.add(run);
+    for (const LayerCost& c : o.keeping.known) kept.add(to_json(c));
+    kept.flush();
+  }
+  std::filesystem::rename(path + ".writing", path);
+  JsonlWriter costs(path);
+  o.keeping.on_cost = [&costs](const LayerCost& c) {
+    costs.add(to_json(c));
+    costs.flush();
+  };
+  stop_on_signals("this cost");
+  o.keeping.stop_requested = [] { return stop_requested().load(); };
+
   spdlog::info("micro-batching {} at batch {} on {} ({} mode)", e.model, o.batch, e.device, to_string(o.mode));
   MicroBatchStudy study;
   try {
     study = run_microbatch_study(e, o);
   } catch (const std::invalid_argument& bad) {
     refuse(bad.what(), "check --batch, --policy and --mode");
+  } catch (const MicroBatchStopped& stopped) {
+    std::cerr << "batchscope: micro-batching " << stopped.what() << "; they are in " << path
+              << ": run the same command again to go on\n";
+    return 130;
   }
   for (const std::string& s : study.costs.skipped) spdlog::warn("skipped {}", s);
-  write_microbatch_files(dir, run_record(e, o, command), study);
+  write_microbatch_files(dir, run, study);
   std::cout << study_summary(study);
   spdlog::info("wrote {}/microbatch.jsonl and {}/report.md", dir, dir);
   return 0;

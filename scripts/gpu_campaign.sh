@@ -11,7 +11,7 @@
 #      reports to --copy-to after every one.
 # It stops cleanly before --budget-s seconds (a sweep that is running writes its batch size and stops), so
 # that a run with a hard time limit never loses work; the same command later continues where it stopped.
-# A command that cannot resume (peak, microbatch, train --compare) starts only where the budget leaves it
+# A command that cannot resume (peak, train --compare) starts only where the budget leaves it
 # its estimate, or more than it ran before the budget stopped it once; otherwise the items after it go first.
 # --smoke runs the same campaign on the CPU with tiny shapes (build/batchscope, results in
 # runs/campaign-smoke), so that it is tested where there is no GPU.

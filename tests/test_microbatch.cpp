@@ -155,6 +155,52 @@ TEST(LayerCosts, MeasureEveryConvolutionAtEverySize) {
   for (auto& p : network->parameters()) EXPECT_FALSE(p.grad().defined());
 }
 
+// A study stopped on request keeps what it measured; given those costs back, it measures only the rest
+// and takes them as they were, in either mode.
+void check_kept_costs(MicroBatchMode mode) {
+  auto network = build("mnist_cnn", {1, 28, 28}, 10);
+  network->train();
+  const std::vector<int64_t> sizes{1, 2, 4, 8};
+  const auto measure = [&](const CostKeeping& keeping) {
+    if (mode == MicroBatchMode::Layer)
+      return measure_layer_costs(*network, {1, 28, 28}, torch::kCPU, sizes, 0, 1, Precision::FP32, false,
+                                 keeping);
+    return measure_model_costs(*network, *models::find_model("mnist_cnn"), {1, 28, 28}, 10, torch::kCPU,
+                               sizes, 0, 1, Precision::FP32, std::nullopt, false, keeping);
+  };
+  const int64_t total = (mode == MicroBatchMode::Layer ? 2 : 1) * 4;  // mnist_cnn's two convolutions
+  CostKeeping first;
+  first.on_cost = [&](const LayerCost& c) { first.known.push_back(c); };
+  first.stop_requested = [&] { return first.known.size() == 3; };
+  try {
+    measure(first);
+    ADD_FAILURE() << "the study was not stopped";
+  } catch (const MicroBatchStopped& stopped) {
+    EXPECT_EQ(stopped.measured, 3);
+    EXPECT_EQ(stopped.total, total);
+  }
+  ASSERT_EQ(first.known.size(), 3u);
+  first.known[0].median_ms = 1234.5;  // a value no measurement here gives: taken, not measured again
+  CostKeeping second;
+  second.known = first.known;
+  std::vector<LayerCost> measured;
+  second.on_cost = [&](const LayerCost& c) { measured.push_back(c); };
+  second.stop_requested = [] { return false; };
+  const CostMeasurement costs = measure(second);
+  EXPECT_EQ(measured.size(), static_cast<size_t>(total - 3));
+  ASSERT_EQ(costs.entries.size(), static_cast<size_t>(total));
+  EXPECT_EQ(costs.entries[0].median_ms, 1234.5);
+  EXPECT_EQ(costs.tables.front().ms.at(costs.entries[0].micro_batch), 1234.5);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(costs.entries[i].layer, first.known[i].layer);
+  for (size_t i = 0; i < measured.size(); ++i) {
+    EXPECT_EQ(costs.entries[3 + i].micro_batch, measured[i].micro_batch);
+    EXPECT_GT(measured[i].median_ms, 0);
+  }
+}
+
+TEST(LayerCosts, AStoppedStudyKeepsItsCostsAndGoesOnFromThem) { check_kept_costs(MicroBatchMode::Layer); }
+TEST(ModelCosts, AStoppedStudyKeepsItsCostsAndGoesOnFromThem) { check_kept_costs(MicroBatchMode::Model); }
+
 // One train step of a workload on its own synthetic batch of 8, whole or as the given micro-batches;
 // dropout off, so that only the split and the precision can change the gradients it leaves.
 std::vector<torch::Tensor> gradients_of_step(ExperimentConfig e, const std::vector<int64_t>& split) {

@@ -86,8 +86,31 @@ LayerCost cost_entry(const std::string& name, const std::vector<int64_t>& shape,
   return {name, shape, size, s.median, s.p10, s.p90};
 }
 
-// Dropout off for its lifetime, so that only batch statistics can tell a split from the whole.
+// The cost an earlier run measured for this layer, input shape and size, or none.
+const LayerCost* known_cost(const CostKeeping& keeping, const std::string& name,
+                            const std::vector<int64_t>& shape, int64_t size) {
+  for (const LayerCost& c : keeping.known) {
+    if (c.layer == name && c.input_shape == shape && c.micro_batch == size) return &c;
+  }
+  return nullptr;
+}
+
+// Before a cost is measured: the study stops here where asked, with `measured` of `total` costs kept.
+void stop_if_asked(const CostKeeping& keeping, int64_t measured, int64_t total) {
+  if (keeping.stop_requested && keeping.stop_requested()) throw MicroBatchStopped(measured, total);
+}
+
+void keep(const CostKeeping& keeping, const LayerCost& cost) {
+  if (keeping.on_cost) keeping.on_cost(cost);
+}
+
 }  // namespace
+
+MicroBatchStopped::MicroBatchStopped(int64_t measured, int64_t total)
+    : std::runtime_error("stopped with " + std::to_string(measured) + " of " + std::to_string(total) +
+                         " costs measured"),
+      measured(measured),
+      total(total) {}
 
 const char* const kWorkspaceLimitNote =
     "LibTorch sets no cuDNN workspace limit of its own: cuDNN chooses within what it asks for "
@@ -132,10 +155,14 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inp
 
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
-                                    int warmup, int repeats, Precision precision, bool channels_last) {
+                                    int warmup, int repeats, Precision precision, bool channels_last,
+                                    const CostKeeping& keeping) {
   record_convolution_inputs(network, sample_shape, device, precision, 2, channels_last);
   CostMeasurement out;
-  for (auto& named : models::convolutions(network)) {
+  auto convolutions = models::convolutions(network);
+  const auto total = static_cast<int64_t>(convolutions.size() * sizes.size());
+  int64_t measured = 0;
+  for (auto& named : convolutions) {
     const std::string& name = named.first;
     auto& conv = named.second;  // a plain reference, so the timed lambdas can capture it
     const std::vector<int64_t>& shape = conv->input_shape();
@@ -143,6 +170,13 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
     conv->set_micro_batches({});
     CostTable table{name, {}};
     for (int64_t m : sizes) {
+      if (const LayerCost* known = known_cost(keeping, name, shape, m)) {
+        out.entries.push_back(*known);
+        table.ms[m] = known->median_ms;
+        ++measured;
+        continue;
+      }
+      stop_if_asked(keeping, measured, total);
       // The input in the type the layer sees in a step; its forward under autocast as in the step.
       const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
       torch::Tensor x =
@@ -169,6 +203,8 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
           });
       out.entries.push_back(cost_entry(name, shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
+      keep(keeping, out.entries.back());
+      ++measured;
     }
     clear_gradients(*conv);
     conv->set_micro_batches(saved);
@@ -181,7 +217,8 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
                                     const std::vector<int64_t>& sample_shape, int64_t classes,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats, Precision precision,
-                                    std::optional<double> loss_scale, bool channels_last) {
+                                    std::optional<double> loss_scale, bool channels_last,
+                                    const CostKeeping& keeping) {
   CostMeasurement out;
   CostTable table{"model", {}};
   // A step's loss scaler multiplies the loss by its scale before backward; its first scale stands in.
@@ -189,12 +226,21 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
       torch::full({}, loss_scale.value_or(1.0), torch::TensorOptions(device).dtype(torch::kFloat));
   // Batch norm cannot train on one value per channel: micro-batches below that size are never run.
   const int64_t smallest = models::smallest_train_batch(spec, sample_shape, classes);
+  const auto total = static_cast<int64_t>(sizes.size());
+  int64_t measured = 0;
   for (int64_t m : sizes) {
     if (m < smallest) {
       out.skipped.push_back("micro-batch " + std::to_string(m) + ": below " + std::to_string(smallest) +
                             ", the smallest batch " + spec.name + " can train at on this input (batch norm)");
       continue;
     }
+    if (const LayerCost* known = known_cost(keeping, "model", sample_shape, m)) {
+      out.entries.push_back(*known);
+      table.ms[m] = known->median_ms;
+      ++measured;
+      continue;
+    }
+    stop_if_asked(keeping, measured, total);
     const models::Batch batch = device_batch(spec, m, sample_shape, classes, device, channels_last);
     const torch::Tensor& x = batch.inputs;
     const torch::Tensor& y = batch.targets;
@@ -211,6 +257,8 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
           });
       out.entries.push_back(cost_entry("model", sample_shape, m, times));
       table.ms[m] = out.entries.back().median_ms;
+      keep(keeping, out.entries.back());
+      ++measured;
     } catch (const c10::Error& error) {
       out.skipped.push_back("micro-batch " + std::to_string(m) + ": " + error.what_without_backtrace());
     }
@@ -354,13 +402,13 @@ MicroBatchStudy run_microbatch_study(const ExperimentConfig& experiment, const M
   const std::vector<int64_t> sizes = candidate_sizes(o.policies, o.batch);
   const Precision precision = experiment.precision;
   study.costs = layer ? measure_layer_costs(network, experiment.input_shape, device, sizes, o.warmup,
-                                            o.repeats, precision, experiment.channels_last)
+                                            o.repeats, precision, experiment.channels_last, o.keeping)
                       : measure_model_costs(network, *spec, experiment.input_shape, experiment.classes,
                                             device, sizes, o.warmup, o.repeats, precision,
                                             workload.loss_scaler() != nullptr
                                                 ? std::optional<double>(experiment.loss_scaler.init_scale)
                                                 : std::nullopt,
-                                            experiment.channels_last);
+                                            experiment.channels_last, o.keeping);
 
   // One fixed batch for model-mode steps and for every gradient comparison.
   torch::manual_seed(experiment.seed);

@@ -3,16 +3,18 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "lib/common/statistics.h"
 #include "lib/config/config.h"
 #include "lib/microbatch/gradient_accumulation.h"
 #include "lib/microbatch/microbatch_planner.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
-#include "lib/common/statistics.h"
 #include "models/network.h"
 #include "models/registry.h"
 
@@ -32,6 +34,24 @@ extern const char* const kWorkspaceLimitNote;
 // path, when set in the environment; nullopt otherwise.
 std::optional<std::string> cudnn_workspace_cap_env();
 
+using LayerCost = LayerCostRecord;  // as its layer_cost record holds it
+
+// A study stopped on request before its costs were all measured (MicroBatchOptions::stop_requested).
+struct MicroBatchStopped : std::runtime_error {
+  MicroBatchStopped(int64_t measured, int64_t total);
+  int64_t measured = 0;  // costs measured, those of an earlier run included
+  int64_t total = 0;     // costs the study needs
+};
+
+// What a study keeps of its costs, so that a stopped one goes on: the costs an earlier run of the same
+// study measured (taken as they are, never measured again), a callback for each cost once measured (the
+// command appends it to its file), and a check made before each cost (true: MicroBatchStopped).
+struct CostKeeping {
+  std::vector<LayerCost> known;
+  std::function<void(const LayerCost&)> on_cost;
+  std::function<bool()> stop_requested;
+};
+
 struct MicroBatchOptions {
   int64_t batch = 0;  // the mini-batch to split
   std::vector<MicroBatchPolicy> policies{MicroBatchPolicy::Undivided, MicroBatchPolicy::PowerOfTwo,
@@ -40,12 +60,11 @@ struct MicroBatchOptions {
   int warmup = 3;   // untimed runs before each measurement
   int steps = 10;   // timed whole steps per measured configuration
   int repeats = 5;  // timed runs per cost (layer or micro-batch size)
+  CostKeeping keeping;
 };
 
 // The sizes any of the policies allows for `batch`, ascending.
 std::vector<int64_t> candidate_sizes(const std::vector<MicroBatchPolicy>& policies, int64_t batch);
-
-using LayerCost = LayerCostRecord;  // as its layer_cost record holds it
 
 struct CostMeasurement {
   std::vector<LayerCost> entries;  // per layer (forward order), per size ascending
@@ -65,11 +84,12 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> record_convolution_inp
 // each size: `warmup` untimed then `repeats` timed runs, each on its own with the device synchronised
 // after it; inputs and output gradients are made before the timed region. In fp16 or bf16 the input
 // has the type the layer sees in a step and its forward runs under autocast; with `channels_last` the
-// input is laid out NHWC, as a channels-last step's are (the network's weights already so).
+// input is laid out NHWC, as a channels-last step's are (the network's weights already so). A cost that
+// `keeping` knows (same layer, input shape and size) is taken from it and not measured.
 CostMeasurement measure_layer_costs(models::Network& network, const std::vector<int64_t>& sample_shape,
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats, Precision precision = Precision::FP32,
-                                    bool channels_last = false);
+                                    bool channels_last = false, const CostKeeping& keeping = {});
 
 // Times one forward + loss + backward of the whole network (no optimizer step) at each size, on
 // synthetic batches of `spec`'s kind: forward and loss under autocast in fp16 or bf16, and the backward
@@ -80,7 +100,7 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
                                     const torch::Device& device, const std::vector<int64_t>& sizes,
                                     int warmup, int repeats, Precision precision = Precision::FP32,
                                     std::optional<double> loss_scale = std::nullopt,
-                                    bool channels_last = false);
+                                    bool channels_last = false, const CostKeeping& keeping = {});
 
 std::vector<SplitPlan> plan_layers(const CostMeasurement& costs, int64_t batch, MicroBatchPolicy policy);
 // Sets each named convolution's micro-batches to its plan's split; TORCH_CHECKs that every convolution

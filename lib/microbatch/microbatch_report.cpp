@@ -237,14 +237,17 @@ void write_microbatch_files(const std::string& dir, const Json& run_record, cons
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   const fs::path jsonl = fs::path(dir) / "microbatch.jsonl";
-  fs::remove(jsonl);
+  // Written beside and renamed over it: until the whole study is on disk, a stopped study's costs stay.
+  const fs::path writing = jsonl.string() + ".writing";
+  fs::remove(writing);
   {
-    JsonlWriter writer(jsonl.string());
+    JsonlWriter writer(writing.string());
     writer.add(run_record);
     for (const Json& r : study_records(study)) writer.add(r);
     writer.add(Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}});
     writer.flush();
   }
+  fs::rename(writing, jsonl);
   std::ofstream report(fs::path(dir) / "report.md");
   report << study_report_markdown(study);
   if (!report)

@@ -118,17 +118,17 @@ MicroBatchResultRecord microbatch_result_from_json(const Json& j) {
   return r;
 }
 
+LayerCostRecord layer_cost_from_json(const Json& j) {
+  return {read_text(j, "layer"),       read_sizes(j, "input_shape"), read_whole(j, "micro_batch"),
+          read_number(j, "median_ms"), read_number(j, "p10_ms"),     read_number(j, "p90_ms")};
+}
+
 void check_layer_cost(const Json& j) {
   if (j.value("type", "") == record::kLayerCostSkipped) {
     read_text(j, "reason");
     return;
   }
-  read_text(j, "layer");
-  read_sizes(j, "input_shape");
-  read_whole(j, "micro_batch");
-  read_number(j, "median_ms");
-  read_number(j, "p10_ms");
-  read_number(j, "p90_ms");
+  layer_cost_from_json(j);
 }
 
 }  // namespace batchscope

@@ -70,6 +70,7 @@ bool is_microbatch_record_type(const std::string& type);
 // Read back with every field's type checked; BadRecord (in words that follow "the record") otherwise.
 LayerPlanRecord layer_plan_from_json(const Json& j);
 MicroBatchResultRecord microbatch_result_from_json(const Json& j);
+LayerCostRecord layer_cost_from_json(const Json& j);
 // Checks a layer_cost or layer_cost_skipped record the same way (analyze only counts them).
 void check_layer_cost(const Json& j);
 

@@ -164,9 +164,10 @@ class Campaign:
             path = os.path.join(r, "microbatch", m + suffix)
             extra = (["--batch", "4", "--input", "3,64,64", "--classes", "10", "--steps", "2", "--warmup", "1",
                       "--repeats", "2", "--policy", "powerOfTwo"] if smoke else ["--batch", "256"])
+            # A stopped study keeps the costs it measured, and goes on from them.
             item = {"id": f"microbatch_{m}{suffix}", "kind": "microbatch",
                     "argv": ["microbatch", "--model", m, "--quiet", "--out", path] + extra + list(more) + dev[:2],
-                    "out": path, "resumable": False}
+                    "out": path, "resumable": True}
             if env:
                 item["env"] = env
             out.append(item)
@@ -634,9 +635,9 @@ def command_line(it, program):
 
 
 def resumes(it):
-    """Whether the item's command goes on from what it wrote: sweeps, and maxbatch with --out, which
-    plans made before it could still mark as not resumable."""
-    return it["resumable"] or it["kind"] == "maxbatch"
+    """Whether the item's command goes on from what it wrote: sweeps, the batch-size study, and maxbatch
+    with --out and microbatch, which plans made before they could resume still mark as not resumable."""
+    return it["resumable"] or it["kind"] in ("maxbatch", "microbatch")
 
 
 def stopped_after(status):

@@ -109,15 +109,15 @@ PY
 python3 - "$work/r/campaign/state.json" <<'PY'
 import json, sys
 state = json.load(open(sys.argv[1]))
-state["microbatch_resnet18"] = "stopped after 1500 s"
+state["train_compare"] = "stopped after 1500 s"
 json.dump(state, open(sys.argv[1], "w"))
 PY
 # A budget the rest of the smoke campaign fits in on a slow CPU too (about 320 s of items alone on a
 # 2-core AVX2 one, twice that beside other tests).
 "${campaign[@]}" --budget-s 1800 > "$work/second.out" 2>&1
 rc=$?
-if [ "$rc" -eq 3 ] && grep -q "microbatch_resnet18: .* 1960 s needed to start it: left for a run with more time" "$work/second.out" &&
-   grep -q "; left: microbatch_resnet18$" "$work/second.out"; then
+if [ "$rc" -eq 3 ] && grep -q "train_compare: .* 1960 s needed to start it: left for a run with more time" "$work/second.out" &&
+   grep -q "; left: train_compare$" "$work/second.out"; then
   ok "a command stopped after 1500 s waits for a longer run, and the items after it run"
 else
   fail "second run: exit $rc, $(grep -E 'FAILED|Error|error' "$work/second.out" | head -5) $(tail -3 "$work/second.out")"
@@ -125,7 +125,7 @@ fi
 # A longer run starts it, and completes the campaign.
 "${campaign[@]}" --budget-s 2100 > "$work/longer.out" 2>&1
 rc=$?
-if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/longer.out" && [ -f "$work/r/microbatch/resnet18/report.md" ]; then
+if [ "$rc" -eq 0 ] && grep -q "the campaign is complete" "$work/longer.out" && [ -f "$work/r/train_compare/compare.jsonl" ]; then
   ok "a run with more time runs it and completes the campaign"
 else
   fail "longer run: exit $rc, $(grep -E 'FAILED|Error|error' "$work/longer.out" | head -5) $(tail -3 "$work/longer.out")"

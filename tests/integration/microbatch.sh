@@ -29,6 +29,50 @@ for r in results:
 PY
 [ -s "$work/layer/report.md" ] && grep -q "1.63" "$work/layer/report.md" || fail "report.md does not set the numbers next to the paper's"
 
+# A stopped study goes on from the costs its file kept: the first 30 of the study above, one of them
+# marked with a time no measurement gives, and a half-written line after them.
+mkdir -p "$work/resume"
+python3 - "$work/layer/microbatch.jsonl" "$work/resume/microbatch.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+costs = [l for l in lines if json.loads(l)["type"] == "layer_cost"][:30]
+first = json.loads(costs[0]); first["median_ms"] = 999.25
+costs[0] = json.dumps(first)
+open(sys.argv[2], "w").write("\n".join([lines[0]] + costs) + '\n{"type":"layer_co')
+PY
+expect 0 "a stopped study goes on" "30 costs measured by a stopped run of this study are taken" \
+  microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --device cpu --steps 2 --warmup 1 --repeats 2 --out "$work/resume"
+python3 - "$work/resume/microbatch.jsonl" <<'PY' || fail "records of the resumed study"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records[0]["type"] == "run" and records[0]["resumed_costs"] == 30 and records[-1]["type"] == "end", records[0]
+costs = [r for r in records if r["type"] == "layer_cost"]
+assert len(costs) == 20 * 8 and costs[0]["median_ms"] == 999.25, (len(costs), costs[0])
+assert len({(c["layer"], c["micro_batch"]) for c in costs}) == 160, "a cost measured twice"
+PY
+# Another study's stopped file is refused, naming it; Ctrl-C stops a study after its running cost.
+head -3 "$work/resume/microbatch.jsonl" > "$work/stopped.jsonl"
+mkdir -p "$work/other" && cp "$work/stopped.jsonl" "$work/other/microbatch.jsonl"
+expect 2 "a stopped study of other settings" "other/microbatch.jsonl:1: holds a stopped study of other settings \(batch: 8 there, 4 here\)" \
+  microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 4 --device cpu --out "$work/other"
+"$bin" microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 64 --policy all --device cpu --steps 2 \
+  --warmup 1 --repeats 2 --quiet --out "$work/interrupted" > "$work/int.out" 2> "$work/int.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  [ "$(grep -c '"layer_cost"' "$work/interrupted/microbatch.jsonl" 2>/dev/null)" -ge 3 ] && break
+  sleep 0.1
+done
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+if [ "$rc" -eq 130 ] && grep -q "run the same command again to go on" "$work/int.err" &&
+   ! grep -q '"type":"end"' "$work/interrupted/microbatch.jsonl" &&
+   [ "$(grep -c '"layer_cost"' "$work/interrupted/microbatch.jsonl")" -ge 3 ]; then
+  ok "Ctrl-C stops a study, its costs kept: exit 130"
+else
+  fail "Ctrl-C: exit $rc, $(tail -2 "$work/int.err")"
+fi
+
 expect 0 "whole-model accumulation of resnet18" "BatchNorm" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --mode model --policy powerOfTwo --device cpu --steps 2 --warmup 1 --repeats 2 --out "$work/model"
 expect 0 "analyze shows both studies" "written: .*report.md" analyze "$work/layer" "$work/model/microbatch.jsonl" --out "$work/analysis"
