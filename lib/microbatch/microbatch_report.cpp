@@ -150,7 +150,14 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
                : " (gradient accumulation over micro-batches, one optimizer step)") +
         ". Costs: median of " + std::to_string(study.options.repeats) + " timed runs after " +
         std::to_string(study.options.warmup) + " warm-up runs; steps: median of " +
-        std::to_string(study.options.steps) + " (" + study.timer_method + ").\n\n";
+        std::to_string(study.options.steps) + " (" + study.timer_method + ").";
+  if (!study.options.keeping.known.empty()) {
+    md += " " + std::to_string(study.options.keeping.known.size()) + " of the " +
+          std::to_string(study.costs.entries.size()) +
+          " costs were measured by an earlier run of this study with the same settings, stopped before its "
+          "end, and taken as it wrote them.";
+  }
+  md += "\n\n";
   md +=
       "Train steps: " + to_string(e.optimizer.kind) +
       (e.optimizer.foreach.value_or(false) ? " with the multi-tensor (foreach) step" : "") + ", " +

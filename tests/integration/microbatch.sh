@@ -50,6 +50,8 @@ costs = [r for r in records if r["type"] == "layer_cost"]
 assert len(costs) == 20 * 8 and costs[0]["median_ms"] == 999.25, (len(costs), costs[0])
 assert len({(c["layer"], c["micro_batch"]) for c in costs}) == 160, "a cost measured twice"
 PY
+grep -q "30 of the 160 costs were measured by an earlier run of this study" "$work/resume/report.md" ||
+  fail "the resumed study's report does not say which costs an earlier run measured"
 # Another study's stopped file is refused, naming it; Ctrl-C stops a study after its running cost.
 head -3 "$work/resume/microbatch.jsonl" > "$work/stopped.jsonl"
 mkdir -p "$work/other" && cp "$work/stopped.jsonl" "$work/other/microbatch.jsonl"
