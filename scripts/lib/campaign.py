@@ -184,8 +184,8 @@ class Campaign:
         # mode), then with the search under a 64 MiB cap, the setting of the claim.
         # With the search, cuDNN times its algorithms for every shape a layer sees: the all policy's 256
         # micro-batch sizes of each of AlexNet's 5 layers ran over 241 s on an H200 without finishing
-        # (23 s without the search). The powerOfTwo policy's 9 sizes each, which gained as much as all's
-        # there without the search.
+        # (23 s without the search). So these items time the powerOfTwo policy's 9 sizes a layer, which
+        # gained as much as all's there without the search.
         bench = ["--cudnn-benchmark"] + ([] if smoke else ["--policy", "powerOfTwo"])
         capped = {"CUDNN_CONV_WSCAP_DBG": "64"}
         microbatch("alexnet", "_bench_on", bench)
