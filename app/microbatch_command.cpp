@@ -8,10 +8,11 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
-#include "lib/common/errors.h"
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/microbatch_records.h"
@@ -80,24 +81,6 @@ Json run_record(const ExperimentConfig& e, const MicroBatchOptions& o, const std
   return run;
 }
 
-// The first setting in which a stopped study's run record differs from this one's ("batch: 8 there, 16
-// here"), or "" where they are the same study.
-std::string first_difference(const Json& there, const Json& here) {
-  for (const char* key : {"config", "cudnn_conv_wscap_dbg"}) {
-    const Json a = there.value(key, Json()), b = here.value(key, Json());
-    if (a == b) continue;
-    if (!a.is_object() || !b.is_object()) return std::string(key) + ": " + a.dump() + " there, " + b.dump() + " here";
-    for (const auto& [name, value] : b.items()) {
-      const Json old = a.value(name, Json());
-      if (old != value) return name + ": " + old.dump() + " there, " + value.dump() + " here";
-    }
-    for (const auto& [name, value] : a.items()) {
-      if (!b.contains(name)) return name + ": " + value.dump() + " there, none here";
-    }
-  }
-  return "";
-}
-
 // The costs that a stopped run of this same study kept in `path` (none where there is no file). A file
 // of another study, or a damaged one, is refused, naming its line.
 std::vector<LayerCost> stopped_costs(const std::string& path, const Json& run) {
@@ -111,7 +94,13 @@ std::vector<LayerCost> stopped_costs(const std::string& path, const Json& run) {
   if (contents.records.front().value("type", "") != record::kRun) {
     refuse_at(contents.record_lines.front(), "does not begin with a run record", restart);
   }
-  const std::string different = first_difference(contents.records.front(), run);
+  // The study's settings: its config, and the workspace cap the environment set.
+  const auto settings = [](const Json& r) {
+    Json s = r.value("config", Json::object());
+    s["cudnn_conv_wscap_dbg"] = r.value("cudnn_conv_wscap_dbg", Json());
+    return s;
+  };
+  const std::string different = first_key_difference(settings(contents.records.front()), settings(run));
   if (!different.empty()) {
     refuse_at(contents.record_lines.front(), "holds a stopped study of other settings (" + different + ")", restart);
   }
@@ -214,14 +203,9 @@ int run_microbatch_command(const std::vector<std::string>& args) {
     spdlog::info("{} costs measured by a stopped run of this study are taken from {}", o.keeping.known.size(), path);
   }
   std::filesystem::create_directories(dir);
-  {
-    std::filesystem::remove(path + ".writing");
-    JsonlWriter kept(path + ".writing");
-    kept.add(run);
-    for (const LayerCost& c : o.keeping.known) kept.add(to_json(c));
-    kept.flush();
-  }
-  std::filesystem::rename(path + ".writing", path);
+  std::string kept = jsonl_line(run);
+  for (const LayerCost& c : o.keeping.known) kept += jsonl_line(to_json(c));
+  replace_file(path, kept);
   JsonlWriter costs(path);
   o.keeping.on_cost = [&costs](const LayerCost& c) {
     costs.add(to_json(c));

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
 #include "lib/device/gpu.h"
@@ -243,18 +244,11 @@ std::string study_report_markdown(const MicroBatchStudy& study) {
 void write_microbatch_files(const std::string& dir, const Json& run_record, const MicroBatchStudy& study) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
-  const fs::path jsonl = fs::path(dir) / "microbatch.jsonl";
-  // Written beside and renamed over it: until the whole study is on disk, a stopped study's costs stay.
-  const fs::path writing = jsonl.string() + ".writing";
-  fs::remove(writing);
-  {
-    JsonlWriter writer(writing.string());
-    writer.add(run_record);
-    for (const Json& r : study_records(study)) writer.add(r);
-    writer.add(Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}});
-    writer.flush();
-  }
-  fs::rename(writing, jsonl);
+  // Replaced whole: until the whole study is on disk, a stopped study's costs stay.
+  std::string lines = jsonl_line(run_record);
+  for (const Json& r : study_records(study)) lines += jsonl_line(r);
+  lines += jsonl_line(Json{{"type", record::kEnd}, {"time", iso8601_utc_now()}});
+  replace_file((fs::path(dir) / "microbatch.jsonl").string(), lines);
   std::ofstream report(fs::path(dir) / "report.md");
   report << study_report_markdown(study);
   if (!report)

@@ -30,10 +30,11 @@ JsonlWriter::~JsonlWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void JsonlWriter::add(const Json& record) {
-  pending_ += record.dump(-1, ' ', false, Json::error_handler_t::replace);
-  pending_ += '\n';
+std::string jsonl_line(const Json& record) {
+  return record.dump(-1, ' ', false, Json::error_handler_t::replace) + '\n';
 }
+
+void JsonlWriter::add(const Json& record) { pending_ += jsonl_line(record); }
 
 void JsonlWriter::flush() {
   if (pending_.empty()) return;

@@ -18,6 +18,9 @@ Json optional_json(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+// One record as a line of a JSON-lines file, its newline included.
+std::string jsonl_line(const Json& record);
+
 // Appends JSON lines to a file. Lines are buffered in memory and reach the file on flush(), which
 // writes them at once and syncs: a killed process leaves whole batch sizes, never half of one.
 class JsonlWriter {

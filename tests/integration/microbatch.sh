@@ -55,7 +55,7 @@ grep -q "30 of the 160 costs were measured by an earlier run of this study" "$wo
 # Another study's stopped file is refused, naming it; Ctrl-C stops a study after its running cost.
 head -3 "$work/resume/microbatch.jsonl" > "$work/stopped.jsonl"
 mkdir -p "$work/other" && cp "$work/stopped.jsonl" "$work/other/microbatch.jsonl"
-expect 2 "a stopped study of other settings" "other/microbatch.jsonl:1: holds a stopped study of other settings \(batch: 8 there, 4 here\)" \
+expect 2 "a stopped study of other settings" "other/microbatch.jsonl:1: holds a stopped study of other settings \(batch was 8 there and is 4 here\)" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 4 --device cpu --out "$work/other"
 "$bin" microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 64 --policy all --device cpu --steps 2 \
   --warmup 1 --repeats 2 --quiet --out "$work/interrupted" > "$work/int.out" 2> "$work/int.err" &
