@@ -2,6 +2,7 @@
 // layers add up to the step, and the causes analyze gives for planted jumps and kernel switches.
 
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/jump_causes.h"
@@ -166,6 +168,135 @@ TEST(ProfileAttribution, TheProfilersGpuCopiesOfOurScopesAreNoKernels) {
   for (const KernelTime& k : r.kernels) EXPECT_TRUE(k.name != "fc1" && k.name != "step.backward") << k.name;
 }
 
+TEST(ModulePath, IsTheInnermostModulesInstanceNames) {
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "features(Sequential)::forward", "0(Conv2d)::forward",
+                         "SELF(Conv2d)::_conv_forward"}),
+            "features.0");
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "features(Sequential)::forward", "1(ReLU)::forward", "::relu"}),
+            "features.1");
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "layer1(Sequential)::forward", "0(Bottleneck)::forward",
+                         "conv1(Conv2d)::forward"}),
+            "layer1.0.conv1");
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "fc(Linear)::forward"}), "fc");
+  // The top module's own operators, a backward graph's and those recorded outside TorchScript have none.
+  EXPECT_EQ(module_path({"TOP(Net)::forward"}), "");
+  EXPECT_EQ(module_path({"TOP(Net)::forward", "SELF(Net)::helper", "::flatten"}), "");
+  EXPECT_EQ(module_path({"TOP()::<backward op>"}), "");
+  EXPECT_EQ(module_path({}), "");
+  EXPECT_EQ(module_path({"TOP()::<forward op>"}), kDifferentiableGraph);
+}
+
+namespace {
+
+ProfilerEvent in_module(ProfilerEvent e, const std::string& module) {
+  e.module = module;
+  return e;
+}
+
+// One training step of a TorchScript file (times in µs): its operators name their modules and run in
+// no scope of theirs; TorchScript's interpreter records its forward call, and a differentiable graph
+// holds a batch norm and a ReLU whose modules it lost. Backward nodes carry their forward operators'
+// sequence numbers; one operator of the backward carries a module hierarchy left from the forward.
+std::vector<ProfilerEvent> scripted_step(bool with_kernels) {
+  std::vector<ProfilerEvent> s = {
+      event(Kind::kScope, "step.forward", 0, 100),
+      event(Kind::kOperator, "forward", 1, 98),
+      in_module(event(Kind::kOperator, "aten::conv2d", 2, 30, 1, 11), "features.0"),
+      in_module(event(Kind::kOperator, "aten::_convolution", 3, 28, -1, 12), "features.0"),
+      in_module(event(Kind::kOperator, "aten::add_", 33, 4, -1, 13), "features.0"),
+      in_module(event(Kind::kOperator, "aten::relu", 40, 5, 2, 14), "features.1"),
+      in_module(event(Kind::kOperator, "<forward op>", 46, 14, -1, 15), kDifferentiableGraph),
+      // The graph's operators make no nodes: they record the sequence number of fc's, which follow.
+      in_module(event(Kind::kOperator, "aten::native_batch_norm", 47, 10, 5, 16), kDifferentiableGraph),
+      // The top module's flatten makes no node: it records the number of fc's, which follows.
+      event(Kind::kOperator, "aten::flatten", 61, 4, 5, 17),
+      in_module(event(Kind::kOperator, "aten::linear", 66, 30, 5, 18), "fc"),
+      in_module(event(Kind::kOperator, "aten::addmm", 67, 28, 5, 19), "fc"),
+      event(Kind::kScope, "step.backward", 100, 200),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: AddmmBackward0", 101, 60, 5),
+      event(Kind::kBackwardNode, "AddmmBackward0", 102, 58, 5),
+      in_module(event(Kind::kOperator, "aten::mm", 103, 50, -1, 21), "fc"),
+      // Its sequence number is that of features.1's ReLU, which made no node of its own here.
+      event(Kind::kOperator, "autograd::engine::evaluate_function: DifferentiableGraphBackward", 170, 30, 2),
+      event(Kind::kBackwardNode, "DifferentiableGraphBackward", 171, 28, 2),
+      event(Kind::kOperator, "autograd::engine::evaluate_function: ConvolutionBackward0", 210, 80, 1),
+      event(Kind::kBackwardNode, "ConvolutionBackward0", 211, 78, 1),
+      event(Kind::kOperator, "aten::convolution_backward", 212, 70, -1, 22),
+  };
+  if (with_kernels) {
+    for (const auto& [name, start, correlation] :
+         std::vector<std::tuple<const char*, double, uint64_t>>{{"implicit_gemm", 10, 12},
+                                                                {"bn_fw", 50, 16},
+                                                                {"sgemm_fc", 80, 19},
+                                                                {"sgemm_fc_bw", 120, 21},
+                                                                {"wgrad", 230, 22}}) {
+      ProfilerEvent k = event(Kind::kKernel, name, start, 5, -1, 0, 99);
+      k.linked_correlation = correlation;
+      s.push_back(k);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(ProfileAttribution, ATorchScriptFilesOperatorsGoToTheirModules) {
+  ProfileRecord r;
+  attribute_events({scripted_step(false)}, r);
+  // Forward: each module owns the span of its run of operators; the interpreter's call and the top
+  // module's own flatten stay with the step's forward.
+  ASSERT_NE(find_layer(r, "features.0", profile_pass::kForward), nullptr);
+  EXPECT_NEAR(find_layer(r, "features.0", profile_pass::kForward)->cpu_ms, 0.035, 1e-9);  // 2 .. 37
+  EXPECT_NEAR(find_layer(r, "features.1", profile_pass::kForward)->cpu_ms, 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(r, kDifferentiableGraph, profile_pass::kForward)->cpu_ms, 0.014, 1e-9);
+  EXPECT_NEAR(find_layer(r, "fc", profile_pass::kForward)->cpu_ms, 0.030, 1e-9);
+  EXPECT_NEAR(find_layer(r, "step.forward", profile_pass::kStep)->cpu_ms,
+              0.100 - 0.035 - 0.005 - 0.014 - 0.030, 1e-9);
+  // Backward: each node goes to the module of its forward operator's sequence number; the left-over
+  // module of an operator inside a node changes nothing.
+  EXPECT_NEAR(find_layer(r, "fc", profile_pass::kBackward)->cpu_ms, 0.060, 1e-9);
+  EXPECT_NEAR(find_layer(r, kDifferentiableGraph, profile_pass::kBackward)->cpu_ms, 0.030, 1e-9);
+  EXPECT_NEAR(find_layer(r, "features.0", profile_pass::kBackward)->cpu_ms, 0.080, 1e-9);
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+  EXPECT_NEAR(sum_cpu_ms(r), 0.300, 1e-9);
+  for (const LayerTime& l : r.layers)
+    EXPECT_TRUE(l.pass != profile_pass::kStep || l.layer.rfind("step.", 0) == 0) << l.layer;
+
+  // Kernels follow the operators that launched them.
+  ProfileRecord k;
+  attribute_events({scripted_step(true)}, k);
+  EXPECT_NEAR(find_layer(k, "features.0", profile_pass::kForward)->device_ms.value(), 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(k, kDifferentiableGraph, profile_pass::kForward)->device_ms.value(), 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(k, "fc", profile_pass::kForward)->device_ms.value(), 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(k, "fc", profile_pass::kBackward)->device_ms.value(), 0.005, 1e-9);
+  EXPECT_NEAR(find_layer(k, "features.0", profile_pass::kBackward)->device_ms.value(), 0.005, 1e-9);
+}
+
+TEST(ProfileAttribution, AModuleCalledTwiceAndAModuleNamedStepAreLayers) {
+  // A module run twice in a row by two calls is one run; run again after another module, a second.
+  // A module named like a part of the step is still a layer of the forward pass.
+  const std::vector<ProfilerEvent> step = {
+      event(Kind::kScope, "step.forward", 0, 100),
+      in_module(event(Kind::kOperator, "aten::addmm", 0, 10, 1), "shared"),
+      in_module(event(Kind::kOperator, "aten::addmm", 12, 10, 2), "shared"),
+      in_module(event(Kind::kOperator, "aten::relu", 30, 10, 3), "step.act"),
+      in_module(event(Kind::kOperator, "aten::addmm", 50, 10, 4), "shared"),
+  };
+  ProfileRecord r;
+  attribute_events({step}, r);
+  ASSERT_NE(find_layer(r, "shared", profile_pass::kForward), nullptr);
+  EXPECT_DOUBLE_EQ(find_layer(r, "shared", profile_pass::kForward)->calls, 2.0);
+  EXPECT_NEAR(find_layer(r, "shared", profile_pass::kForward)->cpu_ms, 0.032, 1e-9);
+  ASSERT_NE(find_layer(r, "step.act", profile_pass::kForward), nullptr);
+  EXPECT_EQ(find_layer(r, "step.act", profile_pass::kStep), nullptr);
+  // Outside the step's forward scope an operator's module is not a layer.
+  const std::vector<ProfilerEvent> outside = {
+      in_module(event(Kind::kOperator, "aten::addmm", 0, 10, 1), "fc")};
+  ProfileRecord o;
+  attribute_events({outside}, o);
+  EXPECT_EQ(find_layer(o, "fc", profile_pass::kForward), nullptr);
+}
+
 TEST(ProfileRecords, RoundTripAndRefuseDamage) {
   ProfileRecord r;
   r.key = {"e", "mnist_cnn", "train", "fp32", "cpu", "", 4, std::nullopt};
@@ -241,6 +372,84 @@ TEST(ProfiledSteps, Vgg16LayersAddUpToTheStepAndNameTorchvisionModules) {
   // The 25088x4096 layer takes longer than the 4096x10 one.
   EXPECT_GT(find_layer(r, "classifier.0", profile_pass::kForward)->cpu_ms,
             find_layer(r, "classifier.6", profile_pass::kForward)->cpu_ms);
+}
+
+namespace {
+
+// A TorchScript file of two modules of the given source around a ReLU, each with a weight and a bias of
+// the given shapes, as torch.jit.script(net).save(path) makes one.
+std::string save_two_modules(const testing_support::TempDir& dir, const std::string& forward,
+                             const std::vector<int64_t>& first, const std::vector<int64_t>& second,
+                             const std::string& top) {
+  torch::manual_seed(5);
+  const auto module = [&forward](const char* type, const std::vector<int64_t>& shape) {
+    torch::jit::Module m(type);
+    m.register_attribute("training", c10::BoolType::get(), true);
+    m.register_parameter("weight", (torch::randn(shape) * 0.1).requires_grad_(), false);
+    m.register_parameter("bias", torch::zeros({shape[0]}).requires_grad_(), false);
+    m.define("def forward(self, x):\n  return " + forward + "\n");
+    return m;
+  };
+  torch::jit::Module net("Net");
+  net.register_attribute("training", c10::BoolType::get(), true);
+  net.register_module("first", module("First", first));
+  net.register_module("second", module("Second", second));
+  net.define("def forward(self, x):\n  return " + top + "\n");
+  const std::string path = dir / "two_modules.pt";
+  net.save(path);
+  return path;
+}
+
+std::string layer_list(const ProfileRecord& r) {
+  std::ostringstream out;
+  for (const LayerTime& l : r.layers) out << l.layer << "/" << l.pass << " " << l.cpu_ms << " ms\n";
+  return out.str();
+}
+
+}  // namespace
+
+// A TorchScript file's layers are its modules, in both passes, and add up to the step as the zoo's do:
+// two convolutions (which TorchScript's executor merges into no differentiable graph) around a ReLU.
+TEST(ProfiledSteps, ATorchScriptFilesLayersAreItsModules) {
+  const testing_support::TempDir dir;
+  const std::string path = save_two_modules(
+      dir, "torch.conv2d(x, self.weight, self.bias, [1, 1], [1, 1], [1, 1], 1)", {16, 3, 3, 3},
+      {32, 16, 3, 3}, "torch.mean(self.second.forward(torch.relu(self.first.forward(x))), [2, 3])");
+  ExperimentConfig e = cpu_experiment(path, {3, 16, 16});
+  e.classes = 32;
+  const ProfileRecord r = profile_of(e, 3);
+  SCOPED_TRACE(layer_list(r));
+  for (const char* layer : {"first", "second"}) {
+    EXPECT_NE(find_layer(r, layer, profile_pass::kForward), nullptr) << layer;
+    EXPECT_NE(find_layer(r, layer, profile_pass::kBackward), nullptr) << layer;
+  }
+  EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
+  // 16 to 32 channels is ten times the multiply-adds of 3 to 16.
+  ASSERT_NE(find_layer(r, "second", profile_pass::kForward), nullptr);
+  EXPECT_GT(find_layer(r, "second", profile_pass::kForward)->cpu_ms,
+            find_layer(r, "first", profile_pass::kForward)->cpu_ms);
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+}
+
+// Two linear modules around a ReLU, which TorchScript's executor may merge into one differentiable graph:
+// each forward operator goes to its module or to that graph, the graph's backward to the graph, and the
+// layers still add up to the step.
+TEST(ProfiledSteps, ATorchScriptFilesDifferentiableGraphIsALayerOfItsOwn) {
+  const testing_support::TempDir dir;
+  const std::string path =
+      save_two_modules(dir, "torch.linear(x, self.weight, self.bias)", {128, 256}, {10, 128},
+                       "self.second.forward(torch.relu(self.first.forward(x)))");
+  const ProfileRecord r = profile_of(cpu_experiment(path, {256}), 3);
+  SCOPED_TRACE(layer_list(r));
+  const std::set<std::string> layers = {"first", "second", kDifferentiableGraph};
+  double modules_ms = 0;
+  for (const LayerTime& l : r.layers) {
+    if (l.pass == profile_pass::kForward) EXPECT_TRUE(layers.count(l.layer)) << l.layer;
+    if (layers.count(l.layer)) modules_ms += l.cpu_ms;
+  }
+  EXPECT_GT(modules_ms, 0.0);
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+  EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
 }
 
 // Profiling runs after the timed steps and never among them: the timed steps' losses are the same with

@@ -14,6 +14,7 @@
 #include "lib/common/statistics.h"
 #include "lib/common/words.h"
 #include "lib/records/shard_layout.h"
+#include "models/model_file.h"
 
 namespace batchscope {
 namespace {
@@ -241,6 +242,10 @@ std::vector<GemmLayer> group_gemm_layers(const RawGroup& raw, std::string& why) 
   const Json& id = raw.identity;
   if (!id.contains("input") || !id.contains("classes")) {
     why = "too little is known of the workload (input, classes)";
+    return {};
+  }
+  if (models::is_model_file_name(id.value("model", ""))) {
+    why = "the prediction needs a zoo model's layer table, which a TorchScript file does not have";
     return {};
   }
   std::vector<GemmLayer> layers;

@@ -15,6 +15,76 @@ using Owner = std::pair<std::string, std::string>;  // layer, pass
 
 bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
+// The step's forward scope (lib/timing/step_runner.cpp), inside which a TorchScript file's modules run.
+constexpr const char* kForwardScope = "step.forward";
+
+// Parents first: by start, the longer first where two start together.
+void sort_parents_first(std::vector<const ProfilerEvent*>& events) {
+  std::stable_sort(events.begin(), events.end(), [](const ProfilerEvent* a, const ProfilerEvent* b) {
+    return a->start_us != b->start_us ? a->start_us < b->start_us : a->duration_us > b->duration_us;
+  });
+}
+
+// A scope of each run of consecutive operators of one module inside a forward scope on a thread, spanning
+// the run's outermost operators. An event without a module ends a run; a run also ends where an event
+// around its first operator ends, so that every scope nests in the events around it.
+std::vector<ProfilerEvent> module_scopes(const std::vector<ProfilerEvent>& step) {
+  std::map<uint64_t, std::vector<const ProfilerEvent*>> by_thread;
+  bool any = false;
+  for (const ProfilerEvent& e : step) {
+    if (e.kind == ProfilerEvent::Kind::kKernel) continue;
+    by_thread[e.thread].push_back(&e);
+    any = any || !e.module.empty();
+  }
+  std::vector<ProfilerEvent> scopes;
+  if (!any) return scopes;
+  for (auto& [thread, events] : by_thread) {
+    sort_parents_first(events);
+    struct Open {
+      double end;
+      bool forward;
+    };
+    std::vector<Open> open;  // the events without a module around the present instant
+    ProfilerEvent run;       // the scope of the present run, where `in_run`
+    bool in_run = false;
+    std::size_t run_depth = 0;  // how many of `open` were around the run's first operator
+    double run_end = 0;
+    const auto close = [&] {
+      if (in_run) scopes.push_back(run);
+      in_run = false;
+    };
+    for (const ProfilerEvent* e : events) {
+      const double end = e->start_us + e->duration_us;
+      while (!open.empty() && open.back().end <= e->start_us) open.pop_back();
+      if (in_run && open.size() < run_depth) close();
+      if (in_run && e->start_us < run_end) continue;  // inside an operator of the run
+      const bool in_forward = std::any_of(open.begin(), open.end(), [](const Open& o) { return o.forward; });
+      if (e->module.empty() || e->kind != ProfilerEvent::Kind::kOperator || !in_forward) {
+        close();
+        open.push_back({end, e->kind == ProfilerEvent::Kind::kScope && e->name == kForwardScope});
+        continue;
+      }
+      if (in_run && run.name == e->module) {
+        run.duration_us = std::max(run.duration_us, end - run.start_us);
+        run_end = std::max(run_end, end);
+        continue;
+      }
+      close();
+      run = ProfilerEvent{};
+      run.kind = ProfilerEvent::Kind::kScope;
+      run.name = run.module = e->module;
+      run.start_us = e->start_us;
+      run.duration_us = e->duration_us;
+      run.thread = thread;
+      in_run = true;
+      run_depth = open.size();
+      run_end = end;
+    }
+    close();
+  }
+  return scopes;
+}
+
 // The events of one step on the host, each with the innermost event around it on its thread.
 struct HostTree {
   std::vector<const ProfilerEvent*> events;
@@ -28,10 +98,7 @@ HostTree host_tree(const std::vector<ProfilerEvent>& step) {
   }
   HostTree tree;
   for (auto& [thread, events] : by_thread) {
-    // Parents first: by start, the longer first where two start together.
-    std::stable_sort(events.begin(), events.end(), [](const ProfilerEvent* a, const ProfilerEvent* b) {
-      return a->start_us != b->start_us ? a->start_us < b->start_us : a->duration_us > b->duration_us;
-    });
+    sort_parents_first(events);
     std::vector<int> open;
     for (const ProfilerEvent* e : events) {
       while (!open.empty()) {
@@ -95,27 +162,43 @@ struct Totals {
   }
 };
 
-void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
+void add_step(const std::vector<ProfilerEvent>& recorded, Totals& totals) {
+  // A module's scope goes before the events it holds, so that it is the parent of an operator it
+  // spans exactly.
+  std::vector<ProfilerEvent> with_modules = module_scopes(recorded);
+  if (!with_modules.empty()) with_modules.insert(with_modules.end(), recorded.begin(), recorded.end());
+  const std::vector<ProfilerEvent>& step = with_modules.empty() ? recorded : with_modules;
   const HostTree tree = host_tree(step);
   const auto n = static_cast<int>(tree.events.size());
   std::vector<bool> owner(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) owner[static_cast<std::size_t>(i)] = is_owner(tree, i);
 
-  // Forward operators name the layer of each sequence number, for the backward nodes.
+  // Forward operators name the layer of each sequence number, for the backward nodes. An operator that
+  // makes no autograd node records the number the next node will take, so the number is the layer's of
+  // the last operator in time that recorded it: the one that made the node.
   std::unordered_map<int64_t, std::string> layer_of_sequence;
   for (int i = 0; i < n; ++i) {
     const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
     if (e.kind != ProfilerEvent::Kind::kOperator || e.sequence < 0) continue;
     const int o = owner_of(tree, owner, i);
     if (o < 0 || tree.events[static_cast<std::size_t>(o)]->kind != ProfilerEvent::Kind::kScope) continue;
-    layer_of_sequence.emplace(e.sequence, tree.events[static_cast<std::size_t>(o)]->name);
+    // A differentiable graph's operators run without autograd: they record the number of the node after
+    // the graph's own.
+    if (tree.events[static_cast<std::size_t>(o)]->module == kDifferentiableGraph) continue;
+    layer_of_sequence[e.sequence] = tree.events[static_cast<std::size_t>(o)]->name;
   }
   const auto owner_name = [&](int o) -> Owner {
     if (o < 0) return {"(outside scopes)", profile_pass::kStep};
     const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(o)];
     if (e.kind == ProfilerEvent::Kind::kScope) {
-      return {e.name, starts_with(e.name, "step.") ? profile_pass::kStep : profile_pass::kForward};
+      const bool step_part = e.module.empty() && starts_with(e.name, "step.");
+      return {e.name, step_part ? profile_pass::kStep : profile_pass::kForward};
     }
+    // A differentiable graph's backward node takes its sequence number before the graph's operators run
+    // (they record the next), so it shares it with any operator run just before that made no node: it is
+    // the graph's backward, whatever modules the graph held.
+    if (e.name.find("DifferentiableGraphBackward") != std::string::npos)
+      return {kDifferentiableGraph, profile_pass::kBackward};
     const auto found = layer_of_sequence.find(e.sequence);
     if (e.sequence >= 0 && found != layer_of_sequence.end()) return {found->second, profile_pass::kBackward};
     if (e.name.find("AccumulateGrad") != std::string::npos)
@@ -213,6 +296,28 @@ void add_step(const std::vector<ProfilerEvent>& step, Totals& totals) {
 }
 
 }  // namespace
+
+std::string module_path(const std::vector<std::string>& hierarchy) {
+  if (hierarchy.empty()) return "";
+  // Each entry is "instance(Type)::function"; the first is the top module's, "TOP(Type)::function".
+  const auto function_of = [](const std::string& entry) {
+    const std::size_t colons = entry.find(")::");
+    return colons == std::string::npos ? std::string() : entry.substr(colons + 3);
+  };
+  const std::string top_function = function_of(hierarchy.front());
+  if (top_function == "<forward op>") return kDifferentiableGraph;
+  if (top_function != "forward") return "";
+  std::string path;
+  for (std::size_t i = 1; i < hierarchy.size(); ++i) {
+    const std::string& entry = hierarchy[i];
+    const std::string instance = entry.substr(0, entry.find('('));
+    if (instance.empty() || instance == "SELF" || instance == "INSTANCE_NAME_UNKNOWN" ||
+        instance.find("::") != std::string::npos)
+      continue;
+    path += (path.empty() ? "" : ".") + instance;
+  }
+  return path;
+}
 
 void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, ProfileRecord& out) {
   Totals totals;

@@ -26,7 +26,22 @@ struct ProfilerEvent {
   // GPU time between CUDA events recorded at the event's start and end (the fallback where the profiler
   // records no kernels); negative where unknown.
   double device_us = -1;
+  // The module of a TorchScript file an operator ran in ("features.0"; module_path), where the profiler
+  // recorded module hierarchies; empty for none.
+  std::string module;
 };
+
+// The name of a TorchScript file's operators that its graph executor merged into one differentiable graph
+// (batch norms, activations, element-wise operators, with their backward as one node): the profiler
+// records the graph, not their modules.
+inline constexpr const char* kDifferentiableGraph = "(differentiable graph)";
+
+// The innermost module in a module hierarchy as LibTorch's profiler records it for an operator that
+// TorchScript's interpreter ran: "TOP(Net)::forward", "features(Sequential)::forward", "0(Conv2d)::forward",
+// "SELF(Conv2d)::_conv_forward" is "features.0". A method of the same module (SELF) and a free function
+// ("::relu") add no name; an operator of a differentiable graph ("TOP()::<forward op>") is
+// kDifferentiableGraph. Empty for an operator of the top module itself, of a backward graph, or of none.
+std::string module_path(const std::vector<std::string>& hierarchy);
 
 // Operators or kernels kept per layer and pass, the longest first; the rest are summed as "(other)".
 inline constexpr std::size_t kKernelsPerLayer = 8;
@@ -37,11 +52,15 @@ inline constexpr std::size_t kKernelsPerLayer = 8;
 // Every instant of a host thread belongs to the innermost scope or backward node around it. A forward
 // layer owns its scope less the scopes nested in it; a backward node belongs to the layer whose scope
 // held the forward operator with the node's sequence number (the pairing autograd records), an
-// AccumulateGrad node to "(accumulate grad)", and any other to "(unattributed)". An operator's self time
+// AccumulateGrad node to "(accumulate grad)", a TorchScript differentiable graph's to
+// kDifferentiableGraph, and any other to "(unattributed)". An operator's self time
 // (less the operators it called) and a kernel's device time go to the owner of the operator: for a
 // kernel, the operator whose correlation the kernel is linked to. Without kernels, where the events carry
 // CUDA-event times (device_us), a layer's device time is owned the same way as its host time: its span
-// on the GPU less the spans of the owners nested in it.
+// on the GPU less the spans of the owners nested in it. A TorchScript file's operators name their module
+// instead of running in our layer scopes: each run of consecutive operators of one module inside the
+// step's forward scope is taken as a scope of that module, so that they, their kernels and their backward
+// nodes are attributed as a zoo layer's are.
 void attribute_events(const std::vector<std::vector<ProfilerEvent>>& steps, ProfileRecord& out);
 
 }  // namespace batchscope

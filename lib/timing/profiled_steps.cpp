@@ -62,6 +62,10 @@ ProfilerEvent event_of(const profiler::KinetoEvent& k) {
   e.linked_correlation = k.linkedCorrelationId();
   e.kind = k.deviceType() == c10::DeviceType::CUDA ? ProfilerEvent::Kind::kKernel
                                                   : kind_of(static_cast<at::RecordScope>(k.scope()));
+  if (k.hasModuleHierarchy()) {
+    const auto hierarchy = k.moduleHierarchy();
+    e.module = module_path(std::vector<std::string>(hierarchy.begin(), hierarchy.end()));
+  }
   return e;
 }
 
@@ -269,7 +273,10 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
   const bool cuda = workload.device().is_cuda();
   std::set<ActivityType> activities{ActivityType::CPU};
   if (cuda) activities.insert(ActivityType::CUDA);
-  const ProfilerConfig config(ProfilerState::KINETO);
+  // With the module of each operator that TorchScript's interpreter runs, which a TorchScript file's
+  // layers are known by; the zoo's operators, run from C++, have none and keep their layer scopes.
+  const ProfilerConfig config(ProfilerState::KINETO, /*report_input_shapes=*/false, /*profile_memory=*/false,
+                              /*with_stack=*/false, /*with_flops=*/false, /*with_modules=*/true);
 
   ProfileRecord record;
   record.key = key;

@@ -187,9 +187,23 @@ ids = torch.zeros(1, 8, dtype=torch.long)
 torch.jit.trace(Classifier().eval(), (ids, torch.ones_like(ids))).save(f"{sys.argv[1]}/classifier.pt")
 PY
   python3 "$work/save_models.py" "$work" || fail "PyTorch in Python saves the TorchScript files"
-  expect 0 "a scripted CNN from a file" "written" "${sweep[@]}" --model "$work/cnn.pt" --input 3,32,32 --batch 2,3 \
-    --idle-seconds 0 --out "$work/ts-cnn"
+  expect 0 "a scripted CNN from a file, profiled" "written" "${sweep[@]}" --model "$work/cnn.pt" --input 3,32,32 \
+    --batch 2,3 --profile --idle-seconds 0 --out "$work/ts-cnn"
   check_gpu_run "a TorchScript CNN on cuda:0" "$work/ts-cnn"
+  # Its kernels go to its modules by their PyTorch names, in both passes.
+  python3 - "$work/ts-cnn/profile.jsonl" <<'PY' && ok "a TorchScript CNN's kernels go to its modules" || fail "a TorchScript CNN's profile"
+import json, sys
+profiles = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "profile"]
+assert len(profiles) == 2, len(profiles)
+for p in profiles:
+    assert p.get("kernel_ms"), p["method"]
+    layers = {(l["layer"], l["pass"]): l for l in p["layers"]}
+    for module in ("features.0", "head"):
+        for pass_ in ("forward", "backward"):
+            assert (layers.get((module, pass_)) or {}).get("device_ms", 0) > 0, (module, pass_, sorted(layers))
+    print(f"     b{p['batch_size']}: " + ", ".join(f"{l['layer']} {l['pass']} {l['device_ms']:.3f} ms"
+                                              for l in p["layers"] if l.get("device_ms")))
+PY
   expect 0 "a traced sequence classifier from a file" "written" "${sweep[@]}" --model "$work/classifier.pt" \
     --input-kind tokens --seq-len 8 --vocab 60 --batch 1,4 --idle-seconds 0 --out "$work/ts-classifier"
   check_gpu_run "a TorchScript sequence classifier on cuda:0" "$work/ts-classifier"

@@ -209,11 +209,43 @@ def main():
         (["--model", os.path.join(work, "missing.pt"), "--batch", "1", *shape], "there is no file"),
     ))
 
+    profiled_modules(binary, work, scripted, traced, shape)
     language_model(binary, work)
     sequence_classifier(binary, work)
     trained_checkpoint(binary, work)
     print(f"{parameters} parameters in the module; {failures} failures")
     sys.exit(1 if failures else 0)
+
+
+def profiled_modules(binary, work, scripted, traced, shape):
+    """A profiled sweep of a scripted and a traced file puts its time on the module's layers, by the names
+    PyTorch gives them, in both passes, and analyze's report lists them."""
+    for path in (scripted, traced):
+        name = os.path.basename(path)
+        out = os.path.join(work, "profiled-" + name)
+        sweep = run(binary, "sweep", "--model", path, "--batch", "2,4", "--steps", "5", "--warmup", "2", "--profile",
+                    *shape, "--quiet", "--out", out)
+        check(sweep.returncode == 0, f"a profiled sweep of {name} runs: {sweep.stderr.strip()[-300:]}")
+        profile = os.path.join(out, "profile.jsonl")
+        profiles = [r for r in records(profile) if r["type"] == "profile"] if os.path.exists(profile) else []
+        check(len(profiles) == 2, f"one profile per batch size of {name}: {len(profiles)}")
+        for p in profiles:
+            layers = {(l["layer"], l["pass"]): l for l in p["layers"]}
+            modules = {"conv", "conv2", "fc"}
+            both = all((m, "forward") in layers and (m, "backward") in layers for m in modules)
+            check(both, f"{name} at {p['batch_size']}: conv, conv2 and fc in both passes: {sorted(layers)}")
+            # conv2 works on 8 channels at 16x16 for 16 outputs, fc on 16 values for 7 classes.
+            if both:
+                check(layers[("conv2", "forward")]["cpu_ms"] > layers[("fc", "forward")]["cpu_ms"],
+                      f"conv2's forward takes longer than fc's: {layers[('conv2', 'forward')]['cpu_ms']} and "
+                      f"{layers[('fc', 'forward')]['cpu_ms']} ms")
+            counted = sum(l["cpu_ms"] for l in p["layers"])
+            check(abs(counted - p["step_ms"]) <= 0.25 * p["step_ms"],
+                  f"the layers add up to the profiled step: {counted:.3f} of {p['step_ms']:.3f} ms")
+        analysis = run(binary, "analyze", out, "--quiet")
+        report = os.path.join(out, "analysis", "report.md")
+        text = open(report).read() if os.path.exists(report) else ""
+        check(analysis.returncode == 0 and "conv2" in text, f"analyze's report names {name}'s layers: {analysis.stderr.strip()[-300:]}")
 
 
 def language_model(binary, work):
