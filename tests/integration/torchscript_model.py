@@ -234,11 +234,15 @@ def profiled_modules(binary, work, scripted, traced, shape):
             modules = {"conv", "conv2", "fc"}
             both = all((m, "forward") in layers and (m, "backward") in layers for m in modules)
             check(both, f"{name} at {p['batch_size']}: conv, conv2 and fc in both passes: {sorted(layers)}")
-            # conv2 works on 8 channels at 16x16 for 16 outputs, fc on 16 values for 7 classes.
-            if both:
-                check(layers[("conv2", "forward")]["cpu_ms"] > layers[("fc", "forward")]["cpu_ms"],
-                      f"conv2's forward takes longer than fc's: {layers[('conv2', 'forward')]['cpu_ms']} and "
-                      f"{layers[('fc', 'forward')]['cpu_ms']} ms")
+            # Each module's own operators: the convolutions' in conv and conv2, the matrix product's in fc.
+            operators = {}
+            for k in p["kernels"]:
+                operators.setdefault((k["layer"], k["pass"]), []).append(k["name"])
+            own = all(any("conv" in o for o in operators.get((m, "forward"), [])) for m in ("conv", "conv2")) and \
+                any("addmm" in o or "linear" in o for o in operators.get(("fc", "forward"), []))
+            check(own, f"each module's forward holds its own operators: {operators.get(('conv2', 'forward'))}, "
+                       f"{operators.get(('fc', 'forward'))}")
+            check(("(unattributed)", "backward") not in layers, "every backward node has its layer")
             counted = sum(l["cpu_ms"] for l in p["layers"])
             check(abs(counted - p["step_ms"]) <= 0.25 * p["step_ms"],
                   f"the layers add up to the profiled step: {counted:.3f} of {p['step_ms']:.3f} ms")
