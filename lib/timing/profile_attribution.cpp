@@ -174,17 +174,15 @@ void add_step(const std::vector<ProfilerEvent>& recorded, Totals& totals) {
   for (int i = 0; i < n; ++i) owner[static_cast<std::size_t>(i)] = is_owner(tree, i);
 
   // Forward operators name the layer of each sequence number, for the backward nodes. An operator that
-  // makes no autograd node records the number the next node will take, so the number is the layer's of
-  // the last operator in time that recorded it: the one that made the node.
+  // makes no autograd node (a differentiable graph's, which run without autograd, among them) records
+  // the number the next node will take, so the number is the layer's of the last operator in time that
+  // recorded it: the one that made the node.
   std::unordered_map<int64_t, std::string> layer_of_sequence;
   for (int i = 0; i < n; ++i) {
     const ProfilerEvent& e = *tree.events[static_cast<std::size_t>(i)];
     if (e.kind != ProfilerEvent::Kind::kOperator || e.sequence < 0) continue;
     const int o = owner_of(tree, owner, i);
     if (o < 0 || tree.events[static_cast<std::size_t>(o)]->kind != ProfilerEvent::Kind::kScope) continue;
-    // A differentiable graph's operators run without autograd: they record the number of the node after
-    // the graph's own.
-    if (tree.events[static_cast<std::size_t>(o)]->module == kDifferentiableGraph) continue;
     layer_of_sequence[e.sequence] = tree.events[static_cast<std::size_t>(o)]->name;
   }
   const auto owner_name = [&](int o) -> Owner {
