@@ -16,6 +16,7 @@
 #include "models/planned_network.h"
 #include "models/sequence_models.h"
 #include "models/torchscript.h"
+#include "models/torchscript_fusion.h"
 #include "models/zoo.h"
 
 namespace batchscope::models {
@@ -188,6 +189,11 @@ void avoid_known_library_faults() {
     if (at::show_config().find("MKL-DNN v3.7.2") != std::string::npos) {
       at::globalContext().setUserEnabledMkldnn(false);
     }
+    // LibTorch 2.6 built with LLVM (Debian 13's) compiles a TorchScript file's fused CPU graphs with it,
+    // and never finishes compiling the backward of linear layers around a ReLU (an MLP): its third
+    // training step, the first the graph executor optimizes, hangs. The graphs then run operator by
+    // operator, as every LibTorch without LLVM runs them (models/torchscript_fusion.h).
+    torch::jit::overrideCanFuseOnCPU(false);
   });
 }
 

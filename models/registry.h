@@ -73,7 +73,9 @@ const std::vector<ModelSpec>& all_models();
 const ModelSpec* find_model(const std::string& name, FileInput file_input = FileInput::Float,
                             int64_t vocab = 0);
 // Once per process: where LibTorch links a oneDNN known to crash on a layer of the zoo (3.7.2, Debian 13's
-// LibTorch 2.6: ResNet-50's backward), its CPU convolutions are left to LibTorch's own kernels.
+// LibTorch 2.6: ResNet-50's backward), its CPU convolutions are left to LibTorch's own kernels; and
+// TorchScript's CPU fuser, which hangs compiling an MLP file's backward with Debian 13's LibTorch 2.6, is
+// turned off (models/torchscript_fusion.h).
 void avoid_known_library_faults();
 // "vgg16, vgg19, ..." for messages.
 std::string known_model_names();

@@ -13,6 +13,7 @@
 #include "lib/device/environment.h"
 #include "lib/device/host_allocator.h"
 #include "models/registry.h"
+#include "models/torchscript_fusion.h"
 #include "tests/test_support.h"
 
 #if defined(__has_feature)
@@ -200,6 +201,17 @@ TEST(Environment, TheRunRecordSaysWhetherCpuConvolutionsMayUseOneDnn) {
   EXPECT_EQ(cpu["onednn"]["enabled"].get<bool>(), at::globalContext().userEnabledMkldnn());
   const std::string shown = format_environment(collect_environment());
   EXPECT_NE(shown.find("onednn:        " + version), std::string::npos) << shown;
+}
+
+TEST(Environment, TheRunRecordSaysThatTorchScriptsCpuGraphsRunOperatorByOperator) {
+  // Every command first turns TorchScript's CPU fuser off, which a LibTorch built with LLVM has on (it
+  // hangs compiling an MLP's backward); the run record and `batchscope env` say so.
+  models::avoid_known_library_faults();
+  EXPECT_FALSE(torch::jit::canFuseOnCPU());
+  const nlohmann::json env = collect_environment();
+  EXPECT_EQ(env["cpu"]["torchscript_fuser"], false) << env["cpu"].dump();
+  const std::string shown = format_environment(env);
+  EXPECT_NE(shown.find("torchscript:   CPU graphs run operator by operator\n"), std::string::npos) << shown;
 }
 
 namespace {

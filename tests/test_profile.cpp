@@ -434,8 +434,27 @@ TEST(ProfiledSteps, ATorchScriptFilesLayersAreItsModules) {
   EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
 }
 
-// Profiling runs after the timed steps and never among them: the timed steps' losses are the same with
-// and without it, and each batch size has one profile (and a trace where asked).
+// Two linear modules around a ReLU, which TorchScript's executor may merge into one differentiable graph:
+// each forward operator goes to its module or to that graph, the graph's backward to the graph, and the
+// layers still add up to the step. (With LibTorch 2.6's CPU fuser on, the step after warm-up hung.)
+TEST(ProfiledSteps, ATorchScriptFilesDifferentiableGraphIsALayerOfItsOwn) {
+  const testing_support::TempDir dir;
+  const std::string path =
+      save_two_modules(dir, "torch.linear(x, self.weight, self.bias)", {128, 256}, {10, 128},
+                       "self.second.forward(torch.relu(self.first.forward(x)))");
+  const ProfileRecord r = profile_of(cpu_experiment(path, {256}), 3);
+  SCOPED_TRACE(layer_list(r));
+  const std::set<std::string> layers = {"first", "second", kDifferentiableGraph};
+  double modules_ms = 0;
+  for (const LayerTime& l : r.layers) {
+    if (l.pass == profile_pass::kForward) EXPECT_TRUE(layers.count(l.layer)) << l.layer;
+    if (layers.count(l.layer)) modules_ms += l.cpu_ms;
+  }
+  EXPECT_GT(modules_ms, 0.0);
+  EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+  EXPECT_NEAR(sum_cpu_ms(r), r.step_ms, 0.10 * r.step_ms);
+}
+
 // A layer's pass run on its own under the profiler (peak --model's profiled runs): one time per run, of
 // that layer and pass only, its forward in `before` owning the backward's nodes without being counted.
 TEST(ProfiledLayerRuns, TimeEachRunOfTheLayersPassAsAProfiledStepDoes) {
@@ -557,6 +576,8 @@ TEST(ProfiledLayerRuns, APassWhoseRunsShowDifferentKernelsKeepsNoTimes) {
   EXPECT_TRUE(read_layer_runs(no_kernels, "fc", {"forward"}, true).ms.empty());
 }
 
+// Profiling runs after the timed steps and never among them: the timed steps' losses are the same with
+// and without it, and each batch size has one profile (and a trace where asked).
 TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
   const testing_support::TempDir dir;
   ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});

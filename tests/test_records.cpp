@@ -128,6 +128,9 @@ TEST(RecordProblem, NamesTheFieldThatIsWrong) {
   EXPECT_EQ(record_problem(bad), "has a cpu.onednn.enabled that is not true or false");
   bad["cpu"]["onednn"] = "3.7.2";
   EXPECT_EQ(record_problem(bad), "has a cpu.onednn that is not an object");
+  bad["cpu"].erase("onednn");
+  bad["cpu"]["torchscript_fuser"] = "off";
+  EXPECT_EQ(record_problem(bad), "has a cpu.torchscript_fuser that is not true or false");
   bad = run;
   bad["config"]["experiments"][0]["batch"] = Json::array({1, "2"});
   EXPECT_NE(record_problem(bad).find("batch size"), std::string::npos);

@@ -17,6 +17,7 @@
 #include "lib/device/cpu_threads.h"
 #include "lib/device/gpu.h"
 #include "lib/device/host_allocator.h"
+#include "models/torchscript_fusion.h"
 
 namespace batchscope {
 namespace {
@@ -147,6 +148,9 @@ nlohmann::json collect_environment() {
   // (models::avoid_known_library_faults), and the same step is slower without it.
   if (const std::string onednn = onednn_version(at::show_config()); !onednn.empty())
     cpu["onednn"] = {{"version", onednn}, {"enabled", at::globalContext().userEnabledMkldnn()}};
+  // Whether a TorchScript file's CPU graphs run in kernels TorchScript fuses and compiles itself, or
+  // operator by operator (batchscope turns the fuser off: models/registry.h).
+  cpu["torchscript_fuser"] = torch::jit::canFuseOnCPU();
   env["cpu"] = cpu;
   if (gpu::built_with_cuda()) {
     // LibTorch lets cuDNN run fp32 convolutions in TF32 unless told otherwise (matrix products stay fp32),
@@ -188,6 +192,11 @@ std::string format_environment(const nlohmann::json& env) {
     const bool enabled = cpu["onednn"].value("enabled", true);
     out << "onednn:        " << cpu["onednn"].value("version", "")
         << (enabled ? ", enabled" : ", disabled: CPU convolutions run in LibTorch's own kernels") << "\n";
+  }
+  if (cpu.contains("torchscript_fuser")) {
+    out << "torchscript:   "
+        << (cpu["torchscript_fuser"].get<bool>() ? "CPU graphs fused" : "CPU graphs run operator by operator")
+        << "\n";
   }
   if (cpu.contains("malloc")) {
     const auto& malloc = cpu["malloc"];

@@ -140,6 +140,8 @@ std::string run_problem(const Json& r) {
                              "cpu.onednn.");
       if (!problem.empty()) return problem;
     }
+    if (r["cpu"].contains("torchscript_fuser") && !r["cpu"]["torchscript_fuser"].is_boolean())
+      return "has a cpu.torchscript_fuser that is not true or false";
   }
   if (r.contains("gpus")) {
     if (!r["gpus"].is_array()) return "has gpus that are not a list";

@@ -210,6 +210,7 @@ def main():
     ))
 
     profiled_modules(binary, work, scripted, traced, shape)
+    multilayer_perceptron(binary, work)
     language_model(binary, work)
     sequence_classifier(binary, work)
     trained_checkpoint(binary, work)
@@ -250,6 +251,22 @@ def profiled_modules(binary, work, scripted, traced, shape):
         report = os.path.join(out, "analysis", "report.md")
         text = open(report).read() if os.path.exists(report) else ""
         check(analysis.returncode == 0 and "conv2" in text, f"analyze's report names {name}'s layers: {analysis.stderr.strip()[-300:]}")
+
+
+def multilayer_perceptron(binary, work):
+    """Linear layers around a ReLU train past the step that TorchScript's graph executor optimizes (the
+    third), where LibTorch 2.6 built with LLVM hung compiling the fused backward for the CPU; the run
+    record says that the CPU fuser is off."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(256, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10))
+    path = os.path.join(work, "mlp.pt")
+    torch.jit.script(net).save(path)
+    out = os.path.join(work, "mlp")
+    trained_sweep(binary, ["--model", path, "--input", "256", "--device", "cpu"], out, "the MLP", (0.1, 4.0))
+    steps = os.path.join(out, "steps.jsonl")
+    runs = [r for r in records(steps) if r["type"] == "run"] if os.path.exists(steps) else []
+    check(len(runs) == 1 and runs[0]["cpu"].get("torchscript_fuser") is False,
+          f"the run record says TorchScript's CPU fuser is off: {[r.get('cpu') for r in runs]}")
 
 
 def language_model(binary, work):
