@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "models/gemm_layer.h"
 #include "models/layer_plan.h"
 #include "models/model_file.h"
 #include "models/network.h"
@@ -57,6 +58,9 @@ struct ModelSpec {
   // gives at an input shape (it has no default input nor default classes). Empty for the zoo.
   std::optional<ModelFile> file;
   std::function<int64_t(const SampleShape& input)> classes_of;
+  // A TorchScript file's convolution and linear layers, by module name, as its forward ran them on one
+  // sample of the input (the zoo's come from its plan). Empty for the zoo.
+  std::function<std::vector<GemmLayer>(const SampleShape& input)> gemm_layers_of;
 };
 
 // The synthetic batch of image classifiers.

@@ -1,6 +1,7 @@
 #include "models/torchscript.h"
 
 #include <ATen/record_function.h>
+#include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/script.h>
 #include <zlib.h>
 
@@ -13,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -21,6 +23,7 @@
 #include "lib/common/words.h"
 #include "models/flop_tally.h"
 #include "models/model_file.h"
+#include "models/module_hierarchy.h"
 
 namespace batchscope::models {
 
@@ -243,6 +246,7 @@ class FlopCount {
   FlopCount() {
     total() = 0;
     inside_attention() = 0;
+    ran().clear();
     handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(start, end)
                                              .needsInputs(true)
                                              .needsOutputs(true)
@@ -254,6 +258,22 @@ class FlopCount {
 
   double flops() const { return total(); }
 
+  // The convolutions and linear layers that ran, one per module that ran exactly one 2-D convolution or
+  // matrix product of its own, in the order they first ran. A module that ran more (an attention's, one
+  // called twice) or none is left out: it is no single GEMM. The first is marked where it is the first
+  // product of the forward.
+  std::vector<GemmLayer> layers() const {
+    std::map<std::string, int> runs;
+    for (const GemmLayer& l : ran()) ++runs[l.name];
+    std::vector<GemmLayer> out;
+    for (const GemmLayer& l : ran()) {
+      if (l.name.empty() || l.name == kDifferentiableGraph || runs[l.name] != 1) continue;
+      out.push_back(l);
+      out.back().first = &l == &ran().front();
+    }
+    return out;
+  }
+
  private:
   // What an operator's inputs say, read when it starts (its inputs are no longer there when it ends):
   // the multiply-adds per element of its output, or of its input where a transposed convolution's, or
@@ -262,11 +282,18 @@ class FlopCount {
     double per_element = 0;
     double input_elements = -1;  // >= 0: counted per input element
     double attention = -1;       // >= 0: an attention's FLOPs
+    // A 2-D convolution's or a matrix product's GEMM, with the module it ran in (name empty where none);
+    // its output rows are filled in at its end.
+    std::optional<GemmLayer> layer;
   };
 
   static double& total() {
     static thread_local double flops = 0;
     return flops;
+  }
+  static std::vector<GemmLayer>& ran() {
+    static thread_local std::vector<GemmLayer> layers;
+    return layers;
   }
   // Attentions running on this thread: the products of an unfused one are in its count already.
   static int& inside_attention() {
@@ -297,8 +324,19 @@ class FlopCount {
       const torch::Tensor input = tensor(0), weight = tensor(1);
       if (!input.defined() || !weight.defined() || weight.dim() < 1 || weight.size(0) == 0) return nullptr;
       work->per_element = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
-      if (inputs.size() > 6 && inputs[6].isBool() && inputs[6].toBool())
-        work->input_elements = static_cast<double>(input.numel());
+      const bool transposed = inputs.size() > 6 && inputs[6].isBool() && inputs[6].toBool();
+      if (transposed) work->input_elements = static_cast<double>(input.numel());
+      if (!transposed && input.dim() == 4 && weight.dim() == 4 && weight.size(1) > 0 &&
+          input.size(1) % weight.size(1) == 0) {
+        GemmLayer g = gemm_in_module();
+        g.groups = input.size(1) / weight.size(1);
+        g.in = weight.size(1);
+        g.n = weight.size(0) / g.groups;
+        g.kernel_area = weight.size(2) * weight.size(3);
+        g.k = g.in * g.kernel_area;
+        g.input_rows = input.size(2) * input.size(3);
+        work->layer = g;
+      }
       return work;
     }
     // A product's multiply-adds per output element: the summed dimension, the right operand's first
@@ -310,7 +348,21 @@ class FlopCount {
     const torch::Tensor b = tensor(right);
     if (!b.defined() || b.dim() < 1) return nullptr;
     work->per_element = static_cast<double>(b.dim() == 1 ? b.size(0) : b.size(b.dim() - 2));
+    // A linear layer's product: inputs times a [in, out] matrix, the weight transposed.
+    if ((name == "aten::mm" || name == "aten::addmm") && b.dim() == 2) {
+      GemmLayer g = gemm_in_module();
+      g.in = b.size(0);
+      g.k = g.in;
+      g.n = b.size(1);
+      work->layer = g;
+    }
     return work;
+  }
+
+  static GemmLayer gemm_in_module() {
+    GemmLayer g;
+    g.name = module_path(torch::jit::currentModuleHierarchy());
+    return g;
   }
 
   static void end(const at::RecordFunction& fn, at::ObserverContext* context) {
@@ -327,7 +379,18 @@ class FlopCount {
     }
     const std::vector<c10::IValue>& outputs = fn.outputs();
     if (outputs.empty() || !outputs[0].isTensor()) return;
-    total() += 2 * work->per_element * static_cast<double>(outputs[0].toTensor().numel());
+    const torch::Tensor output = outputs[0].toTensor();
+    total() += 2 * work->per_element * static_cast<double>(output.numel());
+    if (!work->layer || output.dim() < 2 || output.size(0) == 0) return;
+    GemmLayer g = *work->layer;
+    if (output.dim() == 4) {
+      g.rows = output.size(2) * output.size(3);  // a convolution's output pixels
+    } else {
+      // A product's rows for the one sample (a sequence's positions, or 1).
+      g.rows = g.n > 0 ? output.numel() / g.n : 0;
+      g.input_rows = g.rows;
+    }
+    ran().push_back(g);
   }
 
   at::CallbackHandle handle_;
@@ -339,6 +402,7 @@ struct Probe {
   int64_t positions = 0;  // FileInput::Tokens: the output's positions per sample; 0 for one per sequence
   double flops = 0;
   int64_t smallest_train_batch = 1;
+  std::vector<GemmLayer> gemm_layers;
 };
 
 // Synthetic token ids below `ids`, [batch, sequence], and their targets below `classes`: [batch,
@@ -423,6 +487,7 @@ class ScriptFile {
     spec.smallest_train_batch = [this, input](const SampleShape& shape, int64_t) {
       return probe(input, shape).smallest_train_batch;
     };
+    spec.gemm_layers_of = [this, input](const SampleShape& shape) { return probe(input, shape).gemm_layers; };
     if (tokens) {
       spec.synthetic_batch = [this, vocab](int64_t batch, const SampleShape& shape, int64_t classes) {
         return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions,
@@ -590,6 +655,7 @@ class ScriptFile {
       const FlopCount count;
       out = module.forward(inputs(x));
       p.flops = count.flops();
+      p.gemm_layers = count.layers();
     } catch (const std::exception& error) {
       throw std::invalid_argument(
           file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) + "); " +

@@ -318,6 +318,24 @@ TEST(ProfileRecords, RoundTripAndRefuseDamage) {
   bad = j;
   bad["batch_size"] = 0;
   EXPECT_THROW(profile_record_from_json(bad), BadRecord);
+  // A file's GEMM layers: written, read back, and refused where a size is not a whole number above 0.
+  GemmLayer conv;
+  conv.name = "features.0";
+  conv.first = true;
+  conv.rows = conv.input_rows = 1024;
+  conv.n = 64;
+  conv.in = 3;
+  conv.kernel_area = 9;
+  conv.k = 27;
+  r.gemm_layers = {conv};
+  const Json with = to_json(r);
+  EXPECT_EQ(to_json(profile_record_from_json(with)), with);
+  bad = with;
+  bad["gemm_layers"][0]["n"] = 0;
+  EXPECT_THROW(profile_record_from_json(bad), BadRecord);
+  bad = with;
+  bad["gemm_layers"][0]["first"] = "yes";
+  EXPECT_THROW(profile_record_from_json(bad), BadRecord);
 }
 
 namespace {
@@ -432,6 +450,21 @@ TEST(ProfiledSteps, ATorchScriptFilesLayersAreItsModules) {
   EXPECT_EQ(convolving,
             (std::set<std::string>{"first forward", "first backward", "second forward", "second backward"}));
   EXPECT_EQ(find_layer(r, "(unattributed)", profile_pass::kBackward), nullptr);
+  // The record holds both convolutions as GEMMs, so that analyze gives their rates without the file.
+  ASSERT_EQ(r.gemm_layers.size(), 2u);
+  EXPECT_EQ(r.gemm_layers[0].name, "first");
+  EXPECT_TRUE(r.gemm_layers[0].first);
+  EXPECT_EQ(r.gemm_layers[0].k, 27);
+  EXPECT_EQ(r.gemm_layers[0].n, 16);
+  EXPECT_EQ(r.gemm_layers[0].rows, 256);
+  EXPECT_EQ(r.gemm_layers[1].name, "second");
+  EXPECT_EQ(r.gemm_layers[1].k, 144);
+  EXPECT_EQ(r.gemm_layers[1].n, 32);
+  const ProfileRecord back = profile_record_from_json(to_json(r));
+  ASSERT_EQ(back.gemm_layers.size(), 2u);
+  EXPECT_EQ(back.gemm_layers[1].name, "second");
+  EXPECT_EQ(back.gemm_layers[1].input_rows, 256);
+  EXPECT_FALSE(back.gemm_layers[1].first);
 }
 
 // Two linear modules around a ReLU, which TorchScript's executor may merge into one differentiable graph:

@@ -100,12 +100,13 @@ TEST(TorchScript, AnMlpFileTrainsOnTheCpuPastTheStepTheGraphExecutorOptimizes) {
   const TempDir dir;
   const std::string path = dir / "mlp.pt";
   torch::manual_seed(5);
-  scripted("def forward(self, x):\n"
-           "  return torch.linear(torch.relu(torch.linear(x, self.w1, self.b1)), self.w2, self.b2)\n",
-           {{"w1", torch::randn({128, 256}) * 0.05},
-            {"b1", torch::zeros({128})},
-            {"w2", torch::randn({10, 128}) * 0.05},
-            {"b2", torch::zeros({10})}})
+  scripted(
+      "def forward(self, x):\n"
+      "  return torch.linear(torch.relu(torch.linear(x, self.w1, self.b1)), self.w2, self.b2)\n",
+      {{"w1", torch::randn({128, 256}) * 0.05},
+       {"b1", torch::zeros({128})},
+       {"w2", torch::randn({10, 128}) * 0.05},
+       {"b2", torch::zeros({10})}})
       .save(path);
   const models::ModelSpec* spec = models::find_model(path);
   ASSERT_NE(spec, nullptr);
@@ -122,6 +123,65 @@ TEST(TorchScript, AnMlpFileTrainsOnTheCpuPastTheStepTheGraphExecutorOptimizes) {
   }
   // The same batch each step: its loss falls.
   EXPECT_LT(losses.back(), losses.front());
+}
+
+// A module of a file's top module, of its own type, whose forward returns the given expression of x.
+torch::jit::Module submodule(const std::string& type, const std::string& forward,
+                             const std::vector<std::pair<std::string, torch::Tensor>>& parameters) {
+  torch::jit::Module m(type);
+  m.register_attribute("training", c10::BoolType::get(), true);
+  for (const auto& [name, value] : parameters)
+    m.register_parameter(name, value.clone().requires_grad_(), false);
+  m.define("def forward(self, x):\n  return " + forward + "\n");
+  return m;
+}
+
+// A file's convolution and linear layers as GEMMs, from its operators on one sample, by module name: a
+// strided, grouped convolution's output pixels and channels per group, a linear layer's features; a
+// module that runs twice is no single GEMM and is left out.
+TEST(TorchScript, AFilesConvolutionAndLinearLayersAreItsGemms) {
+  const TempDir dir;
+  torch::manual_seed(2);
+  torch::jit::Module net("Net");
+  net.register_attribute("training", c10::BoolType::get(), true);
+  net.register_module("conv",
+                      submodule("Conv", "torch.conv2d(x, self.weight, self.bias, [2, 2], [1, 1], [1, 1], 2)",
+                                {{"weight", torch::randn({8, 2, 3, 3})}, {"bias", torch::zeros({8})}}));
+  net.register_module("fc", submodule("Fc", "torch.linear(x, self.weight, self.bias)",
+                                      {{"weight", torch::randn({5, 128})}, {"bias", torch::zeros({5})}}));
+  net.register_module("twice", submodule("Twice", "torch.linear(x, self.weight, self.bias)",
+                                         {{"weight", torch::randn({5, 5})}, {"bias", torch::zeros({5})}}));
+  net.define(
+      "def forward(self, x):\n"
+      "  features = torch.flatten(self.conv.forward(x), 1)\n"
+      "  return self.twice.forward(self.twice.forward(self.fc.forward(features)))\n");
+  const std::string path = dir / "gemms.pt";
+  net.save(path);
+  const models::ModelSpec* spec = models::find_model(path);
+  ASSERT_NE(spec, nullptr);
+  ASSERT_TRUE(spec->gemm_layers_of);
+  const std::vector<models::GemmLayer> layers = spec->gemm_layers_of({4, 8, 8});
+  ASSERT_EQ(layers.size(), 2u);
+  const models::GemmLayer& conv = layers[0];
+  EXPECT_EQ(conv.name, "conv");
+  EXPECT_TRUE(conv.first);
+  EXPECT_EQ(conv.groups, 2);
+  EXPECT_EQ(conv.in, 2);  // 4 input channels in 2 groups
+  EXPECT_EQ(conv.n, 4);   // 8 output channels in 2 groups
+  EXPECT_EQ(conv.kernel_area, 9);
+  EXPECT_EQ(conv.k, 18);
+  EXPECT_EQ(conv.rows, 16);  // 8x8 at stride 2: 4x4
+  EXPECT_EQ(conv.input_rows, 64);
+  const models::GemmLayer& fc = layers[1];
+  EXPECT_EQ(fc.name, "fc");
+  EXPECT_FALSE(fc.first);
+  EXPECT_EQ(fc.in, 128);
+  EXPECT_EQ(fc.k, 128);
+  EXPECT_EQ(fc.n, 5);
+  EXPECT_EQ(fc.rows, 1);
+  EXPECT_EQ(fc.groups, 1);
+  // The zoo's layers come from its tables.
+  EXPECT_FALSE(models::find_model("mnist_cnn")->gemm_layers_of);
 }
 
 TEST(TorchScript, APlainTensorAttributeMovesWithTheNetwork) {

@@ -245,7 +245,14 @@ std::vector<GemmLayer> group_gemm_layers(const RawGroup& raw, std::string& why) 
     return {};
   }
   if (models::is_model_file_name(id.value("model", ""))) {
-    why = "the prediction needs a zoo model's layer table, which a TorchScript file does not have";
+    // A TorchScript file's, as its profiled sweep found them on one sample.
+    for (const auto& [batch, profile] : raw.profiles) {
+      if (!profile.gemm_layers.empty()) return profile.gemm_layers;
+    }
+    why = raw.profiles.empty()
+              ? "a TorchScript file's layers are known from a profiled sweep (sweep --profile) only"
+              : "its profiles hold no convolution or linear layer of the file (those of an earlier "
+                "batchscope have none)";
     return {};
   }
   std::vector<GemmLayer> layers;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lib/analysis/jump_detector.h"
+#include "models/gemm_layer.h"
 
 namespace batchscope {
 
@@ -14,18 +15,8 @@ namespace batchscope {
 // tm x tn outputs, one tile per SM at a time, so its time grows by whole waves of SM-count tiles. A batch
 // size that needs one more wave than the size before in a large layer costs a step.
 
-// A convolution or linear layer as the GEMMs it runs, per sample.
-struct GemmLayer {
-  std::string name;        // its module name, as the profiler's scopes carry it ("features.0")
-  bool first = false;      // the model's first such layer: training computes no input gradient for it
-  int64_t rows = 0;        // output rows per sample: output pixels for a convolution, 1 for a linear layer
-  int64_t input_rows = 0;  // input pixels per sample (the data gradient's rows)
-  int64_t n = 0;           // output channels or features, per group
-  int64_t k = 0;           // input channels (per group) x kernel area, or input features
-  int64_t in = 0;          // input channels or features, per group
-  int64_t kernel_area = 1;
-  int64_t groups = 1;
-};
+// A convolution or linear layer as the GEMMs it runs, per sample (models/gemm_layer.h).
+using models::GemmLayer;
 
 // The CTA tile of a GEMM kernel: its output block tm x tn, and its K step where known.
 struct Tile {

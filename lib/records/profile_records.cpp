@@ -25,6 +25,30 @@ Json kernel_json(const KernelTime& k) {
   return j;
 }
 
+Json gemm_json(const GemmLayer& g) {
+  return {{"layer", g.name},   {"first", g.first}, {"rows", g.rows}, {"input_rows", g.input_rows},
+          {"n", g.n},          {"k", g.k},         {"in", g.in},     {"kernel_area", g.kernel_area},
+          {"groups", g.groups}};
+}
+
+GemmLayer gemm_from_json(const Json& j) {
+  GemmLayer g;
+  g.name = read_text(j, "layer");
+  if (!j.contains("first") || !j["first"].is_boolean())
+    throw BadRecord("has a gemm_layers entry whose first is not true or false");
+  g.first = j["first"].get<bool>();
+  g.rows = read_whole(j, "rows");
+  g.input_rows = read_whole(j, "input_rows");
+  g.n = read_whole(j, "n");
+  g.k = read_whole(j, "k");
+  g.in = read_whole(j, "in");
+  g.kernel_area = read_whole(j, "kernel_area");
+  g.groups = read_whole(j, "groups");
+  if (g.rows < 1 || g.input_rows < 1 || g.n < 1 || g.k < 1 || g.in < 1 || g.kernel_area < 1 || g.groups < 1)
+    throw BadRecord("has a gemm_layers entry with a size below 1 (" + g.name + ")");
+  return g;
+}
+
 }  // namespace
 
 Json to_json(const ProfileRecord& r) {
@@ -38,6 +62,10 @@ Json to_json(const ProfileRecord& r) {
   for (const LayerTime& l : r.layers) j["layers"].push_back(layer_json(l));
   j["kernels"] = Json::array();
   for (const KernelTime& k : r.kernels) j["kernels"].push_back(kernel_json(k));
+  if (!r.gemm_layers.empty()) {
+    j["gemm_layers"] = Json::array();
+    for (const GemmLayer& g : r.gemm_layers) j["gemm_layers"].push_back(gemm_json(g));
+  }
   return j;
 }
 
@@ -67,6 +95,12 @@ ProfileRecord profile_record_from_json(const Json& j) {
     if (k.contains("grid")) kernel.grid = read_text(k, "grid");
     if (k.contains("block")) kernel.block = read_text(k, "block");
     r.kernels.push_back(std::move(kernel));
+  }
+  if (j.contains("gemm_layers")) {
+    for (const Json& g : read_array(j, "gemm_layers")) {
+      if (!g.is_object()) throw BadRecord("has a gemm_layers entry that is not an object");
+      r.gemm_layers.push_back(gemm_from_json(g));
+    }
   }
   return r;
 }

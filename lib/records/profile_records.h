@@ -5,8 +5,11 @@
 #include <vector>
 
 #include "lib/records/records.h"
+#include "models/gemm_layer.h"
 
 namespace batchscope {
+
+using models::GemmLayer;
 
 // What the profiled steps of one batch size spent, per layer and per operator or kernel
 // (`sweep --profile`; one record per batch size in profile.jsonl beside steps.jsonl). Profiled steps
@@ -50,6 +53,9 @@ struct ProfileRecord {
   std::vector<LayerTime> layers;
   std::vector<KernelTime> kernels;
   std::string trace;  // the Chrome trace of its first profiled step, "" where none was asked for
+  // A TorchScript file's convolution and linear layers as GEMMs (the zoo's are in its layer tables), so
+  // that analyze can give its layers' TFLOP/s and predict its tiles' waves without the file.
+  std::vector<GemmLayer> gemm_layers;
 };
 
 Json to_json(const ProfileRecord& r);

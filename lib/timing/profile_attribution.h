@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "lib/records/profile_records.h"
+#include "models/module_hierarchy.h"
 
 namespace batchscope {
 
@@ -31,17 +32,9 @@ struct ProfilerEvent {
   std::string module;
 };
 
-// The name of a TorchScript file's operators that its graph executor merged into one differentiable graph
-// (batch norms, activations, element-wise operators, with their backward as one node): the profiler
-// records the graph, not their modules.
-inline constexpr const char* kDifferentiableGraph = "(differentiable graph)";
-
-// The innermost module in a module hierarchy as LibTorch's profiler records it for an operator that
-// TorchScript's interpreter ran: "TOP(Net)::forward", "features(Sequential)::forward", "0(Conv2d)::forward",
-// "SELF(Conv2d)::_conv_forward" is "features.0". A method of the same module (SELF) and a free function
-// ("::relu") add no name; an operator of a differentiable graph ("TOP()::<forward op>") is
-// kDifferentiableGraph. Empty for an operator of the top module itself, of a backward graph, or of none.
-std::string module_path(const std::vector<std::string>& hierarchy);
+// A TorchScript file's modules and its differentiable graphs, by the names its layers take.
+using models::kDifferentiableGraph;
+using models::module_path;
 
 // Operators or kernels kept per layer and pass, the longest first; the rest are summed as "(other)".
 inline constexpr std::size_t kKernelsPerLayer = 8;

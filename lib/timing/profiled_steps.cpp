@@ -314,6 +314,7 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
   }
   record.step_ms = steps > 0 ? wall_ms / steps : 0;
   attribute_events(events, record);
+  record.gemm_layers = workload.file_gemm_layers();
   if (cuda) {
     const auto shapes = kernel_launch_shapes(record.trace.empty() ? launch_trace : record.trace);
     for (KernelTime& k : record.kernels) {

@@ -254,6 +254,11 @@ void Workload::restore_state(const State& state) {
   synchronize();
 }
 
+std::vector<models::GemmLayer> Workload::file_gemm_layers() const {
+  if (!spec_->gemm_layers_of) return {};
+  return spec_->gemm_layers_of(experiment_.input_shape);
+}
+
 void Workload::warm_up(int steps, const StepObserver* observer) {
   for (int i = 0; i < steps; ++i) {
     stage();

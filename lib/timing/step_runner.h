@@ -89,6 +89,10 @@ class Workload {
   // The loss scaler of a training step with loss_scale: dynamic; null otherwise.
   const LossScaler* loss_scaler() const { return scaler_.get(); }
 
+  // A TorchScript file's convolution and linear layers at the experiment's input (ModelSpec's
+  // gemm_layers_of); empty for the zoo, whose layer tables analyze reads.
+  std::vector<models::GemmLayer> file_gemm_layers() const;
+
   // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
   double flops_per_step(int64_t batch_size) const { return step_flops(experiment_.phase, forward_flops_per_sample_, batch_size); }
 

@@ -251,6 +251,20 @@ def profiled_modules(binary, work, scripted, traced, shape):
         report = os.path.join(out, "analysis", "report.md")
         text = open(report).read() if os.path.exists(report) else ""
         check(analysis.returncode == 0 and "conv2" in text, f"analyze's report names {name}'s layers: {analysis.stderr.strip()[-300:]}")
+        # Each convolution and linear layer's FLOPs from the file's own shapes (per sample: 2 x output
+        # pixels x output channels x input channels x kernel area), so its TFLOP/s, without the zoo's tables:
+        # the first layer's backward is its weights' gradient alone, the others' twice the forward.
+        result = os.path.join(out, "analysis", "analysis.json")
+        groups = json.load(open(result))["groups"] if os.path.exists(result) else []
+        rates = groups[0].get("layer_rates", {}) if groups else {}
+        per_sample = {("conv", "forward"): 2 * 256 * 8 * 27, ("conv", "backward"): 2 * 256 * 8 * 27,
+                      ("conv2", "forward"): 2 * 64 * 16 * 72, ("conv2", "backward"): 2 * 2 * 64 * 16 * 72,
+                      ("fc", "forward"): 2 * 7 * 16, ("fc", "backward"): 2 * 2 * 7 * 16}
+        counted = {(l["layer"], l["pass"]): l["gflop"] * 1e9 / rates["batch_size"] for l in rates.get("layers", [])}
+        check(counted.keys() == per_sample.keys() and
+              all(abs(counted[k] - v) <= 1e-6 * v for k, v in per_sample.items()) and
+              all(l["tflops"] > 0 for l in rates["layers"]),
+              f"analyze gives {name}'s layers their FLOPs and TFLOP/s: {counted}")
 
 
 def multilayer_perceptron(binary, work):
