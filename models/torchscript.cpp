@@ -1,7 +1,5 @@
 #include "models/torchscript.h"
 
-#include <ATen/record_function.h>
-#include <torch/csrc/jit/runtime/interpreter.h>
 #include <torch/script.h>
 #include <zlib.h>
 
@@ -23,7 +21,7 @@
 #include "lib/common/words.h"
 #include "models/flop_tally.h"
 #include "models/model_file.h"
-#include "models/module_hierarchy.h"
+#include "models/operator_flops.h"
 
 namespace batchscope::models {
 
@@ -235,166 +233,6 @@ class ScriptedNetwork : public Network {
   ForwardInputs inputs_;
 };
 
-// The FLOPs of the operators that LibTorch runs while a FlopCount lives on this thread: convolutions
-// (2 per multiply-add of each output, or each input where transposed; a scripted module reaches them
-// through aten::conv2d, a traced one through aten::_convolution directly, and both through the latter),
-// matrix products (mm, addmm, bmm, baddbmm, mv, addmv, dot) and attention (scaled_dot_product_attention:
-// its two products, whichever kernel runs them; the operators inside it count nothing more).
-// Element-wise operators, normalisation and pooling count nothing.
-class FlopCount {
- public:
-  FlopCount() {
-    total() = 0;
-    inside_attention() = 0;
-    ran().clear();
-    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(start, end)
-                                             .needsInputs(true)
-                                             .needsOutputs(true)
-                                             .scopes({at::RecordScope::FUNCTION}));
-  }
-  ~FlopCount() { at::removeCallback(handle_); }
-  FlopCount(const FlopCount&) = delete;
-  FlopCount& operator=(const FlopCount&) = delete;
-
-  double flops() const { return total(); }
-
-  // The convolutions and linear layers that ran, one per module that ran exactly one 2-D convolution or
-  // matrix product of its own, in the order they first ran. A module that ran more (an attention's, one
-  // called twice) or none is left out: it is no single GEMM. The first is marked where it is the first
-  // product of the forward.
-  std::vector<GemmLayer> layers() const {
-    std::map<std::string, int> runs;
-    for (const GemmLayer& l : ran()) ++runs[l.name];
-    std::vector<GemmLayer> out;
-    for (const GemmLayer& l : ran()) {
-      if (l.name.empty() || l.name == kDifferentiableGraph || runs[l.name] != 1) continue;
-      out.push_back(l);
-      out.back().first = &l == &ran().front();
-    }
-    return out;
-  }
-
- private:
-  // What an operator's inputs say, read when it starts (its inputs are no longer there when it ends):
-  // the multiply-adds per element of its output, or of its input where a transposed convolution's, or
-  // the whole count of an attention.
-  struct Work : at::ObserverContext {
-    double per_element = 0;
-    double input_elements = -1;  // >= 0: counted per input element
-    double attention = -1;       // >= 0: an attention's FLOPs
-    // A 2-D convolution's or a matrix product's GEMM, with the module it ran in (name empty where none);
-    // its output rows are filled in at its end.
-    std::optional<GemmLayer> layer;
-  };
-
-  static double& total() {
-    static thread_local double flops = 0;
-    return flops;
-  }
-  static std::vector<GemmLayer>& ran() {
-    static thread_local std::vector<GemmLayer> layers;
-    return layers;
-  }
-  // Attentions running on this thread: the products of an unfused one are in its count already.
-  static int& inside_attention() {
-    static thread_local int depth = 0;
-    return depth;
-  }
-
-  static std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
-    const std::string name = fn.name();
-    const auto inputs = fn.inputs();
-    const auto tensor = [&inputs](std::size_t i) {
-      return i < inputs.size() && inputs[i].isTensor() ? inputs[i].toTensor() : torch::Tensor();
-    };
-    auto work = std::make_unique<Work>();
-    if (name == "aten::scaled_dot_product_attention") {
-      // query [..., L, E], key [..., S, E], value [..., S, Ev]: query x key^T, then the weights x value.
-      const torch::Tensor q = tensor(0), k = tensor(1), v = tensor(2);
-      if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
-        return nullptr;
-      const double queries = static_cast<double>(q.numel()) / static_cast<double>(q.size(-1));
-      const double keys = static_cast<double>(k.size(-2));
-      work->attention = 2 * queries * keys * static_cast<double>(q.size(-1) + v.size(-1));
-      ++inside_attention();
-      return work;
-    }
-    if (inside_attention() > 0) return nullptr;
-    if (name == "aten::_convolution") {
-      const torch::Tensor input = tensor(0), weight = tensor(1);
-      if (!input.defined() || !weight.defined() || weight.dim() < 1 || weight.size(0) == 0) return nullptr;
-      work->per_element = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
-      const bool transposed = inputs.size() > 6 && inputs[6].isBool() && inputs[6].toBool();
-      if (transposed) work->input_elements = static_cast<double>(input.numel());
-      if (!transposed && input.dim() == 4 && weight.dim() == 4 && weight.size(1) > 0 &&
-          input.size(1) % weight.size(1) == 0) {
-        GemmLayer g = gemm_in_module();
-        g.groups = input.size(1) / weight.size(1);
-        g.in = weight.size(1);
-        g.n = weight.size(0) / g.groups;
-        g.kernel_area = weight.size(2) * weight.size(3);
-        g.k = g.in * g.kernel_area;
-        g.input_rows = input.size(2) * input.size(3);
-        work->layer = g;
-      }
-      return work;
-    }
-    // A product's multiply-adds per output element: the summed dimension, the right operand's first
-    // (a matrix's rows, a vector's length).
-    std::size_t right = 0;
-    if (name == "aten::mm" || name == "aten::bmm" || name == "aten::mv" || name == "aten::dot") right = 1;
-    if (name == "aten::addmm" || name == "aten::baddbmm" || name == "aten::addmv") right = 2;
-    if (right == 0) return nullptr;
-    const torch::Tensor b = tensor(right);
-    if (!b.defined() || b.dim() < 1) return nullptr;
-    work->per_element = static_cast<double>(b.dim() == 1 ? b.size(0) : b.size(b.dim() - 2));
-    // A linear layer's product: inputs times a [in, out] matrix, the weight transposed.
-    if ((name == "aten::mm" || name == "aten::addmm") && b.dim() == 2) {
-      GemmLayer g = gemm_in_module();
-      g.in = b.size(0);
-      g.k = g.in;
-      g.n = b.size(1);
-      work->layer = g;
-    }
-    return work;
-  }
-
-  static GemmLayer gemm_in_module() {
-    GemmLayer g;
-    g.name = module_path(torch::jit::currentModuleHierarchy());
-    return g;
-  }
-
-  static void end(const at::RecordFunction& fn, at::ObserverContext* context) {
-    const auto* work = static_cast<const Work*>(context);
-    if (work == nullptr) return;
-    if (work->attention >= 0) {
-      --inside_attention();
-      total() += work->attention;
-      return;
-    }
-    if (work->input_elements >= 0) {
-      total() += 2 * work->per_element * work->input_elements;
-      return;
-    }
-    const std::vector<c10::IValue>& outputs = fn.outputs();
-    if (outputs.empty() || !outputs[0].isTensor()) return;
-    const torch::Tensor output = outputs[0].toTensor();
-    total() += 2 * work->per_element * static_cast<double>(output.numel());
-    if (!work->layer || output.dim() < 2 || output.size(0) == 0) return;
-    GemmLayer g = *work->layer;
-    if (output.dim() == 4) {
-      g.rows = output.size(2) * output.size(3);  // a convolution's output pixels
-    } else {
-      // A product's rows for the one sample (a sequence's positions, or 1).
-      g.rows = g.n > 0 ? output.numel() / g.n : 0;
-      g.input_rows = g.rows;
-    }
-    ran().push_back(g);
-  }
-
-  at::CallbackHandle handle_;
-};
 
 // What one sample on the CPU tells of the module at an input shape.
 struct Probe {

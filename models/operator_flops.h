@@ -1,0 +1,36 @@
+#pragma once
+
+#include <ATen/record_function.h>
+
+#include <vector>
+
+#include "models/gemm_layer.h"
+
+namespace batchscope::models {
+
+// The FLOPs of the operators that LibTorch runs while a FlopCount lives on this thread: convolutions
+// (2 per multiply-add of each output, or each input where transposed; a scripted module reaches them
+// through aten::conv2d, a traced one through aten::_convolution directly, and both through the latter),
+// matrix products (mm, addmm, bmm, baddbmm, mv, addmv, dot) and attention (scaled_dot_product_attention:
+// its two products, whichever kernel runs them; the operators inside it count nothing more).
+// Element-wise operators, normalisation and pooling count nothing.
+class FlopCount {
+ public:
+  FlopCount();
+  ~FlopCount();
+  FlopCount(const FlopCount&) = delete;
+  FlopCount& operator=(const FlopCount&) = delete;
+
+  double flops() const;
+
+  // The convolutions and linear layers that ran, one per module that ran exactly one 2-D convolution or
+  // matrix product of its own, in the order they first ran. A module that ran more (an attention's, one
+  // called twice) or none is left out: it is no single GEMM. The first is marked where it is the first
+  // product of the forward.
+  std::vector<GemmLayer> layers() const;
+
+ private:
+  at::CallbackHandle handle_;
+};
+
+}  // namespace batchscope::models
