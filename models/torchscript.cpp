@@ -233,7 +233,6 @@ class ScriptedNetwork : public Network {
   ForwardInputs inputs_;
 };
 
-
 // What one sample on the CPU tells of the module at an input shape.
 struct Probe {
   int64_t classes = 0;    // or the vocabulary
