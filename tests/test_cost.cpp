@@ -53,6 +53,7 @@ TEST(Cost, DollarsPerMillionSamplesAndPerEpochByHand) {
   // 60000 samples at 64 a step: 938 steps of 100 ms, 93.8 s at $0.001/s.
   EXPECT_NEAR(usd_per_epoch(3.6, 100.0, 64, 60000), 0.0938, 1e-12);
   EXPECT_EQ(known_epoch_samples("mnist"), 60000);
+  EXPECT_EQ(known_epoch_samples("cifar100"), 50000);
   EXPECT_FALSE(known_epoch_samples("synthetic").has_value());
 }
 

@@ -79,8 +79,8 @@ TEST(Datasets, FashionNameAndNormalisationFromDirectoryName) {
   const DatasetSplits splits = load_dataset(location);
   EXPECT_EQ(splits.test.name, "fashion-mnist");
   EXPECT_NEAR(splits.train.images[7][0][3][5].item<float>(), (15 / 255.0 - 0.2860) / 0.3530, 1e-5);
-  EXPECT_DOUBLE_EQ(dataset_mean("fashion-mnist"), 0.2860);
-  EXPECT_DOUBLE_EQ(dataset_std("mnist"), 0.3081);
+  EXPECT_EQ(dataset_kind("fashion-mnist").mean, std::vector<double>{0.2860});
+  EXPECT_EQ(dataset_kind("mnist").deviation, std::vector<double>{0.3081});
 }
 
 TEST(Datasets, LabelOutOfRange) {
@@ -124,7 +124,7 @@ TEST(Datasets, MissingFilesListed) {
   const fs::path dir = make_dataset_dir(root, "digits");
   fs::remove(dir / "t10k-labels-idx1-ubyte.gz");
   const std::string message = user_error([&] { locate_dataset(dir.string()); });
-  EXPECT_NE(message.find(dir.string() + ": lacks t10k-labels-idx1-ubyte of the mnist files"),
+  EXPECT_NE(message.find(dir.string() + ": lacks t10k-labels-idx1-ubyte of the MNIST files"),
             std::string::npos)
       << message;
   for (const char* name : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
@@ -139,6 +139,135 @@ TEST(Datasets, MissingDirectory) {
   EXPECT_NE(message.find(root.file("absent") + ": no such directory"), std::string::npos) << message;
   EXPECT_NE(message.find("t10k-images-idx3-ubyte"), std::string::npos) << message;
   EXPECT_NE(message.find("scripts/get_datasets.sh"), std::string::npos) << message;
+}
+
+// A CIFAR file of `count` records whose pixel (channel c, row r, column x) of record i is
+// (first + 3i + 50c + r + x) mod 256, labelled (first + i) mod classes.
+CifarRecords cifar_records(int64_t count, int first, int64_t classes) {
+  CifarRecords records;
+  records.count = count;
+  for (int64_t i = 0; i < count; ++i) {
+    for (int c = 0; c < 3; ++c)
+      for (int r = 0; r < 32; ++r)
+        for (int x = 0; x < 32; ++x)
+          records.pixels.push_back(static_cast<uint8_t>((first + 3 * i + 50 * c + r + x) % 256));
+    records.labels.push_back(static_cast<uint8_t>((first + i) % classes));
+  }
+  return records;
+}
+
+fs::path make_cifar10_dir(const TempDir& root, const std::string& name) {
+  const fs::path dir = root.path() / name;
+  fs::create_directories(dir);
+  for (int f = 1; f <= 5; ++f) {
+    write_cifar((dir / ("data_batch_" + std::to_string(f) + ".bin")).string(), cifar_records(4, 10 * f, 10),
+                CifarFile{1, 10});
+  }
+  write_cifar((dir / "test_batch.bin").string(), cifar_records(3, 0, 10), CifarFile{1, 10});
+  return dir;
+}
+
+TEST(Cifar, TenReadsItsFiveTrainingFilesInOrderAndNormalisesEachChannel) {
+  TempDir root;
+  const fs::path dir = make_cifar10_dir(root, "downloaded");
+  const DatasetLocation location = locate_dataset(dir.string());
+  EXPECT_EQ(location.name, "cifar10");
+  const DatasetSplits splits = load_dataset(location);
+  EXPECT_EQ(splits.train.name, "cifar10");
+  EXPECT_EQ(splits.train.images.sizes(), torch::IntArrayRef({20, 3, 32, 32}));
+  EXPECT_EQ(splits.test.images.sizes(), torch::IntArrayRef({3, 3, 32, 32}));
+  const DatasetKind& kind = dataset_kind("cifar10");
+  // File 3's record 2 is sample 4 * 2 + 2: its first is 30, so channel 2, row 5, column 7 holds 148.
+  for (int c = 0; c < 3; ++c) {
+    const double pixel = (30 + 3 * 2 + 50 * c + 5 + 7) % 256;
+    EXPECT_NEAR(splits.train.images[10][c][5][7].item<float>(),
+                (pixel / 255 - kind.mean[c]) / kind.deviation[c], 1e-5)
+        << "channel " << c;
+  }
+  std::vector<int64_t> labels(splits.train.labels.data_ptr<int64_t>(),
+                              splits.train.labels.data_ptr<int64_t>() + 20);
+  EXPECT_EQ(labels, (std::vector<int64_t>{0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(splits.test.labels[2].item<int64_t>(), 2);
+}
+
+TEST(Cifar, HundredTakesEachRecordsFineLabel) {
+  TempDir root;
+  const fs::path dir = root.path() / "c100";
+  fs::create_directories(dir);
+  // Two records, coarse labels 3 and 19, fine labels 57 and 99.
+  std::vector<uint8_t> bytes;
+  for (const auto& [coarse, fine] : {std::pair{3, 57}, std::pair{19, 99}}) {
+    bytes.push_back(static_cast<uint8_t>(coarse));
+    bytes.push_back(static_cast<uint8_t>(fine));
+    bytes.insert(bytes.end(), kCifarImageBytes, static_cast<uint8_t>(fine));
+  }
+  write_bytes((dir / "train.bin").string(), bytes);
+  write_cifar((dir / "test.bin").string(), cifar_records(1, 42, 100), CifarFile{2, 100});
+  const DatasetLocation location = locate_dataset(dir.string());
+  EXPECT_EQ(location.name, "cifar100");
+  EXPECT_EQ(location.kind().classes, 100);
+  const DatasetSplits splits = load_dataset(location);
+  EXPECT_EQ(splits.train.labels[0].item<int64_t>(), 57);
+  EXPECT_EQ(splits.train.labels[1].item<int64_t>(), 99);
+  EXPECT_EQ(splits.test.labels[0].item<int64_t>(), 42);
+  const DatasetKind& kind = dataset_kind("cifar100");
+  EXPECT_NEAR(splits.train.images[1][1][31][31].item<float>(),
+              (99 / 255.0 - kind.mean[1]) / kind.deviation[1], 1e-5);
+}
+
+TEST(Cifar, RefusesAFileOfPartRecordsAndALabelBeyondItsClasses) {
+  TempDir root;
+  const fs::path dir = make_cifar10_dir(root, "cifar");
+  std::vector<uint8_t> cut(3073 * 2 + 5, 1);
+  write_bytes((dir / "data_batch_4.bin").string(), cut);
+  std::string message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("data_batch_4.bin: holds 6151 bytes, which is not a whole number of 3073-byte CIFAR "
+                         "records"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("get_datasets.sh"), std::string::npos) << message;
+
+  CifarRecords records = cifar_records(3, 0, 10);
+  records.labels[1] = 10;
+  write_cifar((dir / "data_batch_4.bin").string(), records, CifarFile{1, 10});
+  message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("data_batch_4.bin: holds label 10 in record 1, where labels are 0 to 9"),
+            std::string::npos)
+      << message;
+  write_bytes((dir / "data_batch_4.bin").string(), {});
+  message = user_error([&] { load_dataset(locate_dataset(dir.string())); });
+  EXPECT_NE(message.find("data_batch_4.bin: is empty"), std::string::npos) << message;
+}
+
+TEST(Cifar, MissingFilesAreListedWithTheCommandThatFetchesThem) {
+  TempDir root;
+  const fs::path dir = make_cifar10_dir(root, "cifar");
+  fs::remove(dir / "data_batch_2.bin");
+  fs::remove(dir / "test_batch.bin");
+  const std::string message = user_error([&] { locate_dataset(dir.string()); });
+  EXPECT_NE(message.find(dir.string() + ": lacks data_batch_2.bin and test_batch.bin of the CIFAR-10 files"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("run scripts/get_datasets.sh cifar10"), std::string::npos) << message;
+}
+
+TEST(Datasets, KindsByNameAndByTheFilesADirectoryHolds) {
+  EXPECT_EQ(dataset_names(), "mnist, fashion-mnist, cifar10 or cifar100");
+  EXPECT_TRUE(is_dataset_name("cifar100"));
+  EXPECT_FALSE(is_dataset_name("imagenet"));
+  EXPECT_EQ(kind_of_data("cifar100").image, (std::vector<int64_t>{3, 32, 32}));
+  EXPECT_EQ(kind_of_data("cifar100").classes, 100);
+  EXPECT_EQ(kind_of_data("mnist").train_images, 60000);
+  EXPECT_EQ(kind_of_data("cifar10").train_images, 50000);
+  // A directory that is not there is read by its name, as before any file is looked at.
+  EXPECT_EQ(kind_of_data("/nowhere/fashion").name, "fashion-mnist");
+  EXPECT_EQ(kind_of_data("/nowhere/cifar10").name, "mnist");
+  TempDir root;
+  EXPECT_EQ(kind_of_data(make_cifar10_dir(root, "fashion").string()).name, "cifar10");
+  for (const DatasetKind& kind : dataset_kinds()) {
+    EXPECT_EQ(kind.mean.size(), static_cast<size_t>(kind.image[0])) << kind.name;
+    EXPECT_EQ(kind.deviation.size(), static_cast<size_t>(kind.image[0])) << kind.name;
+  }
 }
 
 // Sets an environment variable for one scope and puts the old value back.
@@ -177,6 +306,9 @@ TEST(Datasets, LocateByNameUnderBatchscopeData) {
   EXPECT_EQ(location.directory, (root.path() / "fashion-mnist").string());
   const std::string message = user_error([] { locate_dataset("mnist"); });
   EXPECT_NE(message.find((root.path() / "mnist").string()), std::string::npos) << message;
+  make_cifar10_dir(root, "cifar10");
+  EXPECT_EQ(locate_dataset("cifar10").directory, (root.path() / "cifar10").string());
+  EXPECT_EQ(load_dataset(locate_dataset("cifar10")).train.size(), 20);
 }
 
 TEST(Datasets, LocateByNameUnderWorkingDirectory) {

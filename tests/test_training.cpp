@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 
+#include "data/cifar.h"
 #include "data/idx.h"
 #include "lib/common/errors.h"
 #include "lib/common/program_runner.h"
@@ -442,6 +443,66 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
   EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(options("refused"), "cpu", "cuda:99"); },
                                             {"cuda:99"}));
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
+}
+
+// A learnable stand-in for CIFAR-100 (its train.bin and test.bin): class k of the first 16 lights the
+// k-th 8x8 cell of a 4x4 grid in channel k mod 3, on noise.
+void write_cifar100(const fs::path& dir, int64_t train, int64_t test) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> noise(0, 90), bright(150, 255), label(0, 15);
+  for (const auto& [name, count] : {std::pair{"train.bin", train}, std::pair{"test.bin", test}}) {
+    data::CifarRecords records;
+    records.count = count;
+    for (int64_t i = 0; i < count; ++i) {
+      const int k = label(rng);
+      records.labels.push_back(static_cast<uint8_t>(k));
+      for (int c = 0; c < 3; ++c)
+        for (int y = 0; y < 32; ++y)
+          for (int x = 0; x < 32; ++x) {
+            const bool lit = c == k % 3 && y / 8 == k / 4 && x / 8 == k % 4;
+            records.pixels.push_back(static_cast<uint8_t>(lit ? bright(rng) : noise(rng)));
+          }
+    }
+    data::write_cifar((dir / name).string(), records, data::CifarFile{2, 100});
+  }
+}
+
+TEST_F(Training, AModelIsBuiltForItsDatasetsImagesAndClassesAndEvalOnlyForThem) {
+  const fs::path colours = *root_ / "colours";
+  fs::create_directories(colours);
+  write_cifar100(colours, 480, 120);
+  TrainingOptions o = options("cifar100");
+  o.data = colours.string();
+  o.batch_size = 24;
+  const TrainingOutcome run = train_model(o);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  EXPECT_EQ(run.epochs.back().test.samples, 120);
+  EXPECT_GT(run.epochs.back().test.accuracy, 0.5);  // chance is 1/16 among the classes used
+  const fs::path dir = fs::path(run.jsonl_path).parent_path();
+  const Json info = Json::parse(std::ifstream(dir / "checkpoint.json"));
+  EXPECT_EQ(info["input"], Json({3, 32, 32}));
+  EXPECT_EQ(info["classes"], 100);
+  EXPECT_EQ(info["data"]["name"], "cifar100");
+
+  EvalOptions eval;
+  eval.checkpoint = dir.string();
+  eval.device = "cpu";
+  const CheckpointEvaluation again = evaluate_checkpoint(eval);
+  EXPECT_EQ(again.data, "cifar100");
+  EXPECT_EQ(again.test.correct, run.epochs.back().test.correct);
+  EXPECT_EQ(again.test.loss, run.epochs.back().test.loss);
+  eval.data = (*root_ / "toy").string();
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                    {(dir / "checkpoint.json").string() +
+                                         ": describes a model of CIFAR-100's 3x32x32 images of 100 classes",
+                                     "holds MNIST's 1x28x28 images of 10 classes", "give --data cifar100"}));
+
+  // MNIST's images are too small for VGG16, and the sentence says whose images they are.
+  o.model = "vgg16";
+  o.data = (*root_ / "toy").string();
+  o.out_dir = (*root_ / "vgg16").string();
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"MNIST images are 1x28x28"}));
 }
 
 // The numbers of two runs' epochs, bit for bit (the time aside).

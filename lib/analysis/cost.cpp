@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "data/datasets.h"
 #include "lib/common/errors.h"
 
 namespace batchscope {
@@ -84,7 +85,7 @@ std::optional<Price> price_for(const PriceList& prices, const std::vector<std::s
 }
 
 std::optional<int64_t> known_epoch_samples(const std::string& data) {
-  if (data == "mnist" || data == "fashion-mnist") return 60000;
+  if (data::is_dataset_name(data)) return data::dataset_kind(data).train_images;
   return std::nullopt;
 }
 

@@ -42,8 +42,9 @@
 //   min_time         steps: auto only: seconds of timed steps at least, per batch size (0)
 //   max_time         steps: auto only: seconds of timed steps at most, per batch size (10)
 //   order            ascending | shuffled (ascending)
-//   data             synthetic | mnist | fashion-mnist | a directory of IDX files (synthetic); real
-//                    data sets input to [1, 28, 28] and classes to 10 (image models only)
+//   data             synthetic | mnist | fashion-mnist | cifar10 | cifar100 | a directory of one's files
+//                    (synthetic); real data sets input and classes to the dataset's: [1, 28, 28] and 10
+//                    for MNIST's, [3, 32, 32] and 10 or 100 for CIFAR's (image models only)
 //   transfer         excluded | included: whether each step's time includes copying its batch
 //                    from host memory to the device (excluded)
 //   chunk            at most this many samples at a time (whole batch): infer runs its forward pass over

@@ -116,7 +116,7 @@ struct ExperimentConfig {
   int timed_steps = 20;  // with auto_steps, the fewest (the first block)
   std::optional<AutoSteps> auto_steps;
   BatchOrder order = BatchOrder::Ascending;
-  std::string data = "synthetic";  // or mnist, fashion-mnist, or a directory of IDX files
+  std::string data = "synthetic";  // or a dataset: mnist, fashion-mnist, cifar10, cifar100, or a directory
   Transfer transfer = Transfer::Excluded;
   // At most this many samples at a time; 0 = the whole batch. infer: forward passes over slices; train:
   // micro-batches whose gradients accumulate before one optimizer step (gradient accumulation).

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "data/datasets.h"
 #include "lib/common/limits.h"
 #include "lib/config/batch_spec.h"
 #include "lib/config/config_names.h"
@@ -406,19 +407,18 @@ void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& 
   if (spec.file) read_file_model_shape(k, spec, c);
 }
 
-// data: synthetic, or a dataset of 28x28 grey images of 10 classes, which then fixes input and classes.
+// data: synthetic, or a dataset (by name or directory), which then fixes input and classes.
 void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c) {
   const Entry& e = k["data"];
-  const std::string kinds = "use synthetic, mnist, fashion-mnist or a directory of IDX files";
+  const std::string kinds = "use synthetic, " + data::dataset_names() + ", or a directory of one's files";
   c.data = get_string(e, kinds);
   if (c.data.empty()) fail(e.where, e.where.label + " is empty", kinds);
   std::error_code ec;
-  if (c.data != "synthetic" && c.data != "mnist" && c.data != "fashion-mnist" &&
-      !std::filesystem::is_directory(c.data, ec)) {
+  if (c.data != "synthetic" && !data::is_dataset_name(c.data) && !std::filesystem::is_directory(c.data, ec)) {
     fail(e.where,
-         e.where.label + " " + shown(c.data) +
-             " is neither synthetic, mnist, fashion-mnist nor a directory of IDX files",
-         "use one of those (scripts/get_datasets.sh fetches mnist and fashion-mnist)");
+         e.where.label + " " + shown(c.data) + " is not synthetic, a dataset (" + data::dataset_names() +
+             ") or a directory of one's files",
+         "use one of those (scripts/get_datasets.sh fetches them)");
   }
   if (c.data == "synthetic") return;
   if (spec.input_kind != models::InputKind::Image) {
@@ -426,17 +426,23 @@ void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c
          spec.name + " takes " + models::input_kind_name(spec.input_kind) + ", not the images of " + shown(c.data),
          "use data: synthetic for " + spec.name);
   }
-  const std::vector<int64_t> image{1, 28, 28};
-  if (k.has("input") && c.input_shape != image) {
-    fail(k["input"].where, k["input"].where.label + " is not 1x28x28, the shape of " + c.data + " images",
-         "leave input out (or give [1, 28, 28]) for data: " + c.data);
+  const data::DatasetKind& dataset = data::kind_of_data(c.data);
+  if (k.has("input") && c.input_shape != dataset.image) {
+    std::string listed;
+    for (const int64_t size : dataset.image) listed += (listed.empty() ? "" : ", ") + std::to_string(size);
+    fail(k["input"].where,
+         k["input"].where.label + " is not " + models::shape_text(dataset.image) + ", the shape of " +
+             dataset.title + " images",
+         "leave input out (or give [" + listed + "]) for data: " + c.data);
   }
-  if (k.has("classes") && c.classes != 10) {
-    fail(k["classes"].where, k["classes"].where.label + " is not 10, the classes of " + c.data,
-         "leave classes out (or give 10) for data: " + c.data);
+  if (k.has("classes") && c.classes != dataset.classes) {
+    const std::string classes = std::to_string(dataset.classes);
+    fail(k["classes"].where,
+         k["classes"].where.label + " is not " + classes + ", the classes of " + dataset.title,
+         "leave classes out (or give " + classes + ") for data: " + c.data);
   }
-  c.input_shape = image;
-  c.classes = 10;
+  c.input_shape = dataset.image;
+  c.classes = dataset.classes;
 }
 
 // steps: a count, or auto with its ci_width (percent, "1%" or 1), min_time and max_time (seconds).

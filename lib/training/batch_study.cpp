@@ -163,7 +163,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
                               ? options.reference_batch
                               : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
   const std::string device = resolve_training_device(options.training.device);
-  build_network(options.training.model);
+  build_network(options.training.model, data::kind_of_data(options.training.data));
   std::vector<TrainingOptions> runs;
   std::vector<int64_t> seen;
   for (const int64_t batch : options.batch_sizes) {

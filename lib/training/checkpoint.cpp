@@ -216,6 +216,12 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   }
   if (!json.contains("data") || !json["data"].is_object()) refuse("has no \"data\" object");
   info.data_dir = text(json["data"], "directory");
+  // Every checkpoint written names its dataset; one without a name is of MNIST's shape, as all were once.
+  if (json["data"].contains("name")) {
+    info.data_name = text(json["data"], "name");
+    if (!data::is_dataset_name(info.data_name))
+      refuse("names a dataset \"" + info.data_name + "\" that is none of " + data::dataset_names());
+  }
   if (json.contains("limit_test") && !json["limit_test"].is_null()) {
     const Json& l = json["limit_test"];
     if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)

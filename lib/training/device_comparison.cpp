@@ -54,7 +54,7 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   c.first_device = resolve_training_device(first_device);
   c.second_device = resolve_training_device(second_device);
   c.precision = options.precision;
-  build_network(options.model);
+  build_network(options.model, data::kind_of_data(options.data));
   const std::string first_name = device_dir_name(c.first_device);
   std::string second_name = device_dir_name(c.second_device);
   if (second_name == first_name) second_name += "_2";

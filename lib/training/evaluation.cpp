@@ -5,6 +5,7 @@
 #include "lib/timing/autocast.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
+#include "models/flop_tally.h"
 
 // The test split evaluated: after each epoch of training, and for a checkpoint (batchscope eval).
 
@@ -75,7 +76,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   if (!options.data && !fs::is_directory(info.data_dir, ec)) {
     throw UserError(located(info_path.string(), 0,
                             "names the data directory " + info.data_dir + ", which is not there",
-                            "give --data mnist, fashion-mnist or the directory that holds the images now"));
+                            "give --data " + info.data_name + " or the directory that holds its files now"));
   }
   if (options.batch_size < 1) {
     throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
@@ -89,11 +90,23 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   }
   // The algorithms and precision of training, so that its numbers come back.
   const DeterminismScope determinism(device, info.tf32_off);
-  std::shared_ptr<models::Network> model = build_network(info.model);
+  const data::DatasetKind& trained_on = data::dataset_kind(info.data_name);
+  const std::string data_spec = options.data.value_or(info.data_dir);
+  const data::DatasetKind& to_evaluate = data::kind_of_data(data_spec);
+  if (to_evaluate.image != trained_on.image || to_evaluate.classes != trained_on.classes) {
+    const auto images = [](const data::DatasetKind& kind) {
+      return kind.title + "'s " + models::shape_text(kind.image) + " images of " +
+             std::to_string(kind.classes) + " classes";
+    };
+    throw UserError(located(
+        info_path.string(), 0,
+        "describes a model of " + images(trained_on) + ", and " + data_spec + " holds " + images(to_evaluate),
+        "give --data " + trained_on.name + " or a directory of its files"));
+  }
+  std::shared_ptr<models::Network> model = build_network(info.model, trained_on);
   load_weights(*model, weights.string(), info.model, device);
   model->to(device);
-  const LoadedData data =
-      load_data(options.data.value_or(info.data_dir), 0, options.limit_test.value_or(info.limit_test));
+  const LoadedData data = load_data(data_spec, 0, options.limit_test.value_or(info.limit_test));
   CheckpointEvaluation result;
   result.weights_path = weights.string();
   result.model = info.model;

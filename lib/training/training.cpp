@@ -23,6 +23,7 @@
 #include "lib/timing/optimizer.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
+#include "models/flop_tally.h"
 #include "models/portable_dropout.h"
 #include "models/registry.h"
 
@@ -48,20 +49,20 @@ Json optimizer_json(const OptimizerConfig& o) {
   return j;
 }
 
-std::shared_ptr<models::Network> build_network(const std::string& name) {
+std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data) {
   const models::ModelSpec* spec = models::find_model(name);
   if (spec == nullptr) {
     throw UserError(
         located("command line", 0, "unknown model " + name, "use one of " + models::known_model_names()));
   }
   try {
-    return spec->build(kInput, kClasses);
+    return spec->build(data.image, data.classes);
   } catch (const std::invalid_argument& bad) {
     std::string reason = bad.what();  // the model's own sentence, naming the smallest input it takes
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
-    throw UserError(
-        located("command line", 0, reason,
-                "MNIST images are 1x28x28, so choose a model that takes them, such as mnist_cnn"));
+    throw UserError(located("command line", 0, reason,
+                            data.title + " images are " + models::shape_text(data.image) +
+                                ", so choose a model that takes them, such as mnist_cnn"));
   }
 }
 
@@ -326,8 +327,8 @@ Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
                           {"train_samples", data.splits.train.size()},
                           {"test_samples", data.splits.test.size()}};
   Json info = {{"model", o.model},
-               {"input", kInput},
-               {"classes", kClasses},
+               {"input", data.location.kind().image},
+               {"classes", data.location.kind().classes},
                {"data", data_json},
                {"eval_batch_size", o.eval_batch_size},
                {"limit_test", o.limit_test},
@@ -398,7 +399,7 @@ RunStart start_run(const TrainingOptions& o, const std::string& device_name, con
                    const DeterminismScope& determinism) {
   RunStart start;
   torch::manual_seed(o.seed);
-  start.model = build_network(o.model);
+  start.model = build_network(o.model, data.location.kind());
   start.model->to(torch::Device(device_name));
   if (o.device_independent) {
     // A stream of its own: the default generator's, from the same seed, drew the initial weights.
@@ -603,7 +604,7 @@ std::string resolve_training_device(const std::string& device) {
 TrainingOutcome train_model(const TrainingOptions& options) {
   check_options(options);
   const std::string device = resolve_training_device(options.device);
-  build_network(options.model);  // an unsuitable model is refused before the data is read
+  build_network(options.model, data::kind_of_data(options.data));  // refused before the data is read
   check_output_dir(options);
   return train_on(options, device, load_data(options.data, options.limit_train, options.limit_test));
 }

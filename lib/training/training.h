@@ -11,13 +11,14 @@
 
 namespace batchscope {
 
-// One training run of `batchscope train`: a model of the zoo trained on MNIST-like data (1x28x28, 10
-// classes) in fp32, or in mixed precision (autocast), evaluated on the test split after every epoch.
+// One training run of `batchscope train`: a model of the zoo (or a TorchScript file) trained on a dataset
+// (MNIST's 1x28x28 images, CIFAR's 3x32x32) in fp32, or in mixed precision (autocast), evaluated on the
+// test split after every epoch.
 struct EpochResult;
 
 struct TrainingOptions {
   std::string model = "mnist_cnn";
-  std::string data = "mnist";  // "mnist", "fashion-mnist" or a directory holding the four IDX files
+  std::string data = "mnist";  // a dataset's name (data::dataset_kinds()) or a directory of its files
   int epochs = 3;
   int64_t batch_size = 64;
   // The test split is evaluated in batches of this size; eval's default is the same, so that it
@@ -125,6 +126,7 @@ struct CheckpointEvaluation {
 struct CheckpointInfo {
   std::string model;
   std::string data_dir;
+  std::string data_name = "mnist";  // the dataset it was trained on: the images and classes of its model
   int64_t limit_test = 0;
   std::string weights;  // a file name in the checkpoint's directory
   bool tf32_off = false;  // trained with fp32 kept in fp32 on a GPU, so evaluated so too

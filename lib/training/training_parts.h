@@ -17,8 +17,6 @@
 
 namespace batchscope::training_parts {
 
-inline const models::SampleShape kInput = {1, 28, 28};
-inline constexpr int64_t kClasses = 10;
 inline constexpr const char* kJsonlName = "train.jsonl";
 inline constexpr const char* kLatestWeights = "checkpoint.pt";
 inline constexpr const char* kCheckpointInfo = "checkpoint.json";
@@ -31,8 +29,9 @@ struct LoadedData {
   data::DatasetSplits splits;
 };
 
-// The registered model for 1x28x28 inputs of 10 classes; UserError when it is unknown or cannot take them.
-std::shared_ptr<models::Network> build_network(const std::string& name);
+// The registered model for the dataset's images and classes; UserError when it is unknown or cannot take
+// them.
+std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data);
 // What an earlier session left in a training output directory (its train.jsonl).
 struct EarlierRun {
   enum class State { None, Interrupted, Complete };

@@ -129,6 +129,72 @@ expect 2 "a loss scaler setting in fp32" "--loss-scale-init applies to dynamic l
 expect 2 "train with an unknown optimizer" "--optimizer adagrad is not known; use sgd, momentum \(0.9\), adam or adamw" \
   train --data "$work/digits" --epochs 1 --optimizer adagrad --device cpu --out "$work/v"
 
+# CIFAR's binary files: colour images of 3x32x32 trained on, evaluated and swept, and get_datasets.sh
+# taking CIFAR's archive as its authors publish it.
+python3 "$src/tests/data/make_cifar.py" "$work/colours" --train 250 --test 100
+expect 0 "train on generated CIFAR-10 files" "^ +2 +[0-9.]+ +[0-9.]+%" \
+  train --data "$work/colours" --epochs 2 --batch 25 --device cpu --threads 1 --out "$work/train_cifar"
+python3 - "$work/train_cifar" <<'PY' || fail "the CIFAR-10 run's records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1] + "/train.jsonl")]
+epochs = [r for r in records if r["type"] == "epoch"]
+assert [r["epoch"] for r in epochs] == [1, 2] and epochs[-1]["test_samples"] == 100, epochs
+assert epochs[-1]["test_accuracy"] >= 0.5, epochs[-1]  # chance is 0.1
+info = json.load(open(sys.argv[1] + "/checkpoint.json"))
+assert info["input"] == [3, 32, 32] and info["classes"] == 10 and info["data"]["name"] == "cifar10", info
+PY
+accuracy="$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-2]['test_correct'])" "$work/train_cifar/train.jsonl")"
+expect 0 "eval of the CIFAR-10 checkpoint gives its last epoch's accuracy" "\(${accuracy}/100\)|\"correct\": ?${accuracy}" \
+  eval --checkpoint "$work/train_cifar" --device cpu --threads 1
+expect 2 "eval of a CIFAR-10 model on MNIST's images" \
+  "checkpoint.json: describes a model of CIFAR-10's 3x32x32 images of 10 classes, and .*digits holds MNIST's 1x28x28" \
+  eval --checkpoint "$work/train_cifar" --data "$work/digits" --device cpu
+cat > "$work/cifar.yaml" <<YAML
+device: cpu
+defaults: {model: mnist_cnn, data: $work/colours, warmup: 1, steps: 2}
+experiments:
+  - {name: colours_train, batch: "1:16:x4"}
+  - {name: colours_infer, batch: "1:16:x4", phase: infer, transfer: included}
+YAML
+expect 0 "a sweep on CIFAR-10 images" "colours_infer" sweep "$work/cifar.yaml" --out "$work/cifar_sweep"
+python3 - "$work/cifar_sweep/steps.jsonl" <<'PY' || fail "records of the CIFAR-10 sweep"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+for e in records[0]["config"]["experiments"]:
+    assert e["input"] == [3, 32, 32] and e["classes"] == 10, e
+points = [r for r in records if r["type"] == "point"]
+assert sorted((p["experiment"], p["batch_size"]) for p in points) == sorted(
+    (n, b) for n in ("colours_train", "colours_infer") for b in (1, 4, 16)), points
+PY
+python3 "$src/tests/data/make_cifar.py" "$work/hundred" --train 40 --test 10 --hundred
+expect 0 "a sweep on CIFAR-100 images" "batch +median ms" \
+  sweep --model mnist_cnn --data "$work/hundred" --batch 1:4:x2 --steps 1 --warmup 0 --device cpu --out "$work/hundred_sweep" --quiet
+python3 -c "import json,sys; e=json.loads(open(sys.argv[1]).readline())['config']['experiments'][0]; assert e['classes'] == 100 and e['input'] == [3, 32, 32], e" \
+  "$work/hundred_sweep/steps.jsonl" && ok "CIFAR-100 sets 100 classes" || fail "CIFAR-100's classes in the run record"
+expect 2 "a CIFAR-10 directory that lacks a file" "lacks data_batch_2.bin, data_batch_3.bin, data_batch_4.bin and data_batch_5.bin of the CIFAR-10 files.*get_datasets.sh cifar10" \
+  sweep --model mnist_cnn --data "$(mkdir -p "$work/part" && cp "$work/colours/data_batch_1.bin" "$work/colours/test_batch.bin" "$work/part/" && echo "$work/part")" \
+  --batch 1 --device cpu --out "$work/x"
+# The archive as published: cifar-10-batches-bin/ with files of exactly 10,000 records (zeros compress well).
+mkdir -p "$work/archive/cifar-10-batches-bin"
+for f in data_batch_1 data_batch_2 data_batch_3 data_batch_4 data_batch_5 test_batch; do
+  truncate -s 30730000 "$work/archive/cifar-10-batches-bin/$f.bin"
+done
+tar -czf "$work/cifar-10-binary.tar.gz" -C "$work/archive" cifar-10-batches-bin && rm -rf "$work/archive"
+if "$src/scripts/get_datasets.sh" cifar10 --archive "$work/cifar-10-binary.tar.gz" --dir "$work/fetched" > "$work/out" 2>&1 &&
+   [ "$(stat -c %s "$work/fetched/cifar10/data_batch_5.bin")" = 30730000 ] &&
+   "$src/scripts/get_datasets.sh" cifar10 --dir "$work/fetched" 2>&1 | grep -q "cifar10 is complete"; then
+  ok "get_datasets.sh cifar10 --archive fills data/cifar10 and keeps it"
+else
+  fail "get_datasets.sh cifar10 --archive: $(cat "$work/out")"
+fi
+head -c 100000 "$work/cifar-10-binary.tar.gz" > "$work/cut.tar.gz"
+rm -f "$work/fetched/cifar10/test_batch.bin"
+if "$src/scripts/get_datasets.sh" cifar10 --archive "$work/cut.tar.gz" --dir "$work/fetched" > "$work/out" 2>&1; then
+  fail "get_datasets.sh took a cut archive"
+else
+  grep -q "could not fetch cifar10" "$work/out" && ok "get_datasets.sh refuses a cut archive" || fail "get_datasets.sh on a cut archive: $(cat "$work/out")"
+fi
+
 # Bad data: one sentence and exit 2.
 BATCHSCOPE_DATA="$work/none" expect 2 "missing dataset" "get_datasets.sh" sweep --model mnist_cnn --data mnist --batch 1:2 --device cpu --out "$work/x"
 head -c 1000 "$work/digits/t10k-images-idx3-ubyte.gz" > "$work/cut.gz"
