@@ -96,7 +96,7 @@ std::vector<LayerCost> stopped_costs(const std::string& path, const Json& run) {
   }
   // The study's settings: its config, and the workspace cap the environment set.
   const auto settings = [](const Json& r) {
-    Json s = r.value("config", Json::object());
+    Json s = without_file_arguments(r.value("config", Json::object()));
     s["cudnn_conv_wscap_dbg"] = r.value("cudnn_conv_wscap_dbg", Json());
     return s;
   };

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace batchscope::models {
 
@@ -11,6 +12,14 @@ namespace batchscope::models {
 // vocabulary] logits, one per position (a language model), or [batch, classes] logits, one per sequence
 // (a sequence classifier).
 enum class FileInput { Float, Tokens };
+
+// A forward argument after the input, and what batchscope gives it: "ones", "zeros", "positions" (each
+// row's 0, 1, ...), or "its default (None)". It follows from the file's code.
+struct FilledArgument {
+  std::string name;
+  std::string given;
+  bool operator==(const FilledArgument& o) const { return name == o.name && given == o.given; }
+};
 
 // A model given as a TorchScript file (torch.jit.script or torch.jit.trace, then save) instead of a zoo
 // name: the path as given, and the file's size and CRC-32 when it was read, so that records say which
@@ -23,6 +32,8 @@ struct ModelFile {
   // FileInput::Tokens: the synthetic token ids lie below it (the vocab key); 0 where not given, when they
   // lie below the output's last size, a language model's vocabulary. A sequence classifier needs it.
   int64_t vocab = 0;
+  // The forward's arguments after the input, up to its last required one, as they are given.
+  std::vector<FilledArgument> arguments;
 };
 
 // A CRC-32 as records write it, 8 lower-case hex digits, and back; nullopt for any other text.

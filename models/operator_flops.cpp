@@ -20,10 +20,18 @@ struct Work : at::ObserverContext {
   double per_element = 0;
   double input_elements = -1;  // >= 0: counted per input element
   double attention = -1;       // >= 0: an attention's FLOPs
-  // A 2-D convolution's or a matrix product's GEMM, with the module it ran in (name empty where none);
-  // its output rows are filled in at its end.
+  // A convolution's or a matrix product's GEMM, with the module it ran in (name empty where none); its
+  // output rows are filled in at its end.
   std::optional<GemmLayer> layer;
+  bool convolution = false;  // its output's rows are the pixels after [batch, channels]
 };
+
+// The elements of a tensor's sizes after the first two: a convolution's pixels, or its kernel's.
+int64_t spatial(const torch::Tensor& t) {
+  int64_t elements = 1;
+  for (int64_t d = 2; d < t.dim(); ++d) elements *= t.size(d);
+  return elements;
+}
 
 double& total() {
   static thread_local double flops = 0;
@@ -71,16 +79,19 @@ std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
     work->per_element = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
     const bool transposed = inputs.size() > 6 && inputs[6].isBool() && inputs[6].toBool();
     if (transposed) work->input_elements = static_cast<double>(input.numel());
-    if (!transposed && input.dim() == 4 && weight.dim() == 4 && weight.size(1) > 0 &&
-        input.size(1) % weight.size(1) == 0) {
+    // A convolution of 1, 2 or 3 dimensions, batched: one implicit GEMM whose rows are its pixels (a
+    // transposed one's shape is left out).
+    if (!transposed && input.dim() >= 3 && input.dim() <= 5 && weight.dim() == input.dim() &&
+        weight.size(1) > 0 && input.size(1) % weight.size(1) == 0) {
       GemmLayer g = gemm_in_module();
       g.groups = input.size(1) / weight.size(1);
       g.in = weight.size(1);
       g.n = weight.size(0) / g.groups;
-      g.kernel_area = weight.size(2) * weight.size(3);
+      g.kernel_area = spatial(weight);
       g.k = g.in * g.kernel_area;
-      g.input_rows = input.size(2) * input.size(3);
+      g.input_rows = spatial(input);
       work->layer = g;
+      work->convolution = true;
     }
     return work;
   }
@@ -122,8 +133,8 @@ void end(const at::RecordFunction& fn, at::ObserverContext* context) {
   total() += 2 * work->per_element * static_cast<double>(output.numel());
   if (!work->layer || output.dim() < 2 || output.size(0) == 0) return;
   GemmLayer g = *work->layer;
-  if (output.dim() == 4) {
-    g.rows = output.size(2) * output.size(3);  // a convolution's output pixels
+  if (work->convolution) {
+    g.rows = spatial(output);  // a convolution's output pixels
   } else {
     // A product's rows for the one sample (a sequence's positions, or 1).
     g.rows = g.n > 0 ? output.numel() / g.n : 0;

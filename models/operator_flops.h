@@ -23,10 +23,10 @@ class FlopCount {
 
   double flops() const;
 
-  // The convolutions and linear layers that ran, one per module that ran exactly one 2-D convolution or
-  // matrix product of its own, in the order they first ran. A module that ran more (an attention's, one
-  // called twice) or none is left out: it is no single GEMM. The first is marked where it is the first
-  // product of the forward.
+  // The convolutions and linear layers that ran, one per module that ran exactly one convolution (of 1,
+  // 2 or 3 dimensions, not transposed) or matrix product of its own, in the order they first ran. A module
+  // that ran more (an attention's, one called twice) or none is left out: it is no single GEMM. The first is
+  // marked where it is the first product of the forward.
   std::vector<GemmLayer> layers() const;
 
  private:

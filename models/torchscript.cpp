@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -110,6 +111,26 @@ struct Argument {
   std::string name;
   c10::IValue default_value;
 };
+
+// What an argument is given, as records say it.
+std::string given_text(const Argument& a) {
+  switch (a.fill) {
+    case Argument::Fill::Ones:
+      return "ones";
+    case Argument::Fill::Zeros:
+      return "zeros";
+    case Argument::Fill::Positions:
+      return "positions";
+    case Argument::Fill::Default: {
+      std::ostringstream value;
+      value << a.default_value;
+      return "its default (" + value.str() + ")";
+    }
+    case Argument::Fill::None:
+      break;
+  }
+  return "nothing";
+}
 
 // The forward's arguments after the input, up to its last required one.
 std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
@@ -304,6 +325,10 @@ class ScriptFile {
     spec.file = file_;
     spec.file->input = input;
     spec.file->vocab = vocab;
+    for (const Argument& a : arguments_) {
+      if (a.fill == Argument::Fill::None) continue;  // refused when the module is probed
+      spec.file->arguments.push_back({a.name, given_text(a)});
+    }
     spec.summary = summary_ + (tokens ? ", token ids to logits" : "");
     spec.input_kind = tokens ? InputKind::Tokens : InputKind::Image;
     spec.sequence_axis = tokens ? 0 : -1;

@@ -209,6 +209,38 @@ TEST_F(RunStoreTest, ARunRecordOfTheEarlierOptimizerLayoutResumesAndAnotherLrDoe
       {"(experiment \"a\": optimizer.foreach is none in the log and true here)"}));
 }
 
+TEST_F(RunStoreTest, ALogOfAFileWithoutWhatItsForwardIsGivenResumesAndAnotherFileDoesNot) {
+  ExperimentConfig e;
+  e.name = "a";
+  e.model = "net.pt";
+  e.batch_sizes = {1, 2};
+  e.model_file = models::ModelFile{"net.pt",   1000,
+                                   0xabcdef01, models::FileInput::Tokens,
+                                   0,          {{"attention_mask", "ones"}, {"token_type_ids", "zeros"}}};
+  const Json now = Json::array({Json(to_json(e))});
+  ASSERT_EQ(now[0]["model_file"]["arguments"].size(), 2u);
+  EXPECT_EQ(now[0]["model_file"]["arguments"][1]["name"], "token_type_ids");
+  EXPECT_EQ(now[0]["model_file"]["arguments"][1]["given"], "zeros");
+  Json before = now;  // as a batchscope that did not say what the forward is given wrote it
+  before[0]["model_file"].erase("arguments");
+  {
+    RunStore store(dir_, before, false);
+    store.write(typed({run_record(before), point("a", 1)}));
+  }
+  {
+    RunStore store(dir_, now, false);
+    EXPECT_TRUE(store.resuming());
+    EXPECT_TRUE(store.done("a", 1));
+  }
+  Json changed = now;
+  changed[0]["model_file"]["crc32"] = "abcdef02";
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { RunStore(dir_, changed, false); },
+                                    {"model_file.crc32 is \"abcdef01\" in the log and \"abcdef02\" here"}));
+  EXPECT_EQ(without_file_arguments(Json{{"experiments", now}}), (Json{{"experiments", before}}));
+  EXPECT_EQ(Json(to_json(experiment_from_json(now[0]))), now[0]);
+}
+
 TEST_F(RunStoreTest, UnwritableDirectoryIsAUserError) {
   fs::create_directories(dir_);
   std::ofstream(dir_ + "/a_file") << "x";

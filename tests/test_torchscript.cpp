@@ -184,6 +184,57 @@ TEST(TorchScript, AFilesConvolutionAndLinearLayersAreItsGemms) {
   EXPECT_FALSE(models::find_model("mnist_cnn")->gemm_layers_of);
 }
 
+TEST(TorchScript, ConvolutionsOfOneAndThreeDimensionsAreGemmsOverTheirPixels) {
+  const TempDir dir;
+  torch::manual_seed(3);
+  const auto layers_of = [&](const std::string& name, const std::string& call, const torch::Tensor& weight,
+                             int64_t out, int64_t features, const models::SampleShape& input) {
+    torch::jit::Module net("Net");
+    net.register_attribute("training", c10::BoolType::get(), true);
+    net.register_module("conv", submodule("Conv", call, {{"weight", weight}, {"bias", torch::zeros({out})}}));
+    net.register_module("fc",
+                        submodule("Fc", "torch.linear(x, self.weight, self.bias)",
+                                  {{"weight", torch::randn({5, features})}, {"bias", torch::zeros({5})}}));
+    net.define("def forward(self, x):\n  return self.fc.forward(torch.flatten(self.conv.forward(x), 1))\n");
+    const std::string path = dir / name;
+    net.save(path);
+    const models::ModelSpec* spec = models::find_model(path);
+    EXPECT_NE(spec, nullptr);
+    return spec != nullptr && spec->gemm_layers_of ? spec->gemm_layers_of(input)
+                                                   : std::vector<models::GemmLayer>{};
+  };
+  // A sequence of 16 steps of 4 channels, 6 filters of width 3 at stride 2: 8 output steps.
+  const std::vector<models::GemmLayer> one =
+      layers_of("conv1d.pt", "torch.conv1d(x, self.weight, self.bias, [2], [1], [1], 1)",
+                torch::randn({6, 4, 3}), 6, 48, {4, 16});
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0].name, "conv");
+  EXPECT_EQ(one[0].rows, 8);
+  EXPECT_EQ(one[0].input_rows, 16);
+  EXPECT_EQ(one[0].kernel_area, 3);
+  EXPECT_EQ(one[0].k, 12);
+  EXPECT_EQ(one[0].n, 6);
+  EXPECT_EQ(one[1].name, "fc");
+  EXPECT_EQ(one[1].k, 48);
+  // A clip of 4 frames of 6x6 with 2 channels, 3x3x3 kernels padded: 144 output pixels.
+  const std::vector<models::GemmLayer> three =
+      layers_of("conv3d.pt", "torch.conv3d(x, self.weight, self.bias, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1)",
+                torch::randn({3, 2, 3, 3, 3}), 3, 432, {2, 4, 6, 6});
+  ASSERT_EQ(three.size(), 2u);
+  EXPECT_EQ(three[0].rows, 144);
+  EXPECT_EQ(three[0].input_rows, 144);
+  EXPECT_EQ(three[0].kernel_area, 27);
+  EXPECT_EQ(three[0].k, 54);
+  EXPECT_EQ(three[0].n, 3);
+  EXPECT_EQ(three[0].groups, 1);
+  // A transposed convolution is no layer of a rate: its GEMM is laid out otherwise.
+  const std::vector<models::GemmLayer> transposed = layers_of(
+      "transposed.pt", "torch.conv_transpose2d(x, self.weight, self.bias, [2, 2], [0, 0], [0, 0], 1, [1, 1])",
+      torch::randn({2, 3, 2, 2}), 3, 3 * 8 * 8, {2, 4, 4});
+  ASSERT_EQ(transposed.size(), 1u);
+  EXPECT_EQ(transposed[0].name, "fc");
+}
+
 TEST(TorchScript, APlainTensorAttributeMovesWithTheNetwork) {
   const TempDir dir;
   const std::string path = dir / "attribute.pt";
@@ -501,6 +552,7 @@ TEST(TorchScript, ASequenceClassifierWithAnAttentionMaskTakesTheVocabGiven) {
   ASSERT_NE(spec, nullptr);
   ASSERT_TRUE(spec->file.has_value());
   EXPECT_EQ(spec->file->vocab, 20);
+  EXPECT_EQ(spec->file->arguments, (std::vector<models::FilledArgument>{{"attention_mask", "ones"}}));
   EXPECT_EQ(spec->classes_of({5}), 3);
   EXPECT_DOUBLE_EQ(spec->forward_flops({5}, 3), 24.0);
   torch::manual_seed(0);
@@ -526,6 +578,35 @@ TEST(TorchScript, ASequenceClassifierWithAnAttentionMaskTakesTheVocabGiven) {
   EXPECT_TRUE(torch::allclose(loss, torch::nn::functional::cross_entropy(output, batch.targets)));
   loss.backward();
   for (const torch::Tensor& p : net->parameters()) EXPECT_TRUE(p.grad().defined());
+}
+
+TEST(TorchScript, TheExperimentRecordSaysWhatTheForwardIsGivenAfterItsInput) {
+  const TempDir dir;
+  const std::string path = dir / "bert_like.pt";
+  scripted(
+      "def forward(self, input_ids, attention_mask, token_type_ids, position_ids, "
+      "head_mask: Optional[Tensor] = None):\n"
+      "  ids = input_ids + token_type_ids + position_ids * 0\n"
+      "  return torch.embedding(self.e, ids) * attention_mask.unsqueeze(-1)\n",
+      {{"e", torch::randn({6, 6})}})
+      .save(path);
+  const ExperimentConfig e =
+      parse_sweep_config("model: " + path + "\nbatch: 1:2\ninput_kind: tokens\nseq_len: 4\n", "exp.yaml", {})
+          .experiments.at(0);
+  ASSERT_TRUE(e.model_file.has_value());
+  // Up to the last required argument: the head mask, with a default, is left to the module.
+  const nlohmann::json j = to_json(e);
+  EXPECT_EQ(j.at("model_file").at("arguments"),
+            nlohmann::json::parse(R"([{"name": "attention_mask", "given": "ones"},
+                                      {"name": "token_type_ids", "given": "zeros"},
+                                      {"name": "position_ids", "given": "positions"}])"));
+  EXPECT_EQ(to_json(experiment_from_json(j)), j);
+  EXPECT_EQ(e.classes, 6);
+  // A float module without arguments after its input says none.
+  const ExperimentConfig linear =
+      parse_sweep_config("model: " + save_linear(dir) + "\nbatch: 1\ninput: [4]\n", "exp.yaml", {})
+          .experiments.at(0);
+  EXPECT_FALSE(to_json(linear).at("model_file").contains("arguments"));
 }
 
 TEST(TorchScript, TheForwardsOtherArgumentsAreFilledOrRefused) {

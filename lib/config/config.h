@@ -143,6 +143,19 @@ std::string located_value(const ExperimentConfig& e, const std::string& key, con
 
 nlohmann::json to_json(const ExperimentConfig& e);
 ExperimentConfig experiment_from_json(const nlohmann::json& j);  // inverse of to_json
+// An experiment record (or an object holding them as "experiments") without what follows from a
+// TorchScript file's code, model_file.arguments: for telling whether a record of an earlier batchscope,
+// which did not write it, holds the same experiment as today's (the file's crc32 still compares).
+// Of either JSON type (records keep their keys' order).
+template <typename JsonType>
+JsonType without_file_arguments(JsonType j) {
+  if (!j.is_object()) return j;
+  if (j.contains("model_file") && j["model_file"].is_object()) j["model_file"].erase("arguments");
+  if (j.contains("experiments") && j["experiments"].is_array()) {
+    for (auto& e : j["experiments"]) e = without_file_arguments(e);
+  }
+  return j;
+}
 
 struct SweepConfig {
   std::string source;  // the YAML file, or "command line"

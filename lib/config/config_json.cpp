@@ -92,6 +92,9 @@ nlohmann::json to_json(const ExperimentConfig& e) {
     if (e.model_file->input != models::FileInput::Float)
       j["model_file"]["input_kind"] = models::to_string(e.model_file->input);
     if (e.model_file->vocab > 0) j["model_file"]["vocab"] = e.model_file->vocab;
+    // What batchscope gives the forward after the input (an attention mask's ones, say), where it takes more.
+    for (const models::FilledArgument& a : e.model_file->arguments)
+      j["model_file"]["arguments"].push_back({{"name", a.name}, {"given", a.given}});
   }
   // Written only where asked for, so that records of runs without profiling stay as they were.
   if (e.profile) {
@@ -131,7 +134,10 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
       const nlohmann::json& f = j["model_file"];
       const std::optional<uint32_t> crc = models::crc32_from_text(f.at("crc32").get<std::string>());
       if (!crc) throw std::invalid_argument("the experiment record's model_file crc32 is not 8 hex digits");
-      e.model_file = models::ModelFile{e.model, f.at("bytes").get<uint64_t>(), *crc};
+      e.model_file = models::ModelFile{};
+      e.model_file->path = e.model;
+      e.model_file->bytes = f.at("bytes").get<uint64_t>();
+      e.model_file->crc32 = *crc;
       const auto input = value_of(kFileInputs, f.value("input_kind", std::string("float")));
       if (!input)
         throw std::invalid_argument(
@@ -140,6 +146,12 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
       e.model_file->vocab = f.value("vocab", int64_t{0});
       if (e.model_file->vocab < 0)
         throw std::invalid_argument("the experiment record's model_file vocab is negative");
+      for (const nlohmann::json& a : f.value("arguments", nlohmann::json::array())) {
+        e.model_file->arguments.push_back(
+            {a.at("name").get<std::string>(), a.at("given").get<std::string>()});
+        if (e.model_file->arguments.back().name.empty())
+          throw std::invalid_argument("the experiment record's model_file names an argument without a name");
+      }
     }
     e.input_shape = j.at("input").get<std::vector<int64_t>>();
     e.classes = j.at("classes").get<int64_t>();

@@ -9,6 +9,7 @@
 
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
+#include "lib/config/config.h"
 #include "lib/records/field_check.h"
 
 namespace batchscope {
@@ -157,7 +158,8 @@ std::string search_difference(const Json& earlier, const Json& now) {
     return Json{{"device", part(record, "device")}, {"libtorch_version", part(record, "libtorch_version")}};
   };
   for (const auto& [before, after] :
-       {std::pair{part(earlier, "config"), part(now, "config")},
+       {std::pair{without_file_arguments(part(earlier, "config")),
+                  without_file_arguments(part(now, "config"))},
         std::pair{part(earlier, "search"), part(now, "search")}, std::pair{where(earlier), where(now)}}) {
     const std::string difference = first_key_difference(before, after);
     if (!difference.empty()) return difference;

@@ -20,7 +20,9 @@ namespace batchscope {
 namespace {
 
 // Experiments as this version writes them, so that a run record of an earlier layout (every optimizer
-// setting kept, whichever the optimizer used) still compares equal to the same command today.
+// setting kept, whichever the optimizer used) still compares equal to the same command today. What a
+// TorchScript file's forward is given after its input is left out: it follows from the file's code,
+// which model_file.crc32 compares, and an earlier batchscope did not write it.
 Json as_written_now(const Json& experiments) {
   if (!experiments.is_array()) return experiments;
   Json out = Json::array();
@@ -30,6 +32,7 @@ Json as_written_now(const Json& experiments) {
     } catch (const std::exception&) {
       out.push_back(e);
     }
+    out.back() = without_file_arguments(out.back());
   }
   return out;
 }

@@ -1,10 +1,10 @@
 #include "lib/sweep/sweep_runner.h"
 
 #include <spdlog/spdlog.h>
-
 #include <torch/version.h>
 
 #include <random>
+#include <set>
 
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
@@ -180,6 +180,19 @@ void warn_of_too_few_steps(const SweepConfig& config) {
   }
 }
 
+// What each TorchScript file's forward is given after its input (an attention mask's ones, say), said once
+// a file as the sweep starts, as its experiment record says it.
+void say_filled_arguments(const SweepConfig& config) {
+  std::set<std::string> said;
+  for (const ExperimentConfig& e : config.experiments) {
+    if (!e.model_file || e.model_file->arguments.empty() || !said.insert(e.model).second) continue;
+    std::string given;
+    for (const models::FilledArgument& a : e.model_file->arguments)
+      given += (given.empty() ? "" : ", ") + a.name + ": " + a.given;
+    spdlog::info("{}: after its input the forward is given {}", e.model, given);
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass) {
@@ -204,6 +217,7 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   RunStore store = spent.measure("writing", [&] { return RunStore(options.out_dir, experiments, options.force); });
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
   warn_of_too_few_steps(config);
+  say_filled_arguments(config);
   PowerByDevice power = spent.measure("idle_baseline", [&] { return open_power(config, options); });
   const RunRecord header = run_header(config, options, experiments, store.resuming(), power);
   spent.measure("writing", [&] { store.write({header}); });

@@ -351,6 +351,9 @@ def sequence_classifier(binary, work):
         check(e["forward_flops_per_sample"] == products == formula,
               f"its FLOPs as the profiler and the formula count them: {e['forward_flops_per_sample']}, {products}, {formula}")
         check(e["model_file"].get("vocab") == vocabulary, "the record gives its vocab")
+        check(e["model_file"].get("arguments") == [{"name": "attention_mask", "given": "ones"},
+                                                    {"name": "token_type_ids", "given": "zeros"}],
+              f"the record says what its forward is given after the token ids: {e['model_file'].get('arguments')}")
     # Cross-entropy over 3 classes, one a sequence: near ln 3.
     trained_sweep(binary, tokens + ["--vocab", str(vocabulary)], os.path.join(work, "classifier"), "the classifier",
                   (0.2, 3))
