@@ -20,12 +20,8 @@ namespace {
 }  // namespace
 
 CifarRecords read_cifar(const std::string& path, const CifarFile& format) {
+  require_dataset_file(path);
   std::error_code error;
-  const auto status = std::filesystem::status(path, error);
-  if (!std::filesystem::exists(status))
-    refuse_cifar(path, "does not exist", "run scripts/get_datasets.sh to fetch it");
-  if (!std::filesystem::is_regular_file(status))
-    refuse_cifar(path, "is not a regular file", "give the file itself");
   const uint64_t size = std::filesystem::file_size(path, error);
   if (error) refuse_cifar(path, "could not be read (" + error.message() + ")", "check the disk and the file");
 

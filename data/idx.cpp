@@ -82,13 +82,17 @@ bool starts_like_gzip(const std::string& path) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) {
+void require_dataset_file(const std::string& path) {
   std::error_code error;
   const auto status = std::filesystem::status(path, error);
   if (!std::filesystem::exists(status))
     fail(path, "does not exist", "run scripts/get_datasets.sh to fetch it");
-  if (!std::filesystem::is_regular_file(status))
-    fail(path, "is not a regular file", "give the IDX file itself");
+  if (!std::filesystem::is_regular_file(status)) fail(path, "is not a regular file", "give the file itself");
+}
+
+IdxArray read_idx(const std::string& path) {
+  require_dataset_file(path);
+  std::error_code error;
 
   const bool gzip = starts_like_gzip(path);
   ByteReader reader(path, gzip);

@@ -9,6 +9,9 @@ namespace batchscope::data {
 // The fix a damaged or missing dataset file's error gives.
 inline constexpr char kFetchAgain[] = "run scripts/get_datasets.sh to fetch it again";
 
+// Refuses (a UserError naming it) a dataset file that is not there or is not a regular file.
+void require_dataset_file(const std::string& path);
+
 // An IDX file of unsigned bytes (type 0x08), the format of MNIST and Fashion-MNIST: its dimensions
 // and its data in row-major order.
 struct IdxArray {
