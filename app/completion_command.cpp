@@ -137,6 +137,7 @@ std::string bash_script() {
     << peak_operations
     << "\" -- \"$cur\")); return ;;\n"
        "    --foreach) COMPREPLY=($(compgen -W \"auto on off\" -- \"$cur\")); return ;;\n"
+       "    --augment) COMPREPLY=($(compgen -W \"auto none flip crop crop+flip\" -- \"$cur\")); return ;;\n"
        "    --lr-scaling) COMPREPLY=($(compgen -W \""
     << to_string(LrScaling::None) << " " << to_string(LrScaling::Linear) << " " << to_string(LrScaling::Sqrt)
     << "\" -- \"$cur\")); return ;;\n"

@@ -121,7 +121,8 @@ int run_train_command(const std::vector<std::string>& args) {
       ("loss-scale", "auto, dynamic or off: dynamic loss scaling, as PyTorch's GradScaler; auto is dynamic for fp16, off otherwise", cxxopts::value<std::string>()->default_value("auto"))
       ("loss-scale-init", "dynamic loss scaling: the first scale (GradScaler's init_scale)", cxxopts::value<std::string>()->default_value(std::to_string(static_cast<long long>(LossScalerSettings{}.init_scale))))
       ("loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", cxxopts::value<std::string>()->default_value(std::to_string(LossScalerSettings{}.growth_interval)))
-      ("seed", "seeds the weights, dropout and the shuffled order", cxxopts::value<std::string>()->default_value("0"))
+      ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
+      ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
       ("limit-train", "train on the first N training images only", cxxopts::value<std::string>())
@@ -164,6 +165,15 @@ int run_train_command(const std::vector<std::string>& args) {
   o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   read_precision_options(result, o);
   o.seed = seed_option(result, "seed");
+  const std::string augment = result["augment"].as<std::string>();
+  if (augment != "auto") {
+    o.augment = data::parse_augmentation(augment);
+    if (!o.augment) {
+      refuse("--augment " + printable(augment) + " is not known",
+             "use auto, none, flip, crop, crop:N (N from 1 to " + std::to_string(data::kMostCropPadding) +
+                 ") or crop+flip");
+    }
+  }
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);

@@ -445,8 +445,9 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
   EXPECT_FALSE(fs::exists(*root_ / "refused"));
 }
 
-// A learnable stand-in for CIFAR-100 (its train.bin and test.bin): class k of the first 16 lights the
-// k-th 8x8 cell of a 4x4 grid in channel k mod 3, on noise.
+// A learnable stand-in for CIFAR-100 (its train.bin and test.bin): class k of the first 16 lights a row
+// of a 4x4 grid of 8x8 cells (k / 4), its outer or inner pair of cells (k mod 2) in channel k / 2 mod 2, on
+// noise; mirrored cells, so that the augmentation's flips keep each image's class.
 void write_cifar100(const fs::path& dir, int64_t train, int64_t test) {
   std::mt19937 rng(3);
   std::uniform_int_distribution<int> noise(0, 90), bright(150, 255), label(0, 15);
@@ -459,7 +460,8 @@ void write_cifar100(const fs::path& dir, int64_t train, int64_t test) {
       for (int c = 0; c < 3; ++c)
         for (int y = 0; y < 32; ++y)
           for (int x = 0; x < 32; ++x) {
-            const bool lit = c == k % 3 && y / 8 == k / 4 && x / 8 == k % 4;
+            const int cell = x / 8, pair = cell == 0 || cell == 3 ? 0 : 1;
+            const bool lit = c == k % 4 / 2 && y / 8 == k / 4 && pair == k % 2;
             records.pixels.push_back(static_cast<uint8_t>(lit ? bright(rng) : noise(rng)));
           }
     }
@@ -555,6 +557,45 @@ TEST_F(Training, AStoppedRunGoesOnAfterItsLastEpochWithTheNumbersOfOneThatNeverS
   eval.checkpoint = o.out_dir;
   eval.device = "cpu";
   EXPECT_EQ(evaluate_checkpoint(eval).test.loss, trained().epochs[1].test.loss);
+}
+
+// CIFAR's images are cropped and flipped unless told otherwise; the run record says how, a run told not
+// to trains other numbers from the same seed, and a stopped run goes on drawing what one that never stopped
+// drew (the draws come from the seed and the epoch), but not without its augmentation.
+TEST_F(Training, AugmentedRunsSayHowAndAStoppedOneGoesOnDrawingWhatAnUnstoppedOneDrew) {
+  const fs::path colours = *root_ / "augmented_colours";
+  fs::create_directories(colours);
+  write_cifar100(colours, 240, 60);
+  TrainingOptions o = options("augmented");
+  o.data = colours.string();
+  o.batch_size = 24;
+  const TrainingOutcome whole = train_model(o);
+  const Json config = read_jsonl(whole.jsonl_path).records.front()["config"];
+  EXPECT_EQ(config["augment"]["crop_padding"], 4);
+  EXPECT_EQ(config["augment"]["flip"], true);
+  EXPECT_GT(whole.epochs.back().test.accuracy, 0.15);  // chance is 1/16 among the classes used
+
+  TrainingOptions plain = o;
+  plain.augment = data::Augmentation{};
+  plain.out_dir = (*root_ / "augmented_not").string();
+  const TrainingOutcome unaugmented = train_model(plain);
+  EXPECT_NE(unaugmented.epochs.front().train_loss, whole.epochs.front().train_loss);
+  EXPECT_FALSE(read_jsonl(unaugmented.jsonl_path).records.front()["config"].contains("augment"));
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records.front()["config"].contains("augment"))
+      << "MNIST's images are not augmented unless told";
+
+  TrainingOptions stopped = o;
+  stopped.out_dir = (*root_ / "augmented_stopped").string();
+  stopped.stop_requested = [] { return true; };
+  ASSERT_TRUE(train_model(stopped).stopped);
+  stopped.stop_requested = nullptr;
+  TrainingOptions other = stopped;
+  other.augment = data::Augmentation{4, false};
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(other); },
+                                            {"holds an interrupted training run of other options (augment "
+                                             "was crop:4+flip there and is crop:4 here)",
+                                             "give --augment crop:4+flip to go on with it"}));
+  expect_same_epochs(train_model(stopped).epochs, whole.epochs);
 }
 
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
@@ -847,6 +888,11 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_DOUBLE_EQ(j["rows"][0]["curve"][1]["test_accuracy"].get<double>(),
                    small.outcome.epochs[1].test.accuracy);
   EXPECT_EQ(j["lr_scaling"], "linear");
+  EXPECT_EQ(j["augment"], "none");
+  EXPECT_EQ(format_batch_study(study).find("augmented"), std::string::npos);
+  BatchStudy cropped = study;
+  cropped.augment = data::Augmentation{4, true};
+  EXPECT_NE(format_batch_study(cropped).find("; training images augmented crop:4+flip;"), std::string::npos);
   // The plot: a line per batch size, a point per epoch at its running training time, the target dashed.
   const PlotScript plot = time_to_accuracy_plot(study);
   EXPECT_NE(plot.data.find("# batch 32 (lr 0.02)\n# training_s test_accuracy_pct epoch\n" +

@@ -105,6 +105,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"optimizer", to_string(options.training.optimizer.kind)},
           {"lr", options.training.optimizer.lr},
           {"precision", to_string(study.precision)},
+          {"augment", data::to_string(study.augment)},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
           {"lr_scaling", to_string(study.lr_scaling)},
@@ -159,6 +160,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.lr_scaling = options.lr_scaling;
   study.precision = options.training.precision;
   study.loss_scale = options.training.loss_scale;
+  study.augment = augmentation_of(options.training);
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
                               : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
@@ -292,6 +294,7 @@ std::string format_batch_study(const BatchStudy& study) {
   } else if (study.loss_scale == LossScale::Dynamic) {
     text += "; loss scaled";
   }
+  if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |\n"

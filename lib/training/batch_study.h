@@ -55,6 +55,7 @@ struct BatchStudy {
   LrScaling lr_scaling = LrScaling::None;
   Precision precision = Precision::FP32;  // the runs' (train --precision), and whether their loss was scaled
   LossScale loss_scale = LossScale::Off;
+  data::Augmentation augment;  // what the runs did to their training images
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what

@@ -285,11 +285,13 @@ struct EpochTotals {
 // loss and hits are summed on the device and read at the end, so that no step waits for the host; a loss
 // scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
-                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader, int64_t epoch,
-                        Precision precision, LossScaler* scaler) {
+                        torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
+                        data::BatchAugmenter* augmenter, int64_t epoch, Precision precision,
+                        LossScaler* scaler) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
+  if (augmenter != nullptr) augmenter->start_epoch(epoch);
   const auto on_device = torch::TensorOptions().device(device);
   torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
   torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
@@ -297,6 +299,8 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   const auto start = std::chrono::steady_clock::now();
   data::Batch batch;
   while (loader.next(batch)) {
+    // Part of the epoch's time, as a data loader's transforms are part of what a user waits for.
+    if (augmenter != nullptr) batch.images = augmenter->apply(batch.images);
     for (auto& p : parameters) p.mutable_grad().reset();
     torch::Tensor logits, loss;
     {
@@ -356,6 +360,13 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
     config["loss_scaler"] = loss_scaler_json(o.loss_scaler);
   }
   config["seed"] = o.seed;
+  // Only where images are augmented, so that the records of runs without it read as they were.
+  const data::Augmentation augment = augmentation_of(o);
+  if (augment.any()) {
+    config["augment"] = {{"crop_padding", augment.crop_padding},
+                         {"flip", augment.flip},
+                         {"draws", "each image its own, from seed and epoch"}};
+  }
   if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
@@ -411,6 +422,15 @@ RunStart start_run(const TrainingOptions& o, const std::string& device_name, con
   return start;
 }
 
+// The --augment word of a run record's config: its "augment" object's, "none" without one.
+std::string augment_word(const Json& config) {
+  const Json augment = config.value("augment", Json());
+  if (!augment.is_object()) return "none";
+  const Json padding = augment.value("crop_padding", Json(0)), flip = augment.value("flip", Json(false));
+  return data::to_string(
+      {padding.is_number_integer() ? padding.get<int64_t>() : 0, flip.is_boolean() && flip.get<bool>()});
+}
+
 // Refuses an earlier session's run whose options are not `config`'s, naming the first difference; its
 // epoch count may differ where o goes on with it.
 void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, const Json& config) {
@@ -422,13 +442,19 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
     before.erase("epochs");
     now.erase("epochs");
   }
-  const std::string difference = first_key_difference(before, now);
+  std::string difference = first_key_difference(before, now);
   if (difference.empty()) return;
+  std::string fix = complete ? "" : "give the options it began with to go on with it, ";
+  // Said in --augment's words, which the run record's object and its absence stand for.
+  if (before.value("augment", Json()) != now.value("augment", Json())) {
+    const std::string began = augment_word(before);
+    difference = "augment was " + began + " there and is " + augment_word(now) + " here";
+    fix = "give --augment " + began + " to go on with it, ";
+  }
   throw UserError(located(earlier.jsonl, earlier.config_line,
                           std::string(complete ? "holds a complete" : "holds an interrupted") +
                               " training run of other options (" + difference + ")",
-                          std::string(complete ? "" : "give the options it began with to go on with it, ") +
-                              "pass --force to replace it, or choose another --out directory"));
+                          fix + "pass --force to replace it, or choose another --out directory"));
 }
 
 }  // namespace
@@ -504,6 +530,13 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     clear_output_dir(o.out_dir);
   }
   data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+  const data::Augmentation augment = augmentation_of(o);
+  std::optional<data::BatchAugmenter> augmenter;
+  if (augment.any()) {
+    augmenter.emplace(augment, data.location.kind(), o.seed, device);
+    spdlog::info("training images augmented ({}): {}", data::to_string(augment),
+                 data::describe(augment, data.location.kind()));
+  }
   JsonlWriter writer(outcome.jsonl_path);
   if (done > 0) {
     Json resumed = context_record(record::kResume, o.command_line, config);
@@ -541,7 +574,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch; ++epoch) {
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     const EpochTotals totals =
-        train_epoch(*model, parameters, *optimizer, loader, epoch, o.precision, scaler.get());
+        train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, epoch,
+                    o.precision, scaler.get());
     EpochResult r;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
@@ -599,6 +633,10 @@ std::string resolve_training_device(const std::string& device) {
                            : "use cuda:0 to cuda:" + std::to_string(count - 1)));
   }
   return resolved;
+}
+
+data::Augmentation augmentation_of(const TrainingOptions& options) {
+  return options.augment.value_or(data::default_augmentation(data::kind_of_data(options.data)));
 }
 
 TrainingOutcome train_model(const TrainingOptions& options) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "data/augment.h"
 #include "lib/config/config.h"
 #include "lib/records/records.h"
 
@@ -34,6 +35,10 @@ struct TrainingOptions {
   LossScale loss_scale = LossScale::Off;
   LossScalerSettings loss_scaler;
   uint64_t seed = 0;
+  // What each training image goes through before its step (random crops, flips); none: the dataset's
+  // default (data::default_augmentation: a crop and a flip for CIFAR, nothing for MNIST's). Evaluation
+  // sees the images as they are.
+  std::optional<data::Augmentation> augment;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
@@ -107,6 +112,9 @@ struct TrainingOutcome {
 // other options are refused in a sentence naming the difference. Logs one line per epoch with spdlog. Throws
 // UserError for the user's mistakes.
 TrainingOutcome train_model(const TrainingOptions& options);
+
+// The augmentation a run of these options trains with: options.augment, else its data's default.
+data::Augmentation augmentation_of(const TrainingOptions& options);
 
 struct EvalOptions {
   std::string checkpoint;           // a directory written by train_model, or one of its .pt files

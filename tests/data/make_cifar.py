@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes a small CIFAR-like dataset in CIFAR's binary format for tests: 3x32x32 colour images whose
-class is which 8x8 cell of a 4x4 grid is bright, in the colour channel (class mod 3), on seeded noise.
+class is which row of a 4x4 grid of 8x8 cells is bright, in which pair of mirrored cells (the outer or the
+inner two) and in which colour channel, on seeded noise: a left-right flip keeps an image's class, as
+training's augmentation flips them, and so does a crop a few pixels off.
 CIFAR-10's files (data_batch_1.bin to data_batch_5.bin, test_batch.bin) by default, CIFAR-100's
 (train.bin, test.bin: a coarse and a fine label byte) with --hundred.
 
@@ -16,11 +18,12 @@ def records(count, classes, label_bytes, rng):
     for _ in range(count):
         label = rng.randrange(classes)
         pixels = bytearray(rng.randrange(60) for _ in range(3 * 32 * 32))
-        row, col = divmod(label % 16, 4)
-        channel = label % 3
+        row, rest = divmod(label % 16, 4)
+        cols, channel = ((0, 3), (1, 2))[rest % 2], rest // 2
         for y in range(row * 8 + 1, row * 8 + 7):
-            for x in range(col * 8 + 1, col * 8 + 7):
-                pixels[channel * 1024 + y * 32 + x] = 200 + rng.randrange(56)
+            for col in cols:
+                for x in range(col * 8 + 1, col * 8 + 7):
+                    pixels[channel * 1024 + y * 32 + x] = 200 + rng.randrange(56)
         if label_bytes == 2:
             out.append(label // 5)  # the coarse label: any byte, batchscope takes the fine one
         out.append(label)

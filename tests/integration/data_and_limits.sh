@@ -134,15 +134,26 @@ expect 2 "train with an unknown optimizer" "--optimizer adagrad is not known; us
 python3 "$src/tests/data/make_cifar.py" "$work/colours" --train 250 --test 100
 expect 0 "train on generated CIFAR-10 files" "^ +2 +[0-9.]+ +[0-9.]+%" \
   train --data "$work/colours" --epochs 2 --batch 25 --device cpu --threads 1 --out "$work/train_cifar"
+grep -q "training images augmented (crop:4+flip): a random 32x32 crop of the image padded by 4, then a left-right flip" \
+  "$work/err" && ok "CIFAR's training images are cropped and flipped, and train says so" \
+  || fail "train on CIFAR-10 did not say its augmentation: $(cat "$work/err")"
 python3 - "$work/train_cifar" <<'PY' || fail "the CIFAR-10 run's records"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1] + "/train.jsonl")]
 epochs = [r for r in records if r["type"] == "epoch"]
 assert [r["epoch"] for r in epochs] == [1, 2] and epochs[-1]["test_samples"] == 100, epochs
-assert epochs[-1]["test_accuracy"] >= 0.5, epochs[-1]  # chance is 0.1
+assert epochs[-1]["test_accuracy"] >= 0.3, epochs[-1]  # chance is 0.1; its images are cropped and flipped
 info = json.load(open(sys.argv[1] + "/checkpoint.json"))
 assert info["input"] == [3, 32, 32] and info["classes"] == 10 and info["data"]["name"] == "cifar10", info
+augment = records[0]["config"]["augment"]
+assert augment["crop_padding"] == 4 and augment["flip"] is True, augment
 PY
+expect 2 "train with an unknown augmentation" \
+  "--augment mirror is not known; use auto, none, flip, crop, crop:N \(N from 1 to 16\) or crop\+flip" \
+  train --data "$work/colours" --epochs 1 --augment mirror --device cpu --out "$work/v"
+expect 2 "the CIFAR-10 run again without its augmentation" \
+  "train_cifar/train.jsonl:1: holds a complete training run of other options \(augment was crop:4\+flip there and is none here\); give --augment crop:4\+flip to go on with it" \
+  train --data "$work/colours" --epochs 3 --batch 25 --device cpu --threads 1 --augment none --out "$work/train_cifar"
 accuracy="$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-2]['test_correct'])" "$work/train_cifar/train.jsonl")"
 expect 0 "eval of the CIFAR-10 checkpoint gives its last epoch's accuracy" "\(${accuracy}/100\)|\"correct\": ?${accuracy}" \
   eval --checkpoint "$work/train_cifar" --device cpu --threads 1
