@@ -138,6 +138,7 @@ std::string bash_script() {
     << "\" -- \"$cur\")); return ;;\n"
        "    --foreach) COMPREPLY=($(compgen -W \"auto on off\" -- \"$cur\")); return ;;\n"
        "    --augment) COMPREPLY=($(compgen -W \"auto none flip crop crop+flip\" -- \"$cur\")); return ;;\n"
+       "    --lr-decay) COMPREPLY=($(compgen -W \"none cosine step:\" -- \"$cur\")); return ;;\n"
        "    --lr-scaling) COMPREPLY=($(compgen -W \""
     << to_string(LrScaling::None) << " " << to_string(LrScaling::Linear) << " " << to_string(LrScaling::Sqrt)
     << "\" -- \"$cur\")); return ;;\n"

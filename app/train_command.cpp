@@ -89,6 +89,11 @@ std::string epoch_table_row(const EpochResult& r) {
                 r.train_loss, 100 * r.train_accuracy, r.test.loss, 100 * r.test.accuracy, r.epoch_seconds,
                 r.samples_per_s);
   std::string row = line;
+  // Where a schedule moves the rate: its last step's.
+  if (r.lr) {
+    std::snprintf(line, sizeof line, "  lr %g", *r.lr);
+    row += line;
+  }
   // With loss scaling: the scale at the epoch's end and the steps it skipped.
   if (r.skipped_steps) {
     std::snprintf(line, sizeof line, "  loss scale %g, %lld skipped", r.loss_scale.value_or(0),
@@ -115,6 +120,8 @@ int run_train_command(const std::vector<std::string>& args) {
       ("lr", "learning rate (at --lr-batch where --lr-scaling scales it)", cxxopts::value<std::string>()->default_value("0.01"))
       ("lr-scaling", "none, linear or sqrt: the learning rate at each batch size is --lr times (B / --lr-batch), or its square root", cxxopts::value<std::string>()->default_value("none"))
       ("lr-batch", "the batch size --lr is given for (default: the smallest --batch)", cxxopts::value<std::string>())
+      ("lr-warmup", "epochs over which the learning rate rises linearly, step by step, from --lr (the rate at --lr-batch) to the batch size's scaled rate, as Goyal et al. warm up large batches; needs --lr-scaling linear or sqrt", cxxopts::value<std::string>()->default_value("0"))
+      ("lr-decay", "none, step:E1,E2,... (times 0.1 after each of those epochs) or cosine (to 0 at the last of --epochs, step by step): the rate after any warm-up", cxxopts::value<std::string>()->default_value("none"))
       ("target-accuracy", "stop at the first epoch whose test accuracy reaches this percentage, e.g. 98%; --epochs is then the most", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
       ("precision", "fp32, fp16 (a GPU only) or bf16: the forward pass and loss of each step, and the evaluation, under autocast", cxxopts::value<std::string>()->default_value("fp32"))
@@ -143,6 +150,8 @@ int run_train_command(const std::vector<std::string>& args) {
            "  batchscope train --batch 32:2048:x4 --target-accuracy 98% --epochs 10 --lr-scaling linear "
            "--out "
            "runs/time-to-accuracy\n"
+           "  batchscope train --batch 8192 --lr 0.1 --lr-batch 256 --lr-scaling linear --lr-warmup 5 "
+           "--lr-decay step:30,60 --epochs 90\n"
            "\nA run stopped (Ctrl-C after the running epoch, or killed) goes on after its last complete "
            "epoch "
            "when the same command is run again; a complete run given more --epochs goes on the same way.\n"
@@ -190,6 +199,23 @@ int run_train_command(const std::vector<std::string>& args) {
   if (!scaling) refuse("--lr-scaling " + scaling_text + " is not known", "use none, linear or sqrt");
   const int64_t lr_batch =
       result.count("lr-batch") ? whole_option(result, "lr-batch", 1, limits::kMaxBatchSize) : 0;
+  const std::string decay = result["lr-decay"].as<std::string>();
+  if (!read_lr_decay(decay, o.lr_schedule)) {
+    refuse("--lr-decay " + printable(decay) + " is not known",
+           "use none, cosine or step:E1,E2,... with ascending epochs from 1, e.g. --lr-decay step:30,60");
+  }
+  o.lr_schedule.warmup_epochs = static_cast<int>(whole_option(result, "lr-warmup", 0, 100000));
+  o.lr_schedule.warmup_from = o.optimizer.lr;  // the rate at the reference batch size, before scaling
+  if (o.lr_schedule.warmup_epochs > 0 && *scaling == LrScaling::None) {
+    refuse(
+        "--lr-warmup rises from the rate at --lr-batch to a batch size's scaled rate, and --lr-scaling "
+        "none scales no rate",
+        "give --lr-scaling linear or sqrt");
+  }
+  if (o.lr_schedule.warmup_epochs > 0 && batches.size() == 1 && lr_batch == 0) {
+    refuse("--lr-warmup rises from the rate --lr gives at --lr-batch, and no --lr-batch is given",
+           "give --lr-batch, the batch size --lr is given for, e.g. --lr-batch 32");
+  }
 
   if (result.count("compare")) {
     if (batches.size() > 1) refuse("--compare trains one batch size", "give a single --batch with --compare");
@@ -266,7 +292,10 @@ int run_train_command(const std::vector<std::string>& args) {
   const TrainingOutcome outcome = train_model(o);
   print_epochs(outcome);
   if (outcome.stopped) return say_stopped(outcome, o.out_dir);
-  if (outcome.target_epoch) {
+  if (outcome.diverged_epoch) {
+    std::cout << "diverged in epoch " << *outcome.diverged_epoch
+              << ": its training loss was not finite, and the run ended there\n";
+  } else if (outcome.target_epoch) {
     std::cout << "reached " << 100 * *o.target_accuracy << "% test accuracy after epoch "
               << *outcome.target_epoch << "\n";
   } else if (o.target_accuracy) {

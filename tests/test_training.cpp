@@ -598,6 +598,100 @@ TEST_F(Training, AugmentedRunsSayHowAndAStoppedOneGoesOnDrawingWhatAnUnstoppedOn
   expect_same_epochs(train_model(stopped).epochs, whole.epochs);
 }
 
+// A schedule's rates reach the optimizer: a step down after epoch 1 trains epoch 1 as the constant rate does
+// and epoch 2 otherwise. The record says the schedule and each epoch's last rate; a warmed-up, cosine run
+// stopped after an epoch goes on with the rates of one that never stopped; more epochs go on after a step
+// schedule, whose rates do not depend on the count, and are refused after a cosine, whose rates do.
+TEST_F(Training, AScheduledRateReachesEachStepAndAStoppedRunGoesOnWithIt) {
+  TrainingOptions o = options("stepped");
+  ASSERT_TRUE(read_lr_decay("step:1", o.lr_schedule));
+  const TrainingOutcome stepped = train_model(o);
+  const TrainingOutcome& constant = trained();
+  ASSERT_EQ(stepped.epochs.size(), 2u);
+  EXPECT_EQ(stepped.epochs[0].train_loss, constant.epochs[0].train_loss);
+  EXPECT_EQ(stepped.epochs[0].test.loss, constant.epochs[0].test.loss);
+  EXPECT_NE(stepped.epochs[1].train_loss, constant.epochs[1].train_loss);
+  EXPECT_DOUBLE_EQ(stepped.epochs[0].lr.value_or(0), 0.02);
+  EXPECT_DOUBLE_EQ(stepped.epochs[1].lr.value_or(0), 0.002);
+  const std::vector<Json> records = read_jsonl(stepped.jsonl_path).records;
+  EXPECT_EQ(records[0]["config"]["lr_schedule"]["decay"], "step");
+  EXPECT_EQ(records[0]["config"]["lr_schedule"]["milestones"], Json({1}));
+  EXPECT_DOUBLE_EQ(records[2]["lr"].get<double>(), 0.002);
+  EXPECT_FALSE(read_jsonl(constant.jsonl_path).records[0]["config"].contains("lr_schedule"));
+  EXPECT_FALSE(read_jsonl(constant.jsonl_path).records[1].contains("lr"));
+
+  TrainingOptions warm = options("warm");
+  warm.epochs = 3;
+  warm.lr_schedule.warmup_epochs = 1;
+  warm.lr_schedule.warmup_from = 0.002;
+  ASSERT_TRUE(read_lr_decay("cosine", warm.lr_schedule));
+  const TrainingOutcome whole = train_model(warm);
+  EXPECT_NE(whole.epochs[0].train_loss, constant.epochs[0].train_loss);
+  // 600 images in batches of 32: 19 steps an epoch, the first epoch's last at 18/19 of the way up.
+  EXPECT_DOUBLE_EQ(whole.epochs[0].lr.value_or(0), 0.002 + (0.02 - 0.002) * 18 / 19);
+  EXPECT_LT(whole.epochs[2].lr.value_or(1), 0.001);
+  TrainingOptions stopped = warm;
+  stopped.out_dir = (*root_ / "warm_stopped").string();
+  stopped.stop_requested = [] { return true; };
+  ASSERT_TRUE(train_model(stopped).stopped);
+  stopped.stop_requested = nullptr;
+  const TrainingOutcome resumed = train_model(stopped);
+  expect_same_epochs(resumed.epochs, whole.epochs);
+  EXPECT_EQ(resumed.epochs[2].lr, whole.epochs[2].lr);
+  warm.epochs = 4;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(warm); },
+      {"already holds a complete training run whose cosine schedule ends at epoch 3", "--force"}));
+
+  o.epochs = 3;
+  const TrainingOutcome more = train_model(o);
+  EXPECT_EQ(more.resumed_from_epoch, 2);
+  ASSERT_EQ(more.epochs.size(), 3u);
+  EXPECT_DOUBLE_EQ(more.epochs[2].lr.value_or(0), 0.002);
+}
+
+// A rate far too large: the training loss overflows to NaN, the run ends after that epoch, complete (its
+// weights are lost whatever follows), and its records read back, the loss written as null, so that more
+// epochs are refused naming the divergence and a batch study takes the run as it is and says so.
+TEST_F(Training, ARunWhoseTrainingLossIsNotFiniteEndsThereAndReadsBackAsDiverged) {
+  TrainingOptions o = options("diverged");
+  o.epochs = 3;
+  o.limit_train = 128;
+  o.optimizer.lr = 1e6;
+  const TrainingOutcome run = train_model(o);
+  ASSERT_TRUE(run.diverged_epoch.has_value());
+  EXPECT_EQ(run.epochs.size(), static_cast<std::size_t>(*run.diverged_epoch));
+  EXPECT_FALSE(std::isfinite(run.epochs.back().train_loss));
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_TRUE(records[run.epochs.size()]["train_loss"].is_null());
+  EXPECT_EQ(records.back()["type"], "end");
+  EXPECT_EQ(records.back()["diverged_epoch"], *run.diverged_epoch);
+  o.epochs = 5;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); }, {"already holds a complete training run, which diverged in epoch " +
+                                    std::to_string(*run.diverged_epoch),
+                                "--force"}));
+
+  BatchStudyOptions s;
+  s.training = options("diverged_study");
+  s.training.limit_train = 128;
+  s.training.epochs = 3;
+  s.training.optimizer.lr = 1e6;
+  s.batch_sizes = {32};
+  const BatchStudy first = run_batch_study(s);
+  ASSERT_EQ(first.rows.size(), 1u);
+  EXPECT_EQ(first.rows[0].outcome.diverged_epoch, run.diverged_epoch);
+  const BatchStudy again = run_batch_study(s);  // the kept run, read back
+  EXPECT_TRUE(again.rows[0].outcome.reused);
+  EXPECT_EQ(again.rows[0].outcome.diverged_epoch, run.diverged_epoch);
+  EXPECT_NE(format_batch_study(again).find("| 32 | 1e+06 | diverged in epoch " +
+                                           std::to_string(*run.diverged_epoch) + " |"),
+            std::string::npos)
+      << format_batch_study(again);
+  std::ifstream json_file(again.json_path);
+  EXPECT_EQ(Json::parse(json_file)["rows"][0]["diverged_epoch"], *run.diverged_epoch);
+}
+
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
 // clean steps: the run records its precision and scaler, each epoch its skipped steps and scale; a stopped
 // run goes on with the scaler's scale and count, as one that never stopped; eval evaluates the weights in
@@ -892,7 +986,13 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_EQ(format_batch_study(study).find("augmented"), std::string::npos);
   BatchStudy cropped = study;
   cropped.augment = data::Augmentation{4, true};
-  EXPECT_NE(format_batch_study(cropped).find("; training images augmented crop:4+flip;"), std::string::npos);
+  cropped.lr_schedule.warmup_epochs = 2;
+  cropped.lr_schedule.warmup_from = 0.02;
+  EXPECT_NE(format_batch_study(cropped).find("; learning rate warmed up over 2 epochs from 0.02; training "
+                                             "images augmented crop:4+flip;"),
+            std::string::npos)
+      << format_batch_study(cropped);
+  EXPECT_TRUE(j["lr_schedule"].is_null());
   // The plot: a line per batch size, a point per epoch at its running training time, the target dashed.
   const PlotScript plot = time_to_accuracy_plot(study);
   EXPECT_NE(plot.data.find("# batch 32 (lr 0.02)\n# training_s test_accuracy_pct epoch\n" +

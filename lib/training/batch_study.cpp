@@ -82,21 +82,23 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                        {"test_accuracy", r.test.accuracy},
                        {"test_loss", r.test.loss}});
     }
-    rows.push_back({{"batch_size", row.batch_size},
-                    {"lr", row.lr},
-                    {"run", (fs::path(row.dir) / kJsonlName).string()},
-                    {"epochs", row.outcome.epochs.size()},
-                    {"steps_per_epoch", row.steps_per_epoch},
-                    {"target_epoch", reached ? Json(*row.outcome.target_epoch) : Json()},
-                    {"seconds_to_target", reached ? Json(*row.seconds_to_target) : Json()},
-                    {"steps_to_target", reached ? Json(epochs * row.steps_per_epoch) : Json()},
-                    {"samples_to_target", reached ? Json(epochs * row.outcome.train_samples) : Json()},
-                    {"training_seconds", seconds_counted(row)},
-                    {"mean_samples_per_s", row.mean_samples_per_s},
-                    {"best_test_accuracy", row.best_test_accuracy},
-                    {"last_test_accuracy", last.test.accuracy},
-                    {"last_test_loss", last.test.loss},
-                    {"curve", curve}});
+    rows.push_back(
+        {{"batch_size", row.batch_size},
+         {"lr", row.lr},
+         {"run", (fs::path(row.dir) / kJsonlName).string()},
+         {"epochs", row.outcome.epochs.size()},
+         {"steps_per_epoch", row.steps_per_epoch},
+         {"target_epoch", reached ? Json(*row.outcome.target_epoch) : Json()},
+         {"diverged_epoch", row.outcome.diverged_epoch ? Json(*row.outcome.diverged_epoch) : Json()},
+         {"seconds_to_target", reached ? Json(*row.seconds_to_target) : Json()},
+         {"steps_to_target", reached ? Json(epochs * row.steps_per_epoch) : Json()},
+         {"samples_to_target", reached ? Json(epochs * row.outcome.train_samples) : Json()},
+         {"training_seconds", seconds_counted(row)},
+         {"mean_samples_per_s", row.mean_samples_per_s},
+         {"best_test_accuracy", row.best_test_accuracy},
+         {"last_test_accuracy", last.test.accuracy},
+         {"last_test_loss", last.test.loss},
+         {"curve", curve}});
   }
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
@@ -106,6 +108,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"lr", options.training.optimizer.lr},
           {"precision", to_string(study.precision)},
           {"augment", data::to_string(study.augment)},
+          {"lr_schedule", study.lr_schedule.constant() ? Json() : Json(lr_schedule_json(study.lr_schedule))},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
           {"lr_scaling", to_string(study.lr_scaling)},
@@ -161,6 +164,8 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.precision = options.training.precision;
   study.loss_scale = options.training.loss_scale;
   study.augment = augmentation_of(options.training);
+  study.lr_schedule = options.training.lr_schedule;
+  study.lr_schedule.warmup_from = options.training.optimizer.lr;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
                               : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
@@ -175,6 +180,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     o.batch_size = batch;
     o.optimizer.lr =
         scaled_lr(options.training.optimizer.lr, batch, study.reference_batch, options.lr_scaling);
+    o.lr_schedule = study.lr_schedule;  // a warm-up from the reference batch's rate to this size's
     o.out_dir = (fs::path(options.training.out_dir) / ("batch-" + std::to_string(batch))).string();
     o.reuse_complete = true;
     check_options(o);
@@ -294,6 +300,7 @@ std::string format_batch_study(const BatchStudy& study) {
   } else if (study.loss_scale == LossScale::Dynamic) {
     text += "; loss scaled";
   }
+  if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
@@ -306,6 +313,8 @@ std::string format_batch_study(const BatchStudy& study) {
     text += "| " + std::to_string(row.batch_size) + " | " + number("%.4g", row.lr) + " | ";
     if (row.outcome.stopped) {
       text += "stopped after " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
+    } else if (row.outcome.diverged_epoch) {
+      text += "diverged in epoch " + std::to_string(*row.outcome.diverged_epoch) + " | — | — | ";
     } else if (missed) {
       text += "not in " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
     } else {

@@ -56,6 +56,7 @@ struct BatchStudy {
   Precision precision = Precision::FP32;  // the runs' (train --precision), and whether their loss was scaled
   LossScale loss_scale = LossScale::Off;
   data::Augmentation augment;  // what the runs did to their training images
+  LrSchedule lr_schedule;      // how their rates moved (warmed up from the reference batch's rate)
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 
 #include "data/batch_loader.h"
@@ -107,11 +108,16 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
       throw BadRecord(std::string("has no whole number \"") + key + "\"");
     return r[key].get<int64_t>();
   };
+  // A loss that was not finite (a diverged run's) is written as null, JSON having no NaN.
+  const auto loss = [&](const char* key) {
+    if (r.contains(key) && r[key].is_null()) return std::numeric_limits<double>::quiet_NaN();
+    return number(key);
+  };
   EpochResult e;
   e.epoch = static_cast<int>(std::min<int64_t>(whole("epoch"), 1000000));
-  e.train_loss = number("train_loss");
+  e.train_loss = loss("train_loss");
   e.train_accuracy = number("train_accuracy");
-  e.test.loss = number("test_loss");
+  e.test.loss = loss("test_loss");
   e.test.accuracy = number("test_accuracy");
   e.test.correct = whole("test_correct");
   e.test.samples = whole("test_samples");
@@ -120,6 +126,7 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   // Written only where the loss was scaled.
   if (r.contains("skipped_steps")) e.skipped_steps = whole("skipped_steps");
   if (r.contains("loss_scale")) e.loss_scale = number("loss_scale");
+  if (r.contains("lr")) e.lr = number("lr");  // written only where a schedule moves the rate
   // The weights a run goes on from are the epoch's own file, the one train_on wrote, never another.
   const std::string name = "checkpoint_epoch" + std::to_string(e.epoch) + ".pt";
   if (!r.contains("checkpoint") || r["checkpoint"] != name)
@@ -198,6 +205,11 @@ EarlierRun read_earlier_run(const std::string& dir) {
 }
 
 bool serves_other_epochs(const EarlierRun& earlier, const TrainingOptions& o) {
+  // A diverged run is complete whatever count follows: its weights are not numbers.
+  if (batchscope::diverged_epoch(earlier.epochs)) return false;
+  // A cosine's rate at each step depends on the epochs it ends at: another count is another run.
+  const Json schedule = earlier.config.value("lr_schedule", Json());
+  if (schedule.is_object() && schedule.value("decay", Json()) == "cosine") return false;
   if (earlier.state == EarlierRun::State::None || !earlier.config.contains("epochs") ||
       !earlier.config["epochs"].is_number_integer() || earlier.config["epochs"].get<int64_t>() == o.epochs)
     return false;
@@ -217,7 +229,19 @@ void check_output_dir(const TrainingOptions& o) {
   const EarlierRun earlier = read_earlier_run(o.out_dir);
   if (earlier.state == EarlierRun::State::Complete && !o.reuse_complete &&
       !goes_on_with_other_epochs(earlier, o)) {
-    throw UserError(located(earlier.jsonl, 0, "already holds a complete training run",
+    const Json schedule = earlier.config.value("lr_schedule", Json());
+    const Json epochs = earlier.config.value("epochs", Json());
+    const bool cosine = schedule.is_object() && schedule.value("decay", Json()) == "cosine";
+    const std::optional<int> diverged = batchscope::diverged_epoch(earlier.epochs);
+    std::string why;
+    if (diverged) {
+      why = ", which diverged in epoch " + std::to_string(*diverged) +
+            " (its training loss was not finite, so no epoch can follow)";
+    } else if (cosine && epochs.is_number_integer() && epochs.get<int64_t>() != o.epochs) {
+      why = " whose cosine schedule ends at epoch " + epochs.dump() +
+            " (its rates depend on the count, so other --epochs are another run)";
+    }
+    throw UserError(located(earlier.jsonl, 0, "already holds a complete training run" + why,
                             "choose another --out directory or pass --force to train again and replace it"));
   }
 }
@@ -256,6 +280,9 @@ void check_options(const TrainingOptions& o) {
     fail("a sample limit must be positive", "give e.g. --limit-train 1000");
   if (o.target_accuracy && !(*o.target_accuracy > 0 && *o.target_accuracy <= 1))
     fail("a target accuracy must lie above 0% and at most 100%", "give e.g. --target-accuracy 98%");
+  if (o.lr_schedule.warmup_epochs < 0) fail("a warm-up of negative epochs", "give e.g. --lr-warmup 5");
+  if (o.lr_schedule.warmup_epochs > 0 && !(o.lr_schedule.warmup_from > 0))
+    fail("a warm-up must start from a positive learning rate", "give e.g. --lr 0.01");
 }
 
 Json epoch_record(const EpochResult& r) {
@@ -272,6 +299,7 @@ Json epoch_record(const EpochResult& r) {
             {"checkpoint", fs::path(r.checkpoint).filename().string()}};
   if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
+  if (r.lr) j["lr"] = *r.lr;
   return j;
 }
 
@@ -279,15 +307,30 @@ struct EpochTotals {
   double seconds = 0;
   double loss_sum = 0;  // per-sample losses summed
   int64_t correct = 0;
+  double last_lr = 0;  // where a schedule set the rates: its last step's
 };
+
+// Where a schedule moves the rate: what each step's rate is made from.
+struct StepRates {
+  const LrSchedule& schedule;
+  double lr;  // the run's rate after any warm-up
+  int epochs;
+  double at(int64_t step, int64_t steps_per_epoch) const {
+    return lr_at(schedule, lr, step, steps_per_epoch, epochs);
+  }
+};
+
+void set_rate(torch::optim::Optimizer& optimizer, double rate) {
+  for (torch::optim::OptimizerParamGroup& group : optimizer.param_groups()) group.options().set_lr(rate);
+}
 
 // One pass over the shuffled training split, the forward pass and loss under autocast in fp16 or bf16. The
 // loss and hits are summed on the device and read at the end, so that no step waits for the host; a loss
 // scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
-                        data::BatchAugmenter* augmenter, int64_t epoch, Precision precision,
-                        LossScaler* scaler) {
+                        data::BatchAugmenter* augmenter, const StepRates* rates, int64_t epoch,
+                        Precision precision, LossScaler* scaler) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -298,9 +341,16 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   synchronize(device);
   const auto start = std::chrono::steady_clock::now();
   data::Batch batch;
+  const int64_t steps_per_epoch = loader.batches_per_epoch();
+  int64_t step = (epoch - 1) * steps_per_epoch;  // from 0, over the whole run
+  double rate = 0;
   while (loader.next(batch)) {
     // Part of the epoch's time, as a data loader's transforms are part of what a user waits for.
     if (augmenter != nullptr) batch.images = augmenter->apply(batch.images);
+    if (rates != nullptr) {
+      rate = rates->at(step++, steps_per_epoch);
+      set_rate(optimizer, rate);
+    }
     for (auto& p : parameters) p.mutable_grad().reset();
     torch::Tensor logits, loss;
     {
@@ -320,7 +370,7 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   }
   synchronize(device);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>()};
+  return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
 // What eval needs to rebuild the model and reproduce the test numbers (checkpoint.json).
@@ -353,6 +403,8 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   config["epochs"] = o.epochs;
   config["batch_size"] = o.batch_size;
   config["optimizer"] = optimizer_json(o.optimizer);
+  // Only where the rate moves, so that the records of runs at a constant rate read as they were.
+  if (!o.lr_schedule.constant()) config["lr_schedule"] = lr_schedule_json(o.lr_schedule);
   config["precision"] = to_string(o.precision);
   // Only where the loss is scaled, as a sweep's record has it.
   if (o.loss_scale == LossScale::Dynamic) {
@@ -507,6 +559,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   if (complete && !goes_on_with_other_epochs(earlier, o)) {
     outcome.reused = true;
     outcome.epochs = earlier.epochs;
+    outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);
     outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
     return outcome;
   }
@@ -530,6 +583,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     clear_output_dir(o.out_dir);
   }
   data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/true, device);
+  std::optional<StepRates> rates;
+  if (!o.lr_schedule.constant()) rates.emplace(StepRates{o.lr_schedule, o.optimizer.lr, o.epochs});
   const data::Augmentation augment = augmentation_of(o);
   std::optional<data::BatchAugmenter> augmenter;
   if (augment.any()) {
@@ -571,11 +626,12 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
   };
   for (const EpochResult& r : earlier.epochs) finished(r);
-  for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch; ++epoch) {
+  outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);
+  for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch && !outcome.diverged_epoch; ++epoch) {
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     const EpochTotals totals =
-        train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, epoch,
-                    o.precision, scaler.get());
+        train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr,
+                    rates ? &*rates : nullptr, epoch, o.precision, scaler.get());
     EpochResult r;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
@@ -587,6 +643,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       r.skipped_steps = scaler->skipped_steps() - skipped_before;
       r.loss_scale = scaler->current_scale();
     }
+    if (rates) r.lr = totals.last_lr;
     r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision);
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     // Written before the epoch's record: a run stopped after that record goes on from this epoch.
@@ -595,12 +652,21 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     writer.flush();
     remove_other_resume_states(o.out_dir, epoch);
     finished(r);
+    if (!std::isfinite(r.train_loss)) {
+      outcome.diverged_epoch = epoch;
+      spdlog::warn(
+          "epoch {}: the training loss is not finite: the run diverged and ends here; a smaller --lr, "
+          "a --lr-warmup or a --lr-decay may keep it finite",
+          epoch);
+      break;
+    }
     if (epoch < o.epochs && !outcome.target_epoch && o.stop_requested && o.stop_requested()) {
       outcome.stopped = true;
       return outcome;
     }
   }
   Json end = to_json(end_record());
+  if (outcome.diverged_epoch) end["diverged_epoch"] = *outcome.diverged_epoch;
   if (o.target_accuracy) {
     end["target_accuracy"] = *o.target_accuracy;
     end["target_epoch"] = outcome.target_epoch ? Json(*outcome.target_epoch) : Json();
@@ -633,6 +699,13 @@ std::string resolve_training_device(const std::string& device) {
                            : "use cuda:0 to cuda:" + std::to_string(count - 1)));
   }
   return resolved;
+}
+
+std::optional<int> diverged_epoch(const std::vector<EpochResult>& epochs) {
+  for (const EpochResult& r : epochs) {
+    if (!std::isfinite(r.train_loss)) return r.epoch;
+  }
+  return std::nullopt;
 }
 
 data::Augmentation augmentation_of(const TrainingOptions& options) {

@@ -9,6 +9,7 @@
 #include "data/augment.h"
 #include "lib/config/config.h"
 #include "lib/records/records.h"
+#include "lib/training/lr_schedule.h"
 
 namespace batchscope {
 
@@ -27,6 +28,8 @@ struct TrainingOptions {
   int64_t eval_batch_size = 1000;
   std::string device = "auto";  // cpu, cuda, cuda:N or auto (the first GPU, else the CPU)
   OptimizerConfig optimizer{OptimizerKind::Momentum};
+  // How the rate moves from step to step: optimizer.lr throughout by default.
+  LrSchedule lr_schedule;
   // fp16 or bf16: each step's forward pass and loss run under autocast, as torch.autocast runs them, and
   // so does the evaluation; fp16 runs on a GPU only.
   Precision precision = Precision::FP32;
@@ -83,6 +86,7 @@ struct EpochResult {
   // and the scale at the epoch's end.
   std::optional<int64_t> skipped_steps;
   std::optional<double> loss_scale;
+  std::optional<double> lr;  // where a schedule moves the rate: the rate of the epoch's last step
 };
 
 struct TrainingOutcome {
@@ -95,6 +99,9 @@ struct TrainingOutcome {
   bool reused = false;              // complete before this call (reuse_complete): nothing was trained
   std::optional<int> target_epoch;  // the first epoch whose test accuracy reached target_accuracy
   bool stopped = false;             // stop_requested ended it before its last epoch
+  // The epoch whose training loss was not finite (NaN or infinite): the run diverged and ended there,
+  // complete, since its weights are lost whatever follows.
+  std::optional<int> diverged_epoch;
   // With device_independent: the modules that still draw random numbers on the device (dropout inside
   // attention or between recurrent layers), by their path; empty for the planned networks.
   std::vector<std::string> drawn_on_device;
@@ -112,6 +119,9 @@ struct TrainingOutcome {
 // other options are refused in a sentence naming the difference. Logs one line per epoch with spdlog. Throws
 // UserError for the user's mistakes.
 TrainingOutcome train_model(const TrainingOptions& options);
+
+// The first of the epochs whose training loss is not finite: where a run diverged; none if none.
+std::optional<int> diverged_epoch(const std::vector<EpochResult>& epochs);
 
 // The augmentation a run of these options trains with: options.augment, else its data's default.
 data::Augmentation augmentation_of(const TrainingOptions& options);

@@ -111,6 +111,29 @@ assert optimizer["type"] == "adamw" and optimizer["weight_decay"] == 0.01 and "b
 PY
 # Mixed precision: bf16 under autocast with a loss scaler of its own first scale, on the epoch's row and in
 # the record; fp16 needs a GPU; a scaler setting where no loss is scaled is refused.
+# A warm-up from --lr at --lr-batch to the scaled rate, then a step down after epoch 1: the record holds
+# the schedule and each epoch's last rate (2 steps an epoch: the first epoch's last is half-way up).
+expect 0 "train warmed up and stepped down" "^ +2 +[0-9.]+ +[0-9.]+%" \
+  train --data "$work/digits" --epochs 2 --batch 64 --limit-train 128 --limit-test 32 --device cpu --threads 1 \
+  --lr 0.01 --lr-batch 32 --lr-scaling linear --lr-warmup 1 --lr-decay step:1 --out "$work/train_scheduled"
+python3 - "$work/train_scheduled/train.jsonl" <<'PY' || fail "the scheduled run's record"
+import json, math, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+config = records[0]["config"]
+assert config["optimizer"]["lr"] == 0.02, config["optimizer"]
+schedule = config["lr_schedule"]
+assert schedule["warmup_epochs"] == 1 and schedule["warmup_from"] == 0.01, schedule
+assert schedule["decay"] == "step" and schedule["milestones"] == [1] and schedule["gamma"] == 0.1, schedule
+rates = [r["lr"] for r in records if r["type"] == "epoch"]
+assert math.isclose(rates[0], 0.015) and math.isclose(rates[1], 0.002), rates
+PY
+expect 2 "a warm-up with no rate scaled" \
+  "--lr-warmup rises from the rate at --lr-batch to a batch size's scaled rate, and --lr-scaling none scales no rate; give --lr-scaling linear or sqrt" \
+  train --data "$work/digits" --epochs 1 --lr-warmup 1 --device cpu --out "$work/v"
+expect 2 "a warm-up of one run without --lr-batch" "--lr-warmup rises from the rate --lr gives at --lr-batch, and no --lr-batch is given" \
+  train --data "$work/digits" --epochs 1 --lr-warmup 1 --lr-scaling linear --device cpu --out "$work/v"
+expect 2 "an unknown decay" "--lr-decay step:5,2 is not known; use none, cosine or step:E1,E2,... with ascending epochs" \
+  train --data "$work/digits" --epochs 1 --lr-decay step:5,2 --device cpu --out "$work/v"
 expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
   train --data "$work/digits" --epochs 1 --batch 32 --limit-train 64 --limit-test 32 --device cpu --threads 1 \
   --precision bf16 --loss-scale dynamic --loss-scale-init 1024 --out "$work/train_bf16"
