@@ -124,6 +124,8 @@ int run_train_command(const std::vector<std::string>& args) {
       ("lr-decay", "none, step:E1,E2,... (times 0.1 after each of those epochs) or cosine (to 0 at the last of --epochs, step by step): the rate after any warm-up", cxxopts::value<std::string>()->default_value("none"))
       ("target-accuracy", "stop at the first epoch whose test accuracy reaches this percentage, e.g. 98%; --epochs is then the most", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
+      ("momentum", "the momentum of --optimizer momentum", cxxopts::value<std::string>())
+      ("weight-decay", "L2 weight decay (adamw: decoupled), e.g. 5e-4 as CIFAR's ResNet recipe has it; default 0, adamw's 0.01", cxxopts::value<std::string>())
       ("precision", "fp32, fp16 (a GPU only) or bf16: the forward pass and loss of each step, and the evaluation, under autocast", cxxopts::value<std::string>()->default_value("fp32"))
       ("loss-scale", "auto, dynamic or off: dynamic loss scaling, as PyTorch's GradScaler; auto is dynamic for fp16, off otherwise", cxxopts::value<std::string>()->default_value("auto"))
       ("loss-scale-init", "dynamic loss scaling: the first scale (GradScaler's init_scale)", cxxopts::value<std::string>()->default_value(std::to_string(static_cast<long long>(LossScalerSettings{}.init_scale))))
@@ -171,6 +173,14 @@ int run_train_command(const std::vector<std::string>& args) {
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
   if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;
+  if (result.count("weight-decay")) o.optimizer.weight_decay = real_option(result, "weight-decay", 0, 1);
+  if (result.count("momentum")) {
+    if (o.optimizer.kind != OptimizerKind::Momentum) {
+      refuse("--momentum applies to --optimizer momentum, not " + to_string(o.optimizer.kind),
+             "remove --momentum, or give --optimizer momentum");
+    }
+    o.optimizer.momentum = real_option(result, "momentum", 0, 1, /*least_excluded=*/true);
+  }
   o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   read_precision_options(result, o);
   o.seed = seed_option(result, "seed");

@@ -115,12 +115,14 @@ PY
 # the schedule and each epoch's last rate (2 steps an epoch: the first epoch's last is half-way up).
 expect 0 "train warmed up and stepped down" "^ +2 +[0-9.]+ +[0-9.]+%" \
   train --data "$work/digits" --epochs 2 --batch 64 --limit-train 128 --limit-test 32 --device cpu --threads 1 \
-  --lr 0.01 --lr-batch 32 --lr-scaling linear --lr-warmup 1 --lr-decay step:1 --out "$work/train_scheduled"
+  --lr 0.01 --lr-batch 32 --lr-scaling linear --lr-warmup 1 --lr-decay step:1 --momentum 0.8 --weight-decay 5e-4 \
+  --out "$work/train_scheduled"
 python3 - "$work/train_scheduled/train.jsonl" <<'PY' || fail "the scheduled run's record"
 import json, math, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 config = records[0]["config"]
-assert config["optimizer"]["lr"] == 0.02, config["optimizer"]
+optimizer = config["optimizer"]
+assert optimizer["lr"] == 0.02 and optimizer["momentum"] == 0.8 and optimizer["weight_decay"] == 5e-4, optimizer
 schedule = config["lr_schedule"]
 assert schedule["warmup_epochs"] == 1 and schedule["warmup_from"] == 0.01, schedule
 assert schedule["decay"] == "step" and schedule["milestones"] == [1] and schedule["gamma"] == 0.1, schedule
@@ -132,6 +134,8 @@ expect 2 "a warm-up with no rate scaled" \
   train --data "$work/digits" --epochs 1 --lr-warmup 1 --device cpu --out "$work/v"
 expect 2 "a warm-up of one run without --lr-batch" "--lr-warmup rises from the rate --lr gives at --lr-batch, and no --lr-batch is given" \
   train --data "$work/digits" --epochs 1 --lr-warmup 1 --lr-scaling linear --device cpu --out "$work/v"
+expect 2 "a momentum for adam" "--momentum applies to --optimizer momentum, not adam; remove --momentum, or give --optimizer momentum" \
+  train --data "$work/digits" --epochs 1 --optimizer adam --momentum 0.5 --device cpu --out "$work/v"
 expect 2 "an unknown decay" "--lr-decay step:5,2 is not known; use none, cosine or step:E1,E2,... with ascending epochs" \
   train --data "$work/digits" --epochs 1 --lr-decay step:5,2 --device cpu --out "$work/v"
 expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
