@@ -469,13 +469,18 @@ void write_cifar100(const fs::path& dir, int64_t train, int64_t test) {
   }
 }
 
-TEST_F(Training, AModelIsBuiltForItsDatasetsImagesAndClassesAndEvalOnlyForThem) {
-  const fs::path colours = *root_ / "colours";
+// `o` on a CIFAR-100 stand-in of its own, beside its output directory, in batches of 24.
+TrainingOptions on_cifar100(TrainingOptions o, int64_t train, int64_t test) {
+  const fs::path colours = o.out_dir + "_colours";
   fs::create_directories(colours);
-  write_cifar100(colours, 480, 120);
-  TrainingOptions o = options("cifar100");
+  write_cifar100(colours, train, test);
   o.data = colours.string();
   o.batch_size = 24;
+  return o;
+}
+
+TEST_F(Training, AModelIsBuiltForItsDatasetsImagesAndClassesAndEvalOnlyForThem) {
+  TrainingOptions o = on_cifar100(options("cifar100"), 480, 120);
   const TrainingOutcome run = train_model(o);
   ASSERT_EQ(run.epochs.size(), 2u);
   EXPECT_EQ(run.epochs.back().test.samples, 120);
@@ -563,12 +568,7 @@ TEST_F(Training, AStoppedRunGoesOnAfterItsLastEpochWithTheNumbersOfOneThatNeverS
 // to trains other numbers from the same seed, and a stopped run goes on drawing what one that never stopped
 // drew (the draws come from the seed and the epoch), but not without its augmentation.
 TEST_F(Training, AugmentedRunsSayHowAndAStoppedOneGoesOnDrawingWhatAnUnstoppedOneDrew) {
-  const fs::path colours = *root_ / "augmented_colours";
-  fs::create_directories(colours);
-  write_cifar100(colours, 240, 60);
-  TrainingOptions o = options("augmented");
-  o.data = colours.string();
-  o.batch_size = 24;
+  const TrainingOptions o = on_cifar100(options("augmented"), 240, 60);
   const TrainingOutcome whole = train_model(o);
   const Json config = read_jsonl(whole.jsonl_path).records.front()["config"];
   EXPECT_EQ(config["augment"]["crop_padding"], 4);
