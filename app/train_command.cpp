@@ -298,7 +298,7 @@ int run_train_command(const std::vector<std::string>& args) {
     return 0;
   }
   if (lr_batch > 0) o.optimizer.lr = scaled_lr(o.optimizer.lr, o.batch_size, lr_batch, *scaling);
-  if (!quiet) std::cout << epoch_table_header() << std::flush;
+  if (!quiet) o.on_start = [] { std::cout << epoch_table_header() << std::flush; };
   const TrainingOutcome outcome = train_model(o);
   print_epochs(outcome);
   if (outcome.stopped) return say_stopped(outcome, o.out_dir);

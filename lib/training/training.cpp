@@ -625,6 +625,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     outcome.epochs.push_back(r);
     outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
   };
+  if (o.on_start) o.on_start();
   for (const EpochResult& r : earlier.epochs) finished(r);
   outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch && !outcome.diverged_epoch; ++epoch) {

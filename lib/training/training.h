@@ -60,6 +60,9 @@ struct TrainingOptions {
   // settings, the algorithms a user's training gets, for the time to an accuracy as they would wait it.
   bool deterministic = true;
   std::string command_line;  // recorded in the run record
+  // Told once the run's options, data and output directory are checked and its first epoch (or the
+  // earlier session's, told again) is next: where a table's header goes, after any refusal.
+  std::function<void()> on_start;
   // Told of each epoch as it ends; without it, each epoch is a log line.
   std::function<void(const EpochResult&)> on_epoch;
   // Asked after each epoch: true stops the run there, without its end record, so that the same options

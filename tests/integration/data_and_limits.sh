@@ -181,6 +181,8 @@ expect 2 "train with an unknown augmentation" \
 expect 2 "the CIFAR-10 run again without its augmentation" \
   "train_cifar/train.jsonl:1: holds a complete training run of other options \(augment was crop:4\+flip there and is none here\); give --augment crop:4\+flip to go on with it" \
   train --data "$work/colours" --epochs 3 --batch 25 --device cpu --threads 1 --augment none --out "$work/train_cifar"
+[ ! -s "$work/out" ] && ok "a refused train prints no epoch table" \
+  || fail "a refused train printed: $(cat "$work/out")"
 accuracy="$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-2]['test_correct'])" "$work/train_cifar/train.jsonl")"
 expect 0 "eval of the CIFAR-10 checkpoint gives its last epoch's accuracy" "\(${accuracy}/100\)|\"correct\": ?${accuracy}" \
   eval --checkpoint "$work/train_cifar" --device cpu --threads 1
