@@ -130,6 +130,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("loss-scale", "auto, dynamic or off: dynamic loss scaling, as PyTorch's GradScaler; auto is dynamic for fp16, off otherwise", cxxopts::value<std::string>()->default_value("auto"))
       ("loss-scale-init", "dynamic loss scaling: the first scale (GradScaler's init_scale)", cxxopts::value<std::string>()->default_value(std::to_string(static_cast<long long>(LossScalerSettings{}.init_scale))))
       ("loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", cxxopts::value<std::string>()->default_value(std::to_string(LossScalerSettings{}.growth_interval)))
+      ("channels-last", "the convolutions' weights and each batch NHWC, as a GPU's tensor-core kernels take them (eval follows)")
       ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -184,6 +185,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.optimizer.lr = real_option(result, "lr", 0, 1e6, /*least_excluded=*/true);
   read_precision_options(result, o);
   o.seed = seed_option(result, "seed");
+  o.channels_last = result.count("channels-last") > 0;
   const std::string augment = result["augment"].as<std::string>();
   if (augment != "auto") {
     o.augment = data::parse_augmentation(augment);

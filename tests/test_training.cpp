@@ -16,6 +16,7 @@
 #include "lib/training/determinism.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
+#include "lib/training/training_parts.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -692,6 +693,49 @@ TEST_F(Training, ARunWhoseTrainingLossIsNotFiniteEndsThereAndReadsBackAsDiverged
   EXPECT_EQ(Json::parse(json_file)["rows"][0]["diverged_epoch"], *run.diverged_epoch);
 }
 
+// --channels-last: the record and checkpoint.json say so, the convolutions' weights train (and are saved)
+// NHWC, eval of the checkpoint follows the layout and gives the last epoch's numbers exactly, and a
+// stopped run goes on in it bit for bit.
+TEST_F(Training, AChannelsLastRunTrainsNhwcAndEvalAndAStoppedRunFollowIt) {
+  TrainingOptions o = options("nhwc");
+  o.channels_last = true;
+  const TrainingOutcome run = train_model(o);
+  const Json config = read_jsonl(run.jsonl_path).records.front()["config"];
+  EXPECT_EQ(config["memory_format"], "channels_last");
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records.front()["config"].contains("memory_format"));
+  // The weights trained, and were saved, NHWC; the contiguous run's stayed NCHW. (A convolution of one
+  // input channel is both.)
+  const auto multichannel_convolution = [](const std::string& weights) {
+    const std::shared_ptr<models::Network> model =
+        training_parts::build_network("mnist_cnn", data::dataset_kind("mnist"));
+    torch::serialize::InputArchive archive;
+    archive.load_from(weights);
+    model->load(archive);
+    for (const torch::Tensor& p : model->parameters()) {
+      if (p.dim() == 4 && p.size(1) > 1) return p;
+    }
+    return torch::Tensor();
+  };
+  const torch::Tensor nhwc = multichannel_convolution(run.checkpoint_path);
+  ASSERT_TRUE(nhwc.defined());
+  EXPECT_TRUE(nhwc.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(nhwc.is_contiguous());
+  EXPECT_TRUE(multichannel_convolution(trained().checkpoint_path).is_contiguous());
+  EvalOptions eval;
+  eval.checkpoint = o.out_dir;
+  eval.device = "cpu";
+  const CheckpointEvaluation again = evaluate_checkpoint(eval);
+  EXPECT_EQ(again.test.loss, run.epochs.back().test.loss);
+  EXPECT_EQ(again.test.correct, run.epochs.back().test.correct);
+
+  TrainingOptions stopped = o;
+  stopped.out_dir = (*root_ / "nhwc_stopped").string();
+  stopped.stop_requested = [] { return true; };
+  ASSERT_TRUE(train_model(stopped).stopped);
+  stopped.stop_requested = nullptr;
+  expect_same_epochs(train_model(stopped).epochs, run.epochs);
+}
+
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
 // clean steps: the run records its precision and scaler, each epoch its skipped steps and scale; a stopped
 // run goes on with the scaler's scale and count, as one that never stopped; eval evaluates the weights in
@@ -986,13 +1030,15 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_EQ(format_batch_study(study).find("augmented"), std::string::npos);
   BatchStudy cropped = study;
   cropped.augment = data::Augmentation{4, true};
+  cropped.channels_last = true;
   cropped.lr_schedule.warmup_epochs = 2;
   cropped.lr_schedule.warmup_from = 0.02;
   EXPECT_NE(format_batch_study(cropped).find("; learning rate warmed up over 2 epochs from 0.02; training "
-                                             "images augmented crop:4+flip;"),
+                                             "images augmented crop:4+flip; channels-last; seconds"),
             std::string::npos)
       << format_batch_study(cropped);
   EXPECT_TRUE(j["lr_schedule"].is_null());
+  EXPECT_EQ(j["channels_last"], false);
   // The plot: a line per batch size, a point per epoch at its running training time, the target dashed.
   const PlotScript plot = time_to_accuracy_plot(study);
   EXPECT_NE(plot.data.find("# batch 32 (lr 0.02)\n# training_s test_accuracy_pct epoch\n" +

@@ -39,12 +39,7 @@ Workload::Workload(const ExperimentConfig& experiment, const torch::Device& devi
   forward_flops_per_sample_ = spec_->forward_flops(experiment.input_shape, experiment.classes);
   model_ = spec_->build(experiment.input_shape, experiment.classes);
   model_->to(device_);
-  if (experiment.channels_last) {
-    torch::NoGradGuard no_grad;
-    for (auto& p : model_->parameters()) {
-      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
-    }
-  }
+  if (experiment.channels_last) to_channels_last(*model_);
   if (experiment.phase == Phase::Train) {
     model_->train();
     parameters_ = model_->parameters();
@@ -95,6 +90,13 @@ void Workload::prepare_batch(int64_t batch_size) {
   targets_ = batch.targets;
   inputs_ = timed_copy() ? batch.inputs : in_memory_format(batch.inputs, experiment_.channels_last);
   if (!timed_copy()) synchronize();
+}
+
+void to_channels_last(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters()) {
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  }
 }
 
 torch::Tensor in_memory_format(const torch::Tensor& inputs, bool channels_last) {

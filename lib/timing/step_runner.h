@@ -139,6 +139,8 @@ bool is_out_of_memory(const std::exception& error);
 
 // An image batch (4-D) laid out as a step with channels_last trains on it: NHWC where asked, else as it is.
 torch::Tensor in_memory_format(const torch::Tensor& inputs, bool channels_last);
+// A model's 4-D parameters (convolutions' weights) laid out NHWC, as channels_last trains them.
+void to_channels_last(torch::nn::Module& model);
 
 // LibTorch's own sentence when it has no kernel for an operation in this precision on this device
 // ("\"hardshrink_backward_cpu\" not implemented for 'BFloat16'"), without its backtrace; nullopt for

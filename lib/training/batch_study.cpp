@@ -108,6 +108,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"lr", options.training.optimizer.lr},
           {"precision", to_string(study.precision)},
           {"augment", data::to_string(study.augment)},
+          {"channels_last", study.channels_last},
           {"lr_schedule", study.lr_schedule.constant() ? Json() : Json(lr_schedule_json(study.lr_schedule))},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
@@ -165,6 +166,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.loss_scale = options.training.loss_scale;
   study.augment = augmentation_of(options.training);
   study.lr_schedule = options.training.lr_schedule;
+  study.channels_last = options.training.channels_last;
   study.lr_schedule.warmup_from = options.training.optimizer.lr;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
@@ -302,6 +304,7 @@ std::string format_batch_study(const BatchStudy& study) {
   }
   if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
+  if (study.channels_last) text += "; channels-last";
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |\n"

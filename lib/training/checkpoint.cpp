@@ -241,6 +241,13 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     if (!precision) refuse("has a precision that is not fp32, fp16 or bf16");
     info.precision = *precision;
   }
+  // Written only where the run trained NHWC.
+  if (json.contains("memory_format")) {
+    const Json& m = json["memory_format"];
+    if (!m.is_string() || (m != "channels_last" && m != "contiguous"))
+      refuse("has a memory_format that is neither \"channels_last\" nor \"contiguous\"");
+    info.channels_last = m == "channels_last";
+  }
   info.weights = kLatestWeights;
   if (json.contains("weights")) {
     info.weights = text(json, "weights");

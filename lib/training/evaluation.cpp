@@ -3,6 +3,7 @@
 #include "data/batch_loader.h"
 #include "lib/common/errors.h"
 #include "lib/timing/autocast.h"
+#include "lib/timing/step_runner.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
 #include "models/flop_tally.h"
@@ -17,7 +18,7 @@ namespace training_parts {
 // Per-sample losses are summed in double on the device and read once, so the result does not depend on
 // how many batches there were, only on the logits.
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
-                    const torch::Device& device, Precision precision) {
+                    const torch::Device& device, Precision precision, bool channels_last) {
   torch::NoGradGuard no_grad;
   model.eval();
   data::BatchLoader loader(test, std::min(batch_size, test.size()), 0, /*shuffle=*/false, device);
@@ -30,7 +31,7 @@ Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t b
     torch::Tensor logits;
     {
       const AutocastScope autocast(precision, device);
-      logits = model.forward(batch.images);
+      logits = model.forward(in_memory_format(batch.images, channels_last));
     }
     namespace F = torch::nn::functional;
     loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
@@ -106,13 +107,15 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   std::shared_ptr<models::Network> model = build_network(info.model, trained_on);
   load_weights(*model, weights.string(), info.model, device);
   model->to(device);
+  if (info.channels_last) to_channels_last(*model);
   const LoadedData data = load_data(data_spec, 0, options.limit_test.value_or(info.limit_test));
   CheckpointEvaluation result;
   result.weights_path = weights.string();
   result.model = info.model;
   result.data = data.location.name;
   result.device = device_name;
-  result.test = evaluate(*model, data.splits.test, options.batch_size, device, info.precision);
+  result.test =
+      evaluate(*model, data.splits.test, options.batch_size, device, info.precision, info.channels_last);
   return result;
 }
 

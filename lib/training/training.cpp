@@ -22,6 +22,7 @@
 #include "lib/timing/autocast.h"
 #include "lib/timing/loss_scaler.h"
 #include "lib/timing/optimizer.h"
+#include "lib/timing/step_runner.h"
 #include "lib/training/determinism.h"
 #include "lib/training/training_parts.h"
 #include "models/flop_tally.h"
@@ -329,8 +330,8 @@ void set_rate(torch::optim::Optimizer& optimizer, double rate) {
 // scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
-                        data::BatchAugmenter* augmenter, const StepRates* rates, int64_t epoch,
-                        Precision precision, LossScaler* scaler) {
+                        data::BatchAugmenter* augmenter, bool channels_last, const StepRates* rates,
+                        int64_t epoch, Precision precision, LossScaler* scaler) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -347,6 +348,7 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   while (loader.next(batch)) {
     // Part of the epoch's time, as a data loader's transforms are part of what a user waits for.
     if (augmenter != nullptr) batch.images = augmenter->apply(batch.images);
+    batch.images = in_memory_format(batch.images, channels_last);
     if (rates != nullptr) {
       rate = rates->at(step++, steps_per_epoch);
       set_rate(optimizer, rate);
@@ -389,6 +391,7 @@ Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
                {"tf32", o.device_independent ? "off" : "default"}};
   // Only where it is not fp32, so that checkpoints trained before it was written read as they were.
   if (o.precision != Precision::FP32) info["precision"] = to_string(o.precision);
+  if (o.channels_last) info["memory_format"] = "channels_last";  // the same: only where it is so
   // A TorchScript file's code and starting weights: eval rebuilds the module from the file.
   const models::ModelSpec* spec = models::find_model(o.model);
   if (spec != nullptr && spec->file)
@@ -567,6 +570,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   // Going on: the weights, then the optimizer's state and the generators, as they were after the last
   // epoch.
   if (done > 0) load_weights(*model, earlier.epochs.back().checkpoint, o.model, device);
+  // After the weights are read, which may bring them in another layout.
+  if (o.channels_last) to_channels_last(*model);
   std::vector<torch::Tensor> parameters = model->parameters();
   const std::unique_ptr<torch::optim::Optimizer> optimizer = make_optimizer(o.optimizer, parameters);
   const std::unique_ptr<LossScaler> scaler =
@@ -632,7 +637,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     const EpochTotals totals =
         train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr,
-                    rates ? &*rates : nullptr, epoch, o.precision, scaler.get());
+                    o.channels_last, rates ? &*rates : nullptr, epoch, o.precision, scaler.get());
     EpochResult r;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
@@ -645,7 +650,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       r.loss_scale = scaler->current_scale();
     }
     if (rates) r.lr = totals.last_lr;
-    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision);
+    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last);
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     // Written before the epoch's record: a run stopped after that record goes on from this epoch.
     write_resume_state(o.out_dir, epoch, state);

@@ -42,6 +42,9 @@ struct TrainingOptions {
   // default (data::default_augmentation: a crop and a flip for CIFAR, nothing for MNIST's). Evaluation
   // sees the images as they are.
   std::optional<data::Augmentation> augment;
+  // The convolutions' weights and each batch laid out NHWC (channels last), as a GPU's tensor-core
+  // kernels take them; eval of its checkpoints follows.
+  bool channels_last = false;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
@@ -152,6 +155,7 @@ struct CheckpointInfo {
   std::string weights;  // a file name in the checkpoint's directory
   bool tf32_off = false;  // trained with fp32 kept in fp32 on a GPU, so evaluated so too
   Precision precision = Precision::FP32;  // trained under autocast in fp16 or bf16, so evaluated so too
+  bool channels_last = false;             // trained NHWC, so evaluated so too
 };
 
 // Reads and checks checkpoint.json as strictly as a configuration: every field's type and range, a

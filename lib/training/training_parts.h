@@ -64,9 +64,10 @@ TrainingOutcome train_on(const TrainingOptions& o, const std::string& device_nam
 void check_earlier_options(const TrainingOptions& o, const std::string& device_name, const LoadedData& data);
 
 // The loss and accuracy of the model on a test split, in batches of batch_size, the forward pass under
-// autocast in fp16 or bf16 (lib/training/evaluation.cpp).
+// autocast in fp16 or bf16, each batch NHWC where channels_last (lib/training/evaluation.cpp).
 Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t batch_size,
-                    const torch::Device& device, Precision precision = Precision::FP32);
+                    const torch::Device& device, Precision precision = Precision::FP32,
+                    bool channels_last = false);
 
 // Checkpoint files (lib/training/checkpoint.cpp), each written beside and renamed into place:
 // checkpoint_epochN.pt, then checkpoint.pt and checkpoint.json (info with the epoch) for the latest;
