@@ -236,6 +236,8 @@ int run_train_command(const std::vector<std::string>& args) {
       refuse("--compare needs deterministic runs, so that only the devices' arithmetic differs",
              "leave --deterministic off out");
     const auto [first, second] = device_pair(result["compare"].as<std::string>());
+    // The batch size's rate, as a single run trains it.
+    if (lr_batch > 0) o.optimizer.lr = scaled_lr(o.optimizer.lr, o.batch_size, lr_batch, *scaling);
     const DeviceComparison comparison = compare_devices(o, first, second);
     std::cout << format_comparison_table(comparison) << "written: " << comparison.jsonl_path << ", "
               << comparison.first.jsonl_path << ", " << comparison.second.jsonl_path << "\n";
