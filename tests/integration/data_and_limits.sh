@@ -99,7 +99,11 @@ accuracy="$(python3 -c "import json,sys; print([json.loads(l) for l in open(sys.
 expect 0 "eval of the checkpoint gives the last epoch's accuracy" "\(${accuracy}/100\)|\"correct\": ?${accuracy}" \
   eval --checkpoint "$work/train" --data "$work/digits" --device cpu --threads 1
 expect 0 "train --compare cpu,cpu" "agree to ≥ 15 significant digits" \
-  train --data "$work/digits" --epochs 1 --batch 32 --threads 1 --compare cpu,cpu --out "$work/compare" --quiet
+  train --data "$work/digits" --epochs 1 --batch 32 --threads 1 --compare cpu,cpu --out "$work/compare" --quiet \
+  --lr 0.01 --lr-batch 16 --lr-scaling linear
+python3 -c "import json,sys; lr=json.loads(open(sys.argv[1]).readline())['config']['optimizer']['lr']; sys.exit(lr != 0.02)" \
+  "$work/compare/cpu/train.jsonl" && ok "train --compare trains the batch size's scaled rate" \
+  || fail "train --compare did not scale --lr from --lr-batch: $(head -c 600 "$work/compare/cpu/train.jsonl")"
 # AdamW trains with PyTorch's decay, and its record says so.
 expect 0 "train with adamw" "^ +1 +[0-9.]+ +[0-9.]+%" \
   train --data "$work/digits" --epochs 1 --batch 32 --device cpu --threads 1 --optimizer adamw --lr 0.001 \
