@@ -73,8 +73,8 @@ BatchAugmenter::BatchAugmenter(const Augmentation& augmentation, const DatasetKi
   TORCH_CHECK(channels == kind.image.at(0) && kind.deviation.size() == kind.mean.size(),
               "BatchAugmenter: the dataset's normalisation is not one per channel");
   std::vector<float> black;
+  // In float, as the dataset normalises its pixels: a black pixel of the image's own, to the bit.
   for (std::size_t c = 0; c < kind.mean.size(); ++c)
-    // In float, as the dataset normalises its pixels: a black pixel of the image's own, to the bit.
     black.push_back((0.0F - static_cast<float>(kind.mean[c])) / static_cast<float>(kind.deviation[c]));
   fill_ = torch::tensor(black).view({1, channels, 1, 1}).to(device_);
   start_epoch(0);
@@ -111,8 +111,6 @@ torch::Tensor BatchAugmenter::apply(const torch::Tensor& images) {
   if (pad > 0) {
     source = fill_.expand({batch, channels, height + 2 * pad, width + 2 * pad}).clone();
     source.narrow(2, pad, height).narrow(3, pad, width).copy_(images);
-  }
-  if (pad > 0) {
     const torch::Tensor row_index = to_device(rows).view({batch, 1, height, 1});
     source = source.gather(2, row_index.expand({batch, channels, height, width + 2 * pad}));
   }
