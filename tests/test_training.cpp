@@ -644,6 +644,19 @@ TEST_F(Training, AScheduledRateReachesEachStepAndAStoppedRunGoesOnWithIt) {
       [&] { train_model(warm); },
       {"already holds a complete training run whose cosine schedule ends at epoch 3", "--force"}));
 
+  // A study takes complete runs as they are, and says why another count is another cosine run.
+  BatchStudyOptions study;
+  study.training = warm;
+  study.training.out_dir = (*root_ / "warm_study").string();
+  study.training.epochs = 2;
+  study.batch_sizes = {32};
+  run_batch_study(study);
+  study.training.epochs = 3;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { run_batch_study(study); },
+      {"holds a complete training run of other options (epochs was 2 there and is 3 here: its cosine "
+       "schedule's rates depend on the count)"}));
+
   o.epochs = 3;
   const TrainingOutcome more = train_model(o);
   EXPECT_EQ(more.resumed_from_epoch, 2);

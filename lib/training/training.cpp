@@ -500,6 +500,11 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
   std::string difference = first_key_difference(before, now);
   if (difference.empty()) return;
   std::string fix = complete ? "" : "give the options it began with to go on with it, ";
+  // Another count of epochs refused only because a cosine's rates depend on it.
+  const Json schedule = before.value("lr_schedule", Json());
+  if (difference.rfind("epochs ", 0) == 0 && schedule.is_object() &&
+      schedule.value("decay", Json()) == "cosine")
+    difference += ": its cosine schedule's rates depend on the count";
   // Said in --augment's words, which the run record's object and its absence stand for.
   if (before.value("augment", Json()) != now.value("augment", Json())) {
     const std::string began = augment_word(before);
