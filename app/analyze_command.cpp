@@ -53,7 +53,7 @@ cxxopts::Options analyze_options() {
       ("price", "$ per device-hour, for every device the --prices file does not name: adds $ per million samples and the cheapest batch size", cxxopts::value<std::string>())
       ("prices", "a YAML file with prices: mapping device names (or parts of them) to $ per hour", cxxopts::value<std::string>())
       ("peak", "the JSON-lines file of batchscope peak --out (again, or comma-separated, for more files): each group's highest TFLOP/s as a share of its device's measured peaks, and a profiled sweep's layers' TFLOP/s against its convolution peak and, where peak --model timed them, against each layer alone", cxxopts::value<std::vector<std::string>>())
-      ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of a known dataset, 60000 for mnist and fashion-mnist, 50000 for cifar10 and cifar100; none for synthetic data)", cxxopts::value<std::string>())
+      ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of a known dataset, 60000 for mnist and fashion-mnist, 50000 for cifar10 and cifar100, or of a dataset directory's files where they are here; none for synthetic data)", cxxopts::value<std::string>())
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))

@@ -250,6 +250,29 @@ DatasetLocation locate_dataset(const std::string& spec) {
 
 bool is_real_data(const std::string& spec) { return spec != "synthetic"; }
 
+std::optional<int64_t> training_images_in(const std::string& spec) {
+  if (!is_real_data(spec)) return std::nullopt;
+  try {
+    const DatasetLocation location = locate_dataset(spec);
+    const DatasetKind& kind = location.kind();
+    if (kind.format == Format::Idx) {
+      const IdxArray labels = read_idx(find_file(location.directory, kind.train_files[1], kind.format));
+      if (labels.dims.size() != 1) return std::nullopt;
+      return labels.dims[0];
+    }
+    const int64_t record = kind.cifar.label_bytes + kCifarImageBytes;
+    int64_t images = 0;
+    for (const std::string& name : kind.train_files) {
+      const auto bytes = static_cast<int64_t>(fs::file_size(fs::path(location.directory) / name));
+      if (bytes % record != 0) return std::nullopt;
+      images += bytes / record;
+    }
+    return images;
+  } catch (const std::exception&) {
+    return std::nullopt;  // missing or damaged: no epoch to tell
+  }
+}
+
 DatasetSplits load_dataset(const DatasetLocation& location) {
   DatasetSplits splits;
   splits.train = load_split(location, location.kind().train_files);

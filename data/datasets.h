@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ const DatasetKind& kind_of_data(const std::string& spec);
 
 // True for the specs that name real data rather than "synthetic".
 bool is_real_data(const std::string& spec);
+
+// How many training images the files a spec names hold, read from the labels file (IDX) or the files'
+// sizes (CIFAR), without the images: the size of an epoch there. nullopt for synthetic data, or where the
+// files are missing or damaged (a reader refuses them when it trains).
+std::optional<int64_t> training_images_in(const std::string& spec);
 
 // Reads the location's training and test files and checks them: IDX images of the kind's size, as many
 // labels as images, every label below the kind's classes; CIFAR files of whole records.

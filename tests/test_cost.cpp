@@ -3,9 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "data/cifar.h"
+#include "data/idx.h"
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/cost.h"
 #include "lib/analysis/report/analysis_json.h"
@@ -13,6 +16,7 @@
 #include "tests/test_support.h"
 
 using namespace batchscope;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -55,6 +59,34 @@ TEST(Cost, DollarsPerMillionSamplesAndPerEpochByHand) {
   EXPECT_EQ(known_epoch_samples("mnist"), 60000);
   EXPECT_EQ(known_epoch_samples("cifar100"), 50000);
   EXPECT_FALSE(known_epoch_samples("synthetic").has_value());
+}
+
+// A directory's epoch is the training images its files hold: an IDX labels file's count, CIFAR's records
+// by the files' sizes; none where the files are not there.
+TEST(Cost, ADatasetDirectorysEpochIsTheTrainingImagesItsFilesHold) {
+  const testing_support::TempDir dir;
+  const fs::path digits = dir.path() / "digits";
+  fs::create_directories(digits);
+  for (const auto& [prefix, count] : {std::pair{"train", 300}, std::pair{"t10k", 40}}) {
+    data::IdxArray images{{count, 28, 28}, std::vector<uint8_t>(static_cast<std::size_t>(count) * 784, 0)};
+    data::IdxArray labels{{count}, std::vector<uint8_t>(static_cast<std::size_t>(count), 1)};
+    data::write_idx((digits / (std::string(prefix) + "-images-idx3-ubyte")).string(), images, false);
+    data::write_idx((digits / (std::string(prefix) + "-labels-idx1-ubyte.gz")).string(), labels, true);
+  }
+  EXPECT_EQ(known_epoch_samples(digits.string()), 300);
+  const fs::path colours = dir.path() / "colours";
+  fs::create_directories(colours);
+  for (const auto& [name, count] : {std::pair{"train.bin", 250}, std::pair{"test.bin", 10}}) {
+    data::CifarRecords records;
+    records.count = count;
+    records.labels.assign(static_cast<std::size_t>(count), 3);
+    records.pixels.assign(static_cast<std::size_t>(count) * data::kCifarImageBytes, 0);
+    data::write_cifar((colours / name).string(), records, data::CifarFile{2, 100});
+  }
+  EXPECT_EQ(known_epoch_samples(colours.string()), 250);
+  EXPECT_FALSE(known_epoch_samples((dir.path() / "gone").string()).has_value());
+  fs::remove(digits / "train-labels-idx1-ubyte.gz");
+  EXPECT_FALSE(known_epoch_samples(digits.string()).has_value());
 }
 
 TEST(Cost, PricesFileMatchesExactlyBeforeAPartAndIgnoresCase) {

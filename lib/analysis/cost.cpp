@@ -86,7 +86,7 @@ std::optional<Price> price_for(const PriceList& prices, const std::vector<std::s
 
 std::optional<int64_t> known_epoch_samples(const std::string& data) {
   if (data::is_dataset_name(data)) return data::dataset_kind(data).train_images;
-  return std::nullopt;
+  return data::training_images_in(data);  // a directory's own files, where they are here
 }
 
 }  // namespace batchscope

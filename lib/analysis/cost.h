@@ -44,7 +44,8 @@ inline double usd_per_epoch(double usd_per_hour, double median_ms, int64_t batch
   return usd_per_hour / 3600.0 * (median_ms / 1000.0) * static_cast<double>(steps);
 }
 
-// The training-set size of a dataset the sweep can use by name ("mnist", "cifar10", ...); none for others.
+// The training-set size of a dataset the sweep named ("mnist", "cifar10", ...), or the training images in
+// the directory it named, where its files are here; none for synthetic data or files not found.
 std::optional<int64_t> known_epoch_samples(const std::string& data);
 
 }  // namespace batchscope
