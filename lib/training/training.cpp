@@ -205,12 +205,17 @@ EarlierRun read_earlier_run(const std::string& dir) {
   return earlier;
 }
 
+// True where a run record's config decays its rate along a cosine, whose rate at each step depends on the
+// epochs it ends at: another count is another run.
+bool decays_along_a_cosine(const Json& config) {
+  const Json schedule = config.value("lr_schedule", Json());
+  return schedule.is_object() && schedule.value("decay", Json()) == "cosine";
+}
+
 bool serves_other_epochs(const EarlierRun& earlier, const TrainingOptions& o) {
   // A diverged run is complete whatever count follows: its weights are not numbers.
   if (batchscope::diverged_epoch(earlier.epochs)) return false;
-  // A cosine's rate at each step depends on the epochs it ends at: another count is another run.
-  const Json schedule = earlier.config.value("lr_schedule", Json());
-  if (schedule.is_object() && schedule.value("decay", Json()) == "cosine") return false;
+  if (decays_along_a_cosine(earlier.config)) return false;
   if (earlier.state == EarlierRun::State::None || !earlier.config.contains("epochs") ||
       !earlier.config["epochs"].is_number_integer() || earlier.config["epochs"].get<int64_t>() == o.epochs)
     return false;
@@ -230,15 +235,14 @@ void check_output_dir(const TrainingOptions& o) {
   const EarlierRun earlier = read_earlier_run(o.out_dir);
   if (earlier.state == EarlierRun::State::Complete && !o.reuse_complete &&
       !goes_on_with_other_epochs(earlier, o)) {
-    const Json schedule = earlier.config.value("lr_schedule", Json());
     const Json epochs = earlier.config.value("epochs", Json());
-    const bool cosine = schedule.is_object() && schedule.value("decay", Json()) == "cosine";
     const std::optional<int> diverged = batchscope::diverged_epoch(earlier.epochs);
     std::string why;
     if (diverged) {
       why = ", which diverged in epoch " + std::to_string(*diverged) +
             " (its training loss was not finite, so no epoch can follow)";
-    } else if (cosine && epochs.is_number_integer() && epochs.get<int64_t>() != o.epochs) {
+    } else if (decays_along_a_cosine(earlier.config) && epochs.is_number_integer() &&
+               epochs.get<int64_t>() != o.epochs) {
       why = " whose cosine schedule ends at epoch " + epochs.dump() +
             " (its rates depend on the count, so other --epochs are another run)";
     }
@@ -501,9 +505,7 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
   if (difference.empty()) return;
   std::string fix = complete ? "" : "give the options it began with to go on with it, ";
   // Another count of epochs refused only because a cosine's rates depend on it.
-  const Json schedule = before.value("lr_schedule", Json());
-  if (difference.rfind("epochs ", 0) == 0 && schedule.is_object() &&
-      schedule.value("decay", Json()) == "cosine")
+  if (difference.rfind("epochs ", 0) == 0 && decays_along_a_cosine(before))
     difference += ": its cosine schedule's rates depend on the count";
   // Said in --augment's words, which the run record's object and its absence stand for.
   if (before.value("augment", Json()) != now.value("augment", Json())) {
