@@ -100,6 +100,7 @@ std::string epoch_table_row(const EpochResult& r) {
                   static_cast<long long>(*r.skipped_steps));
     row += line;
   }
+  if (r.noise_scale) row += "  " + noise_scale_text(*r.noise_scale);
   return row + "\n";
 }
 
@@ -132,6 +133,8 @@ int run_train_command(const std::vector<std::string>& args) {
       ("loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", cxxopts::value<std::string>()->default_value(std::to_string(LossScalerSettings{}.growth_interval)))
       ("channels-last", "the convolutions' weights and each batch NHWC, as a GPU's tensor-core kernels take them (eval follows)")
       ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
+      ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
+      ("noise-group", "--noise-scale's big batch: this many training batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -195,6 +198,11 @@ int run_train_command(const std::vector<std::string>& args) {
                  ") or crop+flip");
     }
   }
+  o.noise_scale.groups = whole_option(result, "noise-scale", 0, 100000);
+  o.noise_scale.group = whole_option(result, "noise-group", 1, 100000);
+  if (result.count("noise-group") && !o.noise_scale.on())
+    refuse("--noise-group sizes the big batches --noise-scale measures, and no --noise-scale is given",
+           "add e.g. --noise-scale 16, or remove it");
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);

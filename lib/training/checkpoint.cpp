@@ -63,6 +63,18 @@ void set_generator_state(at::Generator generator, const torch::Tensor& state) {
 
 }  // namespace
 
+KeptGenerators::KeptGenerators(const TrainerState& state) : state_(state) {
+  cpu_ = generator_state(default_generator(torch::kCPU));
+  if (state_.device.is_cuda()) device_ = generator_state(default_generator(state_.device));
+  if (state_.masks) masks_ = generator_state(*state_.masks);
+}
+
+KeptGenerators::~KeptGenerators() {
+  set_generator_state(default_generator(torch::kCPU), cpu_);
+  if (state_.device.is_cuda()) set_generator_state(default_generator(state_.device), device_);
+  if (state_.masks) set_generator_state(*state_.masks, masks_);
+}
+
 std::string resume_state_name(int epoch) { return "resume_epoch" + std::to_string(epoch) + ".pt"; }
 
 std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state) {

@@ -128,6 +128,7 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("skipped_steps")) e.skipped_steps = whole("skipped_steps");
   if (r.contains("loss_scale")) e.loss_scale = number("loss_scale");
   if (r.contains("lr")) e.lr = number("lr");  // written only where a schedule moves the rate
+  if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
   // The weights a run goes on from are the epoch's own file, the one train_on wrote, never another.
   const std::string name = "checkpoint_epoch" + std::to_string(e.epoch) + ".pt";
   if (!r.contains("checkpoint") || r["checkpoint"] != name)
@@ -288,6 +289,10 @@ void check_options(const TrainingOptions& o) {
   if (o.lr_schedule.warmup_epochs < 0) fail("a warm-up of negative epochs", "give e.g. --lr-warmup 5");
   if (o.lr_schedule.warmup_epochs > 0 && !(o.lr_schedule.warmup_from > 0))
     fail("a warm-up must start from a positive learning rate", "give e.g. --lr 0.01");
+  if (o.noise_scale.on() && o.noise_scale.group < 2)
+    fail("--noise-group " + std::to_string(o.noise_scale.group) +
+             " makes a big batch of one training batch, and the noise scale compares two batch sizes",
+         "give --noise-group 2 or more");
 }
 
 Json epoch_record(const EpochResult& r) {
@@ -305,6 +310,7 @@ Json epoch_record(const EpochResult& r) {
   if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   if (r.lr) j["lr"] = *r.lr;
+  if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
   return j;
 }
 
@@ -379,6 +385,65 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
+// Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
+constexpr uint64_t kNoiseScaleSalt = 0xd1b54a32d192ed03ULL;
+
+// The gradient noise scale at the model's weights after `epoch`, from batches of the training split of
+// its own (drawn from seed and epoch, augmented as training's are) and in fp32. Each group's batches
+// come from one permutation, so that no image is in two of them. What training goes on with is left as
+// it was: the random generators (dropout's draws) and the batch norms' running statistics are put back,
+// and no optimizer step is taken.
+NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor>& parameters,
+                               const TrainingOptions& o, const data::Dataset& train,
+                               const data::DatasetKind& kind, const TrainerState& state, int64_t epoch) {
+  const torch::Device& device = state.device;
+  synchronize(device);
+  const auto start = std::chrono::steady_clock::now();
+  const KeptGenerators kept(state);
+  std::vector<torch::Tensor> buffers;
+  for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
+  const uint64_t seed = o.seed ^ kNoiseScaleSalt;
+  data::BatchLoader loader(train, o.batch_size, seed, /*shuffle=*/true, device, /*drop_last=*/true);
+  const data::Augmentation augment = augmentation_of(o);
+  std::optional<data::BatchAugmenter> augmenter;
+  if (augment.any()) augmenter.emplace(augment, kind, seed, device);
+  // A permutation (and the augmentation's draws) for each pass over the split the groups take.
+  int64_t pass = 0, left = 0;
+  const auto start_pass = [&] {
+    const int64_t index = epoch * 1000000 + pass++;
+    loader.start_epoch(index);
+    if (augmenter) augmenter->start_epoch(index);
+    left = loader.batches_per_epoch();
+  };
+  const NextBatch next = [&](torch::Tensor& images, torch::Tensor& labels) {
+    data::Batch batch;
+    if (!loader.next(batch)) return false;
+    --left;
+    if (augmenter) batch.images = augmenter->apply(batch.images);
+    images = in_memory_format(batch.images, o.channels_last);
+    labels = batch.labels;
+    return true;
+  };
+  model.train();
+  const BatchLoss loss_of = [&](const torch::Tensor& images, const torch::Tensor& labels) {
+    return torch::nn::functional::cross_entropy(model.forward(images), labels);
+  };
+  std::vector<GradientNorms> norms;
+  for (int64_t g = 0; g < o.noise_scale.groups; ++g) {
+    if (left < o.noise_scale.group) start_pass();
+    norms.push_back(measure_gradient_norms(parameters, loss_of, next, o.noise_scale.group));
+  }
+  {
+    const torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> now = model.buffers();
+    for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(buffers[i]);
+  }
+  NoiseScale n = noise_scale_of(norms, o.batch_size, o.batch_size * o.noise_scale.group);
+  synchronize(device);
+  n.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return n;
+}
+
 // What eval needs to rebuild the model and reproduce the test numbers (checkpoint.json).
 Json rebuild_info(const TrainingOptions& o, const LoadedData& data) {
   const Json data_json = {{"spec", o.data},
@@ -427,6 +492,8 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
                          {"draws", "each image its own, from seed and epoch"}};
   }
   if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
+  // Only where it is measured, so that the records of runs without it read as they were.
+  if (o.noise_scale.on()) config["noise_scale"] = noise_scale_options_json(o.noise_scale, o.batch_size);
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
@@ -541,6 +608,15 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                             "--batch " + std::to_string(o.batch_size) + " is larger than the " +
                                 std::to_string(train.size()) + " training images",
                             "give a smaller --batch or a larger --limit-train"));
+  }
+  if (o.noise_scale.on() && o.batch_size * o.noise_scale.group > train.size()) {
+    throw UserError(located(data.location.directory, 0,
+                            "--noise-group " + std::to_string(o.noise_scale.group) + " batches of " +
+                                std::to_string(o.batch_size) + " are more than the " +
+                                std::to_string(train.size()) + " training images",
+                            "give a --noise-group of at most " +
+                                std::to_string(std::max<int64_t>(train.size() / o.batch_size, 1)) +
+                                " (at least 2), or a smaller --batch"));
   }
   const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
   const torch::Device device(device_name);
@@ -658,6 +734,10 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     }
     if (rates) r.lr = totals.last_lr;
     r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last);
+    if (o.noise_scale.on()) {
+      r.noise_scale =
+          measure_noise_scale(*model, parameters, o, train, data.location.kind(), state, epoch);
+    }
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     // Written before the epoch's record: a run stopped after that record goes on from this epoch.
     write_resume_state(o.out_dir, epoch, state);

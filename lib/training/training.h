@@ -10,6 +10,7 @@
 #include "lib/config/config.h"
 #include "lib/records/records.h"
 #include "lib/training/lr_schedule.h"
+#include "lib/training/noise_scale.h"
 
 namespace batchscope {
 
@@ -45,6 +46,9 @@ struct TrainingOptions {
   // The convolutions' weights and each batch laid out NHWC (channels last), as a GPU's tensor-core
   // kernels take them; eval of its checkpoints follows.
   bool channels_last = false;
+  // The gradient noise scale measured after each epoch, on batches of its own (none by default); the
+  // training itself is the same with it and without.
+  NoiseScaleOptions noise_scale;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
@@ -93,6 +97,8 @@ struct EpochResult {
   std::optional<int64_t> skipped_steps;
   std::optional<double> loss_scale;
   std::optional<double> lr;  // where a schedule moves the rate: the rate of the epoch's last step
+  // With options.noise_scale: the gradient noise scale at the epoch's end weights.
+  std::optional<NoiseScale> noise_scale;
 };
 
 struct TrainingOutcome {

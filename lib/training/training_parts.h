@@ -84,6 +84,20 @@ struct TrainerState {
   std::optional<at::Generator> masks;
   LossScaler* scaler = nullptr;
 };
+// The generators of a TrainerState (the CPU's, the device's, the host's masks) as they were when made,
+// put back when it ends: what runs between epochs (the noise scale's batches) leaves training's draws as
+// they would have been without it.
+class KeptGenerators {
+ public:
+  explicit KeptGenerators(const TrainerState& state);
+  ~KeptGenerators();
+  KeptGenerators(const KeptGenerators&) = delete;
+  KeptGenerators& operator=(const KeptGenerators&) = delete;
+
+ private:
+  const TrainerState state_;
+  torch::Tensor cpu_, device_, masks_;
+};
 // resume_epochN.pt in dir, written beside and renamed into place; returns its path.
 std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state);
 // Loads a resume_epochN.pt into the optimizer and generators; a missing or unreadable file is a
