@@ -749,6 +749,84 @@ TEST_F(Training, AChannelsLastRunTrainsNhwcAndEvalAndAStoppedRunFollowIt) {
   expect_same_epochs(train_model(stopped).epochs, run.epochs);
 }
 
+// The weights and buffers of a checkpoint, in order.
+std::vector<torch::Tensor> saved_tensors(const std::string& model, const data::DatasetKind& kind,
+                                         const std::string& weights) {
+  const std::shared_ptr<models::Network> network = training_parts::build_network(model, kind);
+  torch::serialize::InputArchive archive;
+  archive.load_from(weights);
+  network->load(archive);
+  std::vector<torch::Tensor> tensors = network->parameters();
+  for (const torch::Tensor& b : network->buffers()) tensors.push_back(b);
+  return tensors;
+}
+
+// --noise-scale: each epoch's record has the noise scale, measured on batches of its own; the epochs train
+// exactly as without it (dropout's draws and a batch norm's running statistics are put back), a stopped
+// run measures again what an unstopped one measured, and a big batch larger than the data is refused.
+TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) {
+  TrainingOptions o = options("noise");
+  o.noise_scale = {3, 4};
+  const TrainingOutcome run = train_model(o);
+  expect_same_epochs(run.epochs, trained().epochs);  // mnist_cnn's dropout draws as without it
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records.front()["config"]["noise_scale"]["big_batch"], 128);
+  EXPECT_EQ(records.front()["config"]["noise_scale"]["groups"], 3);
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records.front()["config"].contains("noise_scale"));
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records[1].contains("noise_scale"));
+  for (const EpochResult& r : run.epochs) {
+    ASSERT_TRUE(r.noise_scale) << "epoch " << r.epoch;
+    EXPECT_EQ(r.noise_scale->small_batch, 32);
+    EXPECT_EQ(r.noise_scale->big_batch, 128);
+    EXPECT_EQ(r.noise_scale->groups, 3);
+    EXPECT_GT(r.noise_scale->trace, 0);
+    EXPECT_GT(r.noise_scale->seconds, 0);
+    EXPECT_EQ(records[r.epoch]["noise_scale"]["trace"], r.noise_scale->trace);
+  }
+  EXPECT_NE(run.epochs[0].noise_scale->trace, run.epochs[1].noise_scale->trace);
+  EXPECT_EQ(saved_tensors("mnist_cnn", data::dataset_kind("mnist"), run.checkpoint_path)[0]
+                .equal(saved_tensors("mnist_cnn", data::dataset_kind("mnist"), trained().checkpoint_path)[0]),
+            true);
+
+  TrainingOptions stopped = o;
+  stopped.out_dir = (*root_ / "noise_stopped").string();
+  stopped.stop_requested = [] { return true; };
+  ASSERT_TRUE(train_model(stopped).stopped);
+  stopped.stop_requested = nullptr;
+  const TrainingOutcome resumed = train_model(stopped);
+  ASSERT_EQ(resumed.epochs.size(), 2u);
+  for (int e = 0; e < 2; ++e) {
+    ASSERT_TRUE(resumed.epochs[e].noise_scale);
+    EXPECT_EQ(resumed.epochs[e].noise_scale->trace, run.epochs[e].noise_scale->trace) << "epoch " << e + 1;
+    EXPECT_EQ(resumed.epochs[e].noise_scale->b_simple, run.epochs[e].noise_scale->b_simple);
+  }
+
+  // A network with batch norms (ResNet-18 on colour images): the running statistics after the
+  // measurement are those of training.
+  TrainingOptions with_norms = on_cifar100(options("noise_norms"), 96, 48);
+  with_norms.model = "resnet18";
+  with_norms.noise_scale = {2, 2};
+  TrainingOptions without = with_norms;
+  without.noise_scale = {};
+  without.out_dir = (*root_ / "noise_norms_not").string();
+  const TrainingOutcome measured = train_model(with_norms);
+  expect_same_epochs(measured.epochs, train_model(without).epochs);
+  const std::vector<torch::Tensor> a =
+      saved_tensors("resnet18", data::dataset_kind("cifar100"), measured.checkpoint_path);
+  const std::vector<torch::Tensor> b = saved_tensors(
+      "resnet18", data::dataset_kind("cifar100"), (fs::path(without.out_dir) / "checkpoint.pt").string());
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(b[i])) << "tensor " << i;
+
+  TrainingOptions too_big = options("noise_too_big");
+  too_big.noise_scale = {2, 40};
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(too_big); },
+      {"--noise-group 40 batches of 32 are more than the 600 training images", "at most 18"}));
+  too_big.noise_scale = {2, 1};
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(too_big); }, {"give --noise-group 2 or more"}));
+}
+
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
 // clean steps: the run records its precision and scaler, each epoch its skipped steps and scale; a stopped
 // run goes on with the scaler's scale and count, as one that never stopped; eval evaluates the weights in
