@@ -91,6 +91,21 @@ TEST(NoiseScale, ReadsBackWhatItWritesAndRefusesDamagedRecords) {
   EXPECT_THROW(noise_scale_from_json(nlohmann::json(3)), BadRecord);
 }
 
+TEST(CriticalBatch, TheStepsModelIsFittedInOneOverTheBatchSize) {
+  // S(B) = 50 (1 + 4000 / B) exactly: both recovered.
+  std::vector<std::pair<int64_t, double>> points;
+  for (const int64_t b : {64, 256, 1024, 4096, 16384}) points.emplace_back(b, 50 * (1 + 4000.0 / b));
+  const std::optional<CriticalBatch> fit = fit_critical_batch(points);
+  ASSERT_TRUE(fit);
+  EXPECT_NEAR(fit->min_steps, 50, 1e-9);
+  EXPECT_NEAR(fit->critical_batch, 4000, 1e-6);
+  EXPECT_EQ(fit->points, 5);
+  // Two sizes, one size twice, or more steps at larger batches: no fit.
+  EXPECT_FALSE(fit_critical_batch({{64, 100}, {128, 60}}));
+  EXPECT_FALSE(fit_critical_batch({{64, 100}, {64, 90}, {64, 80}}));
+  EXPECT_FALSE(fit_critical_batch({{64, 100}, {128, 120}, {256, 150}}));
+}
+
 // Softmax regression, whose per-example gradients have a closed form: the true |G|² and tr(Σ) over a
 // dataset are computed exactly, and the measurement (real backward passes over batches drawn with
 // replacement) must find them.

@@ -818,11 +818,24 @@ TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) 
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(b[i])) << "tensor " << i;
 
+  // A big batch of more images than the split holds is made of all the batches it holds; fewer than two
+  // are refused.
+  TrainingOptions capped = options("noise_capped");
+  capped.epochs = 1;
+  capped.batch_size = 150;
+  capped.noise_scale = {2, 8};
+  const TrainingOutcome four = train_model(capped);
+  EXPECT_EQ(read_jsonl(four.jsonl_path).records.front()["config"]["noise_scale"]["group"], 4);
+  EXPECT_EQ(four.epochs.front().noise_scale->big_batch, 600);
   TrainingOptions too_big = options("noise_too_big");
-  too_big.noise_scale = {2, 40};
+  too_big.batch_size = 400;
+  too_big.noise_scale = {2, 8};
   EXPECT_TRUE(testing_support::refuses_with(
       [&] { train_model(too_big); },
-      {"--noise-group 40 batches of 32 are more than the 600 training images", "at most 18"}));
+      {"--noise-scale compares one training batch with two or more together, and the 600 training images "
+       "hold 1 batch of 400",
+       "give a --batch of at most 300"}));
+  too_big.batch_size = 32;
   too_big.noise_scale = {2, 1};
   EXPECT_TRUE(testing_support::refuses_with([&] { train_model(too_big); }, {"give --noise-group 2 or more"}));
 }

@@ -36,6 +36,21 @@ int64_t epochs_counted(const BatchStudyRow& row) {
                                   : static_cast<int64_t>(row.outcome.epochs.size());
 }
 
+// The noise scale at the last epoch counted, where the runs measure it.
+const std::optional<NoiseScale>& noise_counted(const BatchStudyRow& row) {
+  return row.outcome.epochs[static_cast<std::size_t>(epochs_counted(row) - 1)].noise_scale;
+}
+
+// S(B) = S_min (1 + B_crit / B) fitted to the steps each batch size took to the target.
+std::optional<CriticalBatch> critical_batch_of(const BatchStudy& study) {
+  std::vector<std::pair<int64_t, double>> points;
+  for (const BatchStudyRow& row : study.rows) {
+    if (row.outcome.target_epoch)
+      points.emplace_back(row.batch_size, static_cast<double>(epochs_counted(row) * row.steps_per_epoch));
+  }
+  return fit_critical_batch(points);
+}
+
 double seconds_counted(const BatchStudyRow& row) {
   double seconds = 0;
   for (int64_t i = 0; i < epochs_counted(row); ++i)
@@ -81,6 +96,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                        {"training_seconds", seconds[i]},
                        {"test_accuracy", r.test.accuracy},
                        {"test_loss", r.test.loss}});
+      if (r.noise_scale) curve.back()["noise_scale"] = to_json(*r.noise_scale);
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
@@ -98,10 +114,18 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"best_test_accuracy", row.best_test_accuracy},
          {"last_test_accuracy", last.test.accuracy},
          {"last_test_loss", last.test.loss},
+         {"noise_scale", noise_counted(row) ? Json(to_json(*noise_counted(row))) : Json()},
          {"curve", curve}});
   }
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
+  const std::optional<CriticalBatch> critical = critical_batch_of(study);
+  const Json critical_json =
+      critical ? Json{{"min_steps", critical->min_steps},
+                      {"critical_batch", critical->critical_batch},
+                      {"batch_sizes", critical->points},
+                      {"model", "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch"}}
+               : Json();
   return {{"model", options.training.model},
           {"data", options.training.data},
           {"optimizer", to_string(options.training.optimizer.kind)},
@@ -117,7 +141,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"target_accuracy", study.target_accuracy ? Json(*study.target_accuracy) : Json()},
           {"rows", rows},
           {"fastest_to_target", fastest ? Json(fastest->batch_size) : Json()},
-          {"fewest_epochs_to_target", fewest ? Json(fewest->batch_size) : Json()}};
+          {"fewest_epochs_to_target", fewest ? Json(fewest->batch_size) : Json()},
+          {"critical_batch", critical_json}};
 }
 
 }  // namespace
@@ -306,10 +331,13 @@ std::string format_batch_study(const BatchStudy& study) {
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
+  // Where the runs measure it: the gradient noise scale at the last epoch counted.
+  const bool noise = std::any_of(study.rows.begin(), study.rows.end(),
+                                 [](const BatchStudyRow& row) { return noise_counted(row).has_value(); });
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
-                   "test accuracy |\n"
-                 : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |\n";
-  text += "|---:|---:|---:|---:|---:|---:|---:|\n";
+                   "test accuracy |"
+                 : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |";
+  text += noise ? " B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n" : "\n|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
@@ -324,7 +352,12 @@ std::string format_batch_study(const BatchStudy& study) {
       text += std::to_string(epochs) + " | " + std::to_string(epochs * row.steps_per_epoch) + " | " +
               number("%.1f", seconds_counted(row)) + " | ";
     }
-    text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |\n";
+    text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
+    if (noise) {
+      const std::optional<NoiseScale>& n = noise_counted(row);
+      text += " " + (n ? noise_scale_text(*n).substr(std::string("B_noise ").size()) : std::string("—")) + " |";
+    }
+    text += "\n";
   }
   text += "\n";
   if (study.stopped) {
@@ -355,6 +388,15 @@ std::string format_batch_study(const BatchStudy& study) {
                 number("%.1f", *fewest->seconds_to_target) + " s.";
       }
       text += "\n";
+      if (const std::optional<CriticalBatch> critical = critical_batch_of(study)) {
+        text += "\nSteps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min " +
+                number("%.0f", critical->min_steps) + " and B_crit " + number("%.0f", critical->critical_batch) +
+                " (" + std::to_string(critical->points) +
+                " batch sizes; the steps are whole epochs'): below B_crit a larger batch takes about "
+                "proportionally fewer steps, above it hardly fewer." +
+                (noise ? " The gradient noise scale B_noise, which the paper finds near B_crit, is in the table." : "") +
+                "\n";
+      }
     }
   } else {
     const auto best = std::max_element(

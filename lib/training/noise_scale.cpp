@@ -97,6 +97,27 @@ GradientNorms measure_gradient_norms(std::vector<torch::Tensor>& parameters, con
   return {small_sq.item<double>() / count, big_sq.item<double>() / (count * count)};
 }
 
+std::optional<CriticalBatch> fit_critical_batch(const std::vector<std::pair<int64_t, double>>& batch_steps) {
+  if (batch_steps.size() < 3) return std::nullopt;
+  // steps = S_min + (S_min B_crit) / B: a line in x = 1/B.
+  double mean_x = 0, mean_y = 0;
+  const auto count = static_cast<double>(batch_steps.size());
+  for (const auto& [batch, steps] : batch_steps) {
+    mean_x += 1.0 / static_cast<double>(batch) / count;
+    mean_y += steps / count;
+  }
+  double sxx = 0, sxy = 0;
+  for (const auto& [batch, steps] : batch_steps) {
+    const double dx = 1.0 / static_cast<double>(batch) - mean_x;
+    sxx += dx * dx;
+    sxy += dx * (steps - mean_y);
+  }
+  if (!(sxx > 0)) return std::nullopt;
+  const double slope = sxy / sxx, intercept = mean_y - slope * mean_x;
+  if (!(intercept > 0) || !(slope > 0)) return std::nullopt;
+  return CriticalBatch{intercept, slope / intercept, static_cast<int>(batch_steps.size())};
+}
+
 nlohmann::ordered_json to_json(const NoiseScale& n) {
   const auto optional = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; };
   return {{"b_simple", optional(n.b_simple)},

@@ -73,6 +73,16 @@ using NextBatch = std::function<bool(torch::Tensor& inputs, torch::Tensor& targe
 GradientNorms measure_gradient_norms(std::vector<torch::Tensor>& parameters, const BatchLoss& loss_of,
                                      const NextBatch& next, int64_t batches);
 
+// The paper's model of the steps an accuracy takes, S(B) = S_min (1 + B_crit / B), fitted by least squares
+// to (batch size, steps) pairs (linear in 1/B): B_crit measured from training to an accuracy, which B_noise
+// predicts. None with fewer than three batch sizes, or where the fit gives no positive S_min and B_crit.
+struct CriticalBatch {
+  double min_steps = 0;       // S_min: the steps of an infinitely large batch
+  double critical_batch = 0;  // B_crit
+  int points = 0;
+};
+std::optional<CriticalBatch> fit_critical_batch(const std::vector<std::pair<int64_t, double>>& batch_steps);
+
 // The epoch record's "noise_scale", and back; from_json throws BadRecord naming what is wrong.
 nlohmann::ordered_json to_json(const NoiseScale& n);
 NoiseScale noise_scale_from_json(const nlohmann::json& j);

@@ -516,9 +516,26 @@ void remove_other_resume_states(const std::string& dir, int keep) {
 
 // The options as a run on device_name trains them: on a GPU the optimizer steps multi-tensor (foreach)
 // unless told otherwise, as a sweep decides it.
-TrainingOptions on_device(const TrainingOptions& options, const std::string& device_name) {
+// The options as a run on device_name and this data trains them: on a GPU the optimizer steps
+// multi-tensor (foreach) unless told otherwise, as a sweep decides it; the noise scale's big batch holds
+// no more training batches than the training split does (a UserError where that is fewer than two).
+TrainingOptions as_run(const TrainingOptions& options, const std::string& device_name, const LoadedData& data) {
   TrainingOptions o = options;
   if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
+  const int64_t fit = data.splits.train.size() / std::max<int64_t>(o.batch_size, 1);
+  if (o.noise_scale.on() && fit < o.noise_scale.group) {
+    if (fit < 2) {
+      throw UserError(located(data.location.directory, 0,
+                              "--noise-scale compares one training batch with two or more together, and the " +
+                                  std::to_string(data.splits.train.size()) + " training images hold " +
+                                  counted(fit, "batch", "batches") + " of " + std::to_string(o.batch_size),
+                              "give a --batch of at most " + std::to_string(data.splits.train.size() / 2) +
+                                  ", or leave out --noise-scale"));
+    }
+    spdlog::info("noise scale: big batches of {} training batches of {}, all that the {} training images hold",
+                 fit, o.batch_size, data.splits.train.size());
+    o.noise_scale.group = fit;
+  }
   return o;
 }
 
@@ -593,7 +610,7 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
   if (options.force) return;
   const EarlierRun earlier = read_earlier_run(options.out_dir);
   if (earlier.state != EarlierRun::State::Complete && earlier.epochs.empty()) return;
-  const TrainingOptions o = on_device(options, device_name);
+  const TrainingOptions o = as_run(options, device_name, data);
   const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent,
                                      o.deterministic);
   check_same_options(earlier, o, start_run(o, device_name, data, determinism).config);
@@ -601,22 +618,13 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
 
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
                          const LoadedData& data) {
-  const TrainingOptions o = on_device(options, device_name);
+  const TrainingOptions o = as_run(options, device_name, data);
   const data::Dataset& train = data.splits.train;
   if (o.batch_size > train.size()) {
     throw UserError(located(data.location.directory, 0,
                             "--batch " + std::to_string(o.batch_size) + " is larger than the " +
                                 std::to_string(train.size()) + " training images",
                             "give a smaller --batch or a larger --limit-train"));
-  }
-  if (o.noise_scale.on() && o.batch_size * o.noise_scale.group > train.size()) {
-    throw UserError(located(data.location.directory, 0,
-                            "--noise-group " + std::to_string(o.noise_scale.group) + " batches of " +
-                                std::to_string(o.batch_size) + " are more than the " +
-                                std::to_string(train.size()) + " training images",
-                            "give a --noise-group of at most " +
-                                std::to_string(std::max<int64_t>(train.size() / o.batch_size, 1)) +
-                                " (at least 2), or a smaller --batch"));
   }
   const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
   const torch::Device device(device_name);

@@ -142,6 +142,30 @@ expect 2 "a momentum for adam" "--momentum applies to --optimizer momentum, not 
   train --data "$work/digits" --epochs 1 --optimizer adam --momentum 0.5 --device cpu --out "$work/v"
 expect 2 "an unknown decay" "--lr-decay step:5,2 is not known; use none, cosine or step:E1,E2,... with ascending epochs" \
   train --data "$work/digits" --epochs 1 --lr-decay step:5,2 --device cpu --out "$work/v"
+# The gradient noise scale after each epoch: on the epoch's row and in its record; a batch study's table
+# has it as a column; a --noise-group without --noise-scale, or one batch of the split, is refused.
+expect 0 "train --noise-scale" "^ +1 +[0-9.]+ +[0-9.]+%.*B_noise ([0-9.e+]+|unresolved)" \
+  train --data "$work/digits" --epochs 1 --batch 16 --device cpu --threads 1 --noise-scale 3 --noise-group 4 \
+  --out "$work/train_noise"
+python3 - "$work/train_noise/train.jsonl" <<'PY' || fail "the noise-scale run's record"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+config = records[0]["config"]["noise_scale"]
+assert config["groups"] == 3 and config["group"] == 4 and config["small_batch"] == 16 and config["big_batch"] == 64, config
+n = records[1]["noise_scale"]
+assert n["groups"] == 3 and n["small_batch"] == 16 and n["big_batch"] == 64 and n["trace"] > 0, n
+assert n["b_simple"] is None or abs(n["b_simple"] - n["trace"] / n["gradient_sq"]) < 1e-6 * abs(n["b_simple"]), n
+PY
+expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps \| seconds \| samples/s \| best test accuracy \| B_noise \|" \
+  train --data "$work/digits" --epochs 1 --batch 16,32 --device cpu --threads 1 --noise-scale 2 --noise-group 2 \
+  --out "$work/study_noise" --quiet
+python3 -c "import json,sys; rows=json.load(open(sys.argv[1]))['rows']; sys.exit(not all(r['noise_scale']['small_batch']==r['batch_size'] for r in rows))" \
+  "$work/study_noise/time_to_accuracy.json" && ok "the study's JSON has each size's noise scale" \
+  || fail "the study's JSON lacks the noise scale: $(head -c 800 "$work/study_noise/time_to_accuracy.json")"
+expect 2 "a noise group without the noise scale" "--noise-group sizes the big batches --noise-scale measures, and no --noise-scale is given" \
+  train --data "$work/digits" --epochs 1 --noise-group 4 --device cpu --out "$work/v"
+expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --batch of at most 150, or leave out --noise-scale" \
+  train --data "$work/digits" --epochs 1 --batch 200 --noise-scale 2 --device cpu --out "$work/v"
 expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
   train --data "$work/digits" --epochs 1 --batch 32 --limit-train 64 --limit-test 32 --device cpu --threads 1 \
   --precision bf16 --loss-scale dynamic --loss-scale-init 1024 --out "$work/train_bf16"
