@@ -13,6 +13,9 @@
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/common/file_writes.h"
+#include "lib/records/jsonl.h"
+#include "lib/records/records.h"
+#include "lib/training/noise_scale.h"
 
 namespace batchscope::app {
 namespace fs = std::filesystem;
@@ -30,6 +33,50 @@ Tile tile_option(const std::string& text) {
                             "give its rows and columns as MxN, from 1 to 4096, e.g. --tile 128x64"));
   }
   return Tile{m, n, kDefaultTile.k};
+}
+
+// --noise-scale: B_noise as a number, or a `train --noise-scale` run (its directory or train.jsonl), whose
+// last epoch with a resolved noise scale gives it.
+GivenNoiseScale noise_scale_option(const std::string& text) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && *end == '\0') {
+    if (!(value >= 1 && value <= 1e12)) {
+      refuse("--noise-scale " + printable(text) + " is not a noise scale",
+             "give B_noise as a batch size from 1 to 1e12, e.g. --noise-scale 1100");
+    }
+    return {value, "--noise-scale"};
+  }
+  fs::path file(text);
+  std::error_code ec;
+  if (fs::is_directory(file, ec)) file /= "train.jsonl";
+  if (!fs::is_regular_file(file, ec)) {
+    refuse("--noise-scale " + printable(text) + " is neither a number nor a training run's directory or train.jsonl",
+           "give B_noise, e.g. --noise-scale 1100, or the --out of a train --noise-scale run");
+  }
+  const JsonlContents contents = read_jsonl(file.string());
+  std::optional<GivenNoiseScale> found;
+  for (std::size_t i = 0; i < contents.records.size(); ++i) {
+    const Json& r = contents.records[i];
+    if (r.value("type", "") != "epoch" || !r.contains("noise_scale")) continue;
+    const int line = contents.record_lines[i];
+    try {
+      const NoiseScale n = noise_scale_from_json(r["noise_scale"]);
+      if (n.b_simple && *n.b_simple > 0) {
+        found = GivenNoiseScale{*n.b_simple, file.string() + ":" + std::to_string(line) + " (epoch " +
+                                                 r.value("epoch", Json()).dump() + ")"};
+      }
+    } catch (const BadRecord& bad) {
+      throw UserError(located(file.string(), line, std::string("is damaged: the epoch record ") + bad.what(),
+                              "repair or remove that line, or give B_noise as a number"));
+    }
+  }
+  if (!found) {
+    throw UserError(located(file.string(), 0, "holds no epoch whose noise scale was resolved",
+                            "train with --noise-scale N (more groups resolve it better), or give B_noise as a "
+                            "number"));
+  }
+  return *found;
 }
 
 cxxopts::Options analyze_options() {
@@ -54,6 +101,7 @@ cxxopts::Options analyze_options() {
       ("prices", "a YAML file with prices: mapping device names (or parts of them) to $ per hour", cxxopts::value<std::string>())
       ("peak", "the JSON-lines file of batchscope peak --out (again, or comma-separated, for more files): each group's highest TFLOP/s as a share of its device's measured peaks, and a profiled sweep's layers' TFLOP/s against its convolution peak and, where peak --model timed them, against each layer alone", cxxopts::value<std::vector<std::string>>())
       ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of a known dataset, 60000 for mnist and fashion-mnist, 50000 for cifar10 and cifar100, or of a dataset directory's files where they are here; none for synthetic data)", cxxopts::value<std::string>())
+      ("noise-scale", "the gradient noise scale B_noise, or a train --noise-scale run (its directory or train.jsonl; its last epoch's): each training group's predicted time to an accuracy per batch size, steps S_min (1 + B_noise / B) at its median step time (McCandlish et al.), and the batch size of least time", cxxopts::value<std::string>())
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
@@ -114,6 +162,7 @@ int run_analyze_command(const std::vector<std::string>& args) {
   if (result.count("price")) analyze.prices.fallback = real_option(result, "price", 0, 1e9, /*least_excluded=*/true);
   if (result.count("peak")) analyze.peaks = read_peak_tables(result["peak"].as<std::vector<std::string>>());
   if (result.count("epoch-samples")) analyze.epoch_samples = whole_option(result, "epoch-samples", 1, int64_t{1} << 40);
+  if (result.count("noise-scale")) analyze.noise_scale = noise_scale_option(result["noise-scale"].as<std::string>());
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
   const Analysis analysis = analyze_logs(logs, analyze);

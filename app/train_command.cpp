@@ -134,7 +134,8 @@ int run_train_command(const std::vector<std::string>& args) {
       ("channels-last", "the convolutions' weights and each batch NHWC, as a GPU's tensor-core kernels take them (eval follows)")
       ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
       ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
-      ("noise-group", "--noise-scale's big batch: this many training batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
+      ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
+      ("noise-batch", "--noise-scale's small batch size (default: the training batch size); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -200,9 +201,12 @@ int run_train_command(const std::vector<std::string>& args) {
   }
   o.noise_scale.groups = whole_option(result, "noise-scale", 0, 100000);
   o.noise_scale.group = whole_option(result, "noise-group", 1, 100000);
-  if (result.count("noise-group") && !o.noise_scale.on())
-    refuse("--noise-group sizes the big batches --noise-scale measures, and no --noise-scale is given",
-           "add e.g. --noise-scale 16, or remove it");
+  if (result.count("noise-batch")) o.noise_scale.batch = whole_option(result, "noise-batch", 1, limits::kMaxBatchSize);
+  for (const char* option : {"noise-group", "noise-batch"}) {
+    if (result.count(option) && !o.noise_scale.on())
+      refuse(std::string("--") + option + " sizes the batches --noise-scale measures, and no --noise-scale is given",
+             std::string("add e.g. --noise-scale 8, or remove --") + option);
+  }
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);

@@ -28,10 +28,10 @@ std::string write(const testing_support::TempDir& dir, const std::string& name, 
 
 // A log of one GPU (name and step time per batch size) with tight steps.
 std::string gpu_log(const testing_support::TempDir& dir, const std::string& gpu, double ms_per_sample,
-                    const std::string& data = "synthetic") {
+                    const std::string& data = "synthetic", const std::string& phase = "train") {
   const std::string path = dir / (gpu + ".jsonl");
   std::ofstream out(path);
-  const Json config = {{"name", "g"},          {"model", "vgg16"}, {"phase", "train"}, {"precision", "fp32"},
+  const Json config = {{"name", "g"},          {"model", "vgg16"}, {"phase", phase}, {"precision", "fp32"},
                        {"input", {3, 32, 32}}, {"classes", 10},    {"data", data}};
   out << Json{{"type", "run"},
               {"run_id", gpu},
@@ -41,7 +41,7 @@ std::string gpu_log(const testing_support::TempDir& dir, const std::string& gpu,
              .dump()
       << "\n";
   for (int64_t b : {1, 2, 4, 8, 16, 32}) {
-    const BatchKey key{"g", "vgg16", "train", "fp32", "cuda:0", "", b, std::nullopt};
+    const BatchKey key{"g", "vgg16", phase, "fp32", "cuda:0", "", b, std::nullopt};
     const double m = 2.0 + ms_per_sample * static_cast<double>(b);
     for (int i = 0; i < 8; ++i)
       out << to_json(SweepRecord(StepRecord{key, i, m, std::nullopt, std::nullopt})).dump() << "\n";
@@ -180,4 +180,45 @@ TEST(Cost, AGroupWithoutAPriceIsNamedAndMnistEpochsAreKnown) {
     if (!g.cost) continue;
     EXPECT_EQ(g.cost->epoch_samples, 60000);
   }
+}
+
+// With a noise scale, each training group's time to an accuracy: steps S_min (1 + B_noise / B), each of the
+// median step time. Steps of 2 + 0.5 B ms and B_noise 16 give (2 + 0.5 B)(1 + 16 / B), least at B = 8
+// (18 units), and the fastest in samples/s, 32, takes 27: 1.5 times as long.
+TEST(Cost, ANoiseScaleGivesEachTrainingGroupsTimeToAnAccuracy) {
+  const testing_support::TempDir dir;
+  AnalyzeOptions options;
+  options.noise_scale = GivenNoiseScale{16, "--noise-scale"};
+  const Analysis a = analyze_logs({gpu_log(dir, "a gpu", 0.5)}, options);
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.time_to_accuracy && g.time_to_accuracy->best);
+  EXPECT_EQ(g.time_to_accuracy->best->batch_size, 8);
+  EXPECT_DOUBLE_EQ(g.time_to_accuracy->best->relative_time, 1);
+  EXPECT_DOUBLE_EQ(g.time_to_accuracy->best->steps_factor, 3);
+  ASSERT_EQ(g.time_to_accuracy->points.size(), 6u);
+  EXPECT_NEAR(g.time_to_accuracy->points.back().relative_time, 27.0 / 18, 1e-12);
+  EXPECT_NEAR(g.time_to_accuracy->points.front().relative_time, 42.5 / 18, 1e-12);
+  ASSERT_TRUE(g.fastest);
+  EXPECT_EQ(g.fastest->batch_size, 32);
+  std::ostringstream report, terminal;
+  write_report(report, a, PlotOutcome{}, "plots");
+  EXPECT_NE(report.str().find("- least time to an accuracy, with B_noise 16 (--noise-scale): batch 8, 3.00× the "
+                              "fewest steps (S_min (1 + B_noise / B), McCandlish et al.); the fastest in "
+                              "samples/s, batch 32, takes 1.50× as long"),
+            std::string::npos)
+      << report.str();
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(terminal.str().find("  least time to an accuracy (B_noise 16): batch 8; the fastest"), std::string::npos)
+      << terminal.str();
+  const Json j = analysis_to_json(a, options);
+  EXPECT_EQ(j["groups"][0]["time_to_accuracy"]["best"], 8);
+  EXPECT_EQ(j["groups"][0]["time_to_accuracy"]["b_noise"], 16);
+
+  // Without one, nothing of it; inference is not trained to an accuracy, and says so.
+  EXPECT_FALSE(analyze_logs({gpu_log(dir, "a gpu", 0.5)}, AnalyzeOptions{}).groups[0].time_to_accuracy);
+  const Analysis infer = analyze_logs({gpu_log(dir, "b gpu", 0.5, "synthetic", "infer")}, options);
+  EXPECT_FALSE(infer.groups[0].time_to_accuracy);
+  ASSERT_FALSE(infer.warnings.empty());
+  EXPECT_NE(infer.warnings.back().find("no group of these logs trains"), std::string::npos);
 }

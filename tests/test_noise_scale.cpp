@@ -104,6 +104,12 @@ TEST(CriticalBatch, TheStepsModelIsFittedInOneOverTheBatchSize) {
   EXPECT_FALSE(fit_critical_batch({{64, 100}, {128, 60}}));
   EXPECT_FALSE(fit_critical_batch({{64, 100}, {64, 90}, {64, 80}}));
   EXPECT_FALSE(fit_critical_batch({{64, 100}, {128, 120}, {256, 150}}));
+  // The H200's MNIST study to 98% (steps of whole epochs): each size weighed by its relative error.
+  const std::optional<CriticalBatch> h200 =
+      fit_critical_batch({{64, 938}, {256, 470}, {1024, 177}, {4096, 90}, {16384, 56}});
+  ASSERT_TRUE(h200);
+  EXPECT_NEAR(h200->min_steps, 61.76, 0.01);
+  EXPECT_NEAR(h200->critical_batch, 1138.6, 0.1);
 }
 
 // Softmax regression, whose per-example gradients have a closed form: the true |G|² and tr(Σ) over a

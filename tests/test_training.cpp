@@ -827,12 +827,20 @@ TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) 
   const TrainingOutcome four = train_model(capped);
   EXPECT_EQ(read_jsonl(four.jsonl_path).records.front()["config"]["noise_scale"]["group"], 4);
   EXPECT_EQ(four.epochs.front().noise_scale->big_batch, 600);
+  // A small batch of its own: the same weights measured with batches of 16, and training as it was.
+  TrainingOptions own = options("noise_own_batch");
+  own.epochs = 1;
+  own.noise_scale = {2, 4, 16};
+  const TrainingOutcome sixteen = train_model(own);
+  EXPECT_EQ(sixteen.epochs.front().noise_scale->small_batch, 16);
+  EXPECT_EQ(sixteen.epochs.front().noise_scale->big_batch, 64);
+  EXPECT_EQ(sixteen.epochs.front().train_loss, trained().epochs.front().train_loss);
   TrainingOptions too_big = options("noise_too_big");
   too_big.batch_size = 400;
   too_big.noise_scale = {2, 8};
   EXPECT_TRUE(testing_support::refuses_with(
       [&] { train_model(too_big); },
-      {"--noise-scale compares one training batch with two or more together, and the 600 training images "
+      {"--noise-scale compares one batch with two or more together, and the 600 training images "
        "hold 1 batch of 400",
        "give a --batch of at most 300"}));
   too_big.batch_size = 32;

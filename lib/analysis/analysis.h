@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/cost.h"
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/layer_rates.h"
@@ -152,6 +153,8 @@ struct GroupAnalysis {
   std::optional<Prediction> prediction;
   std::string no_prediction;
   std::optional<GroupCost> cost;  // where analyze was given a price for its device
+  // Where analyze was given a noise scale and the group trains: the time to an accuracy per batch size.
+  std::optional<GroupTimeToAccuracy> time_to_accuracy;
   std::optional<GroupPeak> peak;  // where analyze was given the measured peak of its device (--peak)
 };
 

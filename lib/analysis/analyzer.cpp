@@ -471,6 +471,28 @@ void price_groups(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOp
   }
 }
 
+// Each training group's time to an accuracy per batch size, from the noise scale given; a warning where
+// no group trains.
+void predict_times_to_accuracy(const std::vector<RawGroup>& raw, Analysis& a, const AnalyzeOptions& options) {
+  if (!options.noise_scale) return;
+  bool any = false;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    GroupAnalysis& g = a.groups[i];
+    if (raw[i].identity.value("phase", "") != "train") continue;
+    std::vector<std::pair<int64_t, double>> medians;
+    for (const PointStats& p : g.points) {
+      if (!p.too_few_samples) medians.emplace_back(p.batch_size, p.median_ms);
+    }
+    if (medians.empty()) continue;
+    g.time_to_accuracy = time_to_accuracy(medians, *options.noise_scale);
+    any = true;
+  }
+  if (!any) {
+    a.warnings.push_back("--noise-scale predicts the time training takes to an accuracy, and no group of these "
+                         "logs trains (phase train)");
+  }
+}
+
 // The layer rates against each layer timed alone (peak --model); a warning where the peak files time the
 // model's layers alone at other batch sizes only, naming the command that times them at this one.
 void read_layers_against_alone(GroupAnalysis& g, const Json& id, const PeakTable& peaks,
@@ -550,6 +572,7 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
   a.comparisons = compare(raw, a.groups);
   a.transfer_verdicts = transfer_verdicts(raw, a.groups);
   price_groups(raw, a, options);
+  predict_times_to_accuracy(raw, a, options);
   read_against_peaks(raw, a, options);
   for (const GroupAnalysis& g : a.groups) {
     if (!g.flagged.empty()) {

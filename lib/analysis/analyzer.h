@@ -27,6 +27,9 @@ struct AnalyzeOptions {
   std::optional<int64_t> epoch_samples;
   // The device's measured peak rates (analyze --peak), that each group's TFLOP/s is read against.
   PeakTable peaks;
+  // The gradient noise scale (analyze --noise-scale): each training group's predicted time to an
+  // accuracy per batch size.
+  std::optional<GivenNoiseScale> noise_scale;
 };
 
 // Statistics, trend, jumps, periodicity and best batch sizes of each group, and speedups between

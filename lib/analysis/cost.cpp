@@ -89,4 +89,21 @@ std::optional<int64_t> known_epoch_samples(const std::string& data) {
   return data::training_images_in(data);  // a directory's own files, where they are here
 }
 
+GroupTimeToAccuracy time_to_accuracy(const std::vector<std::pair<int64_t, double>>& batch_median_ms,
+                                     const GivenNoiseScale& noise) {
+  GroupTimeToAccuracy out;
+  out.noise = noise;
+  double least = 0;
+  for (const auto& [batch, median_ms] : batch_median_ms) {
+    const double factor = 1 + noise.b_noise / static_cast<double>(batch);
+    out.points.push_back({batch, factor, median_ms * factor});
+    if (out.points.size() == 1 || median_ms * factor < least) least = median_ms * factor;
+  }
+  for (PointTimeToAccuracy& p : out.points) {
+    p.relative_time /= least;
+    if (!out.best || p.relative_time < out.best->relative_time) out.best = p;
+  }
+  return out;
+}
+
 }  // namespace batchscope

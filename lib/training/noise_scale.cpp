@@ -99,18 +99,24 @@ GradientNorms measure_gradient_norms(std::vector<torch::Tensor>& parameters, con
 
 std::optional<CriticalBatch> fit_critical_batch(const std::vector<std::pair<int64_t, double>>& batch_steps) {
   if (batch_steps.size() < 3) return std::nullopt;
-  // steps = S_min + (S_min B_crit) / B: a line in x = 1/B.
-  double mean_x = 0, mean_y = 0;
-  const auto count = static_cast<double>(batch_steps.size());
+  // steps = S_min + (S_min B_crit) / B: a line in x = 1/B, each point weighed by 1/steps², so that each
+  // batch size counts by its relative error (the small batches' thousands of steps would outweigh the
+  // large ones' tens otherwise).
+  double total = 0, mean_x = 0, mean_y = 0;
   for (const auto& [batch, steps] : batch_steps) {
-    mean_x += 1.0 / static_cast<double>(batch) / count;
-    mean_y += steps / count;
+    if (!(steps > 0)) return std::nullopt;
+    const double w = 1 / (steps * steps);
+    total += w;
+    mean_x += w / static_cast<double>(batch);
+    mean_y += w * steps;
   }
+  mean_x /= total;
+  mean_y /= total;
   double sxx = 0, sxy = 0;
   for (const auto& [batch, steps] : batch_steps) {
-    const double dx = 1.0 / static_cast<double>(batch) - mean_x;
-    sxx += dx * dx;
-    sxy += dx * (steps - mean_y);
+    const double w = 1 / (steps * steps), dx = 1.0 / static_cast<double>(batch) - mean_x;
+    sxx += w * dx * dx;
+    sxy += w * dx * (steps - mean_y);
   }
   if (!(sxx > 0)) return std::nullopt;
   const double slope = sxy / sxx, intercept = mean_y - slope * mean_x;
@@ -160,10 +166,11 @@ NoiseScale noise_scale_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::ordered_json noise_scale_options_json(const NoiseScaleOptions& o, int64_t batch_size) {
+  const int64_t small = o.small_batch(batch_size);
   return {{"groups", o.groups},
           {"group", o.group},
-          {"small_batch", batch_size},
-          {"big_batch", batch_size * o.group},
+          {"small_batch", small},
+          {"big_batch", small * o.group},
           {"estimator", "McCandlish et al. 2018, appendix A.1: B_simple = tr(Sigma) / |G|^2"},
           {"data", "batches of the training split of their own, drawn from seed and epoch, after the epoch"}};
 }

@@ -18,7 +18,7 @@ namespace batchscope {
 // where more samples per step stop paying (the paper's critical batch size).
 //
 // It is measured as the paper's appendix A.1 does, from the squared norms of gradients at two batch sizes:
-// the training batch size B is the small one, and `group` training batches together (their mean
+// the training batch size B (or another) is the small one, and `group` such batches together (their mean
 // gradient) the big one, as the paper's data-parallel devices are:
 //   |G_small|² = the batches' squared gradient norms, averaged,  |G_big|² = that of their mean;
 // since E|G_B|² = |G|² + tr(Σ)/B, these give unbiased estimates of each:
@@ -31,8 +31,10 @@ namespace batchscope {
 // What `train --noise-scale` measures after each epoch.
 struct NoiseScaleOptions {
   int64_t groups = 0;  // big batches measured after each epoch; 0: none
-  int64_t group = 8;   // training batches in each big batch
+  int64_t group = 8;   // small batches in each big batch
+  int64_t batch = 0;   // the small batch size; 0: the training batch size
   bool on() const { return groups > 0; }
+  int64_t small_batch(int64_t training_batch) const { return batch > 0 ? batch : training_batch; }
 };
 
 // One big batch: the squared gradient norms at the two batch sizes.
@@ -74,7 +76,7 @@ GradientNorms measure_gradient_norms(std::vector<torch::Tensor>& parameters, con
                                      const NextBatch& next, int64_t batches);
 
 // The paper's model of the steps an accuracy takes, S(B) = S_min (1 + B_crit / B), fitted by least squares
-// to (batch size, steps) pairs (linear in 1/B): B_crit measured from training to an accuracy, which B_noise
+// to (batch size, steps) pairs (linear in 1/B, each weighed by its relative error): B_crit measured from training to an accuracy, which B_noise
 // predicts. None with fewer than three batch sizes, or where the fit gives no positive S_min and B_crit.
 struct CriticalBatch {
   double min_steps = 0;       // S_min: the steps of an infinitely large batch

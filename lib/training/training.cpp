@@ -291,7 +291,7 @@ void check_options(const TrainingOptions& o) {
     fail("a warm-up must start from a positive learning rate", "give e.g. --lr 0.01");
   if (o.noise_scale.on() && o.noise_scale.group < 2)
     fail("--noise-group " + std::to_string(o.noise_scale.group) +
-             " makes a big batch of one training batch, and the noise scale compares two batch sizes",
+             " makes a big batch of one small batch, and the noise scale compares two batch sizes",
          "give --noise-group 2 or more");
 }
 
@@ -403,7 +403,8 @@ NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor
   std::vector<torch::Tensor> buffers;
   for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
   const uint64_t seed = o.seed ^ kNoiseScaleSalt;
-  data::BatchLoader loader(train, o.batch_size, seed, /*shuffle=*/true, device, /*drop_last=*/true);
+  const int64_t small = o.noise_scale.small_batch(o.batch_size);
+  data::BatchLoader loader(train, small, seed, /*shuffle=*/true, device, /*drop_last=*/true);
   const data::Augmentation augment = augmentation_of(o);
   std::optional<data::BatchAugmenter> augmenter;
   if (augment.any()) augmenter.emplace(augment, kind, seed, device);
@@ -438,7 +439,7 @@ NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor
     const std::vector<torch::Tensor> now = model.buffers();
     for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(buffers[i]);
   }
-  NoiseScale n = noise_scale_of(norms, o.batch_size, o.batch_size * o.noise_scale.group);
+  NoiseScale n = noise_scale_of(norms, small, small * o.noise_scale.group);
   synchronize(device);
   n.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return n;
@@ -522,18 +523,20 @@ void remove_other_resume_states(const std::string& dir, int keep) {
 TrainingOptions as_run(const TrainingOptions& options, const std::string& device_name, const LoadedData& data) {
   TrainingOptions o = options;
   if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
-  const int64_t fit = data.splits.train.size() / std::max<int64_t>(o.batch_size, 1);
+  const int64_t small = o.noise_scale.small_batch(o.batch_size);
+  const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
   if (o.noise_scale.on() && fit < o.noise_scale.group) {
+    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : "--batch";
     if (fit < 2) {
       throw UserError(located(data.location.directory, 0,
-                              "--noise-scale compares one training batch with two or more together, and the " +
+                              "--noise-scale compares one batch with two or more together, and the " +
                                   std::to_string(data.splits.train.size()) + " training images hold " +
-                                  counted(fit, "batch", "batches") + " of " + std::to_string(o.batch_size),
-                              "give a --batch of at most " + std::to_string(data.splits.train.size() / 2) +
+                                  counted(fit, "batch", "batches") + " of " + std::to_string(small),
+                              "give a " + option + " of at most " + std::to_string(data.splits.train.size() / 2) +
                                   ", or leave out --noise-scale"));
     }
-    spdlog::info("noise scale: big batches of {} training batches of {}, all that the {} training images hold",
-                 fit, o.batch_size, data.splits.train.size());
+    spdlog::info("noise scale: big batches of {} batches of {}, all that the {} training images hold", fit,
+                 small, data.splits.train.size());
     o.noise_scale.group = fit;
   }
   return o;

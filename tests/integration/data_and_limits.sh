@@ -162,10 +162,10 @@ expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1]))['rows']; sys.exit(not all(r['noise_scale']['small_batch']==r['batch_size'] for r in rows))" \
   "$work/study_noise/time_to_accuracy.json" && ok "the study's JSON has each size's noise scale" \
   || fail "the study's JSON lacks the noise scale: $(head -c 800 "$work/study_noise/time_to_accuracy.json")"
-expect 2 "a noise group without the noise scale" "--noise-group sizes the big batches --noise-scale measures, and no --noise-scale is given" \
+expect 2 "a noise group without the noise scale" "--noise-group sizes the batches --noise-scale measures, and no --noise-scale is given; add e.g. --noise-scale 8, or remove --noise-group" \
   train --data "$work/digits" --epochs 1 --noise-group 4 --device cpu --out "$work/v"
-expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --batch of at most 150, or leave out --noise-scale" \
-  train --data "$work/digits" --epochs 1 --batch 200 --noise-scale 2 --device cpu --out "$work/v"
+expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --noise-batch of at most 150, or leave out --noise-scale" \
+  train --data "$work/digits" --epochs 1 --batch 16 --noise-scale 2 --noise-batch 200 --device cpu --out "$work/v"
 expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
   train --data "$work/digits" --epochs 1 --batch 32 --limit-train 64 --limit-test 32 --device cpu --threads 1 \
   --precision bf16 --loss-scale dynamic --loss-scale-init 1024 --out "$work/train_bf16"

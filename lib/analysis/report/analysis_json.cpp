@@ -368,6 +368,21 @@ Json with_profile(Json group, const GroupAnalysis& g) {
                      {"epoch_samples", optional_json(g.cost->epoch_samples)}, {"points", points},
                      {"cheapest", cheapest}};
   }
+  if (g.time_to_accuracy) {
+    const GroupTimeToAccuracy& t = *g.time_to_accuracy;
+    Json points = Json::array();
+    for (const PointTimeToAccuracy& p : t.points) {
+      points.push_back({{"batch_size", p.batch_size},
+                        {"steps_factor", p.steps_factor},
+                        {"relative_time", p.relative_time}});
+    }
+    group["time_to_accuracy"] = {
+        {"b_noise", t.noise.b_noise},
+        {"from", t.noise.from},
+        {"model", "steps = S_min (1 + b_noise / batch), each of the batch's median step time"},
+        {"points", points},
+        {"best", t.best ? Json(t.best->batch_size) : Json()}};
+  }
   if (g.peak) {
     Json shares = Json::array();
     for (const PeakShare& share : g.peak->shares) {

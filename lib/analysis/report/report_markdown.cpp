@@ -350,6 +350,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   }
   write_energy_bests(out, g);
   write_cost_best(out, g);
+  write_time_to_accuracy_best(out, g);
   if (g.saturation) {
     out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
         << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
@@ -634,6 +635,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     }
     write_energy_terminal(out, g);
     write_cost_terminal(out, g);
+    write_time_to_accuracy_terminal(out, g);
   }
   for (const Comparison& c : a.comparisons) {
     for (const SpeedupCurve& s : c.curves) {
