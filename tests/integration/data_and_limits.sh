@@ -145,15 +145,15 @@ expect 2 "an unknown decay" "--lr-decay step:5,2 is not known; use none, cosine 
 # The gradient noise scale after each epoch: on the epoch's row and in its record; a batch study's table
 # has it as a column; a --noise-group without --noise-scale, or one batch of the split, is refused.
 expect 0 "train --noise-scale" "^ +1 +[0-9.]+ +[0-9.]+%.*B_noise ([0-9.e+]+|unresolved)" \
-  train --data "$work/digits" --epochs 1 --batch 16 --device cpu --threads 1 --noise-scale 3 --noise-group 4 \
+  train --data "$work/digits" --epochs 1 --batch 16 --device cpu --threads 1 --noise-scale 6 --noise-group 4 \
   --out "$work/train_noise"
 python3 - "$work/train_noise/train.jsonl" <<'PY' || fail "the noise-scale run's record"
 import json, sys
 records = [json.loads(l) for l in open(sys.argv[1])]
 config = records[0]["config"]["noise_scale"]
-assert config["groups"] == 3 and config["group"] == 4 and config["small_batch"] == 16 and config["big_batch"] == 64, config
+assert config["groups"] == 6 and config["group"] == 4 and config["small_batch"] == 16 and config["big_batch"] == 64, config
 n = records[1]["noise_scale"]
-assert n["groups"] == 3 and n["small_batch"] == 16 and n["big_batch"] == 64 and n["trace"] > 0, n
+assert n["groups"] == 6 and n["small_batch"] == 16 and n["big_batch"] == 64 and n["trace"] > 0, n
 assert n["b_simple"] is None or abs(n["b_simple"] - n["trace"] / n["gradient_sq"]) < 1e-6 * abs(n["b_simple"]), n
 PY
 expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps \| seconds \| samples/s \| best test accuracy \| B_noise \|" \
@@ -166,6 +166,25 @@ expect 2 "a noise group without the noise scale" "--noise-group sizes the batche
   train --data "$work/digits" --epochs 1 --noise-group 4 --device cpu --out "$work/v"
 expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --noise-batch of at most 150, or leave out --noise-scale" \
   train --data "$work/digits" --epochs 1 --batch 16 --noise-scale 2 --noise-batch 200 --device cpu --out "$work/v"
+# analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
+"$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
+  --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"
+expect 0 "analyze --noise-scale 100" "least time to an accuracy \(B_noise 100\): batch (4|16|64)" \
+  analyze "$work/noise_sweep" --noise-scale 100 --no-plots --out "$work/noise_sweep/a"
+if python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][1]; sys.exit(r['noise_scale']['b_simple'] is None)" \
+    "$work/train_noise/train.jsonl"; then
+  expect 0 "analyze --noise-scale of a train run" "least time to an accuracy \(B_noise [0-9.]+\)" \
+    analyze "$work/noise_sweep" --noise-scale "$work/train_noise" --no-plots --out "$work/noise_sweep/a"
+  grep -q '"from": ".*train_noise/train.jsonl:2 (epoch 1)"' "$work/noise_sweep/a/analysis.json" \
+    && ok "analysis.json says where B_noise came from" || fail "analysis.json lacks the noise scale's source"
+else
+  expect 2 "analyze --noise-scale of a run it did not resolve" "holds no epoch whose noise scale was resolved" \
+    analyze "$work/noise_sweep" --noise-scale "$work/train_noise" --no-plots --out "$work/noise_sweep/a"
+fi
+expect 2 "analyze --noise-scale of neither a number nor a run" "--noise-scale nowhere is neither a number nor a training run's directory or train.jsonl" \
+  analyze "$work/noise_sweep" --noise-scale nowhere --no-plots --out "$work/noise_sweep/a"
+expect 2 "analyze --noise-scale of a run without it" "holds no epoch whose noise scale was resolved" \
+  analyze "$work/noise_sweep" --noise-scale "$work/train_adamw" --no-plots --out "$work/noise_sweep/a"
 expect 0 "train in bf16 with a loss scaler" "^ +1 +[0-9.]+ +[0-9.]+%.*loss scale 1024, 0 skipped" \
   train --data "$work/digits" --epochs 1 --batch 32 --limit-train 64 --limit-test 32 --device cpu --threads 1 \
   --precision bf16 --loss-scale dynamic --loss-scale-init 1024 --out "$work/train_bf16"
