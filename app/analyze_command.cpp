@@ -5,14 +5,14 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
-#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/analyzer.h"
 #include "lib/analysis/log_reader.h"
+#include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/plots.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
-#include "lib/common/words.h"
 #include "lib/common/file_writes.h"
+#include "lib/common/words.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/records.h"
 #include "lib/training/noise_scale.h"
@@ -51,7 +51,8 @@ GivenNoiseScale noise_scale_option(const std::string& text) {
   std::error_code ec;
   if (fs::is_directory(file, ec)) file /= "train.jsonl";
   if (!fs::is_regular_file(file, ec)) {
-    refuse("--noise-scale " + printable(text) + " is neither a number nor a training run's directory or train.jsonl",
+    refuse("--noise-scale " + printable(text) +
+               " is neither a number nor a training run's directory or train.jsonl",
            "give B_noise, e.g. --noise-scale 1100, or the --out of a train --noise-scale run");
   }
   const JsonlContents contents = read_jsonl(file.string());
@@ -72,9 +73,10 @@ GivenNoiseScale noise_scale_option(const std::string& text) {
     }
   }
   if (!found) {
-    throw UserError(located(file.string(), 0, "holds no epoch whose noise scale was resolved",
-                            "train with --noise-scale N (more groups resolve it better), or give B_noise as a "
-                            "number"));
+    throw UserError(
+        located(file.string(), 0, "holds no epoch whose noise scale was resolved",
+                "train with --noise-scale N (more groups resolve it better), or give B_noise as a "
+                "number"));
   }
   return *found;
 }
@@ -162,7 +164,8 @@ int run_analyze_command(const std::vector<std::string>& args) {
   if (result.count("price")) analyze.prices.fallback = real_option(result, "price", 0, 1e9, /*least_excluded=*/true);
   if (result.count("peak")) analyze.peaks = read_peak_tables(result["peak"].as<std::vector<std::string>>());
   if (result.count("epoch-samples")) analyze.epoch_samples = whole_option(result, "epoch-samples", 1, int64_t{1} << 40);
-  if (result.count("noise-scale")) analyze.noise_scale = noise_scale_option(result["noise-scale"].as<std::string>());
+  if (result.count("noise-scale"))
+    analyze.noise_scale = noise_scale_option(result["noise-scale"].as<std::string>());
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
   const Analysis analysis = analyze_logs(logs, analyze);

@@ -201,10 +201,12 @@ int run_train_command(const std::vector<std::string>& args) {
   }
   o.noise_scale.groups = whole_option(result, "noise-scale", 0, 100000);
   o.noise_scale.group = whole_option(result, "noise-group", 1, 100000);
-  if (result.count("noise-batch")) o.noise_scale.batch = whole_option(result, "noise-batch", 1, limits::kMaxBatchSize);
+  if (result.count("noise-batch"))
+    o.noise_scale.batch = whole_option(result, "noise-batch", 1, limits::kMaxBatchSize);
   for (const char* option : {"noise-group", "noise-batch"}) {
     if (result.count(option) && !o.noise_scale.on())
-      refuse(std::string("--") + option + " sizes the batches --noise-scale measures, and no --noise-scale is given",
+      refuse(std::string("--") + option +
+                 " sizes the batches --noise-scale measures, and no --noise-scale is given",
              std::string("add e.g. --noise-scale 8, or remove --") + option);
   }
   o.limit_train = positive_limit(result, "limit-train");

@@ -203,13 +203,15 @@ TEST(Cost, ANoiseScaleGivesEachTrainingGroupsTimeToAnAccuracy) {
   EXPECT_EQ(g.fastest->batch_size, 32);
   std::ostringstream report, terminal;
   write_report(report, a, PlotOutcome{}, "plots");
-  EXPECT_NE(report.str().find("- least time to an accuracy, with B_noise 16 (--noise-scale): batch 8, 3.00× the "
-                              "fewest steps (S_min (1 + B_noise / B), McCandlish et al.); the fastest in "
-                              "samples/s, batch 32, takes 1.50× as long"),
-            std::string::npos)
+  EXPECT_NE(
+      report.str().find("- least time to an accuracy, with B_noise 16 (--noise-scale): batch 8, 3.00× the "
+                        "fewest steps (S_min (1 + B_noise / B), McCandlish et al.); the fastest in "
+                        "samples/s, batch 32, takes 1.50× as long"),
+      std::string::npos)
       << report.str();
   write_terminal_summary(terminal, a);
-  EXPECT_NE(terminal.str().find("  least time to an accuracy (B_noise 16): batch 8; the fastest"), std::string::npos)
+  EXPECT_NE(terminal.str().find("  least time to an accuracy (B_noise 16): batch 8; the fastest"),
+            std::string::npos)
       << terminal.str();
   const Json j = analysis_to_json(a, options);
   EXPECT_EQ(j["groups"][0]["time_to_accuracy"]["best"], 8);

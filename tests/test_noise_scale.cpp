@@ -1,5 +1,5 @@
-#include <gtest/gtest.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -32,7 +32,8 @@ TEST(NoiseScale, TheEstimatorGivesTraceOverGradientFromTheNormsAtTwoBatchSizes) 
   EXPECT_EQ(n.big_batch, 256);
 
   // Groups that differ: the ratio of the means (not the mean of the ratios), with a spread.
-  const std::vector<GradientNorms> varied{expected_norms(0.4, 100, 32, 256), expected_norms(0.6, 300, 32, 256)};
+  const std::vector<GradientNorms> varied{expected_norms(0.4, 100, 32, 256),
+                                          expected_norms(0.6, 300, 32, 256)};
   const NoiseScale v = noise_scale_of(varied, 32, 256);
   ASSERT_TRUE(v.b_simple);
   EXPECT_NEAR(*v.b_simple, 200.0 / 0.5, 1e-9);
@@ -64,7 +65,8 @@ TEST(NoiseScale, AGradientLostInItsNoiseIsUnresolvedAndSaysSo) {
 }
 
 TEST(NoiseScale, ReadsBackWhatItWritesAndRefusesDamagedRecords) {
-  NoiseScale n = noise_scale_of({expected_norms(0.5, 200, 32, 256), expected_norms(0.25, 150, 32, 256)}, 32, 256);
+  NoiseScale n =
+      noise_scale_of({expected_norms(0.5, 200, 32, 256), expected_norms(0.25, 150, 32, 256)}, 32, 256);
   n.seconds = 1.25;
   const NoiseScale back = noise_scale_from_json(nlohmann::json::parse(to_json(n).dump()));
   EXPECT_EQ(back.b_simple, n.b_simple);
@@ -75,7 +77,8 @@ TEST(NoiseScale, ReadsBackWhatItWritesAndRefusesDamagedRecords) {
   EXPECT_EQ(back.big_batch, 256);
   EXPECT_EQ(back.seconds, 1.25);
   EXPECT_EQ(noise_scale_text(n), "B_noise " + std::to_string(static_cast<int>(std::lround(*n.b_simple))) +
-                                     " (se " + std::to_string(static_cast<int>(std::lround(*n.b_simple_stderr))) + ")");
+                                     " (se " +
+                                     std::to_string(static_cast<int>(std::lround(*n.b_simple_stderr))) + ")");
 
   const NoiseScale lost = noise_scale_of({{2.0, 0.2}}, 16, 64);
   const nlohmann::json unresolved = nlohmann::json::parse(to_json(lost).dump());
@@ -120,7 +123,8 @@ TEST(NoiseScale, MeasuredBackwardPassesFindTheTrueScaleOfAKnownModel) {
   const int64_t examples = 4096, features = 12, classes = 4;
   const torch::Tensor x = torch::randn({examples, features}, torch::kDouble);
   const torch::Tensor teacher = torch::randn({features, classes}, torch::kDouble);
-  const torch::Tensor y = (x.matmul(teacher) + 2 * torch::randn({examples, classes}, torch::kDouble)).argmax(1);
+  const torch::Tensor y =
+      (x.matmul(teacher) + 2 * torch::randn({examples, classes}, torch::kDouble)).argmax(1);
   torch::Tensor weight = (0.3 * torch::randn({classes, features}, torch::kDouble)).requires_grad_();
   torch::Tensor bias = torch::zeros({classes}, torch::kDouble).requires_grad_();
 

@@ -784,8 +784,8 @@ TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) 
     EXPECT_EQ(records[r.epoch]["noise_scale"]["trace"], r.noise_scale->trace);
   }
   EXPECT_NE(run.epochs[0].noise_scale->trace, run.epochs[1].noise_scale->trace);
-  EXPECT_EQ(saved_tensors("mnist_cnn", data::dataset_kind("mnist"), run.checkpoint_path)[0]
-                .equal(saved_tensors("mnist_cnn", data::dataset_kind("mnist"), trained().checkpoint_path)[0]),
+  EXPECT_EQ(saved_tensors("mnist_cnn", data::dataset_kind("mnist"), run.checkpoint_path)[0].equal(
+                saved_tensors("mnist_cnn", data::dataset_kind("mnist"), trained().checkpoint_path)[0]),
             true);
 
   TrainingOptions stopped = o;
@@ -813,8 +813,8 @@ TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) 
   expect_same_epochs(measured.epochs, train_model(without).epochs);
   const std::vector<torch::Tensor> a =
       saved_tensors("resnet18", data::dataset_kind("cifar100"), measured.checkpoint_path);
-  const std::vector<torch::Tensor> b = saved_tensors(
-      "resnet18", data::dataset_kind("cifar100"), (fs::path(without.out_dir) / "checkpoint.pt").string());
+  const std::vector<torch::Tensor> b = saved_tensors("resnet18", data::dataset_kind("cifar100"),
+                                                     (fs::path(without.out_dir) / "checkpoint.pt").string());
   ASSERT_EQ(a.size(), b.size());
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equal(b[i])) << "tensor " << i;
 

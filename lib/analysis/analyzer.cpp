@@ -488,8 +488,9 @@ void predict_times_to_accuracy(const std::vector<RawGroup>& raw, Analysis& a, co
     any = true;
   }
   if (!any) {
-    a.warnings.push_back("--noise-scale predicts the time training takes to an accuracy, and no group of these "
-                         "logs trains (phase train)");
+    a.warnings.push_back(
+        "--noise-scale predicts the time training takes to an accuracy, and no group of these "
+        "logs trains (phase train)");
   }
 }
 

@@ -124,7 +124,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
       critical ? Json{{"min_steps", critical->min_steps},
                       {"critical_batch", critical->critical_batch},
                       {"batch_sizes", critical->points},
-                      {"model", "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch"}}
+                      {"model",
+                       "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch"}}
                : Json();
   return {{"model", options.training.model},
           {"data", options.training.data},
@@ -337,7 +338,8 @@ std::string format_batch_study(const BatchStudy& study) {
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |"
                  : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |";
-  text += noise ? " B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n" : "\n|---:|---:|---:|---:|---:|---:|---:|\n";
+  text += noise ? " B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                : "\n|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
@@ -355,7 +357,8 @@ std::string format_batch_study(const BatchStudy& study) {
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
     if (noise) {
       const std::optional<NoiseScale>& n = noise_counted(row);
-      text += " " + (n ? noise_scale_text(*n).substr(std::string("B_noise ").size()) : std::string("—")) + " |";
+      text +=
+          " " + (n ? noise_scale_text(*n).substr(std::string("B_noise ").size()) : std::string("—")) + " |";
     }
     text += "\n";
   }
@@ -389,13 +392,15 @@ std::string format_batch_study(const BatchStudy& study) {
       }
       text += "\n";
       if (const std::optional<CriticalBatch> critical = critical_batch_of(study)) {
-        text += "\nSteps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min " +
-                number("%.0f", critical->min_steps) + " and B_crit " + number("%.0f", critical->critical_batch) +
-                " (" + std::to_string(critical->points) +
-                " batch sizes; the steps are whole epochs'): below B_crit a larger batch takes about "
-                "proportionally fewer steps, above it hardly fewer." +
-                (noise ? " The gradient noise scale B_noise, which the paper finds near B_crit, is in the table." : "") +
-                "\n";
+        text +=
+            "\nSteps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min " +
+            number("%.0f", critical->min_steps) + " and B_crit " + number("%.0f", critical->critical_batch) +
+            " (" + std::to_string(critical->points) +
+            " batch sizes; the steps are whole epochs'): below B_crit a larger batch takes about "
+            "proportionally fewer steps, above it hardly fewer." +
+            (noise ? " The gradient noise scale B_noise, which the paper finds near B_crit, is in the table."
+                   : "") +
+            "\n";
       }
     }
   } else {

@@ -125,7 +125,9 @@ std::optional<CriticalBatch> fit_critical_batch(const std::vector<std::pair<int6
 }
 
 nlohmann::ordered_json to_json(const NoiseScale& n) {
-  const auto optional = [](const std::optional<double>& v) { return v ? nlohmann::ordered_json(*v) : nullptr; };
+  const auto optional = [](const std::optional<double>& v) {
+    return v ? nlohmann::ordered_json(*v) : nullptr;
+  };
   return {{"b_simple", optional(n.b_simple)},
           {"b_simple_stderr", optional(n.b_simple_stderr)},
           {"gradient_sq", n.gradient_sq},
@@ -161,7 +163,8 @@ NoiseScale noise_scale_from_json(const nlohmann::json& j) {
   n.big_batch = whole("big_batch");
   n.groups = whole("groups");
   n.seconds = number("seconds");
-  if (n.big_batch <= n.small_batch) throw BadRecord("has a \"noise_scale\" whose big_batch is not above small_batch");
+  if (n.big_batch <= n.small_batch)
+    throw BadRecord("has a \"noise_scale\" whose big_batch is not above small_batch");
   return n;
 }
 

@@ -46,7 +46,7 @@ struct GradientNorms {
 struct NoiseScale {
   int64_t small_batch = 0;
   int64_t big_batch = 0;
-  int64_t groups = 0;       // the big batches measured
+  int64_t groups = 0;      // the big batches measured
   double gradient_sq = 0;  // the estimate of |G|², averaged over the groups
   double trace = 0;        // the estimate of tr(Σ), averaged
   // trace / gradient_sq; none where the estimate of |G|² is not positive: the gradient is lost in its
@@ -76,8 +76,9 @@ GradientNorms measure_gradient_norms(std::vector<torch::Tensor>& parameters, con
                                      const NextBatch& next, int64_t batches);
 
 // The paper's model of the steps an accuracy takes, S(B) = S_min (1 + B_crit / B), fitted by least squares
-// to (batch size, steps) pairs (linear in 1/B, each weighed by its relative error): B_crit measured from training to an accuracy, which B_noise
-// predicts. None with fewer than three batch sizes, or where the fit gives no positive S_min and B_crit.
+// to (batch size, steps) pairs (linear in 1/B, each weighed by its relative error): B_crit measured from
+// training to an accuracy, which B_noise predicts. None with fewer than three batch sizes, or where the fit
+// gives no positive S_min and B_crit.
 struct CriticalBatch {
   double min_steps = 0;       // S_min: the steps of an infinitely large batch
   double critical_batch = 0;  // B_crit

@@ -520,7 +520,8 @@ void remove_other_resume_states(const std::string& dir, int keep) {
 // The options as a run on device_name and this data trains them: on a GPU the optimizer steps
 // multi-tensor (foreach) unless told otherwise, as a sweep decides it; the noise scale's big batch holds
 // no more training batches than the training split does (a UserError where that is fewer than two).
-TrainingOptions as_run(const TrainingOptions& options, const std::string& device_name, const LoadedData& data) {
+TrainingOptions as_run(const TrainingOptions& options, const std::string& device_name,
+                       const LoadedData& data) {
   TrainingOptions o = options;
   if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
   const int64_t small = o.noise_scale.small_batch(o.batch_size);
@@ -532,7 +533,8 @@ TrainingOptions as_run(const TrainingOptions& options, const std::string& device
                               "--noise-scale compares one batch with two or more together, and the " +
                                   std::to_string(data.splits.train.size()) + " training images hold " +
                                   counted(fit, "batch", "batches") + " of " + std::to_string(small),
-                              "give a " + option + " of at most " + std::to_string(data.splits.train.size() / 2) +
+                              "give a " + option + " of at most " +
+                                  std::to_string(data.splits.train.size() / 2) +
                                   ", or leave out --noise-scale"));
     }
     spdlog::info("noise scale: big batches of {} batches of {}, all that the {} training images hold", fit,
@@ -746,8 +748,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     if (rates) r.lr = totals.last_lr;
     r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last);
     if (o.noise_scale.on()) {
-      r.noise_scale =
-          measure_noise_scale(*model, parameters, o, train, data.location.kind(), state, epoch);
+      r.noise_scale = measure_noise_scale(*model, parameters, o, train, data.location.kind(), state, epoch);
     }
     r.checkpoint = write_checkpoint(*model, o.out_dir, epoch, info);
     // Written before the epoch's record: a run stopped after that record goes on from this epoch.

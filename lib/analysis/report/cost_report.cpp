@@ -72,8 +72,8 @@ std::string fastest_against_best(const GroupAnalysis& g) {
 void write_time_to_accuracy_best(std::ostream& out, const GroupAnalysis& g) {
   if (!g.time_to_accuracy || !g.time_to_accuracy->best) return;
   const GroupTimeToAccuracy& t = *g.time_to_accuracy;
-  out << "- least time to an accuracy, with B_noise " << noise_text(t.noise.b_noise) << " ("
-      << t.noise.from << "): batch " << t.best->batch_size << ", " << significant(t.best->steps_factor, 3)
+  out << "- least time to an accuracy, with B_noise " << noise_text(t.noise.b_noise) << " (" << t.noise.from
+      << "): batch " << t.best->batch_size << ", " << significant(t.best->steps_factor, 3)
       << "× the fewest steps (S_min (1 + B_noise / B), McCandlish et al.)" << fastest_against_best(g) << "\n";
 }
 
