@@ -1185,6 +1185,33 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
     EXPECT_EQ(j["fastest_to_target"], 32);
   }
 
+  // Three sizes that reached the target in 40, 20 and 12 steps, 10 (1 + 96 / B) exactly, each with a noise
+  // scale: the table's B_noise column and the fit of B_crit.
+  BatchStudy fitted = study;
+  fitted.rows.clear();
+  for (const auto& [batch, steps_per_epoch] : {std::pair{32, 20}, std::pair{96, 10}, std::pair{480, 6}}) {
+    BatchStudyRow row = small;
+    row.batch_size = batch;
+    row.steps_per_epoch = steps_per_epoch;
+    NoiseScale n;
+    n.b_simple = 90;
+    n.b_simple_stderr = 5;
+    row.outcome.epochs[1].noise_scale = n;
+    fitted.rows.push_back(row);
+  }
+  const std::string fit_table = format_batch_study(fitted);
+  EXPECT_NE(fit_table.find("| best test accuracy | B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
+            std::string::npos)
+      << fit_table;
+  EXPECT_NE(fit_table.find("| 96 | 0.02 | 2 | 20 |"), std::string::npos) << fit_table;
+  EXPECT_NE(fit_table.find("% | 90 (se 5) |\n"), std::string::npos) << fit_table;
+  EXPECT_NE(fit_table.find("Steps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min 10 and "
+                           "B_crit 96 (3 batch sizes;"),
+            std::string::npos)
+      << fit_table;
+  EXPECT_EQ(table.find("B_noise"), std::string::npos) << "no column where no run measured it";
+  EXPECT_EQ(table.find("B_crit"), std::string::npos) << "no fit of fewer than three sizes";
+
   // Run again: the complete runs are taken as they are, nothing is trained.
   const auto size = fs::file_size(fs::path(small.dir) / "train.jsonl");
   started.clear();

@@ -38,7 +38,9 @@ int64_t epochs_counted(const BatchStudyRow& row) {
 
 // The noise scale at the last epoch counted, where the runs measure it.
 const std::optional<NoiseScale>& noise_counted(const BatchStudyRow& row) {
-  return row.outcome.epochs[static_cast<std::size_t>(epochs_counted(row) - 1)].noise_scale;
+  static const std::optional<NoiseScale> none;
+  const int64_t counted = epochs_counted(row);
+  return counted > 0 ? row.outcome.epochs[static_cast<std::size_t>(counted - 1)].noise_scale : none;
 }
 
 // S(B) = S_min (1 + B_crit / B) fitted to the steps each batch size took to the target.
@@ -125,7 +127,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                       {"critical_batch", critical->critical_batch},
                       {"batch_sizes", critical->points},
                       {"model",
-                       "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch"}}
+                       "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch, each size "
+                       "weighed by its relative error"}}
                : Json();
   return {{"model", options.training.model},
           {"data", options.training.data},

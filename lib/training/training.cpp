@@ -515,8 +515,6 @@ void remove_other_resume_states(const std::string& dir, int keep) {
   }
 }
 
-// The options as a run on device_name trains them: on a GPU the optimizer steps multi-tensor (foreach)
-// unless told otherwise, as a sweep decides it.
 // The options as a run on device_name and this data trains them: on a GPU the optimizer steps
 // multi-tensor (foreach) unless told otherwise, as a sweep decides it; the noise scale's big batch holds
 // no more training batches than the training split does (a UserError where that is fewer than two).
