@@ -122,14 +122,14 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
   const std::optional<CriticalBatch> critical = critical_batch_of(study);
-  const Json critical_json =
-      critical ? Json{{"min_steps", critical->min_steps},
-                      {"critical_batch", critical->critical_batch},
-                      {"batch_sizes", critical->points},
-                      {"model",
-                       "steps to target = min_steps (1 + critical_batch / batch), least squares in 1/batch, each size "
-                       "weighed by its relative error"}}
-               : Json();
+  const Json critical_json = critical ? Json{{"min_steps", critical->min_steps},
+                                             {"critical_batch", critical->critical_batch},
+                                             {"batch_sizes", critical->points},
+                                             {"model",
+                                              "steps to target = min_steps (1 + critical_batch / batch), "
+                                              "least squares in 1/batch, each size "
+                                              "weighed by its relative error"}}
+                                      : Json();
   return {{"model", options.training.model},
           {"data", options.training.data},
           {"optimizer", to_string(options.training.optimizer.kind)},
