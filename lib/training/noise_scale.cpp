@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "lib/records/jsonl.h"
 #include "lib/records/records.h"
 
 namespace batchscope {
@@ -125,11 +126,8 @@ std::optional<CriticalBatch> fit_critical_batch(const std::vector<std::pair<int6
 }
 
 nlohmann::ordered_json to_json(const NoiseScale& n) {
-  const auto optional = [](const std::optional<double>& v) {
-    return v ? nlohmann::ordered_json(*v) : nullptr;
-  };
-  return {{"b_simple", optional(n.b_simple)},
-          {"b_simple_stderr", optional(n.b_simple_stderr)},
+  return {{"b_simple", optional_json(n.b_simple)},
+          {"b_simple_stderr", optional_json(n.b_simple_stderr)},
           {"gradient_sq", n.gradient_sq},
           {"trace", n.trace},
           {"small_batch", n.small_batch},
