@@ -182,6 +182,38 @@ TEST_F(PlotsTest, AGroupReadAgainstPeaksGetsItsRateUnderThem) {
       std::string::npos);
 }
 
+TEST_F(PlotsTest, AGroupGivenANoiseScaleGetsItsTimeToAnAccuracy) {
+  REQUIRE_GNUPLOT();
+  Analysis analysis = make_analysis();
+  GroupAnalysis& given = analysis.groups[0];
+  std::vector<std::pair<int64_t, double>> medians;
+  for (const PointStats& p : given.points) medians.emplace_back(p.batch_size, p.median_ms);
+  given.time_to_accuracy = time_to_accuracy(medians, GivenNoiseScale{4, "--noise-scale"});
+  const fs::path out = dir_ / "plots";
+  const PlotOutcome outcome = write_plots(analysis, out.string());
+  ASSERT_TRUE(outcome.made) << outcome.skipped_reason;
+  EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
+  const std::set<std::string> files(outcome.files.begin(), outcome.files.end());
+  EXPECT_EQ(files.count("vgg16_fp32_time_to_accuracy.png"), 1u);
+  EXPECT_EQ(files.count("vgg16_fp32_time_to_accuracy.svg"), 1u);
+  EXPECT_EQ(files.count("vgg16_bf16_time_to_accuracy.png"), 0u);  // no noise scale: no plot
+  // Each size's time against the least and its steps against the fewest, 1 + 4 / B.
+  const std::string data = read_all(out / "vgg16_fp32_time_to_accuracy.dat");
+  const PointTimeToAccuracy& first = given.time_to_accuracy->points.front();
+  EXPECT_NE(data.find(std::to_string(first.batch_size) + " " + gp_number(first.relative_time) + " " +
+                      gp_number(1 + 4.0 / static_cast<double>(first.batch_size)) + "\n"),
+            std::string::npos)
+      << data;
+  const std::string script = read_all(out / "vgg16_fp32_time_to_accuracy.gp");
+  EXPECT_NE(script.find("'least: " + std::to_string(given.time_to_accuracy->best->batch_size) + "'"),
+            std::string::npos)
+      << script;
+  std::ostringstream report;
+  write_report(report, analysis, outcome, "plots");
+  EXPECT_NE(report.str().find("![time to an accuracy vs batch size](plots/vgg16_fp32_time_to_accuracy.png)"),
+            std::string::npos);
+}
+
 TEST_F(PlotsTest, MissingGnuplotSkipsWithAReason) {
   PlotOutcome outcome = write_plots(make_analysis(), dir_.string(), PlotOptions{"/nonexistent/gnuplot"});
   EXPECT_FALSE(outcome.made);

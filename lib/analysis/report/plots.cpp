@@ -179,6 +179,34 @@ std::optional<PlotScript> rate_plot(const GroupAnalysis& group) {
   return plot;
 }
 
+// The time to an accuracy at each batch size against the least (analyze --noise-scale), beside the steps
+// it takes against the fewest: where the fewer steps of a larger batch stop paying for its longer ones.
+std::optional<PlotScript> time_to_accuracy_plot(const GroupAnalysis& group) {
+  if (!group.time_to_accuracy || !group.time_to_accuracy->best) return std::nullopt;
+  const GroupTimeToAccuracy& t = *group.time_to_accuracy;
+  PlotScript plot{group.id + "_time_to_accuracy", "# batch_size relative_time steps_factor\n", ""};
+  double top = 0;
+  for (const PointTimeToAccuracy& p : t.points) {
+    plot.data += std::to_string(p.batch_size) + " " + gp_number(p.relative_time) + " " +
+                 gp_number(p.steps_factor) + "\n";
+    top = std::max({top, p.relative_time, p.steps_factor});
+  }
+  std::string& body = plot.body;
+  body += "set title " +
+          gp_string(group.label + ": time to an accuracy with B_noise " + gp_number(t.noise.b_noise, 4)) + "\n";
+  body += "set ylabel 'against the least (×)'\nset logscale y\nset yrange [0.9:" + gp_number(1.5 * top) + "]\n";
+  body += "set key top center\n";
+  body += x_range(t.points.front().batch_size, t.points.back().batch_size);
+  body += "set label " + gp_string("least: " + std::to_string(t.best->batch_size)) + " at first " +
+          std::to_string(t.best->batch_size) + ", first 1 left offset character 1,1 front tc rgb '#d62728' "
+          "point pt 7 ps 2.2 lc rgb '#d62728'\n";
+  const std::string file = gp_string(plot.name + ".dat");
+  body += join_plot(
+      {file + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'time: steps × median step time'",
+       "'' using 1:3 with lines dt 2 lw 1.5 lc rgb '#555555' title 'steps: S_min (1 + B_noise / B)'"});
+  return plot;
+}
+
 std::optional<PlotScript> speedup_plot(const Comparison& comparison) {
   PlotScript plot{comparison.id + "_speedup", "", ""};
   std::vector<std::string> items;
@@ -239,6 +267,7 @@ std::vector<PlotScript> plots_of(const Analysis& analysis) {
     plots.push_back(time_plot(group));
     plots.push_back(throughput_plot(group));
     if (auto plot = rate_plot(group)) plots.push_back(std::move(*plot));
+    if (auto plot = time_to_accuracy_plot(group)) plots.push_back(std::move(*plot));
   }
   for (const auto& comparison : analysis.comparisons) {
     if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));

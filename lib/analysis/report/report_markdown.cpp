@@ -323,6 +323,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   embed_plot(out, plots, dir, g.id + "_time", "step time vs batch size");
   embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
   embed_plot(out, plots, dir, g.id + "_rate", "TFLOP/s vs batch size against the measured peaks");
+  embed_plot(out, plots, dir, g.id + "_time_to_accuracy", "time to an accuracy vs batch size");
   out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
       << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log")
       << ".\n\n";
