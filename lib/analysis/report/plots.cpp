@@ -193,16 +193,20 @@ std::optional<PlotScript> time_to_accuracy_plot(const GroupAnalysis& group) {
   }
   std::string& body = plot.body;
   body += "set title " +
-          gp_string(group.label + ": time to an accuracy with B_noise " + gp_number(t.noise.b_noise, 4)) + "\n";
-  body += "set ylabel 'against the least (×)'\nset logscale y\nset yrange [0.9:" + gp_number(1.5 * top) + "]\n";
+          gp_string(group.label + ": time to an accuracy with B_noise " + gp_number(t.noise.b_noise, 4)) +
+          "\n";
+  body +=
+      "set ylabel 'against the least (×)'\nset logscale y\nset yrange [0.9:" + gp_number(1.5 * top) + "]\n";
   body += "set key top center\n";
   body += x_range(t.points.front().batch_size, t.points.back().batch_size);
   body += "set label " + gp_string("least: " + std::to_string(t.best->batch_size)) + " at first " +
-          std::to_string(t.best->batch_size) + ", first 1 left offset character 1,1 front tc rgb '#d62728' "
+          std::to_string(t.best->batch_size) +
+          ", first 1 left offset character 1,1 front tc rgb '#d62728' "
           "point pt 7 ps 2.2 lc rgb '#d62728'\n";
   const std::string file = gp_string(plot.name + ".dat");
   body += join_plot(
-      {file + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'time: steps × median step time'",
+      {file + " using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'time: steps × median "
+              "step time'",
        "'' using 1:3 with lines dt 2 lw 1.5 lc rgb '#555555' title 'steps: S_min (1 + B_noise / B)'"});
   return plot;
 }
