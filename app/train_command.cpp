@@ -133,7 +133,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("loss-scale-growth-interval", "dynamic loss scaling: steps in a row without an overflow before the scale grows (GradScaler's growth_interval)", cxxopts::value<std::string>()->default_value(std::to_string(LossScalerSettings{}.growth_interval)))
       ("channels-last", "the convolutions' weights and each batch NHWC, as a GPU's tensor-core kernels take them (eval follows)")
       ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
-      ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
+      ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, each --noise-group batches of --noise-batch: N x that many forward and backward passes, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
       ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
       ("noise-batch", "--noise-scale's small batch size (default: the training batch size); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
@@ -159,6 +159,8 @@ int run_train_command(const std::vector<std::string>& args) {
            "runs/time-to-accuracy\n"
            "  batchscope train --batch 8192 --lr 0.1 --lr-batch 256 --lr-scaling linear --lr-warmup 5 "
            "--lr-decay step:30,60 --epochs 90\n"
+           "  batchscope train --data mnist --batch 64 --epochs 3 --noise-scale 16 --out runs/noise   # then: "
+           "batchscope analyze SWEEP --noise-scale runs/noise\n"
            "\nA run stopped (Ctrl-C after the running epoch, or killed) goes on after its last complete "
            "epoch "
            "when the same command is run again; a complete run given more --epochs goes on the same way.\n"
