@@ -1,6 +1,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cxxopts.hpp>
 #include <iostream>
@@ -101,6 +102,16 @@ std::string epoch_table_row(const EpochResult& r) {
     row += line;
   }
   if (r.noise_scale) row += "  " + noise_scale_text(*r.noise_scale);
+  // With --eval-every: the evaluations within the epoch, and the best of them.
+  if (!r.evaluations.empty()) {
+    const auto best = std::max_element(r.evaluations.begin(), r.evaluations.end(),
+                                       [](const StepEvaluation& a, const StepEvaluation& b) {
+                                         return a.test.accuracy < b.test.accuracy;
+                                       });
+    std::snprintf(line, sizeof line, "  %zu within, best %.2f%% at step %lld", r.evaluations.size(),
+                  100 * best->test.accuracy, static_cast<long long>(best->step));
+    row += line;
+  }
   return row + "\n";
 }
 
@@ -123,6 +134,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("lr-batch", "the batch size --lr is given for (default: the smallest --batch)", cxxopts::value<std::string>())
       ("lr-warmup", "epochs over which the learning rate rises linearly, step by step, from --lr (the rate at --lr-batch) to the batch size's scaled rate, as Goyal et al. warm up large batches; needs --lr-scaling linear or sqrt", cxxopts::value<std::string>()->default_value("0"))
       ("lr-decay", "none, step:E1,E2,... (times 0.1 after each of those epochs) or cosine (to 0 at the last of --epochs, step by step): the rate after any warm-up", cxxopts::value<std::string>()->default_value("none"))
+      ("eval-every", "also evaluate the test split every N optimizer steps within each epoch, outside the epoch's time: --target-accuracy's steps and time at that resolution, not an epoch's (0: at each epoch's end only)", cxxopts::value<std::string>()->default_value("0"))
       ("target-accuracy", "stop at the first epoch whose test accuracy reaches this percentage, e.g. 98%; --epochs is then the most", cxxopts::value<std::string>())
       ("optimizer", "sgd, momentum (0.9), adam or adamw (weight decay 0.01)", cxxopts::value<std::string>()->default_value("momentum"))
       ("momentum", "the momentum of --optimizer momentum", cxxopts::value<std::string>())
@@ -212,6 +224,7 @@ int run_train_command(const std::vector<std::string>& args) {
                  " sizes the batches --noise-scale measures, and no --noise-scale is given",
              std::string("add e.g. --noise-scale 8, or remove --") + option);
   }
+  o.eval_every = whole_option(result, "eval-every", 0, 100000000);
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);
@@ -326,6 +339,10 @@ int run_train_command(const std::vector<std::string>& args) {
   if (outcome.diverged_epoch) {
     std::cout << "diverged in epoch " << *outcome.diverged_epoch
               << ": its training loss was not finite, and the run ended there\n";
+  } else if (outcome.target_epoch && outcome.target_step) {
+    std::printf("reached %g%% test accuracy at step %lld of epoch %d, after %.2f s of that epoch's training\n",
+                100 * *o.target_accuracy, static_cast<long long>(*outcome.target_step), *outcome.target_epoch,
+                outcome.target_seconds.value_or(0));
   } else if (outcome.target_epoch) {
     std::cout << "reached " << 100 * *o.target_accuracy << "% test accuracy after epoch "
               << *outcome.target_epoch << "\n";

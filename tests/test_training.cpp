@@ -749,6 +749,12 @@ TEST_F(Training, AChannelsLastRunTrainsNhwcAndEvalAndAStoppedRunFollowIt) {
   expect_same_epochs(train_model(stopped).epochs, run.epochs);
 }
 
+std::string number_text(const char* format, double value) {
+  char text[48];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
 // The weights and buffers of a checkpoint, in order.
 std::vector<torch::Tensor> saved_tensors(const std::string& model, const data::DatasetKind& kind,
                                          const std::string& weights) {
@@ -846,6 +852,72 @@ TEST_F(Training, TheNoiseScaleIsMeasuredAfterEachEpochAndLeavesTrainingAsItWas) 
   too_big.batch_size = 32;
   too_big.noise_scale = {2, 1};
   EXPECT_TRUE(testing_support::refuses_with([&] { train_model(too_big); }, {"give --noise-group 2 or more"}));
+}
+
+// --eval-every: evaluations within each epoch, outside its time, that change nothing of the training; a
+// target reached by one of them gives the run's steps and seconds to it at that resolution; the records
+// read back, so a run taken again has the same target.
+TEST_F(Training, EvaluationsWithinAnEpochFindTheTargetAtTheirStepAndChangeNothingElse) {
+  TrainingOptions o = options("within");
+  o.eval_every = 5;  // 19 steps an epoch: at 5, 10 and 15
+  const TrainingOutcome run = train_model(o);
+  expect_same_epochs(run.epochs, trained().epochs);
+  ASSERT_EQ(run.epochs[0].evaluations.size(), 3u);
+  EXPECT_EQ(run.epochs[0].evaluations[1].step, 10);
+  EXPECT_GT(run.epochs[0].evaluations[1].training_seconds, run.epochs[0].evaluations[0].training_seconds);
+  EXPECT_LT(run.epochs[0].evaluations[2].training_seconds, run.epochs[0].epoch_seconds);
+  EXPECT_EQ(run.epochs[0].evaluations[2].test.samples, 200);
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records.front()["config"]["eval_every"], 5);
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records.front()["config"].contains("eval_every"));
+  EXPECT_EQ(records[1]["evaluations"].size(), 3u);
+  EXPECT_EQ(records[1]["evaluations"][1]["test_correct"], run.epochs[0].evaluations[1].test.correct);
+
+  // A target that the evaluation at step 10 reaches (and not, by construction, any before it).
+  double target = 0;
+  for (const StepEvaluation& e : run.epochs[0].evaluations) {
+    if (e.step <= 10) target = std::max(target, e.test.accuracy);
+  }
+  ASSERT_GT(target, 0);
+  TrainingOptions aimed = o;
+  aimed.out_dir = (*root_ / "within_target").string();
+  aimed.target_accuracy = target;
+  const TrainingOutcome reached = train_model(aimed);
+  ASSERT_EQ(reached.target_epoch, std::optional<int>(1));
+  ASSERT_TRUE(reached.target_step);
+  EXPECT_LE(*reached.target_step, 10);
+  EXPECT_EQ(reached.epochs.size(), 1u) << "the run ends after the epoch that reached it";
+  const std::optional<TargetReached> first = first_reaching(target, run.epochs);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->step, reached.target_step);
+  EXPECT_EQ(*reached.target_seconds, reached.epochs[0].evaluations[static_cast<std::size_t>(*reached.target_step / 5 - 1)].training_seconds);
+  EXPECT_EQ(read_jsonl(reached.jsonl_path).records.back()["target_step"], *reached.target_step);
+  // Taken again as it is: the same target, read back from the records.
+  aimed.reuse_complete = true;
+  const TrainingOutcome again = train_model(aimed);
+  EXPECT_TRUE(again.reused);
+  EXPECT_EQ(again.target_step, reached.target_step);
+  EXPECT_EQ(again.target_seconds, reached.target_seconds);
+
+  // A damaged evaluation is refused at its line.
+  const fs::path damaged = *root_ / "within_damaged";
+  fs::create_directories(damaged);
+  std::ifstream in(run.jsonl_path);
+  std::ofstream out(damaged / "train.jsonl");
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (n == 2) {
+      Json epoch = Json::parse(line);
+      epoch["evaluations"][1]["step"] = 3;
+      line = epoch.dump();
+    }
+    out << line << "\n";
+  }
+  out.close();
+  TrainingOptions reread = o;
+  reread.out_dir = damaged.string();
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(reread); },
+                                            {"train.jsonl:2: is damaged", "evaluations whose steps do not rise"}));
 }
 
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
@@ -1199,6 +1271,17 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
     row.outcome.epochs[1].noise_scale = n;
     fitted.rows.push_back(row);
   }
+  // A target reached within its epoch counts its own steps and seconds: 20 + 7 steps, not 2 epochs' 40.
+  BatchStudy within = fitted;
+  within.rows[0].outcome.target_step = 7;
+  within.rows[0].outcome.target_seconds = 0.25;
+  within.eval_every = 7;
+  const std::string within_table = format_batch_study(within);
+  EXPECT_NE(within_table.find("| 32 | 0.02 | 2 | 27 | " +
+                               number_text("%.1f", small.outcome.epochs[0].epoch_seconds + 0.25) + " |"),
+            std::string::npos)
+      << within_table;
+  EXPECT_NE(within_table.find("the test split evaluated every 7 steps too"), std::string::npos) << within_table;
   const std::string fit_table = format_batch_study(fitted);
   EXPECT_NE(fit_table.find("| best test accuracy | B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
             std::string::npos)

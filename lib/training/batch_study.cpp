@@ -43,20 +43,39 @@ const std::optional<NoiseScale>& noise_counted(const BatchStudyRow& row) {
   return counted > 0 ? row.outcome.epochs[static_cast<std::size_t>(counted - 1)].noise_scale : none;
 }
 
+// The steps a row's figures are over: to the evaluation that reached the target (within its epoch where
+// the runs evaluate every so many steps), else every step of the epochs counted.
+int64_t steps_counted(const BatchStudyRow& row) {
+  const int64_t epochs = epochs_counted(row);
+  if (epochs == 0) return 0;
+  return (epochs - 1) * row.steps_per_epoch + row.outcome.target_step.value_or(row.steps_per_epoch);
+}
+
+// The training images of those steps: every batch but an epoch's last is full.
+int64_t samples_counted(const BatchStudyRow& row) {
+  const int64_t epochs = epochs_counted(row);
+  if (epochs == 0) return 0;
+  return (epochs - 1) * row.outcome.train_samples +
+         (row.outcome.target_step ? *row.outcome.target_step * row.batch_size : row.outcome.train_samples);
+}
+
 // S(B) = S_min (1 + B_crit / B) fitted to the steps each batch size took to the target.
 std::optional<CriticalBatch> critical_batch_of(const BatchStudy& study) {
   std::vector<std::pair<int64_t, double>> points;
   for (const BatchStudyRow& row : study.rows) {
-    if (row.outcome.target_epoch)
-      points.emplace_back(row.batch_size, static_cast<double>(epochs_counted(row) * row.steps_per_epoch));
+    if (row.outcome.target_epoch) points.emplace_back(row.batch_size, static_cast<double>(steps_counted(row)));
   }
   return fit_critical_batch(points);
 }
 
+// The training seconds of those steps.
 double seconds_counted(const BatchStudyRow& row) {
   double seconds = 0;
-  for (int64_t i = 0; i < epochs_counted(row); ++i)
-    seconds += row.outcome.epochs[static_cast<std::size_t>(i)].epoch_seconds;
+  const int64_t epochs = epochs_counted(row);
+  for (int64_t i = 0; i < epochs; ++i) {
+    const EpochResult& r = row.outcome.epochs[static_cast<std::size_t>(i)];
+    seconds += i + 1 == epochs && row.outcome.target_seconds ? *row.outcome.target_seconds : r.epoch_seconds;
+  }
   return seconds;
 }
 
@@ -88,12 +107,19 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
   for (const BatchStudyRow& row : study.rows) {
     const EpochResult& last = row.outcome.epochs.back();
     const bool reached = row.outcome.target_epoch.has_value();
-    const int64_t epochs = epochs_counted(row);
-    // The curve the plot draws: each epoch at its running training time.
+    // The curve the plot draws: each epoch at its running training time, after the evaluations within it.
     Json curve = Json::array();
     const std::vector<double> seconds = running_seconds(row);
     for (std::size_t i = 0; i < seconds.size(); ++i) {
       const EpochResult& r = row.outcome.epochs[i];
+      const double before = seconds[i] - r.epoch_seconds;
+      for (const StepEvaluation& e : r.evaluations) {
+        curve.push_back({{"epoch", r.epoch},
+                         {"step", e.step},
+                         {"training_seconds", before + e.training_seconds},
+                         {"test_accuracy", e.test.accuracy},
+                         {"test_loss", e.test.loss}});
+      }
       curve.push_back({{"epoch", r.epoch},
                        {"training_seconds", seconds[i]},
                        {"test_accuracy", r.test.accuracy},
@@ -109,8 +135,9 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"target_epoch", reached ? Json(*row.outcome.target_epoch) : Json()},
          {"diverged_epoch", row.outcome.diverged_epoch ? Json(*row.outcome.diverged_epoch) : Json()},
          {"seconds_to_target", reached ? Json(*row.seconds_to_target) : Json()},
-         {"steps_to_target", reached ? Json(epochs * row.steps_per_epoch) : Json()},
-         {"samples_to_target", reached ? Json(epochs * row.outcome.train_samples) : Json()},
+         {"target_step", row.outcome.target_step ? Json(*row.outcome.target_step) : Json()},
+         {"steps_to_target", reached ? Json(steps_counted(row)) : Json()},
+         {"samples_to_target", reached ? Json(samples_counted(row)) : Json()},
          {"training_seconds", seconds_counted(row)},
          {"mean_samples_per_s", row.mean_samples_per_s},
          {"best_test_accuracy", row.best_test_accuracy},
@@ -196,6 +223,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.augment = augmentation_of(options.training);
   study.lr_schedule = options.training.lr_schedule;
   study.channels_last = options.training.channels_last;
+  study.eval_every = options.training.eval_every;
   study.lr_schedule.warmup_from = options.training.optimizer.lr;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
@@ -280,11 +308,21 @@ PlotScript time_to_accuracy_plot(const BatchStudy& study) {
     const std::vector<double> running = running_seconds(row);
     for (std::size_t i = 0; i < running.size(); ++i) {
       const EpochResult& r = row.outcome.epochs[i];
-      const double seconds = running[i];
+      // The evaluations within the epoch first (their epoch column a fraction of it), then its end.
+      std::vector<double> points;  // their running training seconds
+      for (const StepEvaluation& e : r.evaluations) {
+        points.push_back(running[i] - r.epoch_seconds + e.training_seconds);
+        plot.data += gp_number(points.back()) + " " + gp_number(100 * e.test.accuracy) + " " +
+                     gp_number(r.epoch - 1 + static_cast<double>(e.step) / static_cast<double>(row.steps_per_epoch), 4) +
+                     "\n";
+      }
+      points.push_back(running[i]);
       plot.data +=
-          gp_number(seconds) + " " + gp_number(100 * r.test.accuracy) + " " + std::to_string(r.epoch) + "\n";
-      if (seconds > 0) shortest = shortest > 0 ? std::min(shortest, seconds) : seconds;
-      longest = std::max(longest, seconds);
+          gp_number(running[i]) + " " + gp_number(100 * r.test.accuracy) + " " + std::to_string(r.epoch) + "\n";
+      for (const double seconds : points) {
+        if (seconds > 0) shortest = shortest > 0 ? std::min(shortest, seconds) : seconds;
+        longest = std::max(longest, seconds);
+      }
     }
     items.push_back((items.empty() ? gp_string(plot.name + ".dat") : std::string("''")) + " index " +
                     std::to_string(items.size()) + " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " +
@@ -334,6 +372,8 @@ std::string format_batch_study(const BatchStudy& study) {
   if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
+  if (study.eval_every > 0)
+    text += "; the test split evaluated every " + std::to_string(study.eval_every) + " steps too";
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
   // Where the runs measure it: the gradient noise scale at the last epoch counted.
   const bool noise = std::any_of(study.rows.begin(), study.rows.end(),
@@ -354,7 +394,7 @@ std::string format_batch_study(const BatchStudy& study) {
     } else if (missed) {
       text += "not in " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
     } else {
-      text += std::to_string(epochs) + " | " + std::to_string(epochs * row.steps_per_epoch) + " | " +
+      text += std::to_string(epochs) + " | " + std::to_string(steps_counted(row)) + " | " +
               number("%.1f", seconds_counted(row)) + " | ";
     }
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
@@ -387,7 +427,12 @@ std::string format_batch_study(const BatchStudy& study) {
     } else {
       text += "Fastest to " + percent(*study.target_accuracy) + ": batch " +
               std::to_string(fastest->batch_size) + ", " + number("%.1f", *fastest->seconds_to_target) +
-              " s of training in " + std::to_string(*fastest->outcome.target_epoch) + " epoch(s).";
+              " s of training in " + std::to_string(*fastest->outcome.target_epoch) + " epoch(s)" +
+              (fastest->outcome.target_step
+                   ? " (" + std::to_string(steps_counted(*fastest)) + " steps, evaluated every " +
+                         std::to_string(study.eval_every) + ")"
+                   : std::string()) +
+              ".";
       if (fewest != fastest) {
         text += " Fewest epochs: batch " + std::to_string(fewest->batch_size) + ", " +
                 std::to_string(*fewest->outcome.target_epoch) + " epoch(s) in " +

@@ -129,6 +129,30 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("loss_scale")) e.loss_scale = number("loss_scale");
   if (r.contains("lr")) e.lr = number("lr");  // written only where a schedule moves the rate
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
+  if (r.contains("evaluations")) {  // written only with eval_every
+    if (!r["evaluations"].is_array()) throw BadRecord("has \"evaluations\" that are not a list");
+    for (const Json& one : r["evaluations"]) {
+      if (!one.is_object()) throw BadRecord("has an evaluation that is not an object");
+      const auto field = [&](const char* key) {
+        if (!one.contains(key) || !one[key].is_number() || !std::isfinite(one[key].get<double>()) ||
+            one[key].get<double>() < 0)
+          throw BadRecord(std::string("has an evaluation without a number \"") + key + "\"");
+        return one[key].get<double>();
+      };
+      StepEvaluation step;
+      step.step = static_cast<int64_t>(field("step"));
+      step.training_seconds = field("training_seconds");
+      step.test.loss = one.contains("test_loss") && one["test_loss"].is_null()
+                           ? std::numeric_limits<double>::quiet_NaN()
+                           : field("test_loss");
+      step.test.accuracy = field("test_accuracy");
+      step.test.correct = static_cast<int64_t>(field("test_correct"));
+      step.test.samples = static_cast<int64_t>(field("test_samples"));
+      if (step.step < 1 || (!e.evaluations.empty() && step.step <= e.evaluations.back().step))
+        throw BadRecord("has evaluations whose steps do not rise from 1");
+      e.evaluations.push_back(step);
+    }
+  }
   // The weights a run goes on from are the epoch's own file, the one train_on wrote, never another.
   const std::string name = "checkpoint_epoch" + std::to_string(e.epoch) + ".pt";
   if (!r.contains("checkpoint") || r["checkpoint"] != name)
@@ -141,10 +165,17 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
 std::optional<int> first_epoch_reaching_target(const TrainingOptions& o,
                                                const std::vector<EpochResult>& epochs) {
   if (!o.target_accuracy) return std::nullopt;
-  for (const EpochResult& r : epochs) {
-    if (r.test.accuracy >= *o.target_accuracy) return r.epoch;
-  }
-  return std::nullopt;
+  const std::optional<TargetReached> reached = first_reaching(*o.target_accuracy, epochs);
+  return reached ? std::optional<int>(reached->epoch) : std::nullopt;
+}
+
+// The outcome's target: its epoch, and where an evaluation within that epoch reached it, its step and time.
+void set_target(const TrainingOptions& o, TrainingOutcome& outcome) {
+  const std::optional<TargetReached> reached =
+      o.target_accuracy ? first_reaching(*o.target_accuracy, outcome.epochs) : std::nullopt;
+  outcome.target_epoch = reached ? std::optional<int>(reached->epoch) : std::nullopt;
+  outcome.target_step = reached ? reached->step : std::nullopt;
+  outcome.target_seconds = reached ? reached->seconds : std::nullopt;
 }
 
 }  // namespace
@@ -289,6 +320,7 @@ void check_options(const TrainingOptions& o) {
   if (o.lr_schedule.warmup_epochs < 0) fail("a warm-up of negative epochs", "give e.g. --lr-warmup 5");
   if (o.lr_schedule.warmup_epochs > 0 && !(o.lr_schedule.warmup_from > 0))
     fail("a warm-up must start from a positive learning rate", "give e.g. --lr 0.01");
+  if (o.eval_every < 0) fail("--eval-every of negative steps", "give e.g. --eval-every 100, or 0 for none");
   if (o.noise_scale.on() && o.noise_scale.group < 2)
     fail("--noise-group " + std::to_string(o.noise_scale.group) +
              " makes a big batch of one small batch, and the noise scale compares two batch sizes",
@@ -311,6 +343,18 @@ Json epoch_record(const EpochResult& r) {
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   if (r.lr) j["lr"] = *r.lr;
   if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
+  if (!r.evaluations.empty()) {
+    Json evaluations = Json::array();
+    for (const StepEvaluation& e : r.evaluations) {
+      evaluations.push_back({{"step", e.step},
+                             {"training_seconds", e.training_seconds},
+                             {"test_loss", e.test.loss},
+                             {"test_accuracy", e.test.accuracy},
+                             {"test_correct", e.test.correct},
+                             {"test_samples", e.test.samples}});
+    }
+    j["evaluations"] = evaluations;
+  }
   return j;
 }
 
@@ -338,10 +382,13 @@ void set_rate(torch::optim::Optimizer& optimizer, double rate) {
 // One pass over the shuffled training split, the forward pass and loss under autocast in fp16 or bf16. The
 // loss and hits are summed on the device and read at the end, so that no step waits for the host; a loss
 // scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
+// Every `eval_every` steps but the last, `evaluate_at(step, seconds)` is told the epoch's steps and training
+// seconds so far, with the device synchronised; its own time is left out of the epoch's.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
                         data::BatchAugmenter* augmenter, bool channels_last, const StepRates* rates,
-                        int64_t epoch, Precision precision, LossScaler* scaler) {
+                        int64_t epoch, Precision precision, LossScaler* scaler, int64_t eval_every,
+                        const std::function<void(int64_t, double)>& evaluate_at) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -350,10 +397,12 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
   torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
   synchronize(device);
-  const auto start = std::chrono::steady_clock::now();
+  auto start = std::chrono::steady_clock::now();
+  double seconds = 0;  // the training time before `start`
   data::Batch batch;
   const int64_t steps_per_epoch = loader.batches_per_epoch();
   int64_t step = (epoch - 1) * steps_per_epoch;  // from 0, over the whole run
+  int64_t in_epoch = 0;
   double rate = 0;
   while (loader.next(batch)) {
     // Part of the epoch's time, as a data loader's transforms are part of what a user waits for.
@@ -379,10 +428,18 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     }
     loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(batch.labels.size(0));
     correct += logits.detach().argmax(1).eq(batch.labels).sum();
+    if (eval_every > 0 && ++in_epoch % eval_every == 0 && in_epoch < steps_per_epoch) {
+      synchronize(device);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      evaluate_at(in_epoch, seconds);
+      model.train();
+      synchronize(device);
+      start = std::chrono::steady_clock::now();
+    }
   }
   synchronize(device);
-  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-  return {elapsed.count(), loss_sum.item<double>(), correct.item<int64_t>(), rate};
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return {seconds, loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
 // Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
@@ -493,6 +550,7 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
                          {"draws", "each image its own, from seed and epoch"}};
   }
   if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
+  if (o.eval_every > 0) config["eval_every"] = o.eval_every;  // only where set, as the others
   // Only where it is measured, so that the records of runs without it read as they were.
   if (o.noise_scale.on()) config["noise_scale"] = noise_scale_options_json(o.noise_scale, o.batch_size);
   config["device"] = device_name;
@@ -657,7 +715,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     outcome.reused = true;
     outcome.epochs = earlier.epochs;
     outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);
-    outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
+    set_target(o, outcome);
     return outcome;
   }
 
@@ -722,17 +780,23 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                    r.epoch_seconds, r.samples_per_s, scaling);
     }
     outcome.epochs.push_back(r);
-    outcome.target_epoch = first_epoch_reaching_target(o, outcome.epochs);
+    set_target(o, outcome);
   };
   if (o.on_start) o.on_start();
   for (const EpochResult& r : earlier.epochs) finished(r);
   outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch && !outcome.diverged_epoch; ++epoch) {
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
+    EpochResult r;
+    const auto evaluate_at = [&](int64_t step, double seconds) {
+      r.evaluations.push_back({step, seconds,
+                               evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision,
+                                        o.channels_last)});
+    };
     const EpochTotals totals =
         train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr,
-                    o.channels_last, rates ? &*rates : nullptr, epoch, o.precision, scaler.get());
-    EpochResult r;
+                    o.channels_last, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(),
+                    o.eval_every, evaluate_at);
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;
@@ -773,6 +837,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   if (o.target_accuracy) {
     end["target_accuracy"] = *o.target_accuracy;
     end["target_epoch"] = outcome.target_epoch ? Json(*outcome.target_epoch) : Json();
+    if (outcome.target_step) end["target_step"] = *outcome.target_step;  // within target_epoch
   }
   writer.add(end);
   writer.flush();
@@ -802,6 +867,16 @@ std::string resolve_training_device(const std::string& device) {
                            : "use cuda:0 to cuda:" + std::to_string(count - 1)));
   }
   return resolved;
+}
+
+std::optional<TargetReached> first_reaching(double target, const std::vector<EpochResult>& epochs) {
+  for (const EpochResult& r : epochs) {
+    for (const StepEvaluation& e : r.evaluations) {
+      if (e.test.accuracy >= target) return TargetReached{r.epoch, e.step, e.training_seconds};
+    }
+    if (r.test.accuracy >= target) return TargetReached{r.epoch, std::nullopt, std::nullopt};
+  }
+  return std::nullopt;
 }
 
 std::optional<int> diverged_epoch(const std::vector<EpochResult>& epochs) {

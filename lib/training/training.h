@@ -49,6 +49,10 @@ struct TrainingOptions {
   // The gradient noise scale measured after each epoch, on batches of its own (none by default); the
   // training itself is the same with it and without.
   NoiseScaleOptions noise_scale;
+  // Evaluate the test split every this many optimizer steps within an epoch too, outside the epoch's time
+  // (0: at each epoch's end only): the steps and time to a target accuracy at that resolution, not an
+  // epoch's.
+  int64_t eval_every = 0;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
@@ -84,6 +88,13 @@ struct Evaluation {
   int64_t samples = 0;
 };
 
+// A test evaluation within an epoch (TrainingOptions::eval_every).
+struct StepEvaluation {
+  int64_t step = 0;             // the epoch's optimizer steps before it, from 1
+  double training_seconds = 0;  // the epoch's training time up to it, device synchronised
+  Evaluation test;
+};
+
 struct EpochResult {
   int epoch = 0;  // from 1
   double train_loss = 0;
@@ -99,7 +110,19 @@ struct EpochResult {
   std::optional<double> lr;  // where a schedule moves the rate: the rate of the epoch's last step
   // With options.noise_scale: the gradient noise scale at the epoch's end weights.
   std::optional<NoiseScale> noise_scale;
+  // With options.eval_every: the evaluations within the epoch, in order (its end's is `test`).
+  std::vector<StepEvaluation> evaluations;
 };
+
+// Where a run first reached a target accuracy: within target_epoch, after `step` of its steps (all of
+// them where the epoch's end did) and `seconds` of its training time.
+struct TargetReached {
+  int epoch = 0;
+  std::optional<int64_t> step;    // an evaluation within the epoch; none: the epoch's end
+  std::optional<double> seconds;  // that evaluation's training_seconds
+};
+// The first evaluation of the epochs (within each, then at its end) whose test accuracy reaches target.
+std::optional<TargetReached> first_reaching(double target, const std::vector<EpochResult>& epochs);
 
 struct TrainingOutcome {
   std::string device;  // resolved: cpu or cuda:N
@@ -110,6 +133,9 @@ struct TrainingOutcome {
   int resumed_from_epoch = 0;       // the epochs an earlier, interrupted session trained; 0: none
   bool reused = false;              // complete before this call (reuse_complete): nothing was trained
   std::optional<int> target_epoch;  // the first epoch whose test accuracy reached target_accuracy
+  // Where an evaluation within target_epoch (eval_every) reached it first: after this many of its steps.
+  std::optional<int64_t> target_step;
+  std::optional<double> target_seconds;  // and that epoch's training seconds up to it
   bool stopped = false;             // stop_requested ended it before its last epoch
   // The epoch whose training loss was not finite (NaN or infinite): the run diverged and ended there,
   // complete, since its weights are lost whatever follows.

@@ -166,6 +166,20 @@ expect 2 "a noise group without the noise scale" "--noise-group sizes the batche
   train --data "$work/digits" --epochs 1 --noise-group 4 --device cpu --out "$work/v"
 expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --noise-batch of at most 150, or leave out --noise-scale" \
   train --data "$work/digits" --epochs 1 --batch 16 --noise-scale 2 --noise-batch 200 --device cpu --out "$work/v"
+# Evaluations within an epoch: the target's step, in the message and the end record.
+expect 0 "train --eval-every to a target" "reached 50% test accuracy at step [0-9]+ of epoch 1, after [0-9.]+ s of that epoch's training" \
+  train --data "$work/digits" --epochs 2 --batch 16 --device cpu --threads 1 --eval-every 3 --target-accuracy 50% \
+  --out "$work/train_within"
+python3 - "$work/train_within/train.jsonl" <<'PY' || fail "the eval-every run's records"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records[0]["config"]["eval_every"] == 3, records[0]["config"]
+epoch = records[1]
+steps = [e["step"] for e in epoch["evaluations"]]
+assert steps and steps == list(range(3, 3 * len(steps) + 1, 3)), steps
+end = records[-1]
+assert end["type"] == "end" and end["target_epoch"] == 1 and end["target_step"] in steps, end
+PY
 # analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
 "$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
   --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"
