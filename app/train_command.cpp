@@ -104,10 +104,9 @@ std::string epoch_table_row(const EpochResult& r) {
   if (r.noise_scale) row += "  " + noise_scale_text(*r.noise_scale);
   // With --eval-every: the evaluations within the epoch, and the best of them.
   if (!r.evaluations.empty()) {
-    const auto best = std::max_element(r.evaluations.begin(), r.evaluations.end(),
-                                       [](const StepEvaluation& a, const StepEvaluation& b) {
-                                         return a.test.accuracy < b.test.accuracy;
-                                       });
+    const auto best = std::max_element(
+        r.evaluations.begin(), r.evaluations.end(),
+        [](const StepEvaluation& a, const StepEvaluation& b) { return a.test.accuracy < b.test.accuracy; });
     std::snprintf(line, sizeof line, "  %zu within, best %.2f%% at step %lld", r.evaluations.size(),
                   100 * best->test.accuracy, static_cast<long long>(best->step));
     row += line;
@@ -340,9 +339,10 @@ int run_train_command(const std::vector<std::string>& args) {
     std::cout << "diverged in epoch " << *outcome.diverged_epoch
               << ": its training loss was not finite, and the run ended there\n";
   } else if (outcome.target_epoch && outcome.target_step) {
-    std::printf("reached %g%% test accuracy at step %lld of epoch %d, after %.2f s of that epoch's training\n",
-                100 * *o.target_accuracy, static_cast<long long>(*outcome.target_step), *outcome.target_epoch,
-                outcome.target_seconds.value_or(0));
+    std::printf(
+        "reached %g%% test accuracy at step %lld of epoch %d, after %.2f s of that epoch's training\n",
+        100 * *o.target_accuracy, static_cast<long long>(*outcome.target_step), *outcome.target_epoch,
+        outcome.target_seconds.value_or(0));
   } else if (outcome.target_epoch) {
     std::cout << "reached " << 100 * *o.target_accuracy << "% test accuracy after epoch "
               << *outcome.target_epoch << "\n";

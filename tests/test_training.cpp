@@ -890,7 +890,9 @@ TEST_F(Training, EvaluationsWithinAnEpochFindTheTargetAtTheirStepAndChangeNothin
   const std::optional<TargetReached> first = first_reaching(target, run.epochs);
   ASSERT_TRUE(first);
   EXPECT_EQ(first->step, reached.target_step);
-  EXPECT_EQ(*reached.target_seconds, reached.epochs[0].evaluations[static_cast<std::size_t>(*reached.target_step / 5 - 1)].training_seconds);
+  EXPECT_EQ(
+      *reached.target_seconds,
+      reached.epochs[0].evaluations[static_cast<std::size_t>(*reached.target_step / 5 - 1)].training_seconds);
   EXPECT_EQ(read_jsonl(reached.jsonl_path).records.back()["target_step"], *reached.target_step);
   // Taken again as it is: the same target, read back from the records.
   aimed.reuse_complete = true;
@@ -916,8 +918,8 @@ TEST_F(Training, EvaluationsWithinAnEpochFindTheTargetAtTheirStepAndChangeNothin
   out.close();
   TrainingOptions reread = o;
   reread.out_dir = damaged.string();
-  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(reread); },
-                                            {"train.jsonl:2: is damaged", "evaluations whose steps do not rise"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(reread); }, {"train.jsonl:2: is damaged", "evaluations whose steps do not rise"}));
 }
 
 // bf16 under autocast (fp16's autocast is a GPU's), its loss scaled with a small scaler that grows after 4
@@ -1278,10 +1280,11 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   within.eval_every = 7;
   const std::string within_table = format_batch_study(within);
   EXPECT_NE(within_table.find("| 32 | 0.02 | 2 | 27 | " +
-                               number_text("%.1f", small.outcome.epochs[0].epoch_seconds + 0.25) + " |"),
+                              number_text("%.1f", small.outcome.epochs[0].epoch_seconds + 0.25) + " |"),
             std::string::npos)
       << within_table;
-  EXPECT_NE(within_table.find("the test split evaluated every 7 steps too"), std::string::npos) << within_table;
+  EXPECT_NE(within_table.find("the test split evaluated every 7 steps too"), std::string::npos)
+      << within_table;
   const std::string fit_table = format_batch_study(fitted);
   EXPECT_NE(fit_table.find("| best test accuracy | B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
             std::string::npos)

@@ -63,7 +63,8 @@ int64_t samples_counted(const BatchStudyRow& row) {
 std::optional<CriticalBatch> critical_batch_of(const BatchStudy& study) {
   std::vector<std::pair<int64_t, double>> points;
   for (const BatchStudyRow& row : study.rows) {
-    if (row.outcome.target_epoch) points.emplace_back(row.batch_size, static_cast<double>(steps_counted(row)));
+    if (row.outcome.target_epoch)
+      points.emplace_back(row.batch_size, static_cast<double>(steps_counted(row)));
   }
   return fit_critical_batch(points);
 }
@@ -312,13 +313,15 @@ PlotScript time_to_accuracy_plot(const BatchStudy& study) {
       std::vector<double> points;  // their running training seconds
       for (const StepEvaluation& e : r.evaluations) {
         points.push_back(running[i] - r.epoch_seconds + e.training_seconds);
-        plot.data += gp_number(points.back()) + " " + gp_number(100 * e.test.accuracy) + " " +
-                     gp_number(r.epoch - 1 + static_cast<double>(e.step) / static_cast<double>(row.steps_per_epoch), 4) +
-                     "\n";
+        plot.data +=
+            gp_number(points.back()) + " " + gp_number(100 * e.test.accuracy) + " " +
+            gp_number(r.epoch - 1 + static_cast<double>(e.step) / static_cast<double>(row.steps_per_epoch),
+                      4) +
+            "\n";
       }
       points.push_back(running[i]);
-      plot.data +=
-          gp_number(running[i]) + " " + gp_number(100 * r.test.accuracy) + " " + std::to_string(r.epoch) + "\n";
+      plot.data += gp_number(running[i]) + " " + gp_number(100 * r.test.accuracy) + " " +
+                   std::to_string(r.epoch) + "\n";
       for (const double seconds : points) {
         if (seconds > 0) shortest = shortest > 0 ? std::min(shortest, seconds) : seconds;
         longest = std::max(longest, seconds);

@@ -789,14 +789,13 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     EpochResult r;
     const auto evaluate_at = [&](int64_t step, double seconds) {
-      r.evaluations.push_back({step, seconds,
-                               evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision,
-                                        o.channels_last)});
+      r.evaluations.push_back(
+          {step, seconds,
+           evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last)});
     };
-    const EpochTotals totals =
-        train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr,
-                    o.channels_last, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(),
-                    o.eval_every, evaluate_at);
+    const EpochTotals totals = train_epoch(
+        *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
+        rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;
