@@ -36,7 +36,7 @@ Tile tile_option(const std::string& text) {
 }
 
 // --noise-scale: B_noise as a number, or a `train --noise-scale` run (its directory or train.jsonl), whose
-// last epoch with a resolved noise scale gives it.
+// last epoch with a resolved noise scale gives it, or RUN:EPOCH, that epoch's.
 GivenNoiseScale noise_scale_option(const std::string& text) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
@@ -47,30 +47,47 @@ GivenNoiseScale noise_scale_option(const std::string& text) {
     }
     return {value, "--noise-scale"};
   }
-  fs::path file(text);
+  std::string path = text;
+  std::optional<int64_t> wanted;  // RUN:EPOCH, where RUN:EPOCH is not itself a file or directory
   std::error_code ec;
+  const std::size_t colon = text.rfind(':');
+  if (!fs::exists(text, ec) && colon != std::string::npos && colon + 1 < text.size() &&
+      text.find_first_not_of("0123456789", colon + 1) == std::string::npos && text.size() - colon <= 7) {
+    path = text.substr(0, colon);
+    wanted = std::stoll(text.substr(colon + 1));
+  }
+  fs::path file(path);
   if (fs::is_directory(file, ec)) file /= "train.jsonl";
   if (!fs::is_regular_file(file, ec)) {
     refuse("--noise-scale " + printable(text) +
-               " is neither a number nor a training run's directory or train.jsonl",
+               " is neither a number nor a training run's directory or train.jsonl (with :EPOCH or not)",
            "give B_noise, e.g. --noise-scale 1100, or the --out of a train --noise-scale run");
   }
   const JsonlContents contents = read_jsonl(file.string());
   std::optional<GivenNoiseScale> found;
+  std::vector<int64_t> resolved;  // the epochs with a resolved noise scale
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];
     if (r.value("type", "") != "epoch" || !r.contains("noise_scale")) continue;
     const int line = contents.record_lines[i];
     try {
       const NoiseScale n = noise_scale_from_json(r["noise_scale"]);
-      if (n.b_simple && *n.b_simple > 0) {
-        found = GivenNoiseScale{*n.b_simple, file.string() + ":" + std::to_string(line) + " (epoch " +
-                                                 r.value("epoch", Json()).dump() + ")"};
+      const Json epoch = r.value("epoch", Json());
+      if (!n.b_simple || !(*n.b_simple > 0) || !epoch.is_number_integer()) continue;
+      resolved.push_back(epoch.get<int64_t>());
+      if (!wanted || *wanted == resolved.back()) {
+        found = GivenNoiseScale{*n.b_simple,
+                                file.string() + ":" + std::to_string(line) + " (epoch " + epoch.dump() + ")"};
       }
     } catch (const BadRecord& bad) {
       throw UserError(located(file.string(), line, std::string("is damaged: the epoch record ") + bad.what(),
                               "repair or remove that line, or give B_noise as a number"));
     }
+  }
+  if (!found && wanted && !resolved.empty()) {
+    throw UserError(located(file.string(), 0,
+                            "holds no epoch " + std::to_string(*wanted) + " whose noise scale was resolved",
+                            "give one of its epochs with one: " + joined_numbers(resolved, ", ")));
   }
   if (!found) {
     throw UserError(
@@ -103,7 +120,7 @@ cxxopts::Options analyze_options() {
       ("prices", "a YAML file with prices: mapping device names (or parts of them) to $ per hour", cxxopts::value<std::string>())
       ("peak", "the JSON-lines file of batchscope peak --out (again, or comma-separated, for more files): each group's highest TFLOP/s as a share of its device's measured peaks, and a profiled sweep's layers' TFLOP/s against its convolution peak and, where peak --model timed them, against each layer alone", cxxopts::value<std::vector<std::string>>())
       ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of a known dataset, 60000 for mnist and fashion-mnist, 50000 for cifar10 and cifar100, or of a dataset directory's files where they are here; none for synthetic data)", cxxopts::value<std::string>())
-      ("noise-scale", "the gradient noise scale B_noise, or a train --noise-scale run (its directory or train.jsonl; its last epoch's): each training group's predicted time to an accuracy per batch size, steps S_min (1 + B_noise / B) at its median step time (McCandlish et al.), and the batch size of least time", cxxopts::value<std::string>())
+      ("noise-scale", "the gradient noise scale B_noise, or a train --noise-scale run (its directory or train.jsonl; its last epoch's, or RUN:EPOCH): each training group's predicted time to an accuracy per batch size, steps S_min (1 + B_noise / B) at its median step time (McCandlish et al.), and the batch size of least time", cxxopts::value<std::string>())
       ("separate", "compare every log on its own instead of merging logs of the same experiment")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))

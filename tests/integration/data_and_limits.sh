@@ -191,6 +191,10 @@ if python3 -c "import json,sys; r=[json.loads(l) for l in open(sys.argv[1])][1];
     analyze "$work/noise_sweep" --noise-scale "$work/train_noise" --no-plots --out "$work/noise_sweep/a"
   grep -q '"from": ".*train_noise/train.jsonl:2 (epoch 1)"' "$work/noise_sweep/a/analysis.json" \
     && ok "analysis.json says where B_noise came from" || fail "analysis.json lacks the noise scale's source"
+  expect 0 "analyze --noise-scale RUN:EPOCH" "least time to an accuracy \(B_noise [0-9.]+\)" \
+    analyze "$work/noise_sweep" --noise-scale "$work/train_noise:1" --no-plots --out "$work/noise_sweep/a"
+  expect 2 "analyze --noise-scale of an epoch the run lacks" "holds no epoch 2 whose noise scale was resolved; give one of its epochs with one: 1" \
+    analyze "$work/noise_sweep" --noise-scale "$work/train_noise:2" --no-plots --out "$work/noise_sweep/a"
 else
   expect 2 "analyze --noise-scale of a run it did not resolve" "holds no epoch whose noise scale was resolved" \
     analyze "$work/noise_sweep" --noise-scale "$work/train_noise" --no-plots --out "$work/noise_sweep/a"
