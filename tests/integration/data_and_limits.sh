@@ -162,6 +162,9 @@ expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1]))['rows']; sys.exit(not all(r['noise_scale']['small_batch']==r['batch_size'] for r in rows))" \
   "$work/study_noise/time_to_accuracy.json" && ok "the study's JSON has each size's noise scale" \
   || fail "the study's JSON lacks the noise scale: $(head -c 800 "$work/study_noise/time_to_accuracy.json")"
+expect 0 "a noise scale that costs more than its epoch says so" "the noise scale takes 4 batches of 100 after each epoch: 1.3 epochs' worth" \
+  train --data "$work/digits" --epochs 1 --batch 100 --device cpu --threads 1 --noise-scale 2 --noise-group 2 \
+  --out "$work/train_noise_costly"
 expect 2 "a noise group without the noise scale" "--noise-group sizes the batches --noise-scale measures, and no --noise-scale is given; add e.g. --noise-scale 8, or remove --noise-group" \
   train --data "$work/digits" --epochs 1 --noise-group 4 --device cpu --out "$work/v"
 expect 2 "a noise scale of one batch of the split" "the 300 training images hold 1 batch of 200; give a --noise-batch of at most 150, or leave out --noise-scale" \
