@@ -787,10 +787,11 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     const int64_t small = o.noise_scale.small_batch(o.batch_size);
     const int64_t passes = o.noise_scale.groups * o.noise_scale.group * small;
     if (passes > train.size()) {
-      spdlog::warn("the noise scale takes {} batches of {} after each epoch: {:.1f} epochs' worth of forward and "
-                   "backward passes; a smaller --noise-batch or --noise-scale measures for less",
-                   o.noise_scale.groups * o.noise_scale.group, small,
-                   static_cast<double>(passes) / static_cast<double>(train.size()));
+      spdlog::warn(
+          "the noise scale takes {} batches of {} after each epoch: {:.1f} epochs' worth of forward and "
+          "backward passes; a smaller --noise-batch or --noise-scale measures for less",
+          o.noise_scale.groups * o.noise_scale.group, small,
+          static_cast<double>(passes) / static_cast<double>(train.size()));
     }
   }
   if (o.on_start) o.on_start();
