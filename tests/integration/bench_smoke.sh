@@ -3,7 +3,7 @@
 # threads, take their turns, and every table row comes back. Its ratios are not judged here: timings are
 # checked by running the benchmark, never by a test.
 set -euo pipefail
-bench="$1"; src="$2"; python="$3"
+bench="$1"; src="$2"; python="$3"; batchscope="${4:-}"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 "$python" -c "import torch" 2> /dev/null || { echo "no PyTorch for $python: skipped"; exit 77; }
 cd "$src"
@@ -102,4 +102,20 @@ grep -q -- "--goals 0.9: give two ratios" "$work/err.txt"
 # A model the reference does not have is refused with exit code 2.
 if "$bench" --models resnet50 --python "$python" > /dev/null 2> "$work/err.txt"; then exit 1; fi
 grep -q "no model resnet50" "$work/err.txt"
+# The training loop's benchmark: an epoch of each side on a small MNIST-like set, every line it prints.
+if [ -n "$batchscope" ]; then
+  "$python" tests/data/make_idx.py "$work/digits" --train 256 --test 32 --gzip
+  status=0
+  "$python" bench/train_loop_bench.py --bin "$batchscope" --data "$work/digits" --batch 32 --rounds 2 --threads 1 \
+    --json "$work/loop.json" > "$work/loop.txt" || status=$?
+  cat "$work/loop.txt"
+  [ "$status" -le 1 ] || { echo "train_loop_bench failed with $status"; exit 1; }
+  grep -q "mnist_cnn on 256 MNIST images, batch 32 (8 steps), SGD momentum 0.9, lr 0.01, cpu, 1 thread(s)" "$work/loop.txt"
+  grep -q "round 2 (pytorch first): batchscope" "$work/loop.txt"
+  grep -Eq "batchscope / PyTorch, median of 2 round\(s\): [0-9.]+x" "$work/loop.txt"
+  "$python" -c "import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (len(j['rounds']) == 2 and j['steps'] == 8 and all(r['batchscope_s'] > 0 and r['pytorch_s'] > 0 for r in j['rounds'])))" "$work/loop.json"
+  # A directory without MNIST's files is refused with exit code 2.
+  if "$python" bench/train_loop_bench.py --bin "$batchscope" --data "$work/none" > /dev/null 2> "$work/err.txt"; then exit 1; fi
+  grep -q "give --data a directory of MNIST's IDX files" "$work/err.txt"
+fi
 echo "bench_smoke: ok"
