@@ -1285,6 +1285,9 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
       << within_table;
   EXPECT_NE(within_table.find("the test split evaluated every 7 steps too"), std::string::npos)
       << within_table;
+  EXPECT_NE(within_table.find("the steps are to the first evaluation every 7 steps that reached it"),
+            std::string::npos)
+      << within_table;
   const std::string fit_table = format_batch_study(fitted);
   EXPECT_NE(fit_table.find("| best test accuracy | B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
             std::string::npos)
@@ -1292,7 +1295,7 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
   EXPECT_NE(fit_table.find("| 96 | 0.02 | 2 | 20 |"), std::string::npos) << fit_table;
   EXPECT_NE(fit_table.find("% | 90 (se 5) |\n"), std::string::npos) << fit_table;
   EXPECT_NE(fit_table.find("Steps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min 10 and "
-                           "B_crit 96 (3 batch sizes;"),
+                           "B_crit 96 (3 batch sizes; the steps are whole epochs')"),
             std::string::npos)
       << fit_table;
   EXPECT_EQ(table.find("B_noise"), std::string::npos) << "no column where no run measured it";

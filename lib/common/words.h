@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,14 @@ std::string joined_numbers(const std::vector<Integer>& numbers, const std::strin
   std::string text;
   for (std::size_t i = 0; i < numbers.size(); ++i)
     text += (i == 0 ? "" : separator) + std::to_string(numbers[i]);
+  return text;
+}
+
+// A quantity measured in samples, such as a noise scale: whole from 100 up ("1303"), three significant
+// digits below ("28.9").
+inline std::string samples_text(double samples) {
+  char text[32];
+  std::snprintf(text, sizeof text, std::fabs(samples) >= 100 ? "%.0f" : "%.3g", samples);
   return text;
 }
 

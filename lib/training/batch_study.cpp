@@ -446,8 +446,11 @@ std::string format_batch_study(const BatchStudy& study) {
         text +=
             "\nSteps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min " +
             number("%.0f", critical->min_steps) + " and B_crit " + number("%.0f", critical->critical_batch) +
-            " (" + std::to_string(critical->points) +
-            " batch sizes; the steps are whole epochs'): below B_crit a larger batch takes about "
+            " (" + std::to_string(critical->points) + " batch sizes; the steps are " +
+            (study.eval_every > 0 ? "to the first evaluation every " + std::to_string(study.eval_every) +
+                                        " steps that reached it"
+                                  : std::string("whole epochs'")) +
+            "): below B_crit a larger batch takes about "
             "proportionally fewer steps, above it hardly fewer." +
             (noise ? " The gradient noise scale B_noise, which the paper finds near B_crit, is in the table."
                    : "") +

@@ -63,17 +63,23 @@ void set_generator_state(at::Generator generator, const torch::Tensor& state) {
 
 }  // namespace
 
-KeptGenerators::KeptGenerators(const TrainerState& state) : state_(state) {
-  cpu_ = generator_state(default_generator(torch::kCPU));
-  if (state_.device.is_cuda()) device_ = generator_state(default_generator(state_.device));
-  if (state_.masks) masks_ = generator_state(*state_.masks);
+GeneratorStates capture_generators(const TrainerState& state) {
+  GeneratorStates g;
+  g.cpu = generator_state(default_generator(torch::kCPU));
+  if (state.device.is_cuda()) g.device = generator_state(default_generator(state.device));
+  if (state.masks) g.masks = generator_state(*state.masks);
+  return g;
 }
 
-KeptGenerators::~KeptGenerators() {
-  set_generator_state(default_generator(torch::kCPU), cpu_);
-  if (state_.device.is_cuda()) set_generator_state(default_generator(state_.device), device_);
-  if (state_.masks) set_generator_state(*state_.masks, masks_);
+void restore_generators(const TrainerState& state, const GeneratorStates& g) {
+  set_generator_state(default_generator(torch::kCPU), g.cpu);
+  if (state.device.is_cuda()) set_generator_state(default_generator(state.device), g.device);
+  if (state.masks) set_generator_state(*state.masks, g.masks);
 }
+
+KeptGenerators::KeptGenerators(const TrainerState& state) : state_(state), kept_(capture_generators(state)) {}
+
+KeptGenerators::~KeptGenerators() { restore_generators(state_, kept_); }
 
 std::string resume_state_name(int epoch) { return "resume_epoch" + std::to_string(epoch) + ".pt"; }
 
@@ -90,10 +96,10 @@ std::string write_resume_state(const std::string& dir, int epoch, const TrainerS
   std::memcpy(packed.data_ptr(), text.data(), text.size());
   archive.write("optimizer", packed);
   archive.write("epoch", torch::tensor(static_cast<int64_t>(epoch)));
-  archive.write("cpu_generator", generator_state(default_generator(torch::kCPU)));
-  if (state.device.is_cuda())
-    archive.write("device_generator", generator_state(default_generator(state.device)));
-  if (state.masks) archive.write("mask_generator", generator_state(*state.masks));
+  const GeneratorStates generators = capture_generators(state);
+  archive.write("cpu_generator", generators.cpu);
+  if (generators.device.defined()) archive.write("device_generator", generators.device);
+  if (generators.masks.defined()) archive.write("mask_generator", generators.masks);
   if (state.scaler != nullptr) {
     const LossScaler::State scaler = state.scaler->save();
     archive.write("loss_scale", scaler.scale.cpu());
@@ -115,12 +121,13 @@ void read_resume_state(const std::string& path, const TrainerState& state) {
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
-    torch::Tensor packed, cpu, device, masks;
+    torch::Tensor packed;
+    GeneratorStates generators;
     LossScaler::State scaler;
     archive.read("optimizer", packed);
-    archive.read("cpu_generator", cpu);
-    if (state.device.is_cuda()) archive.read("device_generator", device);
-    if (state.masks) archive.read("mask_generator", masks);
+    archive.read("cpu_generator", generators.cpu);
+    if (state.device.is_cuda()) archive.read("device_generator", generators.device);
+    if (state.masks) archive.read("mask_generator", generators.masks);
     if (state.scaler != nullptr) {
       archive.read("loss_scale", scaler.scale);
       archive.read("loss_scale_growth_tracker", scaler.growth_tracker);
@@ -133,9 +140,7 @@ void read_resume_state(const std::string& path, const TrainerState& state) {
     torch::serialize::InputArchive optimizer;
     optimizer.load_from(bytes, state.device);
     state.optimizer->load(optimizer);
-    set_generator_state(default_generator(torch::kCPU), cpu);
-    if (state.device.is_cuda()) set_generator_state(default_generator(state.device), device);
-    if (state.masks) set_generator_state(*state.masks, masks);
+    restore_generators(state, generators);
     if (state.scaler != nullptr) state.scaler->restore(scaler);
   } catch (const UserError&) {
     throw;

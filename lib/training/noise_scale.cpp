@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "lib/common/words.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/records.h"
 
@@ -178,14 +179,8 @@ nlohmann::ordered_json noise_scale_options_json(const NoiseScaleOptions& o, int6
 
 std::string noise_scale_text(const NoiseScale& n) {
   if (!n.b_simple) return "B_noise unresolved";
-  // Whole numbers from 100 up (a batch size), three digits below.
-  const auto number = [](double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, std::fabs(v) >= 100 ? "%.0f" : "%.3g", v);
-    return std::string(text);
-  };
-  std::string text = "B_noise " + number(*n.b_simple);
-  if (n.b_simple_stderr) text += " (se " + number(*n.b_simple_stderr) + ")";
+  std::string text = "B_noise " + samples_text(*n.b_simple);
+  if (n.b_simple_stderr) text += " (se " + samples_text(*n.b_simple_stderr) + ")";
   return text;
 }
 

@@ -96,58 +96,66 @@ bool written_by_training(const fs::path& file) {
   return weights || name == kJsonlName || name == kCheckpointInfo;
 }
 
+// The fields of one object of a record, checked as they are read: BadRecord names what is missing or of
+// another type.
+struct Fields {
+  const Json& j;
+  double number(const char* key) const {
+    if (!j.contains(key) || !j[key].is_number() || !std::isfinite(j[key].get<double>()))
+      throw BadRecord(std::string("has no number \"") + key + "\"");
+    return j[key].get<double>();
+  }
+  int64_t whole(const char* key) const {
+    if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() < 0)
+      throw BadRecord(std::string("has no whole number \"") + key + "\"");
+    return j[key].get<int64_t>();
+  }
+  // A loss that was not finite (a diverged run's) is written as null, JSON having no NaN.
+  double loss(const char* key) const {
+    if (j.contains(key) && j[key].is_null()) return std::numeric_limits<double>::quiet_NaN();
+    return number(key);
+  }
+  // The test split's numbers, as add_test writes them.
+  Evaluation test() const {
+    return {loss("test_loss"), number("test_accuracy"), whole("test_correct"), whole("test_samples")};
+  }
+};
+
+// An evaluation's numbers in a record: the epoch's, and each evaluation's within it.
+void add_test(Json& j, const Evaluation& test) {
+  j["test_loss"] = test.loss;
+  j["test_accuracy"] = test.accuracy;
+  j["test_correct"] = test.correct;
+  j["test_samples"] = test.samples;
+}
+
 // An epoch record as train_on wrote it, its checkpoint a path in dir; BadRecord where a field is missing
 // or of another type.
 EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
-  const auto number = [&](const char* key) {
-    if (!r.contains(key) || !r[key].is_number() || !std::isfinite(r[key].get<double>()))
-      throw BadRecord(std::string("has no number \"") + key + "\"");
-    return r[key].get<double>();
-  };
-  const auto whole = [&](const char* key) {
-    if (!r.contains(key) || !r[key].is_number_integer() || r[key].get<int64_t>() < 0)
-      throw BadRecord(std::string("has no whole number \"") + key + "\"");
-    return r[key].get<int64_t>();
-  };
-  // A loss that was not finite (a diverged run's) is written as null, JSON having no NaN.
-  const auto loss = [&](const char* key) {
-    if (r.contains(key) && r[key].is_null()) return std::numeric_limits<double>::quiet_NaN();
-    return number(key);
-  };
+  const Fields fields{r};
   EpochResult e;
-  e.epoch = static_cast<int>(std::min<int64_t>(whole("epoch"), 1000000));
-  e.train_loss = loss("train_loss");
-  e.train_accuracy = number("train_accuracy");
-  e.test.loss = loss("test_loss");
-  e.test.accuracy = number("test_accuracy");
-  e.test.correct = whole("test_correct");
-  e.test.samples = whole("test_samples");
-  e.epoch_seconds = number("epoch_seconds");
-  e.samples_per_s = number("samples_per_s");
+  e.epoch = static_cast<int>(std::min<int64_t>(fields.whole("epoch"), 1000000));
+  e.train_loss = fields.loss("train_loss");
+  e.train_accuracy = fields.number("train_accuracy");
+  e.test = fields.test();
+  e.epoch_seconds = fields.number("epoch_seconds");
+  e.samples_per_s = fields.number("samples_per_s");
   // Written only where the loss was scaled.
-  if (r.contains("skipped_steps")) e.skipped_steps = whole("skipped_steps");
-  if (r.contains("loss_scale")) e.loss_scale = number("loss_scale");
-  if (r.contains("lr")) e.lr = number("lr");  // written only where a schedule moves the rate
+  if (r.contains("skipped_steps")) e.skipped_steps = fields.whole("skipped_steps");
+  if (r.contains("loss_scale")) e.loss_scale = fields.number("loss_scale");
+  if (r.contains("lr")) e.lr = fields.number("lr");  // written only where a schedule moves the rate
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
   if (r.contains("evaluations")) {  // written only with eval_every
     if (!r["evaluations"].is_array()) throw BadRecord("has \"evaluations\" that are not a list");
     for (const Json& one : r["evaluations"]) {
       if (!one.is_object()) throw BadRecord("has an evaluation that is not an object");
-      const auto field = [&](const char* key) {
-        if (!one.contains(key) || !one[key].is_number() || !std::isfinite(one[key].get<double>()) ||
-            one[key].get<double>() < 0)
-          throw BadRecord(std::string("has an evaluation without a number \"") + key + "\"");
-        return one[key].get<double>();
-      };
       StepEvaluation step;
-      step.step = static_cast<int64_t>(field("step"));
-      step.training_seconds = field("training_seconds");
-      step.test.loss = one.contains("test_loss") && one["test_loss"].is_null()
-                           ? std::numeric_limits<double>::quiet_NaN()
-                           : field("test_loss");
-      step.test.accuracy = field("test_accuracy");
-      step.test.correct = static_cast<int64_t>(field("test_correct"));
-      step.test.samples = static_cast<int64_t>(field("test_samples"));
+      try {
+        const Fields evaluation{one};
+        step = {evaluation.whole("step"), evaluation.number("training_seconds"), evaluation.test()};
+      } catch (const BadRecord& bad) {
+        throw BadRecord(std::string("has an evaluation that ") + bad.what());
+      }
       if (step.step < 1 || (!e.evaluations.empty() && step.step <= e.evaluations.back().step))
         throw BadRecord("has evaluations whose steps do not rise from 1");
       e.evaluations.push_back(step);
@@ -331,14 +339,11 @@ Json epoch_record(const EpochResult& r) {
   Json j = {{"type", record::kEpoch},
             {"epoch", r.epoch},
             {"train_loss", r.train_loss},
-            {"train_accuracy", r.train_accuracy},
-            {"test_loss", r.test.loss},
-            {"test_accuracy", r.test.accuracy},
-            {"test_correct", r.test.correct},
-            {"test_samples", r.test.samples},
-            {"epoch_seconds", r.epoch_seconds},
-            {"samples_per_s", r.samples_per_s},
-            {"checkpoint", fs::path(r.checkpoint).filename().string()}};
+            {"train_accuracy", r.train_accuracy}};
+  add_test(j, r.test);
+  j["epoch_seconds"] = r.epoch_seconds;
+  j["samples_per_s"] = r.samples_per_s;
+  j["checkpoint"] = fs::path(r.checkpoint).filename().string();
   if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   if (r.lr) j["lr"] = *r.lr;
@@ -346,12 +351,9 @@ Json epoch_record(const EpochResult& r) {
   if (!r.evaluations.empty()) {
     Json evaluations = Json::array();
     for (const StepEvaluation& e : r.evaluations) {
-      evaluations.push_back({{"step", e.step},
-                             {"training_seconds", e.training_seconds},
-                             {"test_loss", e.test.loss},
-                             {"test_accuracy", e.test.accuracy},
-                             {"test_correct", e.test.correct},
-                             {"test_samples", e.test.samples}});
+      Json one = {{"step", e.step}, {"training_seconds", e.training_seconds}};
+      add_test(one, e.test);
+      evaluations.push_back(one);
     }
     j["evaluations"] = evaluations;
   }

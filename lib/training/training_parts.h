@@ -84,9 +84,15 @@ struct TrainerState {
   std::optional<at::Generator> masks;
   LossScaler* scaler = nullptr;
 };
-// The generators of a TrainerState (the CPU's, the device's, the host's masks) as they were when made,
-// put back when it ends: what runs between epochs (the noise scale's batches) leaves training's draws as
-// they would have been without it.
+// The states of a TrainerState's generators: the CPU's, the device's (a GPU's only) and the host's masks
+// (where drawn there); undefined where it has no such generator. What a resume file holds of them.
+struct GeneratorStates {
+  torch::Tensor cpu, device, masks;
+};
+GeneratorStates capture_generators(const TrainerState& state);
+void restore_generators(const TrainerState& state, const GeneratorStates& states);
+// The generators as they were when made, put back when it ends: what runs between epochs (the noise
+// scale's batches) leaves training's draws as they would have been without it.
 class KeptGenerators {
  public:
   explicit KeptGenerators(const TrainerState& state);
@@ -96,7 +102,7 @@ class KeptGenerators {
 
  private:
   const TrainerState state_;
-  torch::Tensor cpu_, device_, masks_;
+  const GeneratorStates kept_;
 };
 // resume_epochN.pt in dir, written beside and renamed into place; returns its path.
 std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state);

@@ -1,10 +1,10 @@
 #include "lib/analysis/report/cost_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
 #include "lib/analysis/report/report_markdown.h"
+#include "lib/common/words.h"
 
 namespace batchscope {
 namespace {
@@ -47,13 +47,6 @@ void write_cost_best(std::ostream& out, const GroupAnalysis& g) {
 
 namespace {
 
-// A noise scale as a batch size: whole from 10 up.
-std::string noise_text(double b_noise) {
-  char text[32];
-  std::snprintf(text, sizeof text, b_noise >= 10 ? "%.0f" : "%.3g", b_noise);
-  return text;
-}
-
 // How much longer the fastest batch size (in samples/s) takes to an accuracy than the best: "" where they
 // are the same size.
 std::string fastest_against_best(const GroupAnalysis& g) {
@@ -72,7 +65,7 @@ std::string fastest_against_best(const GroupAnalysis& g) {
 void write_time_to_accuracy_best(std::ostream& out, const GroupAnalysis& g) {
   if (!g.time_to_accuracy || !g.time_to_accuracy->best) return;
   const GroupTimeToAccuracy& t = *g.time_to_accuracy;
-  out << "- least time to an accuracy, with B_noise " << noise_text(t.noise.b_noise) << " (" << t.noise.from
+  out << "- least time to an accuracy, with B_noise " << samples_text(t.noise.b_noise) << " (" << t.noise.from
       << "): batch " << t.best->batch_size << ", " << significant(t.best->steps_factor, 3)
       << "× the fewest steps (S_min (1 + B_noise / B), McCandlish et al.)" << fastest_against_best(g) << "\n";
 }
@@ -80,7 +73,7 @@ void write_time_to_accuracy_best(std::ostream& out, const GroupAnalysis& g) {
 void write_time_to_accuracy_terminal(std::ostream& out, const GroupAnalysis& g) {
   if (!g.time_to_accuracy || !g.time_to_accuracy->best) return;
   const GroupTimeToAccuracy& t = *g.time_to_accuracy;
-  out << "  least time to an accuracy (B_noise " << noise_text(t.noise.b_noise) << "): batch "
+  out << "  least time to an accuracy (B_noise " << samples_text(t.noise.b_noise) << "): batch "
       << t.best->batch_size << fastest_against_best(g) << "\n";
 }
 
