@@ -127,6 +127,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("data", "mnist, fashion-mnist, cifar10, cifar100, or a directory of one's files", cxxopts::value<std::string>()->default_value("mnist"))
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
       ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table and plot of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
+      ("chunk", "gradient accumulation, as one trains a batch larger than fits: each step runs its batch as micro-batches of at most N samples (and the rest), forward and backward each, then one optimizer step; a batch study's sizes up to N train whole (0: every batch whole)", cxxopts::value<std::string>()->default_value("0"))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
       ("lr", "learning rate (at --lr-batch where --lr-scaling scales it)", cxxopts::value<std::string>()->default_value("0.01"))
       ("lr-scaling", "none, linear or sqrt: the learning rate at each batch size is --lr times (B / --lr-batch), or its square root", cxxopts::value<std::string>()->default_value("none"))
@@ -146,7 +147,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("augment", "auto, none, flip, crop, crop:N or crop+flip: each training image a random crop of itself padded by N pixels (crop: 4), then a left-right flip of half of them, each image drawn on its own; auto is crop+flip on CIFAR-10 and CIFAR-100 (their usual recipe) and none on MNIST and Fashion-MNIST", cxxopts::value<std::string>()->default_value("auto"))
       ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, each --noise-group batches of --noise-batch: N x that many forward and backward passes, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
       ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
-      ("noise-batch", "--noise-scale's small batch size (default: the training batch size); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
+      ("noise-batch", "--noise-scale's small batch size (default: the training batch size, or --chunk where the batch accumulates); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -189,6 +190,7 @@ int run_train_command(const std::vector<std::string>& args) {
   o.epochs = static_cast<int>(whole_option(result, "epochs", 1, 100000));
   const std::vector<int64_t> batches = batch_list_option(result, "batch");
   o.batch_size = batches.front();
+  o.chunk = whole_option(result, "chunk", 0, limits::kMaxBatchSize);
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
   if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <torch/script.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -1072,6 +1073,97 @@ TEST_F(Training, AStoppedRunOfOtherOptionsIsRefusedNamingTheDifference) {
   o.force = true;
   EXPECT_EQ(train_model(o).resumed_from_epoch, 0);
   EXPECT_EQ(record_types(jsonl.string()), (std::vector<std::string>{"run", "epoch", "epoch", "end"}));
+}
+
+// A model without dropout or batch norms, as a TorchScript file for MNIST's images: a strided convolution
+// and a linear layer. Nothing in it depends on how many samples a pass holds.
+std::string save_plain_cnn(const fs::path& dir) {
+  torch::manual_seed(5);
+  torch::jit::Module m("Plain");
+  m.register_attribute("training", c10::BoolType::get(), true);
+  m.register_parameter("cw", (0.3 * torch::randn({4, 1, 3, 3})).requires_grad_(), false);
+  m.register_parameter("cb", torch::zeros({4}).requires_grad_(), false);
+  m.register_parameter("fw", (0.03 * torch::randn({10, 676})).requires_grad_(), false);
+  m.register_parameter("fb", torch::zeros({10}).requires_grad_(), false);
+  m.define(
+      "def forward(self, x):\n"
+      "  h = torch.relu(torch.conv2d(x, self.cw, self.cb, [2, 2]))\n"
+      "  return torch.linear(torch.flatten(h, 1), self.fw, self.fb)\n");
+  const std::string path = (dir / "plain_cnn.pt").string();
+  m.save(path);
+  return path;
+}
+
+// train --chunk: a batch of 40 run as micro-batches of 16, 16 and 8 takes the undivided batch's steps (to
+// rounding, the slices' losses weighted by their shares); a chunk that holds the batch is the run without
+// one, to the bit; the record says so only where the batch accumulates; a stopped run goes on only with its
+// chunk; the noise scale's small batch is the chunk; a batch study says which sizes accumulated.
+TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysSo) {
+  TrainingOptions whole = options("chunk_whole");
+  whole.model = save_plain_cnn(*root_);
+  whole.epochs = 1;
+  whole.batch_size = 40;  // 15 steps of 600 images
+  const TrainingOutcome a = train_model(whole);
+  TrainingOptions split = whole;
+  split.out_dir = (*root_ / "chunk_split").string();
+  split.chunk = 16;
+  const TrainingOutcome b = train_model(split);
+  ASSERT_EQ(a.epochs.size(), 1u);
+  ASSERT_EQ(b.epochs.size(), 1u);
+  const EpochResult &x = a.epochs[0], &y = b.epochs[0];
+  EXPECT_LT(x.test.loss, 2.0) << "the model learns, so that a wrong step shows";
+  EXPECT_NEAR(y.train_loss, x.train_loss, 1e-5 * x.train_loss);
+  EXPECT_NEAR(y.test.loss, x.test.loss, 1e-5 * x.test.loss);
+  EXPECT_NEAR(y.train_accuracy, x.train_accuracy, 2.0 / 600);
+  EXPECT_NEAR(static_cast<double>(y.test.correct), static_cast<double>(x.test.correct), 2.0);
+  EXPECT_EQ(read_jsonl(b.jsonl_path).records.front()["config"]["chunk"], 16);
+  EXPECT_FALSE(read_jsonl(a.jsonl_path).records.front()["config"].contains("chunk"));
+
+  TrainingOptions holds = whole;
+  holds.out_dir = (*root_ / "chunk_holds").string();
+  holds.chunk = 40;
+  const TrainingOutcome c = train_model(holds);
+  expect_same_epochs(c.epochs, a.epochs);
+  EXPECT_FALSE(read_jsonl(c.jsonl_path).records.front()["config"].contains("chunk"));
+
+  // mnist_cnn, with dropout: stopped after an epoch in micro-batches of 8, it goes on only with them.
+  TrainingOptions stopped = options("chunk_stopped");
+  stopped.chunk = 8;
+  stopped.limit_train = 128;
+  stopped.noise_scale.groups = 2;
+  stopped.noise_scale.group = 2;
+  stopped.stop_requested = [] { return true; };
+  const TrainingOutcome first = train_model(stopped);
+  ASSERT_EQ(first.epochs.size(), 1u);
+  ASSERT_TRUE(first.epochs[0].noise_scale);
+  EXPECT_EQ(first.epochs[0].noise_scale->small_batch, 8) << "one pass holds a chunk";
+  EXPECT_EQ(read_jsonl(first.jsonl_path).records.front()["config"]["noise_scale"]["small_batch"], 8);
+  stopped.stop_requested = nullptr;
+  stopped.chunk = 0;
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(stopped); },
+      {"holds an interrupted training run of other options",
+       "each batch ran in micro-batches of 8 there and runs whole here", "give --chunk 8 to go on with it"}));
+  stopped.chunk = 8;
+  EXPECT_EQ(train_model(stopped).resumed_from_epoch, 1);
+
+  BatchStudyOptions study_options;
+  study_options.training = options("chunk_study");
+  study_options.training.epochs = 1;
+  study_options.training.limit_train = 128;
+  study_options.training.chunk = 16;
+  study_options.batch_sizes = {8, 40};
+  const BatchStudy study = run_batch_study(study_options);
+  const std::string table = format_batch_study(study);
+  EXPECT_NE(table.find("batches above 16 accumulated in micro-batches of 16"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 40 (2×16 + 8) |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| 8 |"), std::string::npos) << table;
+  std::ifstream json_file(study.json_path);
+  const Json json = Json::parse(json_file);
+  EXPECT_EQ(json["chunk"], 16);
+  EXPECT_TRUE(json["rows"][0]["chunk"].is_null());
+  EXPECT_EQ(json["rows"][1]["chunk"], 16);
+  EXPECT_EQ(read_jsonl(study.rows[1].outcome.jsonl_path).records.front()["config"]["chunk"], 16);
 }
 
 // train --deterministic off: recorded in the run's determinism, a run to go on with only under the same

@@ -59,6 +59,16 @@ int64_t samples_counted(const BatchStudyRow& row) {
          (row.outcome.target_step ? *row.outcome.target_step * row.batch_size : row.outcome.train_samples);
 }
 
+// A batch as the study's micro-batches run it: "4096 (8×512)", "1000 (3×300 + 100)"; the size alone where it
+// trains whole.
+std::string batch_text(int64_t batch, int64_t chunk) {
+  std::string text = std::to_string(batch);
+  if (chunk <= 0 || chunk >= batch) return text;
+  text += " (" + std::to_string(batch / chunk) + "×" + std::to_string(chunk);
+  if (batch % chunk != 0) text += " + " + std::to_string(batch % chunk);
+  return text + ")";
+}
+
 // S(B) = S_min (1 + B_crit / B) fitted to the steps each batch size took to the target.
 std::optional<CriticalBatch> critical_batch_of(const BatchStudy& study) {
   std::vector<std::pair<int64_t, double>> points;
@@ -129,6 +139,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
+         {"chunk", study.chunk > 0 && study.chunk < row.batch_size ? Json(study.chunk) : Json()},
          {"lr", row.lr},
          {"run", (fs::path(row.dir) / kJsonlName).string()},
          {"epochs", row.outcome.epochs.size()},
@@ -165,6 +176,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"precision", to_string(study.precision)},
           {"augment", data::to_string(study.augment)},
           {"channels_last", study.channels_last},
+          {"chunk", study.chunk > 0 ? Json(study.chunk) : Json()},
           {"lr_schedule", study.lr_schedule.constant() ? Json() : Json(lr_schedule_json(study.lr_schedule))},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
@@ -225,6 +237,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.lr_schedule = options.training.lr_schedule;
   study.channels_last = options.training.channels_last;
   study.eval_every = options.training.eval_every;
+  study.chunk = options.training.chunk;
   study.lr_schedule.warmup_from = options.training.optimizer.lr;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
@@ -375,6 +388,11 @@ std::string format_batch_study(const BatchStudy& study) {
   if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
+  const bool accumulated = std::any_of(study.rows.begin(), study.rows.end(),
+                                       [&](const BatchStudyRow& row) { return study.chunk > 0 && study.chunk < row.batch_size; });
+  if (accumulated)
+    text += "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
+            std::to_string(study.chunk);
   if (study.eval_every > 0)
     text += "; the test split evaluated every " + std::to_string(study.eval_every) + " steps too";
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
@@ -389,7 +407,7 @@ std::string format_batch_study(const BatchStudy& study) {
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
-    text += "| " + std::to_string(row.batch_size) + " | " + number("%.4g", row.lr) + " | ";
+    text += "| " + batch_text(row.batch_size, study.chunk) + " | " + number("%.4g", row.lr) + " | ";
     if (row.outcome.stopped) {
       text += "stopped after " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
     } else if (row.outcome.diverged_epoch) {

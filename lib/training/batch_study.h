@@ -59,6 +59,7 @@ struct BatchStudy {
   LrSchedule lr_schedule;      // how their rates moved (warmed up from the reference batch's rate)
   bool channels_last = false;  // whether they trained NHWC
   int64_t eval_every = 0;      // their evaluations within an epoch (train --eval-every): every so many steps
+  int64_t chunk = 0;  // the micro-batches of the sizes above it (train --chunk: gradient accumulation)
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what

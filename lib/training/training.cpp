@@ -329,6 +329,7 @@ void check_options(const TrainingOptions& o) {
   if (o.lr_schedule.warmup_epochs > 0 && !(o.lr_schedule.warmup_from > 0))
     fail("a warm-up must start from a positive learning rate", "give e.g. --lr 0.01");
   if (o.eval_every < 0) fail("--eval-every of negative steps", "give e.g. --eval-every 100, or 0 for none");
+  if (o.chunk < 0) fail("--chunk of negative samples", "give e.g. --chunk 256, or 0 for the batch whole");
   if (o.noise_scale.on() && o.noise_scale.group < 2)
     fail("--noise-group " + std::to_string(o.noise_scale.group) +
              " makes a big batch of one small batch, and the noise scale compares two batch sizes",
@@ -384,13 +385,16 @@ void set_rate(torch::optim::Optimizer& optimizer, double rate) {
 // One pass over the shuffled training split, the forward pass and loss under autocast in fp16 or bf16. The
 // loss and hits are summed on the device and read at the end, so that no step waits for the host; a loss
 // scaler waits once a step, as GradScaler.step does, to know whether the step overflowed.
+// With a chunk smaller than a batch, the batch runs as micro-batches of `chunk` samples and the rest, each
+// slice's mean loss weighted by its share of the batch so that the gradients add up to the batch's, then one
+// optimizer step (a batch norm normalises each slice by its own statistics, as accumulation does in PyTorch).
 // Every `eval_every` steps but the last, `evaluate_at(step, seconds)` is told the epoch's steps and training
 // seconds so far, with the device synchronised; its own time is left out of the epoch's.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
-                        data::BatchAugmenter* augmenter, bool channels_last, const StepRates* rates,
-                        int64_t epoch, Precision precision, LossScaler* scaler, int64_t eval_every,
-                        const std::function<void(int64_t, double)>& evaluate_at) {
+                        data::BatchAugmenter* augmenter, bool channels_last, int64_t chunk,
+                        const StepRates* rates, int64_t epoch, Precision precision, LossScaler* scaler,
+                        int64_t eval_every, const std::function<void(int64_t, double)>& evaluate_at) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -415,21 +419,34 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
       set_rate(optimizer, rate);
     }
     for (auto& p : parameters) p.mutable_grad().reset();
-    torch::Tensor logits, loss;
-    {
-      const AutocastScope autocast(precision, device);
-      logits = model.forward(batch.images);
-      loss = torch::nn::functional::cross_entropy(logits, batch.labels);
+    const int64_t samples = batch.labels.size(0);
+    const bool whole = chunk <= 0 || chunk >= samples;
+    const std::vector<torch::Tensor> images = whole ? std::vector<torch::Tensor>{batch.images}
+                                                    : batch.images.split(chunk);
+    const std::vector<torch::Tensor> labels = whole ? std::vector<torch::Tensor>{batch.labels}
+                                                    : batch.labels.split(chunk);
+    for (std::size_t i = 0; i < images.size(); ++i) {
+      torch::Tensor logits, loss;
+      {
+        const AutocastScope autocast(precision, device);
+        logits = model.forward(images[i]);
+        loss = torch::nn::functional::cross_entropy(logits, labels[i]);
+      }
+      // The slice's share of the batch's mean loss.
+      if (!whole) loss = loss * (static_cast<double>(labels[i].size(0)) / static_cast<double>(samples));
+      if (scaler != nullptr) {
+        scaler->scale(loss).backward();
+      } else {
+        loss.backward();
+      }
+      loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(samples);
+      correct += logits.detach().argmax(1).eq(labels[i]).sum();
     }
     if (scaler != nullptr) {
-      scaler->scale(loss).backward();
       scaler->step(optimizer, parameters);
     } else {
-      loss.backward();
       optimizer.step();
     }
-    loss_sum += loss.detach().to(torch::kDouble) * static_cast<double>(batch.labels.size(0));
-    correct += logits.detach().argmax(1).eq(batch.labels).sum();
     if (eval_every > 0 && ++in_epoch % eval_every == 0 && in_epoch < steps_per_epoch) {
       synchronize(device);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -462,7 +479,7 @@ NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor
   std::vector<torch::Tensor> buffers;
   for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
   const uint64_t seed = o.seed ^ kNoiseScaleSalt;
-  const int64_t small = o.noise_scale.small_batch(o.batch_size);
+  const int64_t small = o.noise_scale.small_batch(o.pass_batch());
   data::BatchLoader loader(train, small, seed, /*shuffle=*/true, device, /*drop_last=*/true);
   const data::Augmentation augment = augmentation_of(o);
   std::optional<data::BatchAugmenter> augmenter;
@@ -553,8 +570,11 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
   }
   if (o.target_accuracy) config["target_accuracy"] = *o.target_accuracy;
   if (o.eval_every > 0) config["eval_every"] = o.eval_every;  // only where set, as the others
+  // Only where the batch accumulates, as a sweep's record has it: a chunk that holds the batch trains as
+  // one without it.
+  if (o.accumulates()) config["chunk"] = o.chunk;
   // Only where it is measured, so that the records of runs without it read as they were.
-  if (o.noise_scale.on()) config["noise_scale"] = noise_scale_options_json(o.noise_scale, o.batch_size);
+  if (o.noise_scale.on()) config["noise_scale"] = noise_scale_options_json(o.noise_scale, o.pass_batch());
   config["device"] = device_name;
   config["threads"] = torch::get_num_threads();
   config["limit_train"] = o.limit_train;
@@ -582,10 +602,10 @@ TrainingOptions as_run(const TrainingOptions& options, const std::string& device
                        const LoadedData& data) {
   TrainingOptions o = options;
   if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
-  const int64_t small = o.noise_scale.small_batch(o.batch_size);
+  const int64_t small = o.noise_scale.small_batch(o.pass_batch());
   const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
   if (o.noise_scale.on() && fit < o.noise_scale.group) {
-    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : "--batch";
+    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : o.accumulates() ? "--chunk" : "--batch";
     if (fit < 2) {
       throw UserError(located(data.location.directory, 0,
                               "--noise-scale compares one batch with two or more together, and the " +
@@ -659,6 +679,15 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
     const std::string began = augment_word(before);
     difference = "augment was " + began + " there and is " + augment_word(now) + " here";
     fix = "give --augment " + began + " to go on with it, ";
+  }
+  // Said in --chunk's words: the record has a chunk only where the batch accumulated.
+  if (before.value("chunk", Json()) != now.value("chunk", Json())) {
+    const auto way = [&](const Json& c) {
+      return c.is_number_integer() ? "in micro-batches of " + c.dump() : std::string("whole");
+    };
+    const Json began = before.value("chunk", Json());
+    difference = "each batch ran " + way(began) + " there and runs " + way(now.value("chunk", Json())) + " here";
+    fix = "give --chunk " + (began.is_number_integer() ? began.dump() : std::string("0")) + " to go on with it, ";
   }
   throw UserError(located(earlier.jsonl, earlier.config_line,
                           std::string(complete ? "holds a complete" : "holds an interrupted") +
@@ -751,6 +780,14 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     spdlog::info("training images augmented ({}): {}", data::to_string(augment),
                  data::describe(augment, data.location.kind()));
   }
+  if (o.accumulates()) {
+    const int64_t rest = o.batch_size % o.chunk;
+    spdlog::info("gradient accumulation: each batch of {} as {} of {}{}, then one optimizer step", o.batch_size,
+                 counted(o.batch_size / o.chunk, "micro-batch", "micro-batches"), o.chunk,
+                 rest > 0 ? " and one of " + std::to_string(rest) : "");
+  } else if (o.chunk > 0) {
+    spdlog::info("--chunk {} holds the batch of {}: each step runs it whole", o.chunk, o.batch_size);
+  }
   JsonlWriter writer(outcome.jsonl_path);
   if (done > 0) {
     Json resumed = context_record(record::kResume, o.command_line, config);
@@ -786,7 +823,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   };
   if (o.noise_scale.on()) {
     // What it costs, said where it is more than the epoch it follows.
-    const int64_t small = o.noise_scale.small_batch(o.batch_size);
+    const int64_t small = o.noise_scale.small_batch(o.pass_batch());
     const int64_t passes = o.noise_scale.groups * o.noise_scale.group * small;
     if (passes > train.size()) {
       spdlog::warn(
@@ -809,7 +846,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     };
     const EpochTotals totals = train_epoch(
         *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
-        rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
+        o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;

@@ -24,6 +24,10 @@ struct TrainingOptions {
   std::string data = "mnist";  // a dataset's name (data::dataset_kinds()) or a directory of its files
   int epochs = 3;
   int64_t batch_size = 64;
+  // Gradient accumulation, as one trains a batch larger than fits: each step runs its batch as micro-batches
+  // of at most this many samples (and the rest), forward and backward each with its loss weighted by its
+  // share of the batch, then one optimizer step. 0, or a chunk that holds the batch: the batch whole.
+  int64_t chunk = 0;
   // The test split is evaluated in batches of this size; eval's default is the same, so that it
   // reproduces an epoch's numbers exactly on the same device.
   int64_t eval_batch_size = 1000;
@@ -79,6 +83,11 @@ struct TrainingOptions {
   // Asked after each epoch: true stops the run there, without its end record, so that the same options
   // go on from it (Ctrl-C).
   std::function<bool()> stop_requested;
+
+  // Whether each step's batch runs as micro-batches of `chunk`.
+  bool accumulates() const { return chunk > 0 && chunk < batch_size; }
+  // The most samples one forward and backward pass holds: the chunk where the batch accumulates.
+  int64_t pass_batch() const { return accumulates() ? chunk : batch_size; }
 };
 
 struct Evaluation {
