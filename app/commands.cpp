@@ -30,7 +30,7 @@ std::string usage() {
          "  submit slurm|k8s CONFIG.yaml   share a sweep out over a Slurm job array or a Kubernetes Indexed "
          "Job\n"
          "  maxbatch --model M [options]   the largest batch size that runs a full step on a device\n"
-         "  train [options]                train a model on MNIST or Fashion-MNIST to an accuracy, with "
+         "  train [options]                train a model on MNIST, Fashion-MNIST or CIFAR to an accuracy, with "
          "checkpoints\n"
          "  eval --checkpoint DIR          evaluate a checkpoint on the test split\n"
          "  microbatch --model M --batch B plan micro-batch splits of each convolution (µ-cuDNN) and measure "

@@ -11,6 +11,7 @@
 #include "app/commands.h"
 #include "lib/common/errors.h"
 #include "lib/config/config_names.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
@@ -102,6 +103,7 @@ std::string epoch_table_row(const EpochResult& r) {
     row += line;
   }
   if (r.noise_scale) row += "  " + noise_scale_text(*r.noise_scale);
+  if (r.peak_memory_bytes) row += "  peak " + format_memory_size(*r.peak_memory_bytes);
   // With --eval-every: the evaluations within the epoch, and the best of them.
   if (!r.evaluations.empty()) {
     const auto best = std::max_element(
@@ -128,6 +130,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
       ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table and plot of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
       ("chunk", "gradient accumulation, as one trains a batch larger than fits: each step runs its batch as micro-batches of at most N samples (and the rest), forward and backward each, then one optimizer step; a batch study's sizes up to N train whole (0: every batch whole)", cxxopts::value<std::string>()->default_value("0"))
+      ("eval-batch", "the test split's evaluation batch size; smaller where the default does not fit beside a model (eval of its checkpoints uses the same, for the same numbers)", cxxopts::value<std::string>()->default_value(std::to_string(kEvalBatchSize)))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
       ("lr", "learning rate (at --lr-batch where --lr-scaling scales it)", cxxopts::value<std::string>()->default_value("0.01"))
       ("lr-scaling", "none, linear or sqrt: the learning rate at each batch size is --lr times (B / --lr-batch), or its square root", cxxopts::value<std::string>()->default_value("none"))
@@ -191,6 +194,7 @@ int run_train_command(const std::vector<std::string>& args) {
   const std::vector<int64_t> batches = batch_list_option(result, "batch");
   o.batch_size = batches.front();
   o.chunk = whole_option(result, "chunk", 0, limits::kMaxBatchSize);
+  o.eval_batch_size = whole_option(result, "eval-batch", 1, limits::kMaxBatchSize);
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
   if (o.optimizer.kind == OptimizerKind::AdamW) o.optimizer.weight_decay = kAdamWWeightDecay;
@@ -365,7 +369,7 @@ int run_eval_command(const std::vector<std::string>& args) {
       ("checkpoint", "a directory written by batchscope train, or one of its .pt files", cxxopts::value<std::string>())
       ("data", "mnist, fashion-mnist, cifar10, cifar100 or a directory (default: what it was trained on)", cxxopts::value<std::string>())
       ("d,device", "cpu, cuda, cuda:N, or auto", cxxopts::value<std::string>()->default_value("auto"))
-      ("b,batch", "evaluation batch size", cxxopts::value<std::string>()->default_value("1000"))
+      ("b,batch", "evaluation batch size (default: the one training evaluated with, train --eval-batch: the same numbers as its epochs)", cxxopts::value<std::string>())
       ("limit-test", "the first N test images only (default: as in training)", cxxopts::value<std::string>())
       ("threads", threads_help("CPU threads for LibTorch; the same count reproduces training's numbers exactly"), cxxopts::value<std::string>())
       ("json", "print JSON")
@@ -385,7 +389,7 @@ int run_eval_command(const std::vector<std::string>& args) {
   o.checkpoint = result["checkpoint"].as<std::string>();
   if (result.count("data")) o.data = result["data"].as<std::string>();
   o.device = result["device"].as<std::string>();
-  o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
+  if (result.count("batch")) o.batch_size = whole_option(result, "batch", 1, limits::kMaxBatchSize);
   if (result.count("limit-test")) o.limit_test = positive_limit(result, "limit-test");
 
   const CheckpointEvaluation e = evaluate_checkpoint(o);

@@ -12,6 +12,7 @@
 #include "data/idx.h"
 #include "lib/common/errors.h"
 #include "lib/common/program_runner.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/determinism.h"
@@ -1118,6 +1119,12 @@ TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysS
   EXPECT_NEAR(static_cast<double>(y.test.correct), static_cast<double>(x.test.correct), 2.0);
   EXPECT_EQ(read_jsonl(b.jsonl_path).records.front()["config"]["chunk"], 16);
   EXPECT_FALSE(read_jsonl(a.jsonl_path).records.front()["config"].contains("chunk"));
+  // What the chunk is for: less memory at once. A batch's activations are 40 x 2 x 676 floats (the
+  // convolution's output and its ReLU's), a micro-batch's at most 16 x 2 x 676: 130 KB less.
+  ASSERT_TRUE(x.peak_memory_bytes && y.peak_memory_bytes);
+  EXPECT_LT(*y.peak_memory_bytes + 100000, *x.peak_memory_bytes);
+  EXPECT_EQ(read_jsonl(b.jsonl_path).records[1]["peak_memory_bytes"], *y.peak_memory_bytes);
+  EXPECT_EQ(training_parts::read_earlier_run(split.out_dir).epochs[0].peak_memory_bytes, y.peak_memory_bytes);
 
   TrainingOptions holds = whole;
   holds.out_dir = (*root_ / "chunk_holds").string();
@@ -1147,6 +1154,40 @@ TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysS
   stopped.chunk = 8;
   EXPECT_EQ(train_model(stopped).resumed_from_epoch, 1);
 
+  // Where a batch does not fit, the refusal says what does: micro-batches, and for the evaluation smaller
+  // batches. Under a limit on LibTorch's CPU memory that a batch of 300 passes, and the test split's 200
+  // images at once too, and micro-batches of 20 and evaluation batches of 50 do not.
+  {
+    TrainingOptions big = options("chunk_big");
+    big.epochs = 1;
+    big.batch_size = 300;
+    big.force = true;
+    std::optional<TrainingOutcome> fitted;
+    {
+      const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + (40 << 20));
+      EXPECT_TRUE(testing_support::refuses_with(
+          [&] { train_model(big); },
+          {"a training step of batch 300 does not fit in cpu's memory (CPU out of memory",
+           "give a --chunk below 300",
+           "batchscope maxbatch --model mnist_cnn --input 1,28,28 --classes 10 --optimizer momentum --device "
+           "cpu"}));
+      big.chunk = 20;
+      EXPECT_TRUE(testing_support::refuses_with(
+          [&] { train_model(big); },
+          {"evaluating the test split in batches of 200 does not fit in cpu's memory",
+           "give a smaller --eval-batch"}));
+      big.eval_batch_size = 50;
+      fitted = train_model(big);
+    }
+    ASSERT_EQ(fitted->epochs.size(), 1u);
+    // eval takes the batches the run evaluated in, and so its numbers.
+    EvalOptions eval;
+    eval.checkpoint = big.out_dir;
+    eval.device = "cpu";
+    const CheckpointEvaluation again = evaluate_checkpoint(eval);
+    EXPECT_EQ(again.test.loss, fitted->epochs[0].test.loss);
+  }
+
   BatchStudyOptions study_options;
   study_options.training = options("chunk_study");
   study_options.training.epochs = 1;
@@ -1163,6 +1204,8 @@ TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysS
   EXPECT_EQ(json["chunk"], 16);
   EXPECT_TRUE(json["rows"][0]["chunk"].is_null());
   EXPECT_EQ(json["rows"][1]["chunk"], 16);
+  EXPECT_EQ(json["rows"][1]["peak_memory_bytes"], *study.rows[1].peak_memory_bytes);
+  EXPECT_NE(table.find("| peak memory |"), std::string::npos) << table;
   EXPECT_EQ(read_jsonl(study.rows[1].outcome.jsonl_path).records.front()["config"]["chunk"], 16);
 }
 
@@ -1359,6 +1402,8 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
     BatchStudyRow row = small;
     row.batch_size = batch;
     row.steps_per_epoch = steps_per_epoch;
+    // A peak memory for two of them; the third's records predate it.
+    row.peak_memory_bytes = batch == 480 ? std::nullopt : std::optional<int64_t>(3 << 20);
     NoiseScale n;
     n.b_simple = 90;
     n.b_simple_stderr = 5;
@@ -1381,11 +1426,13 @@ TEST_F(Training, ABatchStudyTrainsEachSizeToTheTargetAndGoesOnFromWhatItHas) {
             std::string::npos)
       << within_table;
   const std::string fit_table = format_batch_study(fitted);
-  EXPECT_NE(fit_table.find("| best test accuracy | B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
+  EXPECT_NE(fit_table.find("| best test accuracy | peak memory | B_noise |\n"
+                           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"),
             std::string::npos)
       << fit_table;
   EXPECT_NE(fit_table.find("| 96 | 0.02 | 2 | 20 |"), std::string::npos) << fit_table;
-  EXPECT_NE(fit_table.find("% | 90 (se 5) |\n"), std::string::npos) << fit_table;
+  EXPECT_NE(fit_table.find("% | 3.00 MiB | 90 (se 5) |\n"), std::string::npos) << fit_table;
+  EXPECT_NE(fit_table.find("% | — | 90 (se 5) |\n"), std::string::npos) << fit_table;
   EXPECT_NE(fit_table.find("Steps to target fit S_min (1 + B_crit / B) (McCandlish et al.) with S_min 10 and "
                            "B_crit 96 (3 batch sizes; the steps are whole epochs')"),
             std::string::npos)

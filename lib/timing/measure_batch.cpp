@@ -8,22 +8,10 @@
 
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
-#include "lib/device/cpu_memory.h"
-#include "lib/device/gpu.h"
+#include "lib/device/memory_peak.h"
 
 namespace batchscope {
 namespace {
-
-void reset_peak_memory(const torch::Device& device) {
-  if (device.is_cuda()) gpu::reset_peak_memory(device.index());
-  if (!device.is_cuda() && cpu_memory::installed()) cpu_memory::reset_peak();
-}
-
-std::optional<int64_t> peak_memory(const torch::Device& device) {
-  if (device.is_cuda()) return gpu::peak_memory_bytes(device.index());
-  if (cpu_memory::installed()) return cpu_memory::peak_bytes();
-  return std::nullopt;
-}
 
 // Counters tick every few milliseconds: a window shorter than power.min_window_ms is lengthened with
 // more of the same steps, run as the timed ones are, so the energy per step is read to within a few

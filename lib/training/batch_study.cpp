@@ -9,6 +9,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
 #include "lib/common/words.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/training/training_parts.h"
 
 namespace fs = std::filesystem;
@@ -136,6 +137,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                        {"test_accuracy", r.test.accuracy},
                        {"test_loss", r.test.loss}});
       if (r.noise_scale) curve.back()["noise_scale"] = to_json(*r.noise_scale);
+      if (r.peak_memory_bytes) curve.back()["peak_memory_bytes"] = *r.peak_memory_bytes;
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
@@ -156,6 +158,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"last_test_accuracy", last.test.accuracy},
          {"last_test_loss", last.test.loss},
          {"noise_scale", noise_counted(row) ? Json(to_json(*noise_counted(row))) : Json()},
+         {"peak_memory_bytes", row.peak_memory_bytes ? Json(*row.peak_memory_bytes) : Json()},
          {"curve", curve}});
   }
   const BatchStudyRow* fastest = first_to_target(study, false);
@@ -289,6 +292,10 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
                                                static_cast<double>(row.outcome.epochs.size()) / seconds
                                          : 0;
     if (row.outcome.target_epoch) row.seconds_to_target = seconds_counted(row);
+    for (int64_t e = 0; e < epochs_counted(row); ++e) {
+      const std::optional<int64_t>& peak = row.outcome.epochs[static_cast<std::size_t>(e)].peak_memory_bytes;
+      if (peak) row.peak_memory_bytes = std::max(row.peak_memory_bytes.value_or(0), *peak);
+    }
     const bool stopped =
         row.outcome.stopped || (o.stop_requested && o.stop_requested() && i + 1 < runs.size());
     study.rows.push_back(std::move(row));
@@ -399,11 +406,15 @@ std::string format_batch_study(const BatchStudy& study) {
   // Where the runs measure it: the gradient noise scale at the last epoch counted.
   const bool noise = std::any_of(study.rows.begin(), study.rows.end(),
                                  [](const BatchStudyRow& row) { return noise_counted(row).has_value(); });
+  // Where the runs' records have it: the most memory each held while it trained.
+  const bool memory = std::any_of(study.rows.begin(), study.rows.end(),
+                                  [](const BatchStudyRow& row) { return row.peak_memory_bytes.has_value(); });
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |"
                  : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |";
-  text += noise ? " B_noise |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-                : "\n|---:|---:|---:|---:|---:|---:|---:|\n";
+  if (memory) text += " peak memory |";
+  if (noise) text += " B_noise |";
+  text += "\n|---:|---:|---:|---:|---:|---:|---:|" + std::string(memory ? "---:|" : "") + (noise ? "---:|" : "") + "\n";
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
@@ -419,6 +430,7 @@ std::string format_batch_study(const BatchStudy& study) {
               number("%.1f", seconds_counted(row)) + " | ";
     }
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
+    if (memory) text += " " + (row.peak_memory_bytes ? format_memory_size(*row.peak_memory_bytes) : "—") + " |";
     if (noise) {
       const std::optional<NoiseScale>& n = noise_counted(row);
       text +=

@@ -46,6 +46,8 @@ struct BatchStudyRow {
       seconds_to_target;  // the training epochs' time up to the target's, evaluation excluded
   double best_test_accuracy = 0;
   double mean_samples_per_s = 0;  // training images over training seconds, all epochs
+  // The most memory the epochs counted held while they trained; none where their records predate it.
+  std::optional<int64_t> peak_memory_bytes;
 };
 
 struct BatchStudy {

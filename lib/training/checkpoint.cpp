@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/common/errors.h"
+#include "lib/common/limits.h"
 #include "lib/config/config_names.h"
 #include "lib/training/training_parts.h"
 #include "models/registry.h"
@@ -244,6 +245,13 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
     if (!l.is_number_integer() || l.get<int64_t>() < 0 || l.get<int64_t>() > 100000000)
       refuse("has a limit_test that is not a whole number from 0 to 100000000");
     info.limit_test = l.get<int64_t>();
+  }
+  if (json.contains("eval_batch_size")) {
+    const Json& b = json["eval_batch_size"];
+    if (!b.is_number_integer() || b.get<int64_t>() < 1 || b.get<int64_t>() > limits::kMaxBatchSize)
+      refuse("has an eval_batch_size that is not a whole number from 1 to " +
+             std::to_string(limits::kMaxBatchSize));
+    info.eval_batch_size = b.get<int64_t>();
   }
   if (json.contains("tf32")) {
     const Json& t = json["tf32"];

@@ -79,7 +79,8 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
                             "names the data directory " + info.data_dir + ", which is not there",
                             "give --data " + info.data_name + " or the directory that holds its files now"));
   }
-  if (options.batch_size < 1) {
+  const int64_t batch_size = options.batch_size.value_or(info.eval_batch_size);
+  if (batch_size < 1) {
     throw UserError(located("command line", 0, "a batch size must be positive", "give e.g. --batch 1000"));
   }
   const std::string device_name = resolve_training_device(options.device);
@@ -115,7 +116,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   result.data = data.location.name;
   result.device = device_name;
   result.test =
-      evaluate(*model, data.splits.test, options.batch_size, device, info.precision, info.channels_last);
+      evaluate(*model, data.splits.test, batch_size, device, info.precision, info.channels_last);
   return result;
 }
 

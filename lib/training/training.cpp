@@ -18,7 +18,9 @@
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/device/environment.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
+#include "lib/device/memory_peak.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/loss_scaler.h"
 #include "lib/timing/optimizer.h"
@@ -145,6 +147,7 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("loss_scale")) e.loss_scale = fields.number("loss_scale");
   if (r.contains("lr")) e.lr = fields.number("lr");  // written only where a schedule moves the rate
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
+  if (r.contains("peak_memory_bytes")) e.peak_memory_bytes = fields.whole("peak_memory_bytes");
   if (r.contains("evaluations")) {  // written only with eval_every
     if (!r["evaluations"].is_array()) throw BadRecord("has \"evaluations\" that are not a list");
     for (const Json& one : r["evaluations"]) {
@@ -305,6 +308,9 @@ void clear_output_dir(const std::string& dir) {
 }
 
 LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit_test) {
+  // LibTorch's CPU memory counted from here on, so that a CPU run's epochs know their peak: the data's
+  // images in memory among it (a GPU run's peak is the device's memory alone).
+  cpu_memory::install();
   LoadedData d;
   d.location = data::locate_dataset(spec);
   d.splits = data::load_dataset(d.location);
@@ -349,6 +355,7 @@ Json epoch_record(const EpochResult& r) {
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   if (r.lr) j["lr"] = *r.lr;
   if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
+  if (r.peak_memory_bytes) j["peak_memory_bytes"] = *r.peak_memory_bytes;
   if (!r.evaluations.empty()) {
     Json evaluations = Json::array();
     for (const StepEvaluation& e : r.evaluations) {
@@ -586,6 +593,30 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
 }
 
 namespace {
+
+// A training step that ran out of the device's memory, said with what makes it fit: micro-batches.
+// An error's first line, without LibTorch's backtrace.
+std::string first_line_of(const std::exception& error) {
+  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string what = torch_error != nullptr ? torch_error->what_without_backtrace() : error.what();
+  return what.substr(0, what.find('\n'));
+}
+
+UserError out_of_memory(const TrainingOptions& o, const std::string& device_name, const data::DatasetKind& kind,
+                        const std::exception& error) {
+  const std::string reason = first_line_of(error);
+  const std::string step = o.accumulates() ? "a micro-batch of " + std::to_string(o.chunk) + " samples"
+                                           : "a training step of batch " + std::to_string(o.batch_size);
+  return UserError(located(
+      "command line", 0, step + " does not fit in " + device_name + "'s memory (" + reason + ")",
+      "give a --chunk below " + std::to_string(o.pass_batch()) +
+          " to accumulate each batch in micro-batches that fit (batchscope maxbatch --model " + o.model +
+          " --input " + joined_numbers(kind.image, ",") + " --classes " + std::to_string(kind.classes) +
+          " --optimizer " + to_string(o.optimizer.kind) +
+          (o.precision != Precision::FP32 ? " --precision " + to_string(o.precision) : std::string()) +
+          (o.channels_last ? " --channels-last" : "") + " --device " + device_name +
+          " finds the largest), or a smaller --batch"));
+}
 
 // The earlier session's files that the next epoch does not go on from: stale resume states.
 void remove_other_resume_states(const std::string& dir, int keep) {
@@ -839,14 +870,43 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   for (int epoch = done + 1; epoch <= o.epochs && !outcome.target_epoch && !outcome.diverged_epoch; ++epoch) {
     const int64_t skipped_before = scaler ? scaler->skipped_steps() : 0;
     EpochResult r;
-    const auto evaluate_at = [&](int64_t step, double seconds) {
-      r.evaluations.push_back(
-          {step, seconds,
-           evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last)});
+    const auto evaluate_test = [&] {
+      try {
+        return evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last);
+      } catch (const std::exception& error) {
+        if (!is_out_of_memory(error)) throw;
+        throw UserError(located("command line", 0,
+                                "evaluating the test split in batches of " +
+                                    std::to_string(std::min(o.eval_batch_size, data.splits.test.size())) +
+                                    " does not fit in " + device_name + "'s memory (" + first_line_of(error) + ")",
+                                "give a smaller --eval-batch"));
+      }
     };
-    const EpochTotals totals = train_epoch(
-        *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
-        o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
+    // The training's peak, without the evaluations': each sets the peak anew once it is done.
+    std::optional<int64_t> peak;
+    const auto add_peak = [&] {
+      const std::optional<int64_t> now = peak_memory(device);
+      if (now) peak = std::max(peak.value_or(0), *now);
+    };
+    const auto evaluate_at = [&](int64_t step, double seconds) {
+      add_peak();
+      r.evaluations.push_back({step, seconds, evaluate_test()});
+      reset_peak_memory(device);
+    };
+    reset_peak_memory(device);
+    EpochTotals totals;
+    try {
+      totals = train_epoch(
+          *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
+          o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
+    } catch (const UserError&) {
+      throw;  // an evaluation within the epoch that did not fit, said already
+    } catch (const std::exception& error) {
+      if (!is_out_of_memory(error)) throw;
+      throw out_of_memory(o, device_name, data.location.kind(), error);
+    }
+    add_peak();
+    r.peak_memory_bytes = peak;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;
@@ -858,7 +918,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       r.loss_scale = scaler->current_scale();
     }
     if (rates) r.lr = totals.last_lr;
-    r.test = evaluate(*model, data.splits.test, o.eval_batch_size, device, o.precision, o.channels_last);
+    r.test = evaluate_test();
     if (o.noise_scale.on()) {
       r.noise_scale = measure_noise_scale(*model, parameters, o, train, data.location.kind(), state, epoch);
     }

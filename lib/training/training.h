@@ -19,6 +19,9 @@ namespace batchscope {
 // test split after every epoch.
 struct EpochResult;
 
+// The test split's batches, unless train --eval-batch says otherwise.
+constexpr int64_t kEvalBatchSize = 1000;
+
 struct TrainingOptions {
   std::string model = "mnist_cnn";
   std::string data = "mnist";  // a dataset's name (data::dataset_kinds()) or a directory of its files
@@ -30,7 +33,7 @@ struct TrainingOptions {
   int64_t chunk = 0;
   // The test split is evaluated in batches of this size; eval's default is the same, so that it
   // reproduces an epoch's numbers exactly on the same device.
-  int64_t eval_batch_size = 1000;
+  int64_t eval_batch_size = kEvalBatchSize;
   std::string device = "auto";  // cpu, cuda, cuda:N or auto (the first GPU, else the CPU)
   OptimizerConfig optimizer{OptimizerKind::Momentum};
   // How the rate moves from step to step: optimizer.lr throughout by default.
@@ -121,6 +124,10 @@ struct EpochResult {
   std::optional<NoiseScale> noise_scale;
   // With options.eval_every: the evaluations within the epoch, in order (its end's is `test`).
   std::vector<StepEvaluation> evaluations;
+  // The most memory LibTorch held at once on the device while the epoch trained (weights, gradients,
+  // optimizer state, the batch and its activations; evaluations left out): what a chunk makes smaller.
+  // None in records written before it was measured.
+  std::optional<int64_t> peak_memory_bytes;
 };
 
 // Where a run first reached a target accuracy: within target_epoch, after `step` of its steps (all of
@@ -177,7 +184,7 @@ struct EvalOptions {
   std::string checkpoint;           // a directory written by train_model, or one of its .pt files
   std::optional<std::string> data;  // default: the data it was trained on
   std::string device = "auto";
-  int64_t batch_size = 1000;
+  std::optional<int64_t> batch_size;  // default: the training run's evaluation batch size
   std::optional<int64_t> limit_test;  // default: the training run's
 };
 
@@ -193,6 +200,7 @@ struct CheckpointInfo {
   std::string data_dir;
   std::string data_name = "mnist";  // the dataset it was trained on: the images and classes of its model
   int64_t limit_test = 0;
+  int64_t eval_batch_size = kEvalBatchSize;  // the batches training evaluated the test split in
   std::string weights;  // a file name in the checkpoint's directory
   bool tf32_off = false;  // trained with fp32 kept in fp32 on a GPU, so evaluated so too
   Precision precision = Precision::FP32;  // trained under autocast in fp16 or bf16, so evaluated so too

@@ -156,7 +156,7 @@ n = records[1]["noise_scale"]
 assert n["groups"] == 6 and n["small_batch"] == 16 and n["big_batch"] == 64 and n["trace"] > 0, n
 assert n["b_simple"] is None or abs(n["b_simple"] - n["trace"] / n["gradient_sq"]) < 1e-6 * abs(n["b_simple"]), n
 PY
-expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps \| seconds \| samples/s \| best test accuracy \| B_noise \|" \
+expect 0 "a batch study with the noise scale" "\| batch \| lr \| epochs \| steps \| seconds \| samples/s \| best test accuracy \| peak memory \| B_noise \|" \
   train --data "$work/digits" --epochs 1 --batch 16,32 --device cpu --threads 1 --noise-scale 2 --noise-group 2 \
   --out "$work/study_noise" --quiet
 python3 -c "import json,sys; rows=json.load(open(sys.argv[1]))['rows']; sys.exit(not all(r['noise_scale']['small_batch']==r['batch_size'] for r in rows))" \
@@ -183,6 +183,28 @@ assert steps and steps == list(range(3, 3 * len(steps) + 1, 3)), steps
 end = records[-1]
 assert end["type"] == "end" and end["target_epoch"] == 1 and end["target_step"] in steps, end
 PY
+# Gradient accumulation: the log line and the record's chunk; eval takes the run's evaluation batch; a
+# batch study marks the sizes that accumulated.
+expect 0 "train --chunk" "gradient accumulation: each batch of 32 as 2 micro-batches of 12 and one of 8, then one optimizer step" \
+  train --data "$work/digits" --epochs 1 --batch 32 --chunk 12 --eval-batch 30 --device cpu --threads 1 --out "$work/train_chunk"
+python3 - "$work/train_chunk/train.jsonl" <<'PY' || fail "the accumulated run's record"
+import json, sys
+config = json.loads(open(sys.argv[1]).readline())["config"]
+assert config["chunk"] == 12 and config["batch_size"] == 32 and config["eval_batch_size"] == 30, config
+PY
+"$bin" eval --checkpoint "$work/train_chunk" --device cpu --threads 1 --json > "$work/eval_chunk.json" 2>/dev/null \
+  && python3 - "$work/train_chunk/train.jsonl" "$work/eval_chunk.json" <<'PY' && ok "eval evaluates in the run's batches, to its numbers" || fail "eval of the accumulated run: $(cat "$work/eval_chunk.json")"
+import json, sys
+epoch = [json.loads(l) for l in open(sys.argv[1])][1]
+evaluation = json.load(open(sys.argv[2]))
+assert evaluation["test_loss"] == epoch["test_loss"] and evaluation["test_correct"] == epoch["test_correct"], (evaluation, epoch)
+PY
+expect 0 "a batch study with --chunk" "\| 32 \(2×12 \+ 8\) \|" \
+  train --data "$work/digits" --epochs 1 --batch 8,32 --chunk 12 --device cpu --threads 1 --out "$work/study_chunk" --quiet
+grep -q "batches above 12 accumulated in micro-batches of 12" "$work/study_chunk/time_to_accuracy.md" \
+  && ok "the study's heading says which sizes accumulated" || fail "the study's heading: $(head -3 "$work/study_chunk/time_to_accuracy.md")"
+expect 2 "more epochs of a run, with another chunk" "each batch ran in micro-batches of 12 there and runs whole here\); give --chunk 12 to go on with it" \
+  train --data "$work/digits" --epochs 2 --batch 32 --eval-batch 30 --device cpu --threads 1 --out "$work/train_chunk"
 # analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
 "$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
   --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"
