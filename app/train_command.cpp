@@ -104,6 +104,7 @@ std::string epoch_table_row(const EpochResult& r) {
   }
   if (r.noise_scale) row += "  " + noise_scale_text(*r.noise_scale);
   if (r.peak_memory_bytes) row += "  peak " + format_memory_size(*r.peak_memory_bytes);
+  if (r.energy_j) row += "  " + energy_text(*r.energy_j);
   // With --eval-every: the evaluations within the epoch, and the best of them.
   if (!r.evaluations.empty()) {
     const auto best = std::max_element(
@@ -151,6 +152,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("noise-scale", "after each epoch, measure the gradient noise scale B_noise (McCandlish et al.: about the batch size above which more samples per step stop saving steps) on N big batches of the training split, each --noise-group batches of --noise-batch: N x that many forward and backward passes, outside the epoch's time; training is the same with it and without", cxxopts::value<std::string>()->default_value("0"))
       ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
       ("noise-batch", "--noise-scale's small batch size (default: the training batch size, or --chunk where the batch accumulates); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
+      ("no-energy", "do not measure the device's energy over each epoch's training (NVML on a GPU, RAPL on the CPU)")
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -230,6 +232,7 @@ int run_train_command(const std::vector<std::string>& args) {
              std::string("add e.g. --noise-scale 8, or remove --") + option);
   }
   o.eval_every = whole_option(result, "eval-every", 0, 100000000);
+  o.measure_energy = result.count("no-energy") == 0;
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);

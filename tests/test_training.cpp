@@ -19,6 +19,7 @@
 #include "lib/training/device_comparison.h"
 #include "lib/training/training.h"
 #include "lib/training/training_parts.h"
+#include "tests/fake_power_source.h"
 #include "tests/test_support.h"
 
 namespace fs = std::filesystem;
@@ -1207,6 +1208,67 @@ TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysS
   EXPECT_EQ(json["rows"][1]["peak_memory_bytes"], *study.rows[1].peak_memory_bytes);
   EXPECT_NE(table.find("| peak memory |"), std::string::npos) << table;
   EXPECT_EQ(read_jsonl(study.rows[1].outcome.jsonl_path).records.front()["config"]["chunk"], 16);
+}
+
+// train measures the device's energy over each epoch's training, its evaluations left out: a source of a
+// constant 50 W gives 50 J for each second of epoch_seconds, and each evaluation within the epoch its energy
+// so far; the records hold them and read them back; a batch study has a column and its least energy to the
+// target; --no-energy measures none and says so in the run record.
+TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
+  TrainingOptions o = options("energy");
+  o.epochs = 1;
+  o.eval_every = 1;  // an evaluation after each step but the last: time that the energy must leave out
+  o.open_power = [](const c10::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
+    return std::make_unique<power::testing::FakePowerSource>(power::testing::PowerCurve::constant(50),
+                                                             power::steady_now_ms, 0.01);
+  };
+  const TrainingOutcome run = train_model(o);
+  ASSERT_EQ(run.epochs.size(), 1u);
+  const EpochResult& e = run.epochs[0];
+  ASSERT_TRUE(e.energy_j);
+  EXPECT_NEAR(*e.energy_j, 50 * e.epoch_seconds, 0.02 * 50 * e.epoch_seconds);
+  ASSERT_EQ(e.evaluations.size(), 18u);
+  for (const StepEvaluation& s : e.evaluations) {
+    ASSERT_TRUE(s.training_joules);
+    EXPECT_NEAR(*s.training_joules, 50 * s.training_seconds, 0.02 * 50 * s.training_seconds + 1e-3);
+  }
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records[0]["power"]["available"], true);
+  EXPECT_EQ(records[0]["power"]["method"], "fake energy counter");
+  EXPECT_FALSE(records[0]["config"].contains("power")) << "how energy is read is no option of the run";
+  EXPECT_EQ(records[1]["energy_j"], *e.energy_j);
+  EXPECT_EQ(records[1]["evaluations"][3]["training_joules"], *e.evaluations[3].training_joules);
+  const EpochResult back = training_parts::read_earlier_run(o.out_dir).epochs[0];
+  EXPECT_EQ(back.energy_j, e.energy_j);
+  EXPECT_EQ(back.evaluations[3].training_joules, e.evaluations[3].training_joules);
+
+  TrainingOptions off = o;
+  off.out_dir = (*root_ / "energy_off").string();
+  off.eval_every = 0;
+  off.measure_energy = false;
+  const TrainingOutcome none = train_model(off);
+  EXPECT_FALSE(none.epochs[0].energy_j);
+  const Json header = read_jsonl(none.jsonl_path).records.front();
+  EXPECT_EQ(header["power"]["available"], false);
+  EXPECT_NE(header["power"]["reason"].get<std::string>().find("--no-energy"), std::string::npos);
+  EXPECT_FALSE(read_jsonl(none.jsonl_path).records[1].contains("energy_j"));
+
+  BatchStudyOptions study_options;
+  study_options.training = o;
+  study_options.training.eval_every = 0;
+  study_options.training.out_dir = (*root_ / "energy_study").string();
+  study_options.training.target_accuracy = 0.2;
+  study_options.batch_sizes = {32, 64};
+  const BatchStudy study = run_batch_study(study_options);
+  const std::string table = format_batch_study(study);
+  EXPECT_NE(table.find("| energy to target |"), std::string::npos) << table;
+  EXPECT_NE(table.find(" Least energy: batch "), std::string::npos) << table;
+  std::ifstream json_file(study.json_path);
+  const Json json = Json::parse(json_file);
+  ASSERT_TRUE(json["rows"][0]["energy_to_target_j"].is_number()) << json["rows"][0].dump();
+  EXPECT_EQ(json["rows"][0]["energy_to_target_j"], *study.rows[0].outcome.epochs[0].energy_j);
+  const int64_t least = json["rows"][0]["energy_to_target_j"] < json["rows"][1]["energy_to_target_j"] ? 32 : 64;
+  EXPECT_EQ(json["least_energy_to_target"], least);
 }
 
 // train --deterministic off: recorded in the run's determinism, a run to go on with only under the same

@@ -39,4 +39,15 @@ inline std::string samples_text(double samples) {
   return text;
 }
 
+// An energy: "412 J" from 100 J up, three significant digits below ("3.27 J"), kJ from 10 kJ ("12.4 kJ").
+inline std::string energy_text(double joules) {
+  char text[32];
+  if (std::fabs(joules) >= 10000) {
+    std::snprintf(text, sizeof text, "%.3g kJ", joules / 1000);
+  } else {
+    std::snprintf(text, sizeof text, std::fabs(joules) >= 100 ? "%.0f J" : "%.3g J", joules);
+  }
+  return text;
+}
+
 }  // namespace batchscope

@@ -91,6 +91,40 @@ double seconds_counted(const BatchStudyRow& row) {
   return seconds;
 }
 
+// The device's energy over those seconds: the epochs' before the target's, then the target epoch's up to the
+// evaluation that reached it; none where an epoch counted was not measured.
+std::optional<double> epoch_energy(const EpochResult& r, std::optional<int64_t> up_to_step) {
+  if (!up_to_step) return r.energy_j;
+  for (const StepEvaluation& e : r.evaluations) {
+    if (e.step == *up_to_step) return e.training_joules;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> energy_counted(const BatchStudyRow& row) {
+  const int64_t epochs = epochs_counted(row);
+  if (epochs == 0) return std::nullopt;
+  double joules = 0;
+  for (int64_t i = 0; i < epochs; ++i) {
+    const std::optional<double> part =
+        epoch_energy(row.outcome.epochs[static_cast<std::size_t>(i)],
+                     i + 1 == epochs ? row.outcome.target_step : std::nullopt);
+    if (!part) return std::nullopt;
+    joules += part.value_or(0);
+  }
+  return joules;
+}
+
+// The row that reached the target on the least energy; null where none did with its energy measured.
+const BatchStudyRow* least_energy_to_target(const BatchStudy& study) {
+  const BatchStudyRow* best = nullptr;
+  for (const BatchStudyRow& row : study.rows) {
+    if (!row.outcome.target_epoch || !energy_counted(row)) continue;
+    if (best == nullptr || *energy_counted(row) < *energy_counted(*best)) best = &row;
+  }
+  return best;
+}
+
 // Each epoch's running training time: the seconds of the epochs up to and including it.
 std::vector<double> running_seconds(const BatchStudyRow& row) {
   std::vector<double> out;
@@ -138,6 +172,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
                        {"test_loss", r.test.loss}});
       if (r.noise_scale) curve.back()["noise_scale"] = to_json(*r.noise_scale);
       if (r.peak_memory_bytes) curve.back()["peak_memory_bytes"] = *r.peak_memory_bytes;
+      if (r.energy_j) curve.back()["energy_j"] = *r.energy_j;
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
@@ -153,6 +188,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"steps_to_target", reached ? Json(steps_counted(row)) : Json()},
          {"samples_to_target", reached ? Json(samples_counted(row)) : Json()},
          {"training_seconds", seconds_counted(row)},
+         {"energy_to_target_j", reached && energy_counted(row) ? Json(*energy_counted(row)) : Json()},
+         {"training_energy_j", energy_counted(row) ? Json(*energy_counted(row)) : Json()},
          {"mean_samples_per_s", row.mean_samples_per_s},
          {"best_test_accuracy", row.best_test_accuracy},
          {"last_test_accuracy", last.test.accuracy},
@@ -163,6 +200,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
   }
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
+  const BatchStudyRow* thriftiest = least_energy_to_target(study);
   const std::optional<CriticalBatch> critical = critical_batch_of(study);
   const Json critical_json = critical ? Json{{"min_steps", critical->min_steps},
                                              {"critical_batch", critical->critical_batch},
@@ -189,6 +227,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"rows", rows},
           {"fastest_to_target", fastest ? Json(fastest->batch_size) : Json()},
           {"fewest_epochs_to_target", fewest ? Json(fewest->batch_size) : Json()},
+          {"least_energy_to_target", thriftiest ? Json(thriftiest->batch_size) : Json()},
           {"critical_batch", critical_json}};
 }
 
@@ -412,9 +451,14 @@ std::string format_batch_study(const BatchStudy& study) {
   text += target ? "| batch | lr | epochs to target | steps to target | seconds to target | samples/s | best "
                    "test accuracy |"
                  : "| batch | lr | epochs | steps | seconds | samples/s | best test accuracy |";
+  // Where the runs measured it: the device's energy over the training counted.
+  const bool energy = std::any_of(study.rows.begin(), study.rows.end(),
+                                  [](const BatchStudyRow& row) { return energy_counted(row).has_value(); });
   if (memory) text += " peak memory |";
+  if (energy) text += target ? " energy to target |" : " energy |";
   if (noise) text += " B_noise |";
-  text += "\n|---:|---:|---:|---:|---:|---:|---:|" + std::string(memory ? "---:|" : "") + (noise ? "---:|" : "") + "\n";
+  text += "\n|---:|---:|---:|---:|---:|---:|---:|" + std::string(memory ? "---:|" : "") +
+          (energy ? "---:|" : "") + (noise ? "---:|" : "") + "\n";
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
@@ -431,6 +475,10 @@ std::string format_batch_study(const BatchStudy& study) {
     }
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
     if (memory) text += " " + (row.peak_memory_bytes ? format_memory_size(*row.peak_memory_bytes) : "—") + " |";
+    if (energy) {
+      const std::optional<double> joules = energy_counted(row);
+      text += " " + (joules && !missed && !row.outcome.stopped ? energy_text(*joules) : std::string("—")) + " |";
+    }
     if (noise) {
       const std::optional<NoiseScale>& n = noise_counted(row);
       text +=
@@ -470,6 +518,14 @@ std::string format_batch_study(const BatchStudy& study) {
         text += " Fewest epochs: batch " + std::to_string(fewest->batch_size) + ", " +
                 std::to_string(*fewest->outcome.target_epoch) + " epoch(s) in " +
                 number("%.1f", *fewest->seconds_to_target) + " s.";
+      }
+      if (const BatchStudyRow* thriftiest = least_energy_to_target(study)) {
+        text += " Least energy: batch " + std::to_string(thriftiest->batch_size) + ", " +
+                energy_text(*energy_counted(*thriftiest));
+        if (thriftiest != fastest && energy_counted(*fastest)) {
+          text += " (the fastest took " + energy_text(*energy_counted(*fastest)) + ")";
+        }
+        text += ".";
       }
       text += "\n";
       if (const std::optional<CriticalBatch> critical = critical_batch_of(study)) {

@@ -21,6 +21,8 @@
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
 #include "lib/device/memory_peak.h"
+#include "lib/power/device_power.h"
+#include "lib/power/energy_meter.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/loss_scaler.h"
 #include "lib/timing/optimizer.h"
@@ -148,6 +150,7 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("lr")) e.lr = fields.number("lr");  // written only where a schedule moves the rate
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
   if (r.contains("peak_memory_bytes")) e.peak_memory_bytes = fields.whole("peak_memory_bytes");
+  if (r.contains("energy_j")) e.energy_j = fields.number("energy_j");  // written only where measured
   if (r.contains("evaluations")) {  // written only with eval_every
     if (!r["evaluations"].is_array()) throw BadRecord("has \"evaluations\" that are not a list");
     for (const Json& one : r["evaluations"]) {
@@ -155,7 +158,8 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
       StepEvaluation step;
       try {
         const Fields evaluation{one};
-        step = {evaluation.whole("step"), evaluation.number("training_seconds"), evaluation.test()};
+        step = {evaluation.whole("step"), evaluation.number("training_seconds"), evaluation.test(), std::nullopt};
+        if (one.contains("training_joules")) step.training_joules = evaluation.number("training_joules");
       } catch (const BadRecord& bad) {
         throw BadRecord(std::string("has an evaluation that ") + bad.what());
       }
@@ -356,10 +360,12 @@ Json epoch_record(const EpochResult& r) {
   if (r.lr) j["lr"] = *r.lr;
   if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
   if (r.peak_memory_bytes) j["peak_memory_bytes"] = *r.peak_memory_bytes;
+  if (r.energy_j) j["energy_j"] = *r.energy_j;
   if (!r.evaluations.empty()) {
     Json evaluations = Json::array();
     for (const StepEvaluation& e : r.evaluations) {
       Json one = {{"step", e.step}, {"training_seconds", e.training_seconds}};
+      if (e.training_joules) one["training_joules"] = *e.training_joules;
       add_test(one, e.test);
       evaluations.push_back(one);
     }
@@ -370,9 +376,53 @@ Json epoch_record(const EpochResult& r) {
 
 struct EpochTotals {
   double seconds = 0;
+  std::optional<double> joules;  // the device's energy over those seconds, where measured
   double loss_sum = 0;  // per-sample losses summed
   int64_t correct = 0;
   double last_lr = 0;  // where a schedule set the rates: its last step's
+};
+
+// An epoch's training time, and the device's energy over it, in the segments between its evaluations: each
+// starts and ends with the device synchronised, the counter read at its edges (and between steps, where a
+// counter wraps), never inside a step.
+class TrainingTime {
+ public:
+  TrainingTime(const torch::Device& device, power::PowerSource* source) : device_(device) {
+    if (source != nullptr) meter_.emplace(*source);
+  }
+  void resume() {
+    synchronize(device_);
+    if (meter_) meter_->begin();
+    start_ = std::chrono::steady_clock::now();
+  }
+  void pause() {
+    synchronize(device_);
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (!meter_) return;
+    try {
+      joules_ += meter_->end().joules;
+    } catch (const std::runtime_error& lost) {
+      spdlog::warn("energy is not measured from here on: {}", lost.what());
+      lost_ = true;
+      meter_.reset();
+    }
+  }
+  void between_steps() {
+    if (meter_) meter_->keep_up();
+  }
+  double seconds() const { return seconds_; }
+  // None where no source was read, or it stopped answering in the epoch.
+  std::optional<double> joules() const {
+    return meter_ && !lost_ ? std::optional<double>(joules_) : std::nullopt;
+  }
+
+ private:
+  torch::Device device_;
+  std::optional<power::EnergyMeter> meter_;
+  std::chrono::steady_clock::time_point start_;
+  double seconds_ = 0;
+  double joules_ = 0;
+  bool lost_ = false;
 };
 
 // Where a schedule moves the rate: what each step's rate is made from.
@@ -395,13 +445,15 @@ void set_rate(torch::optim::Optimizer& optimizer, double rate) {
 // With a chunk smaller than a batch, the batch runs as micro-batches of `chunk` samples and the rest, each
 // slice's mean loss weighted by its share of the batch so that the gradients add up to the batch's, then one
 // optimizer step (a batch norm normalises each slice by its own statistics, as accumulation does in PyTorch).
-// Every `eval_every` steps but the last, `evaluate_at(step, seconds)` is told the epoch's steps and training
-// seconds so far, with the device synchronised; its own time is left out of the epoch's.
+// Every `eval_every` steps but the last, `evaluate_at(step, seconds, joules)` is told the epoch's steps,
+// training seconds and energy so far, with the device synchronised; its own time and energy are left out
+// of the epoch's. The energy is read from `power` where it is not null.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
                         data::BatchAugmenter* augmenter, bool channels_last, int64_t chunk,
                         const StepRates* rates, int64_t epoch, Precision precision, LossScaler* scaler,
-                        int64_t eval_every, const std::function<void(int64_t, double)>& evaluate_at) {
+                        power::PowerSource* power, int64_t eval_every,
+                        const std::function<void(int64_t, double, std::optional<double>)>& evaluate_at) {
   const torch::Device& device = loader.device();
   model.train();
   loader.start_epoch(epoch);
@@ -409,9 +461,8 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   const auto on_device = torch::TensorOptions().device(device);
   torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
   torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
-  synchronize(device);
-  auto start = std::chrono::steady_clock::now();
-  double seconds = 0;  // the training time before `start`
+  TrainingTime time(device, power);
+  time.resume();
   data::Batch batch;
   const int64_t steps_per_epoch = loader.batches_per_epoch();
   int64_t step = (epoch - 1) * steps_per_epoch;  // from 0, over the whole run
@@ -454,18 +505,16 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     } else {
       optimizer.step();
     }
+    time.between_steps();
     if (eval_every > 0 && ++in_epoch % eval_every == 0 && in_epoch < steps_per_epoch) {
-      synchronize(device);
-      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      evaluate_at(in_epoch, seconds);
+      time.pause();
+      evaluate_at(in_epoch, time.seconds(), time.joules());
       model.train();
-      synchronize(device);
-      start = std::chrono::steady_clock::now();
+      time.resume();
     }
   }
-  synchronize(device);
-  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return {seconds, loss_sum.item<double>(), correct.item<int64_t>(), rate};
+  time.pause();
+  return {time.seconds(), time.joules(), loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
 // Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
@@ -819,10 +868,21 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   } else if (o.chunk > 0) {
     spdlog::info("--chunk {} holds the batch of {}: each step runs it whole", o.chunk, o.batch_size);
   }
+  // The device's energy, where it can be read: how, in the run (and resume) record, outside the options.
+  std::string no_power;
+  std::unique_ptr<power::PowerSource> power_source;
+  if (!o.measure_energy) {
+    no_power = "energy measurement was turned off (--no-energy).";
+  } else {
+    power_source = o.open_power ? o.open_power(device, no_power) : power::open_power_source(device, no_power);
+    if (!power_source) spdlog::info("energy on {}: not measured: {}", device_name, no_power);
+  }
+  const Json power_record = power::describe_power(power_source.get(), no_power);
   JsonlWriter writer(outcome.jsonl_path);
   if (done > 0) {
     Json resumed = context_record(record::kResume, o.command_line, config);
     resumed["from_epoch"] = done;
+    resumed["power"] = power_record;
     writer.add(resumed);
     if (complete) {
       spdlog::info("going on with the complete training run in {} after its last epoch, {}, to {} epochs",
@@ -831,7 +891,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       spdlog::info("going on with the training run in {} after epoch {} of {}", o.out_dir, done, o.epochs);
     }
   } else {
-    const Json header = context_record(record::kRun, o.command_line, config);
+    Json header = context_record(record::kRun, o.command_line, config);
+    header["power"] = power_record;
     info["run_id"] = header["run_id"];
     writer.add(header);
   }
@@ -888,9 +949,9 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       const std::optional<int64_t> now = peak_memory(device);
       if (now) peak = std::max(peak.value_or(0), *now);
     };
-    const auto evaluate_at = [&](int64_t step, double seconds) {
+    const auto evaluate_at = [&](int64_t step, double seconds, std::optional<double> joules) {
       add_peak();
-      r.evaluations.push_back({step, seconds, evaluate_test()});
+      r.evaluations.push_back({step, seconds, evaluate_test(), joules});
       reset_peak_memory(device);
     };
     reset_peak_memory(device);
@@ -898,7 +959,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     try {
       totals = train_epoch(
           *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
-          o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(), o.eval_every, evaluate_at);
+          o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(),
+          power_source.get(), o.eval_every, evaluate_at);
     } catch (const UserError&) {
       throw;  // an evaluation within the epoch that did not fit, said already
     } catch (const std::exception& error) {
@@ -907,6 +969,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     }
     add_peak();
     r.peak_memory_bytes = peak;
+    r.energy_j = totals.joules;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;

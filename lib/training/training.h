@@ -1,13 +1,17 @@
 #pragma once
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "data/augment.h"
 #include "lib/config/config.h"
+#include "lib/power/power_source.h"
 #include "lib/records/records.h"
 #include "lib/training/lr_schedule.h"
 #include "lib/training/noise_scale.h"
@@ -60,6 +64,10 @@ struct TrainingOptions {
   // (0: at each epoch's end only): the steps and time to a target accuracy at that resolution, not an
   // epoch's.
   int64_t eval_every = 0;
+  // The device's energy over each epoch's training (NVML on a GPU, RAPL on the CPU), where it can be read.
+  bool measure_energy = true;
+  // Opens the device's power source; power::open_power_source when empty (tests put a fake here).
+  std::function<std::unique_ptr<power::PowerSource>(const c10::Device&, std::string& reason)> open_power;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
   int64_t limit_test = 0;   // evaluate on the first N test images only; 0: all
   std::string out_dir = "runs/train";
@@ -105,6 +113,7 @@ struct StepEvaluation {
   int64_t step = 0;             // the epoch's optimizer steps before it, from 1
   double training_seconds = 0;  // the epoch's training time up to it, device synchronised
   Evaluation test;
+  std::optional<double> training_joules;  // the device's energy over that training time, where measured
 };
 
 struct EpochResult {
@@ -128,6 +137,8 @@ struct EpochResult {
   // optimizer state, the batch and its activations; evaluations left out): what a chunk makes smaller.
   // None in records written before it was measured.
   std::optional<int64_t> peak_memory_bytes;
+  // The device's energy over the epoch's training time (its evaluations left out), where it was measured.
+  std::optional<double> energy_j;
 };
 
 // Where a run first reached a target accuracy: within target_epoch, after `step` of its steps (all of

@@ -63,6 +63,20 @@ best = group["best"]["most_efficient"]
 assert best["batch_size"] in (1, 16) and best["samples_per_j"] > 0, best
 PY
 
+# train: each epoch's training energy at the writer's 40 W, in the row and the records.
+python3 "$(dirname "${BASH_SOURCE[0]}")/../data/make_idx.py" "$work/digits" --train 256 --test 32 > /dev/null \
+  || fail "the digits for train"
+expect 0 "train measures each epoch's energy" "^ +2 +[0-9.]+ .* [0-9.]+ J" \
+  train --data "$work/digits" --epochs 2 --batch 16 --device cpu --threads 1 --out "$work/train"
+python3 - "$work/train/train.jsonl" <<'PY' || fail "the energy records of train"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records[0]["power"]["method"] == "rapl" and "power" not in records[0]["config"], records[0]
+epochs = [r for r in records if r["type"] == "epoch"]
+for e in epochs:
+    assert abs(e["energy_j"] / e["epoch_seconds"] - 40) < 6, e
+print("train: %s W" % [round(e["energy_j"] / e["epoch_seconds"], 1) for e in epochs])
+PY
 expect 0 "a sweep without energy" "written" \
   sweep --model mnist_cnn --batch 2 --steps 2 --warmup 1 --device cpu --no-energy --quiet --out "$work/off"
 grep '"type":"point"' "$work/off/steps.jsonl" | grep -q energy_j && fail "--no-energy still measured energy"
