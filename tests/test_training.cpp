@@ -1252,6 +1252,10 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   EXPECT_EQ(header["power"]["available"], false);
   EXPECT_NE(header["power"]["reason"].get<std::string>().find("--no-energy"), std::string::npos);
   EXPECT_FALSE(read_jsonl(none.jsonl_path).records[1].contains("energy_j"));
+  // Nor is the evaluations' memory the training's: the 200 test images at once hold more than a step of
+  // 32, yet the epoch evaluated after every step peaks as the one evaluated at its end only.
+  ASSERT_TRUE(e.peak_memory_bytes && none.epochs[0].peak_memory_bytes);
+  EXPECT_LE(*e.peak_memory_bytes, *none.epochs[0].peak_memory_bytes * 21 / 20);
 
   BatchStudyOptions study_options;
   study_options.training = o;

@@ -377,27 +377,31 @@ Json epoch_record(const EpochResult& r) {
 struct EpochTotals {
   double seconds = 0;
   std::optional<double> joules;  // the device's energy over those seconds, where measured
+  std::optional<int64_t> peak_memory_bytes;  // the most the device held while it trained
   double loss_sum = 0;  // per-sample losses summed
   int64_t correct = 0;
   double last_lr = 0;  // where a schedule set the rates: its last step's
 };
 
-// An epoch's training time, and the device's energy over it, in the segments between its evaluations: each
-// starts and ends with the device synchronised, the counter read at its edges (and between steps, where a
-// counter wraps), never inside a step.
-class TrainingTime {
+// An epoch's training time, the device's energy over it and the most memory it held, measured in the
+// segments between its evaluations: each starts and ends with the device synchronised, the energy counter
+// read at its edges (and between steps, where a counter wraps), never inside a step, and the memory's peak
+// set anew at its start, so that the evaluations' memory is not the training's.
+class TrainingMeter {
  public:
-  TrainingTime(const torch::Device& device, power::PowerSource* source) : device_(device) {
+  TrainingMeter(const torch::Device& device, power::PowerSource* source) : device_(device) {
     if (source != nullptr) meter_.emplace(*source);
   }
   void resume() {
     synchronize(device_);
+    reset_peak_memory(device_);
     if (meter_) meter_->begin();
     start_ = std::chrono::steady_clock::now();
   }
   void pause() {
     synchronize(device_);
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    if (const std::optional<int64_t> now = peak_memory(device_)) peak_ = std::max(peak_.value_or(0), *now);
     if (!meter_) return;
     try {
       joules_ += meter_->end().joules;
@@ -415,6 +419,8 @@ class TrainingTime {
   std::optional<double> joules() const {
     return meter_ && !lost_ ? std::optional<double>(joules_) : std::nullopt;
   }
+  // None where the device does not report it.
+  std::optional<int64_t> peak_memory_bytes() const { return peak_; }
 
  private:
   torch::Device device_;
@@ -423,6 +429,7 @@ class TrainingTime {
   double seconds_ = 0;
   double joules_ = 0;
   bool lost_ = false;
+  std::optional<int64_t> peak_;
 };
 
 // Where a schedule moves the rate: what each step's rate is made from.
@@ -447,7 +454,8 @@ void set_rate(torch::optim::Optimizer& optimizer, double rate) {
 // optimizer step (a batch norm normalises each slice by its own statistics, as accumulation does in PyTorch).
 // Every `eval_every` steps but the last, `evaluate_at(step, seconds, joules)` is told the epoch's steps,
 // training seconds and energy so far, with the device synchronised; its own time and energy are left out
-// of the epoch's. The energy is read from `power` where it is not null.
+// of the epoch's, and so is their memory from the epoch's peak. The energy is read from `power` where it is
+// not null.
 EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& parameters,
                         torch::optim::Optimizer& optimizer, data::BatchLoader& loader,
                         data::BatchAugmenter* augmenter, bool channels_last, int64_t chunk,
@@ -461,8 +469,8 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
   const auto on_device = torch::TensorOptions().device(device);
   torch::Tensor loss_sum = torch::zeros({}, on_device.dtype(torch::kDouble));
   torch::Tensor correct = torch::zeros({}, on_device.dtype(torch::kLong));
-  TrainingTime time(device, power);
-  time.resume();
+  TrainingMeter meter(device, power);
+  meter.resume();
   data::Batch batch;
   const int64_t steps_per_epoch = loader.batches_per_epoch();
   int64_t step = (epoch - 1) * steps_per_epoch;  // from 0, over the whole run
@@ -505,16 +513,17 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     } else {
       optimizer.step();
     }
-    time.between_steps();
+    meter.between_steps();
     if (eval_every > 0 && ++in_epoch % eval_every == 0 && in_epoch < steps_per_epoch) {
-      time.pause();
-      evaluate_at(in_epoch, time.seconds(), time.joules());
+      meter.pause();
+      evaluate_at(in_epoch, meter.seconds(), meter.joules());
       model.train();
-      time.resume();
+      meter.resume();
     }
   }
-  time.pause();
-  return {time.seconds(), time.joules(), loss_sum.item<double>(), correct.item<int64_t>(), rate};
+  meter.pause();
+  return {meter.seconds(), meter.joules(), meter.peak_memory_bytes(), loss_sum.item<double>(),
+          correct.item<int64_t>(), rate};
 }
 
 // Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
@@ -643,7 +652,6 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
 
 namespace {
 
-// A training step that ran out of the device's memory, said with what makes it fit: micro-batches.
 // An error's first line, without LibTorch's backtrace.
 std::string first_line_of(const std::exception& error) {
   const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
@@ -651,6 +659,7 @@ std::string first_line_of(const std::exception& error) {
   return what.substr(0, what.find('\n'));
 }
 
+// A training step that ran out of the device's memory, said with what makes it fit: micro-batches.
 UserError out_of_memory(const TrainingOptions& o, const std::string& device_name, const data::DatasetKind& kind,
                         const std::exception& error) {
   const std::string reason = first_line_of(error);
@@ -943,18 +952,9 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                                 "give a smaller --eval-batch"));
       }
     };
-    // The training's peak, without the evaluations': each sets the peak anew once it is done.
-    std::optional<int64_t> peak;
-    const auto add_peak = [&] {
-      const std::optional<int64_t> now = peak_memory(device);
-      if (now) peak = std::max(peak.value_or(0), *now);
-    };
     const auto evaluate_at = [&](int64_t step, double seconds, std::optional<double> joules) {
-      add_peak();
       r.evaluations.push_back({step, seconds, evaluate_test(), joules});
-      reset_peak_memory(device);
     };
-    reset_peak_memory(device);
     EpochTotals totals;
     try {
       totals = train_epoch(
@@ -967,8 +967,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       if (!is_out_of_memory(error)) throw;
       throw out_of_memory(o, device_name, data.location.kind(), error);
     }
-    add_peak();
-    r.peak_memory_bytes = peak;
+    r.peak_memory_bytes = totals.peak_memory_bytes;
     r.energy_j = totals.joules;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
