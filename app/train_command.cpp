@@ -176,6 +176,8 @@ int run_train_command(const std::vector<std::string>& args) {
            "runs/time-to-accuracy\n"
            "  batchscope train --batch 8192 --lr 0.1 --lr-batch 256 --lr-scaling linear --lr-warmup 5 "
            "--lr-decay step:30,60 --epochs 90\n"
+           "  batchscope train --model resnet18 --data cifar10 --batch 4096 --chunk 512 --device cuda:0   # a "
+           "batch larger than fits, accumulated\n"
            "  batchscope train --data mnist --batch 64 --epochs 3 --noise-scale 16 --out runs/noise   # "
            "then: "
            "batchscope analyze SWEEP --noise-scale runs/noise\n"
