@@ -1272,7 +1272,8 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   const Json json = Json::parse(json_file);
   ASSERT_TRUE(json["rows"][0]["energy_to_target_j"].is_number()) << json["rows"][0].dump();
   EXPECT_EQ(json["rows"][0]["energy_to_target_j"], *study.rows[0].outcome.epochs[0].energy_j);
-  const int64_t least = json["rows"][0]["energy_to_target_j"] < json["rows"][1]["energy_to_target_j"] ? 32 : 64;
+  const int64_t least =
+      json["rows"][0]["energy_to_target_j"] < json["rows"][1]["energy_to_target_j"] ? 32 : 64;
   EXPECT_EQ(json["least_energy_to_target"], least);
 }
 

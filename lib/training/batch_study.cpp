@@ -106,9 +106,8 @@ std::optional<double> energy_counted(const BatchStudyRow& row) {
   if (epochs == 0) return std::nullopt;
   double joules = 0;
   for (int64_t i = 0; i < epochs; ++i) {
-    const std::optional<double> part =
-        epoch_energy(row.outcome.epochs[static_cast<std::size_t>(i)],
-                     i + 1 == epochs ? row.outcome.target_step : std::nullopt);
+    const std::optional<double> part = epoch_energy(row.outcome.epochs[static_cast<std::size_t>(i)],
+                                                    i + 1 == epochs ? row.outcome.target_step : std::nullopt);
     if (!part) return std::nullopt;
     joules += part.value_or(0);
   }
@@ -434,8 +433,9 @@ std::string format_batch_study(const BatchStudy& study) {
   if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
-  const bool accumulated = std::any_of(study.rows.begin(), study.rows.end(),
-                                       [&](const BatchStudyRow& row) { return study.chunk > 0 && study.chunk < row.batch_size; });
+  const bool accumulated = std::any_of(study.rows.begin(), study.rows.end(), [&](const BatchStudyRow& row) {
+    return study.chunk > 0 && study.chunk < row.batch_size;
+  });
   if (accumulated)
     text += "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
             std::to_string(study.chunk);
@@ -474,10 +474,12 @@ std::string format_batch_study(const BatchStudy& study) {
               number("%.1f", seconds_counted(row)) + " | ";
     }
     text += number("%.0f", row.mean_samples_per_s) + " | " + percent(row.best_test_accuracy) + " |";
-    if (memory) text += " " + (row.peak_memory_bytes ? format_memory_size(*row.peak_memory_bytes) : "—") + " |";
+    if (memory)
+      text += " " + (row.peak_memory_bytes ? format_memory_size(*row.peak_memory_bytes) : "—") + " |";
     if (energy) {
       const std::optional<double> joules = energy_counted(row);
-      text += " " + (joules && !missed && !row.outcome.stopped ? energy_text(*joules) : std::string("—")) + " |";
+      text +=
+          " " + (joules && !missed && !row.outcome.stopped ? energy_text(*joules) : std::string("—")) + " |";
     }
     if (noise) {
       const std::optional<NoiseScale>& n = noise_counted(row);

@@ -115,8 +115,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
   result.model = info.model;
   result.data = data.location.name;
   result.device = device_name;
-  result.test =
-      evaluate(*model, data.splits.test, batch_size, device, info.precision, info.channels_last);
+  result.test = evaluate(*model, data.splits.test, batch_size, device, info.precision, info.channels_last);
   return result;
 }
 

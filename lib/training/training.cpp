@@ -17,8 +17,8 @@
 #include "data/datasets.h"
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
-#include "lib/device/environment.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
 #include "lib/device/gpu.h"
 #include "lib/device/memory_peak.h"
 #include "lib/power/device_power.h"
@@ -158,7 +158,8 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
       StepEvaluation step;
       try {
         const Fields evaluation{one};
-        step = {evaluation.whole("step"), evaluation.number("training_seconds"), evaluation.test(), std::nullopt};
+        step = {evaluation.whole("step"), evaluation.number("training_seconds"), evaluation.test(),
+                std::nullopt};
         if (one.contains("training_joules")) step.training_joules = evaluation.number("training_joules");
       } catch (const BadRecord& bad) {
         throw BadRecord(std::string("has an evaluation that ") + bad.what());
@@ -376,7 +377,7 @@ Json epoch_record(const EpochResult& r) {
 
 struct EpochTotals {
   double seconds = 0;
-  std::optional<double> joules;  // the device's energy over those seconds, where measured
+  std::optional<double> joules;              // the device's energy over those seconds, where measured
   std::optional<int64_t> peak_memory_bytes;  // the most the device held while it trained
   double loss_sum = 0;  // per-sample losses summed
   int64_t correct = 0;
@@ -487,10 +488,10 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     for (auto& p : parameters) p.mutable_grad().reset();
     const int64_t samples = batch.labels.size(0);
     const bool whole = chunk <= 0 || chunk >= samples;
-    const std::vector<torch::Tensor> images = whole ? std::vector<torch::Tensor>{batch.images}
-                                                    : batch.images.split(chunk);
-    const std::vector<torch::Tensor> labels = whole ? std::vector<torch::Tensor>{batch.labels}
-                                                    : batch.labels.split(chunk);
+    const std::vector<torch::Tensor> images =
+        whole ? std::vector<torch::Tensor>{batch.images} : batch.images.split(chunk);
+    const std::vector<torch::Tensor> labels =
+        whole ? std::vector<torch::Tensor>{batch.labels} : batch.labels.split(chunk);
     for (std::size_t i = 0; i < images.size(); ++i) {
       torch::Tensor logits, loss;
       {
@@ -522,8 +523,8 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     }
   }
   meter.pause();
-  return {meter.seconds(), meter.joules(), meter.peak_memory_bytes(), loss_sum.item<double>(),
-          correct.item<int64_t>(), rate};
+  return {meter.seconds(),         meter.joules(),          meter.peak_memory_bytes(),
+          loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
 // Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
@@ -660,8 +661,8 @@ std::string first_line_of(const std::exception& error) {
 }
 
 // A training step that ran out of the device's memory, said with what makes it fit: micro-batches.
-UserError out_of_memory(const TrainingOptions& o, const std::string& device_name, const data::DatasetKind& kind,
-                        const std::exception& error) {
+UserError out_of_memory(const TrainingOptions& o, const std::string& device_name,
+                        const data::DatasetKind& kind, const std::exception& error) {
   const std::string reason = first_line_of(error);
   const std::string step = o.accumulates() ? "a micro-batch of " + std::to_string(o.chunk) + " samples"
                                            : "a training step of batch " + std::to_string(o.batch_size);
@@ -694,7 +695,9 @@ TrainingOptions as_run(const TrainingOptions& options, const std::string& device
   const int64_t small = o.noise_scale.small_batch(o.pass_batch());
   const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
   if (o.noise_scale.on() && fit < o.noise_scale.group) {
-    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : o.accumulates() ? "--chunk" : "--batch";
+    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch"
+                               : o.accumulates()       ? "--chunk"
+                                                       : "--batch";
     if (fit < 2) {
       throw UserError(located(data.location.directory, 0,
                               "--noise-scale compares one batch with two or more together, and the " +
@@ -775,8 +778,10 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
       return c.is_number_integer() ? "in micro-batches of " + c.dump() : std::string("whole");
     };
     const Json began = before.value("chunk", Json());
-    difference = "each batch ran " + way(began) + " there and runs " + way(now.value("chunk", Json())) + " here";
-    fix = "give --chunk " + (began.is_number_integer() ? began.dump() : std::string("0")) + " to go on with it, ";
+    difference =
+        "each batch ran " + way(began) + " there and runs " + way(now.value("chunk", Json())) + " here";
+    fix = "give --chunk " + (began.is_number_integer() ? began.dump() : std::string("0")) +
+          " to go on with it, ";
   }
   throw UserError(located(earlier.jsonl, earlier.config_line,
                           std::string(complete ? "holds a complete" : "holds an interrupted") +
@@ -871,8 +876,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   }
   if (o.accumulates()) {
     const int64_t rest = o.batch_size % o.chunk;
-    spdlog::info("gradient accumulation: each batch of {} as {} of {}{}, then one optimizer step", o.batch_size,
-                 counted(o.batch_size / o.chunk, "micro-batch", "micro-batches"), o.chunk,
+    spdlog::info("gradient accumulation: each batch of {} as {} of {}{}, then one optimizer step",
+                 o.batch_size, counted(o.batch_size / o.chunk, "micro-batch", "micro-batches"), o.chunk,
                  rest > 0 ? " and one of " + std::to_string(rest) : "");
   } else if (o.chunk > 0) {
     spdlog::info("--chunk {} holds the batch of {}: each step runs it whole", o.chunk, o.batch_size);
@@ -948,7 +953,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
         throw UserError(located("command line", 0,
                                 "evaluating the test split in batches of " +
                                     std::to_string(std::min(o.eval_batch_size, data.splits.test.size())) +
-                                    " does not fit in " + device_name + "'s memory (" + first_line_of(error) + ")",
+                                    " does not fit in " + device_name + "'s memory (" + first_line_of(error) +
+                                    ")",
                                 "give a smaller --eval-batch"));
       }
     };
@@ -957,10 +963,9 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     };
     EpochTotals totals;
     try {
-      totals = train_epoch(
-          *model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr, o.channels_last,
-          o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch, o.precision, scaler.get(),
-          power_source.get(), o.eval_every, evaluate_at);
+      totals = train_epoch(*model, parameters, *optimizer, loader, augmenter ? &*augmenter : nullptr,
+                           o.channels_last, o.accumulates() ? o.chunk : 0, rates ? &*rates : nullptr, epoch,
+                           o.precision, scaler.get(), power_source.get(), o.eval_every, evaluate_at);
     } catch (const UserError&) {
       throw;  // an evaluation within the epoch that did not fit, said already
     } catch (const std::exception& error) {
