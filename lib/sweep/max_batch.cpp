@@ -1,7 +1,5 @@
 #include "lib/sweep/max_batch.h"
 
-#include <c10/util/Exception.h>
-
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -293,10 +291,6 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
   return result;
 }
 
-std::string short_error_message(const std::exception& error) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
-  const std::string message = c10_error != nullptr ? c10_error->what_without_backtrace() : error.what();
-  return message.substr(0, message.find('\n'));
-}
+
 
 }  // namespace batchscope

@@ -132,7 +132,4 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
                              const MaxBatchOptions& options, const TryObserver& on_try,
                              const SearchSession& session = {});
 
-// "CPU out of memory: tried to allocate ..." without LibTorch's backtrace: the first line of the message.
-std::string short_error_message(const std::exception& error);
-
 }  // namespace batchscope

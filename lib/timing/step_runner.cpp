@@ -324,6 +324,12 @@ std::optional<std::string> unsupported_operation(const std::exception& error) {
   return what.substr(0, what.find('\n'));
 }
 
+std::string short_error_message(const std::exception& error) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
+  const std::string message = c10_error != nullptr ? c10_error->what_without_backtrace() : error.what();
+  return message.substr(0, message.find('\n'));
+}
+
 bool is_out_of_memory(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
   const char* what = error.what();

@@ -137,6 +137,9 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
 // True for the out-of-memory errors of LibTorch's CUDA and CPU allocators.
 bool is_out_of_memory(const std::exception& error);
 
+// "CPU out of memory: tried to allocate ..." without LibTorch's backtrace: the first line of the message.
+std::string short_error_message(const std::exception& error);
+
 // An image batch (4-D) laid out as a step with channels_last trains on it: NHWC where asked, else as it is.
 torch::Tensor in_memory_format(const torch::Tensor& inputs, bool channels_last);
 // A model's 4-D parameters (convolutions' weights) laid out NHWC, as channels_last trains them.

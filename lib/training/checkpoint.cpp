@@ -9,6 +9,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
 #include "lib/config/config_names.h"
+#include "lib/timing/step_runner.h"
 #include "lib/training/training_parts.h"
 #include "models/registry.h"
 
@@ -39,13 +40,6 @@ void write_text(const fs::path& path, const std::string& text) {
       throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
   }
   fs::rename(partial, path);
-}
-
-// The first line of a LibTorch error, without its backtrace.
-std::string reason_of(const std::exception& bad) {
-  const auto* torch_error = dynamic_cast<const c10::Error*>(&bad);
-  const std::string reason = torch_error ? torch_error->what_without_backtrace() : bad.what();
-  return reason.substr(0, reason.find('\n'));
 }
 
 at::Generator default_generator(const torch::Device& device) {
@@ -146,7 +140,7 @@ void read_resume_state(const std::string& path, const TrainerState& state) {
   } catch (const UserError&) {
     throw;
   } catch (const std::exception& bad) {
-    refuse("is not a readable resume state (" + printable(reason_of(bad)) + ")");
+    refuse("is not a readable resume state (" + printable(short_error_message(bad)) + ")");
   }
 }
 
@@ -158,7 +152,7 @@ void load_weights(models::Network& model, const std::string& path, const std::st
     model.load(archive);
   } catch (const std::exception& bad) {
     throw UserError(located(
-        path, 0, "is not a readable " + model_name + " checkpoint (" + printable(reason_of(bad)) + ")",
+        path, 0, "is not a readable " + model_name + " checkpoint (" + printable(short_error_message(bad)) + ")",
         "train again or give another checkpoint"));
   }
 }

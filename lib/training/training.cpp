@@ -653,17 +653,10 @@ Json training_config(const TrainingOptions& o, const Json& rebuild, const std::s
 
 namespace {
 
-// An error's first line, without LibTorch's backtrace.
-std::string first_line_of(const std::exception& error) {
-  const auto* torch_error = dynamic_cast<const c10::Error*>(&error);
-  const std::string what = torch_error != nullptr ? torch_error->what_without_backtrace() : error.what();
-  return what.substr(0, what.find('\n'));
-}
-
 // A training step that ran out of the device's memory, said with what makes it fit: micro-batches.
 UserError out_of_memory(const TrainingOptions& o, const std::string& device_name,
                         const data::DatasetKind& kind, const std::exception& error) {
-  const std::string reason = first_line_of(error);
+  const std::string reason = short_error_message(error);
   const std::string step = o.accumulates() ? "a micro-batch of " + std::to_string(o.chunk) + " samples"
                                            : "a training step of batch " + std::to_string(o.batch_size);
   return UserError(located(
@@ -953,7 +946,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
         throw UserError(located("command line", 0,
                                 "evaluating the test split in batches of " +
                                     std::to_string(std::min(o.eval_batch_size, data.splits.test.size())) +
-                                    " does not fit in " + device_name + "'s memory (" + first_line_of(error) +
+                                    " does not fit in " + device_name + "'s memory (" + short_error_message(error) +
                                     ")",
                                 "give a smaller --eval-batch"));
       }
