@@ -291,6 +291,4 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
   return result;
 }
 
-
-
 }  // namespace batchscope

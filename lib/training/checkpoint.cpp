@@ -152,7 +152,8 @@ void load_weights(models::Network& model, const std::string& path, const std::st
     model.load(archive);
   } catch (const std::exception& bad) {
     throw UserError(located(
-        path, 0, "is not a readable " + model_name + " checkpoint (" + printable(short_error_message(bad)) + ")",
+        path, 0,
+        "is not a readable " + model_name + " checkpoint (" + printable(short_error_message(bad)) + ")",
         "train again or give another checkpoint"));
   }
 }

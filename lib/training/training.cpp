@@ -946,8 +946,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
         throw UserError(located("command line", 0,
                                 "evaluating the test split in batches of " +
                                     std::to_string(std::min(o.eval_batch_size, data.splits.test.size())) +
-                                    " does not fit in " + device_name + "'s memory (" + short_error_message(error) +
-                                    ")",
+                                    " does not fit in " + device_name + "'s memory (" +
+                                    short_error_message(error) + ")",
                                 "give a smaller --eval-batch"));
       }
     };
