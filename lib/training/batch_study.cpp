@@ -60,11 +60,14 @@ int64_t samples_counted(const BatchStudyRow& row) {
          (row.outcome.target_step ? *row.outcome.target_step * row.batch_size : row.outcome.train_samples);
 }
 
+// Whether a batch of this size runs as micro-batches of the chunk (train --chunk; 0: none).
+bool accumulated(int64_t batch, int64_t chunk) { return chunk > 0 && chunk < batch; }
+
 // A batch as the study's micro-batches run it: "4096 (8×512)", "1000 (3×300 + 100)"; the size alone where it
 // trains whole.
 std::string batch_text(int64_t batch, int64_t chunk) {
   std::string text = std::to_string(batch);
-  if (chunk <= 0 || chunk >= batch) return text;
+  if (!accumulated(batch, chunk)) return text;
   text += " (" + std::to_string(batch / chunk) + "×" + std::to_string(chunk);
   if (batch % chunk != 0) text += " + " + std::to_string(batch % chunk);
   return text + ")";
@@ -91,8 +94,7 @@ double seconds_counted(const BatchStudyRow& row) {
   return seconds;
 }
 
-// The device's energy over those seconds: the epochs' before the target's, then the target epoch's up to the
-// evaluation that reached it; none where an epoch counted was not measured.
+// An epoch's training energy, or up to the evaluation at that step within it; none where not measured.
 std::optional<double> epoch_energy(const EpochResult& r, std::optional<int64_t> up_to_step) {
   if (!up_to_step) return r.energy_j;
   for (const StepEvaluation& e : r.evaluations) {
@@ -101,6 +103,8 @@ std::optional<double> epoch_energy(const EpochResult& r, std::optional<int64_t> 
   return std::nullopt;
 }
 
+// The device's energy over the seconds counted: the epochs' before the target's, then the target epoch's up
+// to the evaluation that reached it; none where an epoch counted was not measured.
 std::optional<double> energy_counted(const BatchStudyRow& row) {
   const int64_t epochs = epochs_counted(row);
   if (epochs == 0) return std::nullopt;
@@ -175,7 +179,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
-         {"chunk", study.chunk > 0 && study.chunk < row.batch_size ? Json(study.chunk) : Json()},
+         {"chunk", accumulated(row.batch_size, study.chunk) ? Json(study.chunk) : Json()},
          {"lr", row.lr},
          {"run", (fs::path(row.dir) / kJsonlName).string()},
          {"epochs", row.outcome.epochs.size()},
@@ -433,10 +437,8 @@ std::string format_batch_study(const BatchStudy& study) {
   if (!study.lr_schedule.constant()) text += "; learning rate " + describe(study.lr_schedule);
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
-  const bool accumulated = std::any_of(study.rows.begin(), study.rows.end(), [&](const BatchStudyRow& row) {
-    return study.chunk > 0 && study.chunk < row.batch_size;
-  });
-  if (accumulated)
+  if (std::any_of(study.rows.begin(), study.rows.end(),
+                  [&](const BatchStudyRow& row) { return accumulated(row.batch_size, study.chunk); }))
     text += "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
             std::to_string(study.chunk);
   if (study.eval_every > 0)
