@@ -100,7 +100,8 @@ std::string number_text(double v) {
   return out.str();
 }
 
-// The whole number the whole text is (an optional '+' allowed), or nullopt.
+}  // namespace
+
 std::optional<int64_t> whole_number(const std::string& text) {
   const char* begin = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
   int64_t value = 0;
@@ -108,8 +109,6 @@ std::optional<int64_t> whole_number(const std::string& text) {
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return value;
 }
-
-}  // namespace
 
 int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most) {
   const std::string text = result[name].as<std::string>();

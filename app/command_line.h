@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cxxopts.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ std::string model_option(const cxxopts::ParseResult& result);
 // Those of `which` that were given, into `into` (the rest left as they are).
 void read_experiment_options(const cxxopts::ParseResult& result, const std::vector<ExperimentOption>& which,
                              SweepOverrides& into);
+
+// The whole number the whole text is (an optional '+' allowed), or nullopt: for an option that takes a
+// word too (train --chunk auto).
+std::optional<int64_t> whole_number(const std::string& text);
 
 // Number options are declared as text (cxxopts::value<std::string>()) and read with these, so that a
 // wrong value is refused with its option's name and the values it takes:

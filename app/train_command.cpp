@@ -130,7 +130,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("data", "mnist, fashion-mnist, cifar10, cifar100, or a directory of one's files", cxxopts::value<std::string>()->default_value("mnist"))
       ("epochs", "epochs to train", cxxopts::value<std::string>()->default_value("3"))
       ("b,batch", "training batch size, or several (32,128,512 or 32:4096:x4): a run each in OUT/batch-B and a table and plot of what each took to reach --target-accuracy", cxxopts::value<std::string>()->default_value("64"))
-      ("chunk", "gradient accumulation, as one trains a batch larger than fits: each step runs its batch as micro-batches of at most N samples (and the rest), forward and backward each, then one optimizer step; a batch study's sizes up to N train whole (0: every batch whole)", cxxopts::value<std::string>()->default_value("0"))
+      ("chunk", "gradient accumulation, as one trains a batch larger than fits: each step runs its batch as micro-batches of at most N samples (and the rest), forward and backward each, then one optimizer step; a batch study's sizes up to N train whole (0: every batch whole); auto: before the first step, the largest micro-batch whose training step fits beside the batch (maxbatch's search, 5% of the memory left free), the batch split evenly into as few as fit", cxxopts::value<std::string>()->default_value("0"))
       ("eval-batch", "the test split's evaluation batch size; smaller where the default does not fit beside a model (eval of its checkpoints uses the same, for the same numbers)", cxxopts::value<std::string>()->default_value(std::to_string(kEvalBatchSize)))
       ("d,device", "cpu, cuda, cuda:N, or auto (the first GPU, else the CPU)", cxxopts::value<std::string>()->default_value("auto"))
       ("lr", "learning rate (at --lr-batch where --lr-scaling scales it)", cxxopts::value<std::string>()->default_value("0.01"))
@@ -197,7 +197,16 @@ int run_train_command(const std::vector<std::string>& args) {
   o.epochs = static_cast<int>(whole_option(result, "epochs", 1, 100000));
   const std::vector<int64_t> batches = batch_list_option(result, "batch");
   o.batch_size = batches.front();
-  o.chunk = whole_option(result, "chunk", 0, limits::kMaxBatchSize);
+  const std::string chunk = result["chunk"].as<std::string>();
+  o.chunk_auto = chunk == "auto";
+  if (!o.chunk_auto) {
+    const std::optional<int64_t> samples = whole_number(chunk);
+    if (!samples || *samples < 0 || *samples > limits::kMaxBatchSize)
+      refuse("--chunk " + printable(chunk) + " is neither auto nor a whole number of samples from 0 to " +
+                 std::to_string(limits::kMaxBatchSize),
+             "give e.g. --chunk 256, 0 for every batch whole, or auto for the largest micro-batches that fit");
+    o.chunk = *samples;
+  }
   o.eval_batch_size = whole_option(result, "eval-batch", 1, limits::kMaxBatchSize);
   o.device = result["device"].as<std::string>();
   o.optimizer.kind = optimizer_kind(result["optimizer"].as<std::string>());
@@ -272,6 +281,9 @@ int run_train_command(const std::vector<std::string>& args) {
   if (result.count("compare")) {
     if (batches.size() > 1) refuse("--compare trains one batch size", "give a single --batch with --compare");
     if (o.target_accuracy) refuse("--compare trains every epoch on both devices", "remove --target-accuracy");
+    if (o.chunk_auto)
+      refuse("--chunk auto would find each device's own micro-batches, and --compare runs the same on both",
+             "give a --chunk of samples, e.g. --chunk 256");
     if (!o.deterministic)
       refuse("--compare needs deterministic runs, so that only the devices' arithmetic differs",
              "leave --deterministic off out");

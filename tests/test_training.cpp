@@ -17,6 +17,7 @@
 #include "lib/training/batch_study.h"
 #include "lib/training/determinism.h"
 #include "lib/training/device_comparison.h"
+#include "lib/training/fitting_chunk.h"
 #include "lib/training/training.h"
 #include "lib/training/training_parts.h"
 #include "tests/fake_power_source.h"
@@ -1209,6 +1210,121 @@ TEST_F(Training, ABatchAccumulatedInMicroBatchesTakesTheWholeBatchsStepsAndSaysS
   EXPECT_EQ(json["rows"][1]["peak_memory_bytes"], *study.rows[1].peak_memory_bytes);
   EXPECT_NE(table.find("| peak memory |"), std::string::npos) << table;
   EXPECT_EQ(read_jsonl(study.rows[1].outcome.jsonl_path).records.front()["config"]["chunk"], 16);
+}
+
+// The chunk --chunk auto takes for the largest micro-batch that fits: as few micro-batches as that
+// allows, of an even size, from 64 on in eights where those still fit.
+TEST(EvenChunk, SplitsABatchIntoAsFewEvenMicroBatchesAsFit) {
+  EXPECT_EQ(even_chunk(4096, 1537), 1368);  // 1368 + 1368 + 1360, not 1537 + 1537 + 1022
+  EXPECT_EQ(even_chunk(4096, 2048), 2048);
+  EXPECT_EQ(even_chunk(4096, 2047), 1368);
+  EXPECT_EQ(even_chunk(300, 130), 104);  // 104 + 104 + 92
+  EXPECT_EQ(even_chunk(40, 16), 14);     // 14 + 14 + 12: below 64, not rounded to 16
+  EXPECT_EQ(even_chunk(1000, 999), 504);  // two of 500 would do; 504 and 496 keep to eights
+  EXPECT_EQ(even_chunk(130, 65), 65);    // 65 + 65: 72 does not fit
+  EXPECT_EQ(even_chunk(7, 1), 1);
+  EXPECT_EQ(even_chunk(300, 300), 0) << "a batch that fits runs whole";
+  EXPECT_EQ(even_chunk(300, 1000), 0);
+}
+
+// --chunk auto: under a memory limit that a whole batch of 300 does not fit in, the run searches for the
+// largest micro-batch that does and trains in even micro-batches below it, as the same --chunk given
+// would, to the bit; the run record says what the search found; a stopped run goes on with its chunk
+// without searching; a batch that fits trains whole; a batch study's larger sizes take a smaller size's
+// search.
+TEST_F(Training, ChunkAutoTrainsInTheLargestEvenMicroBatchesThatFit) {
+  TrainingOptions o = options("chunk_auto");
+  o.batch_size = 300;
+  o.eval_batch_size = 10;  // what fits beside the model under the limit (see the test above)
+  o.chunk_auto = true;
+  o.stop_requested = [] { return true; };
+  std::optional<TrainingOutcome> found, given;
+  {
+    const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + (40 << 20));
+    found = train_model(o);
+    ASSERT_TRUE(found->chunk_search);
+    const ChunkSearch& s = *found->chunk_search;
+    EXPECT_EQ(s.batch, 300);
+    EXPECT_GT(s.largest_fitting, 0);
+    EXPECT_LT(s.largest_fitting, 300) << "a whole batch of 300 does not fit under the limit";
+    EXPECT_EQ(s.chunk, even_chunk(300, s.largest_fitting));
+    EXPECT_EQ(found->chunk, s.chunk);
+    EXPECT_GE(s.tries, 4) << "300 fails; bisecting below it takes tries; then the confirmation";
+    EXPECT_EQ(s.held_bytes, 300 * (28 * 28 * 4 + 8));
+    EXPECT_EQ(s.margin, kChunkSearchMargin);
+    ASSERT_EQ(found->epochs.size(), 1u);
+    const Json header = read_jsonl(found->jsonl_path).records.front();
+    EXPECT_EQ(header["config"]["chunk"], s.chunk);
+    EXPECT_EQ(header["chunk_search"]["largest_fitting"], s.largest_fitting);
+    EXPECT_EQ(header["chunk_search"]["tries"], s.tries);
+    EXPECT_FALSE(header["config"].contains("chunk_auto")) << "the run is the same as with its chunk given";
+
+    TrainingOptions explicit_chunk = o;
+    explicit_chunk.chunk_auto = false;
+    explicit_chunk.chunk = s.chunk;
+    explicit_chunk.out_dir = (*root_ / "chunk_given").string();
+    given = train_model(explicit_chunk);
+  }
+  expect_same_epochs(found->epochs, given->epochs);
+  EXPECT_FALSE(given->chunk_search);
+
+  // Without the limit a search would train whole batches; the stopped run goes on in its micro-batches.
+  o.stop_requested = nullptr;
+  const TrainingOutcome resumed = train_model(o);
+  EXPECT_EQ(resumed.resumed_from_epoch, 1);
+  EXPECT_FALSE(resumed.chunk_search) << "no search where a run goes on";
+  EXPECT_EQ(resumed.chunk, found->chunk);
+  ASSERT_EQ(resumed.epochs.size(), 2u);
+
+  // A batch that fits trains whole, as without a chunk.
+  TrainingOptions small = options("chunk_auto_whole");
+  small.epochs = 1;
+  small.limit_train = 128;
+  small.chunk_auto = true;
+  const TrainingOutcome whole = train_model(small);
+  ASSERT_TRUE(whole.chunk_search);
+  EXPECT_EQ(whole.chunk_search->chunk, 0);
+  EXPECT_EQ(whole.chunk_search->largest_fitting, 32);
+  EXPECT_EQ(whole.chunk, 0);
+  EXPECT_FALSE(read_jsonl(whole.jsonl_path).records.front()["config"].contains("chunk"));
+
+  // A study of 8, 300 and 600 under the limit: 8 fits whole, 300 searches, 600 takes 300's search.
+  BatchStudyOptions study_options;
+  study_options.training = options("chunk_auto_study");
+  study_options.training.epochs = 1;
+  study_options.training.eval_batch_size = 10;
+  study_options.training.chunk_auto = true;
+  study_options.batch_sizes = {8, 300, 600};
+  std::optional<BatchStudy> study;
+  {
+    const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + (40 << 20));
+    study = run_batch_study(study_options);
+  }
+  ASSERT_EQ(study->rows.size(), 3u);
+  const std::optional<ChunkSearch>& at_8 = study->rows[0].outcome.chunk_search;
+  const std::optional<ChunkSearch>& at_300 = study->rows[1].outcome.chunk_search;
+  const std::optional<ChunkSearch>& at_600 = study->rows[2].outcome.chunk_search;
+  ASSERT_TRUE(at_8 && at_300 && at_600);
+  EXPECT_EQ(at_8->chunk, 0);
+  EXPECT_EQ(at_300->found_for_batch, 0);
+  EXPECT_EQ(at_600->found_for_batch, 300);
+  EXPECT_EQ(at_600->largest_fitting, at_300->largest_fitting);
+  EXPECT_EQ(at_600->chunk, even_chunk(600, at_300->largest_fitting));
+  const std::string table = format_batch_study(*study);
+  EXPECT_NE(table.find("batches that did not fit accumulated in the largest even micro-batches that did "
+                       "(--chunk auto)"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("| 8 |"), std::string::npos) << table;
+  const int64_t c = at_600->chunk;
+  const std::string row_600 = "| 600 (" + std::to_string(600 / c) + "×" + std::to_string(c) +
+                              (600 % c ? " + " + std::to_string(600 % c) : std::string()) + ") |";
+  EXPECT_NE(table.find(row_600), std::string::npos) << table;
+  std::ifstream json_file(study->json_path);
+  const Json json = Json::parse(json_file);
+  EXPECT_EQ(json["chunk"], "auto");
+  EXPECT_TRUE(json["rows"][0]["chunk"].is_null());
+  EXPECT_EQ(json["rows"][2]["chunk"], c);
 }
 
 // train measures the device's energy over each epoch's training, its evaluations left out: a source of a

@@ -179,7 +179,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
     }
     rows.push_back(
         {{"batch_size", row.batch_size},
-         {"chunk", accumulated(row.batch_size, study.chunk) ? Json(study.chunk) : Json()},
+         {"chunk", row.outcome.chunk > 0 ? Json(row.outcome.chunk) : Json()},
          {"lr", row.lr},
          {"run", (fs::path(row.dir) / kJsonlName).string()},
          {"epochs", row.outcome.epochs.size()},
@@ -220,7 +220,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"precision", to_string(study.precision)},
           {"augment", data::to_string(study.augment)},
           {"channels_last", study.channels_last},
-          {"chunk", study.chunk > 0 ? Json(study.chunk) : Json()},
+          {"chunk", study.chunk_auto ? Json("auto") : study.chunk > 0 ? Json(study.chunk) : Json()},
           {"lr_schedule", study.lr_schedule.constant() ? Json() : Json(lr_schedule_json(study.lr_schedule))},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
@@ -283,6 +283,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   study.channels_last = options.training.channels_last;
   study.eval_every = options.training.eval_every;
   study.chunk = options.training.chunk;
+  study.chunk_auto = options.training.chunk_auto;
   study.lr_schedule.warmup_from = options.training.optimizer.lr;
   study.reference_batch = options.reference_batch > 0
                               ? options.reference_batch
@@ -324,6 +325,17 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     row.lr = o.optimizer.lr;
     row.dir = o.out_dir;
     row.outcome = train_on(o, device, data);
+    // --chunk auto: where this size did not fit whole, no larger size does, and each later one takes
+    // the largest micro-batch that fitted instead of searching again.
+    const std::optional<ChunkSearch>& search = row.outcome.chunk_search;
+    if (search && search->chunk > 0) {
+      for (std::size_t j = i + 1; j < runs.size(); ++j) {
+        if (runs[j].batch_size > o.batch_size && runs[j].chunk_fits == 0) {
+          runs[j].chunk_fits = search->largest_fitting;
+          runs[j].chunk_fits_batch = search->found_for_batch > 0 ? search->found_for_batch : o.batch_size;
+        }
+      }
+    }
     row.steps_per_epoch = (row.outcome.train_samples + o.batch_size - 1) / o.batch_size;
     double seconds = 0;
     for (const EpochResult& r : row.outcome.epochs) {
@@ -438,9 +450,12 @@ std::string format_batch_study(const BatchStudy& study) {
   if (study.augment.any()) text += "; training images augmented " + data::to_string(study.augment);
   if (study.channels_last) text += "; channels-last";
   if (std::any_of(study.rows.begin(), study.rows.end(),
-                  [&](const BatchStudyRow& row) { return accumulated(row.batch_size, study.chunk); }))
-    text += "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
-            std::to_string(study.chunk);
+                  [&](const BatchStudyRow& row) { return row.outcome.chunk > 0; })) {
+    text += study.chunk_auto ? "; batches that did not fit accumulated in the largest even micro-batches that "
+                               "did (--chunk auto)"
+                             : "; batches above " + std::to_string(study.chunk) +
+                                   " accumulated in micro-batches of " + std::to_string(study.chunk);
+  }
   if (study.eval_every > 0)
     text += "; the test split evaluated every " + std::to_string(study.eval_every) + " steps too";
   text += "; seconds are the training epochs', evaluation excluded)\n\n";
@@ -464,7 +479,7 @@ std::string format_batch_study(const BatchStudy& study) {
   for (const BatchStudyRow& row : study.rows) {
     const int64_t epochs = epochs_counted(row);
     const bool missed = target && !row.outcome.target_epoch;
-    text += "| " + batch_text(row.batch_size, study.chunk) + " | " + number("%.4g", row.lr) + " | ";
+    text += "| " + batch_text(row.batch_size, row.outcome.chunk) + " | " + number("%.4g", row.lr) + " | ";
     if (row.outcome.stopped) {
       text += "stopped after " + std::to_string(row.outcome.epochs.size()) + " | — | — | ";
     } else if (row.outcome.diverged_epoch) {

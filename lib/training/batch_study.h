@@ -62,6 +62,9 @@ struct BatchStudy {
   bool channels_last = false;  // whether they trained NHWC
   int64_t eval_every = 0;      // their evaluations within an epoch (train --eval-every): every so many steps
   int64_t chunk = 0;  // the micro-batches of the sizes above it (train --chunk: gradient accumulation)
+  // train --chunk auto: each size's run found its own (each row's outcome.chunk), or took a smaller
+  // size's search.
+  bool chunk_auto = false;
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md
   // OUT/time_to_accuracy.png and .svg, where gnuplot drew them; else why not (plot_skipped) or what

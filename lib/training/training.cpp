@@ -28,6 +28,7 @@
 #include "lib/timing/optimizer.h"
 #include "lib/timing/step_runner.h"
 #include "lib/training/determinism.h"
+#include "lib/training/fitting_chunk.h"
 #include "lib/training/training_parts.h"
 #include "models/flop_tally.h"
 #include "models/portable_dropout.h"
@@ -782,14 +783,44 @@ void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, con
                           fix + "pass --force to replace it, or choose another --out directory"));
 }
 
+// Whether a run of these options goes on from what an earlier session left: its epochs, or a complete run.
+bool goes_on_from(const EarlierRun& earlier) {
+  return earlier.state == EarlierRun::State::Complete || !earlier.epochs.empty();
+}
+
+// --chunk auto where an earlier session's run goes on: its chunk (the record has one only where the batch
+// accumulated), so that it goes on as it began.
+TrainingOptions with_earlier_chunk(const TrainingOptions& options, const EarlierRun& earlier) {
+  TrainingOptions o = options;
+  if (o.chunk_auto && goes_on_from(earlier)) {
+    const Json chunk = earlier.config.value("chunk", Json());
+    o.chunk = chunk.is_number_integer() ? chunk.get<int64_t>() : 0;
+  }
+  return o;
+}
+
+// --chunk auto's choice for a run that starts: from a smaller batch's search where the options bring one,
+// else a search of its own.
+ChunkSearch choose_chunk(const TrainingOptions& o, const std::string& device_name, const data::DatasetKind& kind) {
+  if (o.chunk_fits > 0 && o.chunk_fits < o.batch_size) {
+    ChunkSearch s;
+    s.batch = o.batch_size;
+    s.largest_fitting = o.chunk_fits;
+    s.chunk = even_chunk(o.batch_size, o.chunk_fits);
+    s.found_for_batch = o.chunk_fits_batch;
+    return s;
+  }
+  return search_fitting_chunk(o, device_name, kind);
+}
+
 }  // namespace
 
 void check_earlier_options(const TrainingOptions& options, const std::string& device_name,
                            const LoadedData& data) {
   if (options.force) return;
   const EarlierRun earlier = read_earlier_run(options.out_dir);
-  if (earlier.state != EarlierRun::State::Complete && earlier.epochs.empty()) return;
-  const TrainingOptions o = as_run(options, device_name, data);
+  if (!goes_on_from(earlier)) return;
+  const TrainingOptions o = as_run(with_earlier_chunk(options, earlier), device_name, data);
   const DeterminismScope determinism(torch::Device(device_name), /*tf32_off=*/o.device_independent,
                                      o.deterministic);
   check_same_options(earlier, o, start_run(o, device_name, data, determinism).config);
@@ -797,23 +828,35 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
 
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
                          const LoadedData& data) {
-  const TrainingOptions o = as_run(options, device_name, data);
   const data::Dataset& train = data.splits.train;
-  if (o.batch_size > train.size()) {
+  if (options.batch_size > train.size()) {
     throw UserError(located(data.location.directory, 0,
-                            "--batch " + std::to_string(o.batch_size) + " is larger than the " +
+                            "--batch " + std::to_string(options.batch_size) + " is larger than the " +
                                 std::to_string(train.size()) + " training images",
                             "give a smaller --batch or a larger --limit-train"));
   }
-  const EarlierRun earlier = o.force ? EarlierRun{} : read_earlier_run(o.out_dir);
+  const EarlierRun earlier = options.force ? EarlierRun{} : read_earlier_run(options.out_dir);
   const torch::Device device(device_name);
-  if (o.precision == Precision::FP16 && !device.is_cuda()) {
+  if (options.precision == Precision::FP16 && !device.is_cuda()) {
     throw UserError(located("command line", 0,
                             "--precision fp16 trains under autocast on a GPU only, not on " + device_name,
                             "give --device cuda, or --precision bf16"));
   }
-  const DeterminismScope determinism(device, /*tf32_off=*/o.device_independent, o.deterministic);
+  const DeterminismScope determinism(device, /*tf32_off=*/options.device_independent, options.deterministic);
   TrainingOutcome outcome;
+  // --chunk auto: the earlier session's chunk, else the search's, before the run's model is built, so that
+  // the search has the device's memory to itself.
+  TrainingOptions chosen = with_earlier_chunk(options, earlier);
+  if (options.chunk_auto && !goes_on_from(earlier)) {
+    outcome.chunk_search = choose_chunk(options, device_name, data.location.kind());
+    chosen.chunk = outcome.chunk_search->chunk;
+    spdlog::info("--chunk auto: {}", describe(*outcome.chunk_search));
+  } else if (options.chunk_auto) {
+    spdlog::info("--chunk auto: going on with the earlier session's {}",
+                 chosen.accumulates() ? "micro-batches of " + std::to_string(chosen.chunk) : "whole batches");
+  }
+  const TrainingOptions o = as_run(chosen, device_name, data);
+  outcome.chunk = o.accumulates() ? o.chunk : 0;
   outcome.device = device_name;
   outcome.train_samples = train.size();
   outcome.jsonl_path = (fs::path(o.out_dir) / kJsonlName).string();
@@ -900,6 +943,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   } else {
     Json header = context_record(record::kRun, o.command_line, config);
     header["power"] = power_record;
+    if (outcome.chunk_search) header["chunk_search"] = to_json(*outcome.chunk_search);
     info["run_id"] = header["run_id"];
     writer.add(header);
   }

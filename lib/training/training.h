@@ -35,6 +35,14 @@ struct TrainingOptions {
   // of at most this many samples (and the rest), forward and backward each with its loss weighted by its
   // share of the batch, then one optimizer step. 0, or a chunk that holds the batch: the batch whole.
   int64_t chunk = 0;
+  // --chunk auto: the chunk is found before the first step (fitting_chunk.h): the largest micro-batch up
+  // to the batch whose training step fits beside the batch itself, then the batch split as evenly as it
+  // goes into as few micro-batches. A run that goes on takes its earlier session's chunk instead.
+  bool chunk_auto = false;
+  // With chunk_auto: the largest micro-batch that a search for a smaller batch of the same model and
+  // options found to fit (a batch study's next sizes), taken instead of searching again; 0: none.
+  int64_t chunk_fits = 0;
+  int64_t chunk_fits_batch = 0;  // the batch that search was for
   // The test split is evaluated in batches of this size; eval's default is the same, so that it
   // reproduces an epoch's numbers exactly on the same device.
   int64_t eval_batch_size = kEvalBatchSize;
@@ -151,8 +159,27 @@ struct TargetReached {
 // The first evaluation of the epochs (within each, then at its end) whose test accuracy reaches target.
 std::optional<TargetReached> first_reaching(double target, const std::vector<EpochResult>& epochs);
 
+// What --chunk auto found: the largest micro-batch that fits, and the chunk the batch runs in.
+struct ChunkSearch {
+  int64_t batch = 0;            // the training batch it was for
+  int64_t largest_fitting = 0;  // the largest micro-batch up to `batch` that ran its confirmation steps
+  int64_t chunk = 0;            // what each batch runs in: 0, the batch whole, where the batch fits
+  // Where an earlier search for a smaller batch found largest_fitting (a batch study): that batch; 0:
+  // this run's own search.
+  int64_t found_for_batch = 0;
+  int tries = 0;  // of this run's search, its confirmation's included
+  double seconds = 0;
+  std::optional<int64_t> peak_memory_bytes;  // of the confirmation at largest_fitting
+  int64_t held_bytes = 0;                    // the training batch held on the device beside each try
+  double margin = 0;                         // the share of the device's memory left free
+  std::optional<int64_t> cpu_memory_limit;   // on the CPU: the limit the search ran under
+};
+Json to_json(const ChunkSearch& s);
+
 struct TrainingOutcome {
   std::string device;  // resolved: cpu or cuda:N
+  int64_t chunk = 0;   // the micro-batches each batch ran in (TrainingOptions::chunk as run); 0: whole
+  std::optional<ChunkSearch> chunk_search;  // --chunk auto's choice, where this session made one
   std::string jsonl_path;
   std::string checkpoint_path;  // checkpoint.pt, the weights after the last epoch
   std::vector<EpochResult> epochs;  // every epoch of the run, those of earlier sessions included

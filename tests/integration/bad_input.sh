@@ -210,6 +210,8 @@ expect option_peak_search_without_layers "command line: --cudnn-benchmark is the
 expect option_peak_profiled_runs "command line: --profiled-runs: 'x' is not a whole number from 0 to 1000000; give one, e.g. --profiled-runs 0" peak --device cpu --model mnist_cnn --profiled-runs x
 expect option_peak_profiled_without_layers "command line: --profiled-runs is the layers', and --operation leaves them out; add layers to --operation or leave --profiled-runs out" peak --device cpu --operation conv --profiled-runs 3
 expect option_train_deterministic "command line: --deterministic 'maybe' is neither on nor off; give --deterministic on or off" train --device cpu --deterministic maybe
+expect option_train_chunk_word "command line: --chunk many is neither auto nor a whole number of samples from 0 to [0-9]+; give e.g. --chunk 256, 0 for every batch whole, or auto" train --chunk many --out "$work/new1"
+expect option_train_compare_chunk_auto "command line: --chunk auto would find each device's own micro-batches, and --compare runs the same on both; give a --chunk of samples" train --compare cpu,cpu --chunk auto --out "$work/new1"
 expect option_train_compare_loose "command line: --compare needs deterministic runs, so that only the devices' arithmetic differs; leave --deterministic off out" train --compare cpu,cpu --deterministic off
 expect option_peak_layer_batch "command line: --batch 8,0: 8,0 contains 0, which is not a batch size.*; give one size \(64\) or several \(32,128,512 or 32:4096:x4\)" peak --device cpu --model mnist_cnn --batch 8,0
 expect option_peak_layer_batch_large "command line: --batch: '99999999' is not a whole number from 1 to 16777216" peak --device cpu --model mnist_cnn --batch 99999999

@@ -205,6 +205,16 @@ grep -q "batches above 12 accumulated in micro-batches of 12" "$work/study_chunk
   && ok "the study's heading says which sizes accumulated" || fail "the study's heading: $(head -3 "$work/study_chunk/time_to_accuracy.md")"
 expect 2 "more epochs of a run, with another chunk" "each batch ran in micro-batches of 12 there and runs whole here\); give --chunk 12 to go on with it" \
   train --data "$work/digits" --epochs 2 --batch 32 --eval-batch 30 --device cpu --threads 1 --out "$work/train_chunk"
+# --chunk auto: the search's log line and record; a batch that fits trains whole, with no chunk.
+expect 0 "train --chunk auto" "--chunk auto: the batch of 32 fits whole \(2 tries, " \
+  train --data "$work/digits" --epochs 1 --batch 32 --chunk auto --eval-batch 30 --device cpu --threads 1 --out "$work/train_auto"
+python3 - "$work/train_auto/train.jsonl" <<'PY' || fail "the run record of --chunk auto"
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+search = run["chunk_search"]
+assert "chunk" not in run["config"] and search["chunk"] == 0 and search["largest_fitting"] == 32, run
+assert search["tries"] == 2 and search["held_bytes"] == 32 * (28 * 28 * 4 + 8) and search["margin"] == 0.05, search
+PY
 # analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
 "$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
   --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"

@@ -1,0 +1,122 @@
+#include "lib/training/fitting_chunk.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <optional>
+
+#include "lib/common/errors.h"
+#include "lib/common/words.h"
+#include "lib/config/config.h"
+#include "lib/device/cpu_memory.h"
+#include "lib/device/gpu.h"
+#include "lib/sweep/max_batch.h"
+#include "lib/timing/step_runner.h"
+
+namespace batchscope {
+
+int64_t even_chunk(int64_t batch, int64_t fits) {
+  if (fits >= batch) return 0;
+  const int64_t passes = (batch + fits - 1) / fits;
+  const int64_t even = (batch + passes - 1) / passes;
+  const int64_t in_eights = (even + 7) / 8 * 8;
+  return even >= 64 && in_eights <= fits ? in_eights : even;
+}
+
+Json to_json(const ChunkSearch& s) {
+  Json j = {{"batch", s.batch}, {"largest_fitting", s.largest_fitting}, {"chunk", s.chunk}};
+  if (s.found_for_batch > 0) {
+    j["found_for_batch"] = s.found_for_batch;
+    return j;
+  }
+  j["tries"] = s.tries;
+  j["seconds"] = s.seconds;
+  j["peak_memory_bytes"] = s.peak_memory_bytes ? Json(*s.peak_memory_bytes) : Json();
+  j["held_bytes"] = s.held_bytes;
+  j["margin"] = s.margin;
+  if (s.cpu_memory_limit) j["cpu_memory_limit"] = *s.cpu_memory_limit;
+  return j;
+}
+
+ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& device_name,
+                                 const data::DatasetKind& kind) {
+  const torch::Device device(device_name);
+  // The run's training step, as a sweep's experiment of it.
+  ExperimentConfig e;
+  e.name = "train";
+  e.model = o.model;
+  e.input_shape = kind.image;
+  e.classes = kind.classes;
+  e.phase = Phase::Train;
+  e.optimizer = o.optimizer;
+  if (!e.optimizer.foreach) e.optimizer.foreach = device.is_cuda();
+  e.precision = o.precision;
+  e.loss_scale = o.loss_scale;
+  e.loss_scaler = o.loss_scaler;
+  e.channels_last = o.channels_last;
+  e.device = device_name;
+  e.seed = o.seed;
+
+  MaxBatchOptions search;
+  search.start = o.batch_size;
+  search.upper_bound = o.batch_size;
+  search.granularity = o.batch_size >= 64 ? 8 : 1;
+  search.margin = kChunkSearchMargin;
+  if (device.is_cpu() && !cpu_memory::limit()) {
+    // What LibTorch holds already (the dataset's images) counts against the limit too.
+    if (const std::optional<int64_t> available = cpu_memory::available_bytes())
+      search.cpu_memory_limit = cpu_memory::current_bytes() + *available / 10 * 9;
+  }
+  ChunkSearch found;
+  found.batch = o.batch_size;
+  MaxBatchResult result;
+  {
+    // The batch as a step of training holds it on the device, its images and labels.
+    std::vector<int64_t> shape = {o.batch_size};
+    shape.insert(shape.end(), kind.image.begin(), kind.image.end());
+    const torch::Tensor images = torch::empty(shape, torch::TensorOptions().device(device));
+    const torch::Tensor labels = torch::empty({o.batch_size}, torch::TensorOptions().device(device).dtype(torch::kLong));
+    found.held_bytes = static_cast<int64_t>(images.nbytes() + labels.nbytes());
+    spdlog::info("--chunk auto: searching for the largest micro-batch of {}'s training step that fits on {} "
+                 "beside the batch of {} ({})",
+                 o.model, device_name, o.batch_size, format_memory_size(found.held_bytes));
+    result = run_max_batch(e, device, search, [](const MaxBatchTry& t) {
+      spdlog::info("--chunk auto: micro-batch {}: {} ({}, {:.2f} s)", t.batch_size,
+                   t.fits ? "fits" : "out of memory", counted(t.steps, "step"), t.seconds);
+    });
+  }
+  if (device.is_cuda()) gpu::empty_cache();
+  if (!result.max_batch) {
+    throw UserError(located("command line", 0,
+                            "--chunk auto: not even a micro-batch of one sample trains in " + device_name +
+                                "'s memory beside the batch of " + std::to_string(o.batch_size) + " (" +
+                                result.error + ")",
+                            "give a smaller --batch, a smaller model, or --precision bf16"));
+  }
+  found.largest_fitting = *result.max_batch;
+  found.chunk = even_chunk(o.batch_size, found.largest_fitting);
+  found.tries = static_cast<int>(result.tries.size());
+  for (const MaxBatchTry& t : result.tries) found.seconds += t.seconds;
+  found.peak_memory_bytes = result.peak_memory_bytes;
+  found.margin = result.margin;
+  found.cpu_memory_limit = result.cpu_memory_limit;
+  return found;
+}
+
+std::string describe(const ChunkSearch& s) {
+  char how[160];
+  if (s.found_for_batch > 0) {
+    std::snprintf(how, sizeof how, "found for the batch of %lld", static_cast<long long>(s.found_for_batch));
+  } else {
+    std::snprintf(how, sizeof how, "%s, %.1f s, %g%% of the memory left free", counted(s.tries, "try", "tries").c_str(),
+                  s.seconds, 100 * s.margin);
+  }
+  if (s.chunk == 0) return "the batch of " + std::to_string(s.batch) + " fits whole (" + how + ")";
+  const int64_t passes = (s.batch + s.chunk - 1) / s.chunk;
+  return "the largest micro-batch that fits is " + std::to_string(s.largest_fitting) + " (" + how +
+         "); each batch of " + std::to_string(s.batch) + " as " + counted(passes, "micro-batch", "micro-batches") +
+         " of at most " + std::to_string(s.chunk);
+}
+
+}  // namespace batchscope

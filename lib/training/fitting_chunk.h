@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "data/datasets.h"
+#include "lib/training/training.h"
+
+namespace batchscope {
+
+// The share of the device's memory that --chunk auto's search leaves free: what training holds beyond the
+// searched step (the evaluations' activations between steps, the caching allocator's other blocks).
+constexpr double kChunkSearchMargin = 0.05;
+
+// The chunk for a batch whose largest fitting micro-batch is `fits`: 0 (the batch whole) where the batch
+// fits; else the batch split into as few micro-batches as fit, ceil(batch / fits), of an even size, from 64
+// on rounded up to a multiple of 8 (a GPU's tensor cores take their rows in eights) where that still fits. The
+// micro-batches are as many as `fits` gives, and smaller: 4096 with 1537 fitting runs as 1368, 1368
+// and 1360, not 1537, 1537 and 1022.
+int64_t even_chunk(int64_t batch, int64_t fits);
+
+// Searches for the largest micro-batch, up to o.batch_size, whose training step fits on the device beside
+// the batch itself, held there as training holds it: maxbatch's search (lib/sweep/max_batch.h) of the
+// run's model, optimizer, precision and layout on synthetic samples of the data's shape, starting at the
+// batch (a batch that fits takes one try and the confirmation), with kChunkSearchMargin of the memory
+// left free. On the CPU it runs under the limit in place, else under what LibTorch holds now and 90% of
+// the memory the system has available. Each try is a log line. Where not one sample fits, a UserError
+// says so. The model built for the search is gone when it returns.
+ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& device_name,
+                                 const data::DatasetKind& kind);
+
+// "the largest micro-batch that fits is 1537 (11 tries, 3.2 s, 5% of the memory left free); each batch
+// of 4096 as 3 micro-batches of at most 1368", or "the batch of 512 fits whole (...)".
+std::string describe(const ChunkSearch& s);
+
+}  // namespace batchscope
