@@ -1230,8 +1230,8 @@ TEST(EvenChunk, SplitsABatchIntoAsFewEvenMicroBatchesAsFit) {
 // --chunk auto: under a memory limit that a whole batch of 300 does not fit in, the run searches for the
 // largest micro-batch that does and trains in even micro-batches below it, as the same --chunk given
 // would, to the bit; the run record says what the search found; a stopped run goes on with its chunk
-// without searching; a batch that fits trains whole; a batch study's larger sizes take a smaller size's
-// search.
+// without searching; a batch that fits trains whole; a batch study's larger sizes search from what a
+// smaller size found.
 TEST_F(Training, ChunkAutoTrainsInTheLargestEvenMicroBatchesThatFit) {
   TrainingOptions o = options("chunk_auto");
   o.batch_size = 300;
@@ -1288,13 +1288,15 @@ TEST_F(Training, ChunkAutoTrainsInTheLargestEvenMicroBatchesThatFit) {
   EXPECT_EQ(whole.chunk, 0);
   EXPECT_FALSE(read_jsonl(whole.jsonl_path).records.front()["config"].contains("chunk"));
 
-  // A study of 8, 300 and 600 under the limit: 8 fits whole, 300 searches, 600 takes 300's search.
+  // A study of 8, 150 and 300 under the limit: 8 fits whole, 150 searches from 150, 300 from what fitted
+  // beside 150 (no more fits beside a larger batch).
   BatchStudyOptions study_options;
   study_options.training = options("chunk_auto_study");
   study_options.training.epochs = 1;
   study_options.training.eval_batch_size = 10;
+  study_options.training.limit_train = 300;
   study_options.training.chunk_auto = true;
-  study_options.batch_sizes = {8, 300, 600};
+  study_options.batch_sizes = {8, 150, 300};
   std::optional<BatchStudy> study;
   {
     const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + (40 << 20));
@@ -1302,24 +1304,26 @@ TEST_F(Training, ChunkAutoTrainsInTheLargestEvenMicroBatchesThatFit) {
   }
   ASSERT_EQ(study->rows.size(), 3u);
   const std::optional<ChunkSearch>& at_8 = study->rows[0].outcome.chunk_search;
-  const std::optional<ChunkSearch>& at_300 = study->rows[1].outcome.chunk_search;
-  const std::optional<ChunkSearch>& at_600 = study->rows[2].outcome.chunk_search;
-  ASSERT_TRUE(at_8 && at_300 && at_600);
+  const std::optional<ChunkSearch>& at_150 = study->rows[1].outcome.chunk_search;
+  const std::optional<ChunkSearch>& at_300 = study->rows[2].outcome.chunk_search;
+  ASSERT_TRUE(at_8 && at_150 && at_300);
   EXPECT_EQ(at_8->chunk, 0);
-  EXPECT_EQ(at_300->found_for_batch, 0);
-  EXPECT_EQ(at_600->found_for_batch, 300);
-  EXPECT_EQ(at_600->largest_fitting, at_300->largest_fitting);
-  EXPECT_EQ(at_600->chunk, even_chunk(600, at_300->largest_fitting));
+  EXPECT_GT(at_150->chunk, 0);
+  EXPECT_EQ(at_150->started_at, 0);
+  EXPECT_EQ(at_300->started_at, at_150->largest_fitting);
+  EXPECT_EQ(at_300->bound_from_batch, 150);
+  EXPECT_LE(at_300->largest_fitting, at_150->largest_fitting);
+  EXPECT_EQ(at_300->chunk, even_chunk(300, at_300->largest_fitting));
   const std::string table = format_batch_study(*study);
   EXPECT_NE(table.find("batches that did not fit accumulated in the largest even micro-batches that did "
                        "(--chunk auto)"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("| 8 |"), std::string::npos) << table;
-  const int64_t c = at_600->chunk;
-  const std::string row_600 = "| 600 (" + std::to_string(600 / c) + "×" + std::to_string(c) +
-                              (600 % c ? " + " + std::to_string(600 % c) : std::string()) + ") |";
-  EXPECT_NE(table.find(row_600), std::string::npos) << table;
+  const int64_t c = at_300->chunk;
+  const std::string row_300 = "| 300 (" + std::to_string(300 / c) + "×" + std::to_string(c) +
+                              (300 % c ? " + " + std::to_string(300 % c) : std::string()) + ") |";
+  EXPECT_NE(table.find(row_300), std::string::npos) << table;
   std::ifstream json_file(study->json_path);
   const Json json = Json::parse(json_file);
   EXPECT_EQ(json["chunk"], "auto");

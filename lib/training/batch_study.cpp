@@ -325,14 +325,15 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     row.lr = o.optimizer.lr;
     row.dir = o.out_dir;
     row.outcome = train_on(o, device, data);
-    // --chunk auto: where this size did not fit whole, no larger size does, and each later one takes
-    // the largest micro-batch that fitted instead of searching again.
+    // --chunk auto: where this size did not fit whole, no larger micro-batch fits beside a larger batch,
+    // and the later, larger sizes' searches start from the largest that fitted here.
     const std::optional<ChunkSearch>& search = row.outcome.chunk_search;
     if (search && search->chunk > 0) {
       for (std::size_t j = i + 1; j < runs.size(); ++j) {
-        if (runs[j].batch_size > o.batch_size && runs[j].chunk_fits == 0) {
+        if (runs[j].batch_size > o.batch_size &&
+            (runs[j].chunk_fits == 0 || runs[j].chunk_fits > search->largest_fitting)) {
           runs[j].chunk_fits = search->largest_fitting;
-          runs[j].chunk_fits_batch = search->found_for_batch > 0 ? search->found_for_batch : o.batch_size;
+          runs[j].chunk_fits_batch = o.batch_size;
         }
       }
     }

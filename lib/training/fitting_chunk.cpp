@@ -26,9 +26,9 @@ int64_t even_chunk(int64_t batch, int64_t fits) {
 
 Json to_json(const ChunkSearch& s) {
   Json j = {{"batch", s.batch}, {"largest_fitting", s.largest_fitting}, {"chunk", s.chunk}};
-  if (s.found_for_batch > 0) {
-    j["found_for_batch"] = s.found_for_batch;
-    return j;
+  if (s.started_at > 0) {
+    j["started_at"] = s.started_at;
+    j["bound_from_batch"] = s.bound_from_batch;
   }
   j["tries"] = s.tries;
   j["seconds"] = s.seconds;
@@ -58,9 +58,11 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
   e.device = device_name;
   e.seed = o.seed;
 
+  // No micro-batch larger than what fitted beside a smaller batch fits beside this one.
+  const bool bounded = o.chunk_fits > 0 && o.chunk_fits < o.batch_size;
   MaxBatchOptions search;
-  search.start = o.batch_size;
-  search.upper_bound = o.batch_size;
+  search.start = bounded ? o.chunk_fits : o.batch_size;
+  search.upper_bound = search.start;
   search.granularity = o.batch_size >= 64 ? 8 : 1;
   search.margin = kChunkSearchMargin;
   if (device.is_cpu() && !cpu_memory::limit()) {
@@ -70,6 +72,10 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
   }
   ChunkSearch found;
   found.batch = o.batch_size;
+  if (bounded) {
+    found.started_at = o.chunk_fits;
+    found.bound_from_batch = o.chunk_fits_batch;
+  }
   MaxBatchResult result;
   {
     // The batch as a step of training holds it on the device, its images and labels.
@@ -105,13 +111,14 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
 }
 
 std::string describe(const ChunkSearch& s) {
-  char how[160];
-  if (s.found_for_batch > 0) {
-    std::snprintf(how, sizeof how, "found for the batch of %lld", static_cast<long long>(s.found_for_batch));
-  } else {
-    std::snprintf(how, sizeof how, "%s, %.1f s, %g%% of the memory left free", counted(s.tries, "try", "tries").c_str(),
-                  s.seconds, 100 * s.margin);
+  std::string how = counted(s.tries, "try", "tries");
+  if (s.started_at > 0) {
+    how += " from " + std::to_string(s.started_at) + ", the largest that fitted beside the batch of " +
+           std::to_string(s.bound_from_batch);
   }
+  char rest[80];
+  std::snprintf(rest, sizeof rest, ", %.1f s, %g%% of the memory left free", s.seconds, 100 * s.margin);
+  how += rest;
   if (s.chunk == 0) return "the batch of " + std::to_string(s.batch) + " fits whole (" + how + ")";
   const int64_t passes = (s.batch + s.chunk - 1) / s.chunk;
   return "the largest micro-batch that fits is " + std::to_string(s.largest_fitting) + " (" + how +

@@ -22,7 +22,8 @@ int64_t even_chunk(int64_t batch, int64_t fits);
 // Searches for the largest micro-batch, up to o.batch_size, whose training step fits on the device beside
 // the batch itself, held there as training holds it: maxbatch's search (lib/sweep/max_batch.h) of the
 // run's model, optimizer, precision and layout on synthetic samples of the data's shape, starting at the
-// batch (a batch that fits takes one try and the confirmation), with kChunkSearchMargin of the memory
+// batch (a batch that fits takes one try and the confirmation), or at o.chunk_fits where that is below
+// it, to within 8 samples from a batch of 64 on, with kChunkSearchMargin of the memory
 // left free. On the CPU it runs under the limit in place, else under what LibTorch holds now and 90% of
 // the memory the system has available. Each try is a log line. Where not one sample fits, a UserError
 // says so. The model built for the search is gone when it returns.

@@ -799,20 +799,6 @@ TrainingOptions with_earlier_chunk(const TrainingOptions& options, const Earlier
   return o;
 }
 
-// --chunk auto's choice for a run that starts: from a smaller batch's search where the options bring one,
-// else a search of its own.
-ChunkSearch choose_chunk(const TrainingOptions& o, const std::string& device_name, const data::DatasetKind& kind) {
-  if (o.chunk_fits > 0 && o.chunk_fits < o.batch_size) {
-    ChunkSearch s;
-    s.batch = o.batch_size;
-    s.largest_fitting = o.chunk_fits;
-    s.chunk = even_chunk(o.batch_size, o.chunk_fits);
-    s.found_for_batch = o.chunk_fits_batch;
-    return s;
-  }
-  return search_fitting_chunk(o, device_name, kind);
-}
-
 }  // namespace
 
 void check_earlier_options(const TrainingOptions& options, const std::string& device_name,
@@ -848,7 +834,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   // the search has the device's memory to itself.
   TrainingOptions chosen = with_earlier_chunk(options, earlier);
   if (options.chunk_auto && !goes_on_from(earlier)) {
-    outcome.chunk_search = choose_chunk(options, device_name, data.location.kind());
+    outcome.chunk_search = search_fitting_chunk(options, device_name, data.location.kind());
     chosen.chunk = outcome.chunk_search->chunk;
     spdlog::info("--chunk auto: {}", describe(*outcome.chunk_search));
   } else if (options.chunk_auto) {

@@ -40,7 +40,8 @@ struct TrainingOptions {
   // goes into as few micro-batches. A run that goes on takes its earlier session's chunk instead.
   bool chunk_auto = false;
   // With chunk_auto: the largest micro-batch that a search for a smaller batch of the same model and
-  // options found to fit (a batch study's next sizes), taken instead of searching again; 0: none.
+  // options found to fit (a batch study's next sizes), where the search starts instead of at the batch
+  // (no larger micro-batch fits beside a larger batch); 0: none.
   int64_t chunk_fits = 0;
   int64_t chunk_fits_batch = 0;  // the batch that search was for
   // The test split is evaluated in batches of this size; eval's default is the same, so that it
@@ -164,10 +165,11 @@ struct ChunkSearch {
   int64_t batch = 0;            // the training batch it was for
   int64_t largest_fitting = 0;  // the largest micro-batch up to `batch` that ran its confirmation steps
   int64_t chunk = 0;            // what each batch runs in: 0, the batch whole, where the batch fits
-  // Where an earlier search for a smaller batch found largest_fitting (a batch study): that batch; 0:
-  // this run's own search.
-  int64_t found_for_batch = 0;
-  int tries = 0;  // of this run's search, its confirmation's included
+  // Where the search started below the batch, at the largest micro-batch that fitted beside a smaller
+  // batch (a batch study): that micro-batch, and that batch; 0: it started at the batch.
+  int64_t started_at = 0;
+  int64_t bound_from_batch = 0;
+  int tries = 0;  // its confirmation's included
   double seconds = 0;
   std::optional<int64_t> peak_memory_bytes;  // of the confirmation at largest_fitting
   int64_t held_bytes = 0;                    // the training batch held on the device beside each try
