@@ -202,9 +202,10 @@ int run_train_command(const std::vector<std::string>& args) {
   if (!o.chunk_auto) {
     const std::optional<int64_t> samples = whole_number(chunk);
     if (!samples || *samples < 0 || *samples > limits::kMaxBatchSize)
-      refuse("--chunk " + printable(chunk) + " is neither auto nor a whole number of samples from 0 to " +
-                 std::to_string(limits::kMaxBatchSize),
-             "give e.g. --chunk 256, 0 for every batch whole, or auto for the largest micro-batches that fit");
+      refuse(
+          "--chunk " + printable(chunk) + " is neither auto nor a whole number of samples from 0 to " +
+              std::to_string(limits::kMaxBatchSize),
+          "give e.g. --chunk 256, 0 for every batch whole, or auto for the largest micro-batches that fit");
     o.chunk = *samples;
   }
   o.eval_batch_size = whole_option(result, "eval-batch", 1, limits::kMaxBatchSize);

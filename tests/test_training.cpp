@@ -1218,10 +1218,10 @@ TEST(EvenChunk, SplitsABatchIntoAsFewEvenMicroBatchesAsFit) {
   EXPECT_EQ(even_chunk(4096, 1537), 1368);  // 1368 + 1368 + 1360, not 1537 + 1537 + 1022
   EXPECT_EQ(even_chunk(4096, 2048), 2048);
   EXPECT_EQ(even_chunk(4096, 2047), 1368);
-  EXPECT_EQ(even_chunk(300, 130), 104);  // 104 + 104 + 92
-  EXPECT_EQ(even_chunk(40, 16), 14);     // 14 + 14 + 12: below 64, not rounded to 16
+  EXPECT_EQ(even_chunk(300, 130), 104);   // 104 + 104 + 92
+  EXPECT_EQ(even_chunk(40, 16), 14);      // 14 + 14 + 12: below 64, not rounded to 16
   EXPECT_EQ(even_chunk(1000, 999), 504);  // two of 500 would do; 504 and 496 keep to eights
-  EXPECT_EQ(even_chunk(130, 65), 65);    // 65 + 65: 72 does not fit
+  EXPECT_EQ(even_chunk(130, 65), 65);     // 65 + 65: 72 does not fit
   EXPECT_EQ(even_chunk(7, 1), 1);
   EXPECT_EQ(even_chunk(300, 300), 0) << "a batch that fits runs whole";
   EXPECT_EQ(even_chunk(300, 1000), 0);

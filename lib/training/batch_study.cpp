@@ -220,7 +220,9 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"precision", to_string(study.precision)},
           {"augment", data::to_string(study.augment)},
           {"channels_last", study.channels_last},
-          {"chunk", study.chunk_auto ? Json("auto") : study.chunk > 0 ? Json(study.chunk) : Json()},
+          {"chunk", study.chunk_auto  ? Json("auto")
+                    : study.chunk > 0 ? Json(study.chunk)
+                                      : Json()},
           {"lr_schedule", study.lr_schedule.constant() ? Json() : Json(lr_schedule_json(study.lr_schedule))},
           {"loss_scale", to_string(study.loss_scale)},
           {"reference_batch", study.reference_batch},
@@ -452,10 +454,11 @@ std::string format_batch_study(const BatchStudy& study) {
   if (study.channels_last) text += "; channels-last";
   if (std::any_of(study.rows.begin(), study.rows.end(),
                   [&](const BatchStudyRow& row) { return row.outcome.chunk > 0; })) {
-    text += study.chunk_auto ? "; batches that did not fit accumulated in the largest even micro-batches that "
-                               "did (--chunk auto)"
-                             : "; batches above " + std::to_string(study.chunk) +
-                                   " accumulated in micro-batches of " + std::to_string(study.chunk);
+    text += study.chunk_auto
+                ? "; batches that did not fit accumulated in the largest even micro-batches that "
+                  "did (--chunk auto)"
+                : "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
+                      std::to_string(study.chunk);
   }
   if (study.eval_every > 0)
     text += "; the test split evaluated every " + std::to_string(study.eval_every) + " steps too";

@@ -82,11 +82,13 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
     std::vector<int64_t> shape = {o.batch_size};
     shape.insert(shape.end(), kind.image.begin(), kind.image.end());
     const torch::Tensor images = torch::empty(shape, torch::TensorOptions().device(device));
-    const torch::Tensor labels = torch::empty({o.batch_size}, torch::TensorOptions().device(device).dtype(torch::kLong));
+    const torch::Tensor labels =
+        torch::empty({o.batch_size}, torch::TensorOptions().device(device).dtype(torch::kLong));
     found.held_bytes = static_cast<int64_t>(images.nbytes() + labels.nbytes());
-    spdlog::info("--chunk auto: searching for the largest micro-batch of {}'s training step that fits on {} "
-                 "beside the batch of {} ({})",
-                 o.model, device_name, o.batch_size, format_memory_size(found.held_bytes));
+    spdlog::info(
+        "--chunk auto: searching for the largest micro-batch of {}'s training step that fits on {} "
+        "beside the batch of {} ({})",
+        o.model, device_name, o.batch_size, format_memory_size(found.held_bytes));
     result = run_max_batch(e, device, search, [](const MaxBatchTry& t) {
       spdlog::info("--chunk auto: micro-batch {}: {} ({}, {:.2f} s)", t.batch_size,
                    t.fits ? "fits" : "out of memory", counted(t.steps, "step"), t.seconds);
@@ -122,8 +124,8 @@ std::string describe(const ChunkSearch& s) {
   if (s.chunk == 0) return "the batch of " + std::to_string(s.batch) + " fits whole (" + how + ")";
   const int64_t passes = (s.batch + s.chunk - 1) / s.chunk;
   return "the largest micro-batch that fits is " + std::to_string(s.largest_fitting) + " (" + how +
-         "); each batch of " + std::to_string(s.batch) + " as " + counted(passes, "micro-batch", "micro-batches") +
-         " of at most " + std::to_string(s.chunk);
+         "); each batch of " + std::to_string(s.batch) + " as " +
+         counted(passes, "micro-batch", "micro-batches") + " of at most " + std::to_string(s.chunk);
 }
 
 }  // namespace batchscope

@@ -14,9 +14,9 @@ constexpr double kChunkSearchMargin = 0.05;
 
 // The chunk for a batch whose largest fitting micro-batch is `fits`: 0 (the batch whole) where the batch
 // fits; else the batch split into as few micro-batches as fit, ceil(batch / fits), of an even size, from 64
-// on rounded up to a multiple of 8 (a GPU's tensor cores take their rows in eights) where that still fits. The
-// micro-batches are as many as `fits` gives, and smaller: 4096 with 1537 fitting runs as 1368, 1368
-// and 1360, not 1537, 1537 and 1022.
+// on rounded up to a multiple of 8 (a GPU's tensor cores take their rows in eights) where that still fits.
+// The micro-batches are as many as `fits` gives, and smaller: 4096 with 1537 fitting runs as 1368, 1368 and
+// 1360, not 1537, 1537 and 1022.
 int64_t even_chunk(int64_t batch, int64_t fits);
 
 // Searches for the largest micro-batch, up to o.batch_size, whose training step fits on the device beside
