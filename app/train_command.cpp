@@ -178,6 +178,8 @@ int run_train_command(const std::vector<std::string>& args) {
            "--lr-decay step:30,60 --epochs 90\n"
            "  batchscope train --model resnet18 --data cifar10 --batch 4096 --chunk 512 --device cuda:0   "
            "# a batch larger than fits, accumulated\n"
+           "  batchscope train --model resnet18 --data cifar10 --batch 512:16384:x2 --chunk auto --device cuda:0   "
+           "# each size in the largest micro-batches that fit\n"
            "  batchscope train --data mnist --batch 64 --epochs 3 --noise-scale 16 --out runs/noise   # "
            "then: "
            "batchscope analyze SWEEP --noise-scale runs/noise\n"
