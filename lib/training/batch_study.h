@@ -62,8 +62,8 @@ struct BatchStudy {
   bool channels_last = false;  // whether they trained NHWC
   int64_t eval_every = 0;      // their evaluations within an epoch (train --eval-every): every so many steps
   int64_t chunk = 0;  // the micro-batches of the sizes above it (train --chunk: gradient accumulation)
-  // train --chunk auto: each size's run found its own (each row's outcome.chunk), or took a smaller
-  // size's search.
+  // train --chunk auto: each size's run found its own (each row's outcome.chunk), a larger size's search
+  // starting from what fitted beside a smaller one.
   bool chunk_auto = false;
   std::string json_path;      // OUT/time_to_accuracy.json
   std::string markdown_path;  // OUT/time_to_accuracy.md

@@ -12,7 +12,6 @@
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
 #include "lib/sweep/max_batch.h"
-#include "lib/timing/step_runner.h"
 
 namespace batchscope {
 
@@ -49,8 +48,7 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
   e.input_shape = kind.image;
   e.classes = kind.classes;
   e.phase = Phase::Train;
-  e.optimizer = o.optimizer;
-  if (!e.optimizer.foreach) e.optimizer.foreach = device.is_cuda();
+  e.optimizer = o.optimizer;  // unset foreach: multi-tensor on a GPU, as make_optimizer and the run decide
   e.precision = o.precision;
   e.loss_scale = o.loss_scale;
   e.loss_scaler = o.loss_scaler;
