@@ -234,8 +234,17 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.data = text(r, n); }},
   {ExperimentOption::Transfer, "transfer", "excluded or included: time the host-to-device copy of each batch", false,
    [](const auto& r, const auto& n, auto& o) { o.transfer = text(r, n); }},
-  {ExperimentOption::Chunk, "chunk", "at most this many samples at a time: infer in slices, train with gradient accumulation over micro-batches", false,
-   [](const auto& r, const auto& n, auto& o) { o.chunk = whole_option(r, n); }},
+  {ExperimentOption::Chunk, "chunk", "at most this many samples at a time: infer in slices, train with gradient accumulation over micro-batches; auto: every batch whole where it fits, and a size that runs out of memory whole in the largest even micro-batches that fit beside it (a search on the batch itself)", false,
+   [](const auto& r, const auto& n, auto& o) {
+     const std::string given = r[n].template as<std::string>();
+     if (given == "auto") {
+       o.chunk_auto = true;
+     } else if (const std::optional<int64_t> chunk = whole_number(given)) {
+       o.chunk = *chunk;
+     } else {
+       refuse_value(n, given, "auto or a whole number of samples", "256");
+     }
+   }},
   {ExperimentOption::Order, "order", "ascending or shuffled batch order", false,
    [](const auto& r, const auto& n, auto& o) { o.order = text(r, n); }},
   {ExperimentOption::Seed, "seed", "random seed", false,

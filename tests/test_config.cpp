@@ -920,6 +920,21 @@ TEST(ConfigErrors, DataTransferAndChunk) {
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:max\nchunk: 100\n"),
                        {"exp.yaml:3: chunk runs every batch in slices of 100 samples", "1:4096:x2"}));
   EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nphase: infer\nchunk: 0\n"), {"exp.yaml:4:"}));
+  // chunk: auto: every batch whole where it fits; its record says auto and reads back as it.
+  const ExperimentConfig automatic = only_experiment("model: mnist_cnn\nbatch: 1:4\nchunk: auto\n");
+  EXPECT_TRUE(automatic.chunk_auto);
+  EXPECT_EQ(automatic.chunk, 0);
+  EXPECT_EQ(to_json(automatic).at("chunk"), "auto");
+  EXPECT_TRUE(experiment_from_json(to_json(automatic)).chunk_auto);
+  EXPECT_FALSE(experiment_from_json(to_json(only_experiment("model: mnist_cnn\nbatch: 1:4\n"))).chunk_auto);
+  SweepOverrides from_command_line;
+  from_command_line.chunk_auto = true;
+  EXPECT_TRUE(only_experiment("model: mnist_cnn\nbatch: 1:4\nchunk: 64\n", from_command_line).chunk_auto);
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:max\nchunk: auto\n"),
+                       {"exp.yaml:3: chunk auto runs the batch sizes that do not fit whole in micro-batches",
+                        "leave out chunk: auto"}));
+  EXPECT_TRUE(mentions(error_of("model: mnist_cnn\nbatch: 1:4\nchunk: many\n"),
+                       {"exp.yaml:3:", "or auto for micro-batches only where a batch does not fit whole"}));
 }
 
 TEST(ConfigErrors, StepCounts) {

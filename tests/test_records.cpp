@@ -81,6 +81,31 @@ TEST(RecordProblem, WrittenRecordsAreSound) {
   EXPECT_FALSE(energy.j_per_sample_above_idle.has_value());
   point.energy = energy;
   EXPECT_EQ(record_problem(to_json(point)), "");
+  // chunk: auto's micro-batches at a size that did not fit whole read back as written.
+  point.chunk = PointChunk{60, 64, 7, 2.2, int64_t{150}};
+  const Json chunked = to_json(point);
+  EXPECT_EQ(record_problem(chunked), "");
+  EXPECT_EQ(chunked["chunk"], 60);
+  EXPECT_EQ(chunked["chunk_bound_from_batch"], 150);
+  const PointRecord back = std::get<PointRecord>(sweep_record_from_json(chunked));
+  ASSERT_TRUE(back.chunk.has_value());
+  EXPECT_EQ(back.chunk->chunk, 60);
+  EXPECT_EQ(back.chunk->largest_fitting, 64);
+  EXPECT_EQ(back.chunk->tries, 7);
+  EXPECT_DOUBLE_EQ(back.chunk->seconds, 2.2);
+  EXPECT_EQ(back.chunk->bound_from_batch, 150);
+  Json damaged = chunked;
+  damaged.erase("chunk_largest_fitting");
+  EXPECT_EQ(record_problem(damaged), "has a chunk whose chunk_largest_fitting is not a whole number");
+  damaged = chunked;
+  damaged["chunk"] = 0;
+  EXPECT_NE(record_problem(damaged).find("chunk that is not a whole number from 1"), std::string::npos);
+  damaged = chunked;
+  damaged["chunk_tries"] = "seven";
+  EXPECT_EQ(record_problem(damaged), "has a chunk whose chunk_tries is not a whole number");
+  damaged = chunked;
+  damaged["chunk_bound_from_batch"] = -1;
+  EXPECT_NE(record_problem(damaged).find("chunk_bound_from_batch"), std::string::npos);
   EXPECT_EQ(record_problem(context_record(record::kRun, "batchscope sweep", Json::object())), "");
   EXPECT_EQ(record_problem(Json{{"type", "layer_cost"}, {"anything", "goes"}}), "");
 }
@@ -363,6 +388,7 @@ TEST(Csv, EveryFieldOfEveryRecordHasItsColumn) {
   PointRecord p = point_record(key(4), {1, 2, 3}, 1e9, int64_t{7});
   p.energy = PointEnergy{};
   p.energy->idle_power_w = 1;
+  p.chunk = PointChunk{2, 3, 4, 0.5, int64_t{2}};
   const std::vector<SweepRecord> records = {StepRecord{key(4), 0, 1, 2, 3}, p, OomRecord{key(8), "m"},
                                             SkippedRecord{key(16), "r"}};
   const auto& columns = csv_columns();

@@ -54,6 +54,9 @@ struct PointStats {
   // Fewer samples than the analysis asks for: shown, but kept out of the trend, jumps and bests.
   bool too_few_samples = false;
   std::optional<PointEnergyStats> energy;  // only where the point record carries energy fields
+  // chunk: auto, where the batch did not fit whole: the micro-batches (inference: slices) it ran in, and
+  // the largest that fitted.
+  std::optional<int64_t> chunk, chunk_largest_fitting;
 };
 
 // The share of a GPU step's time that the host's issuing time must reach for the step to count as
@@ -140,6 +143,10 @@ struct GroupAnalysis {
   std::optional<int64_t> largest_fitting;  // largest batch size measured
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
+  // chunk: auto: the sizes that did not fit whole and ran in micro-batches (PointStats::chunk); the
+  // largest that ran whole is then the largest measured below the first of them.
+  std::vector<int64_t> accumulated;
+  std::optional<int64_t> largest_whole;
   std::vector<int64_t> flagged;            // sizes with too few samples
   std::vector<int64_t> launch_bound;       // GPU sizes whose steps wait for the host (PointStats)
   std::vector<int64_t> overflowed;         // sizes where loss scaling skipped timed optimizer steps

@@ -56,6 +56,10 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
     p.host_median_ms = raw.point->host_median_ms;
     p.skipped_steps = raw.point->skipped_steps;
     if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
+    if (raw.point->chunk) {
+      p.chunk = raw.point->chunk->chunk;
+      p.chunk_largest_fitting = raw.point->chunk->largest_fitting;
+    }
   }
   p.too_few_samples = p.samples < min_samples || p.median_ms <= 0;
   return p;
@@ -351,6 +355,14 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     }
   }
   if (!g.points.empty()) g.largest_fitting = g.points.back().batch_size;
+  for (const PointStats& p : g.points) {
+    if (p.chunk) {
+      g.accumulated.push_back(p.batch_size);
+    } else if (g.accumulated.empty()) {
+      g.largest_whole = p.batch_size;
+    }
+  }
+  if (g.accumulated.empty()) g.largest_whole.reset();
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
   analyze_energy(g);

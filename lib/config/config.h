@@ -121,6 +121,9 @@ struct ExperimentConfig {
   // At most this many samples at a time; 0 = the whole batch. infer: forward passes over slices; train:
   // micro-batches whose gradients accumulate before one optimizer step (gradient accumulation).
   int64_t chunk = 0;
+  // chunk: auto (sweep): every batch whole where it fits; a size that runs out of memory whole runs in
+  // the largest even micro-batches (slices) that fit beside it, found by a search on the batch itself.
+  bool chunk_auto = false;
   uint64_t seed = 0;
   // Extra steps per batch size under LibTorch's profiler, after the timed ones (sweep --profile).
   bool profile = false;
@@ -171,6 +174,7 @@ struct SweepOverrides {
   std::optional<std::string> loss_scale_init, loss_scale_growth_interval;
   std::optional<std::vector<int64_t>> input_shape;
   std::optional<int64_t> classes, chunk, seq_len;
+  bool chunk_auto = false;                           // --chunk auto
   std::optional<std::string> input_kind;             // a TorchScript file's: float or tokens
   std::optional<int64_t> vocab;                      // a TorchScript file of tokens: ids below it
   std::optional<int64_t> warmup_steps, timed_steps;  // range-checked with the file's values

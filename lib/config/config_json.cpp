@@ -83,7 +83,7 @@ nlohmann::json to_json(const ExperimentConfig& e) {
           {"order", to_string(e.order)},
           {"data", e.data},
           {"transfer", to_string(e.transfer)},
-          {"chunk", e.chunk},
+          {"chunk", e.chunk_auto ? nlohmann::json("auto") : nlohmann::json(e.chunk)},
           {"seed", e.seed},
           {"device", e.device}};
   if (e.model_file) {
@@ -192,7 +192,11 @@ ExperimentConfig experiment_from_json(const nlohmann::json& j) {
     e.data = j.at("data").get<std::string>();
     // Logs written before transfer and chunk existed ran with the defaults.
     if (j.contains("transfer")) e.transfer = enum_at(j, "transfer", kTransfers);
-    if (j.contains("chunk")) e.chunk = j.at("chunk").get<int64_t>();
+    if (j.contains("chunk") && j.at("chunk") == "auto") {
+      e.chunk_auto = true;
+    } else if (j.contains("chunk")) {
+      e.chunk = j.at("chunk").get<int64_t>();
+    }
     if (j.contains("tf32")) e.tf32 = enum_at(j, "tf32", kTf32Modes);
     if (j.contains("loss_scale")) e.loss_scale = enum_at(j, "loss_scale", kLossScales);
     // Records written before the scaler's settings could be given ran with GradScaler's defaults.

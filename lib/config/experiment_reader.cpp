@@ -259,6 +259,7 @@ void apply_overrides(const SweepOverrides& o, Entries& into) {
   if (o.data) put("data", "--data", YAML::Node(*o.data));
   if (o.transfer) put("transfer", "--transfer", YAML::Node(*o.transfer));
   if (o.chunk) put("chunk", "--chunk", YAML::Node(*o.chunk));
+  if (o.chunk_auto) put("chunk", "--chunk", YAML::Node("auto"));
   if (o.input_shape) put("input", "--input", YAML::Node(*o.input_shape));
   if (o.seq_len) put("seq_len", "--seq-len", YAML::Node(*o.seq_len));
   if (o.input_kind) put("input_kind", "--input-kind", YAML::Node(*o.input_kind));
@@ -618,9 +619,19 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
   if (k.has("transfer")) c.transfer = get_enum(k["transfer"], kTransfers);
   if (k.has("tf32")) c.tf32 = get_enum(k["tf32"], kTf32Modes);
   read_loss_scale(k, overrides, c);
-  if (k.has("chunk")) {
+  if (k.has("chunk") && k["chunk"].node.IsScalar() && k["chunk"].node.Scalar() == "auto") {
+    c.chunk_auto = true;
+    // batch: ...:max holds the sizes that fit whole, and chunk: auto changes only those that do not.
+    if (c.batch_to_max) {
+      fail(k["chunk"].where,
+           k["chunk"].where.label + " auto runs the batch sizes that do not fit whole in micro-batches, and " +
+               "batch: ...:max holds only sizes that fit",
+           "give the batch sizes to go up to, e.g. 1:4096:x2, or leave out chunk: auto");
+    }
+  } else if (k.has("chunk")) {
     c.chunk = get_int(k["chunk"], 1, limits::kMaxBatchSize,
-                      "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) + " samples");
+                      "give a chunk of 1 to " + std::to_string(limits::kMaxBatchSize) +
+                          " samples, or auto for micro-batches only where a batch does not fit whole");
     // In slices (micro-batches) of chunk samples every batch takes the memory of one slice: the search
     // for the largest that fits would only reach its upper bound.
     if (c.batch_to_max) {

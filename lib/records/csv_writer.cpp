@@ -53,6 +53,8 @@ const std::vector<std::string>& csv_columns() {
       "j_per_step_above_idle", "j_per_sample_above_idle", "samples_per_j_above_idle", "start_sm_clock_mhz",
       "start_memory_clock_mhz", "start_temperature_c", "start_utilization_pct", "start_power_w",
       "end_sm_clock_mhz", "end_memory_clock_mhz", "end_temperature_c", "end_utilization_pct", "end_power_w",
+      // point: chunk: auto's micro-batches where the batch did not fit whole
+      "chunk", "chunk_largest_fitting", "chunk_tries", "chunk_search_s", "chunk_bound_from_batch",
       // oom, skipped
       "message", "reason"};
   return columns;

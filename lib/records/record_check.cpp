@@ -239,6 +239,19 @@ std::string batch_problem(const std::string& type, const Json& r) {
                                 "text or null"},
                                {"energy_steps", count_or_null, "a whole number or null"}});
     if (!problem.empty()) return problem;
+    // chunk: auto's micro-batch, with the search that chose it.
+    if (r.contains("chunk")) {
+      if (!is_whole(r["chunk"], 1, limits::kMaxBatchSize))
+        return "has a chunk that is not a whole number from 1 to " + std::to_string(limits::kMaxBatchSize);
+      for (const char* key : {"chunk_largest_fitting", "chunk_tries"}) {
+        if (!r.contains(key) || !is_whole(r[key], 0, limits::kMaxBatchSize))
+          return "has a chunk whose " + std::string(key) + " is not a whole number";
+      }
+      if (!r.contains("chunk_search_s") || !duration(r["chunk_search_s"]))
+        return "has a chunk whose chunk_search_s is not a duration";
+      problem = check_fields(r, {{"chunk_bound_from_batch", count, "a whole number"}});
+      if (!problem.empty()) return problem;
+    }
     // Every other energy and telemetry number (energy_j, j_per_sample, start_power_w, ...) is a number
     // or null where it is present.
     for (const auto& [key, value] : r.items()) {

@@ -257,6 +257,13 @@ Json to_json(const PointRecord& r) {
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   j["peak_memory_bytes"] = optional_json(r.peak_memory_bytes);
   if (r.energy) add_energy_fields(j, *r.energy);
+  if (r.chunk) {
+    j["chunk"] = r.chunk->chunk;
+    j["chunk_largest_fitting"] = r.chunk->largest_fitting;
+    j["chunk_tries"] = r.chunk->tries;
+    j["chunk_search_s"] = r.chunk->seconds;
+    if (r.chunk->bound_from_batch) j["chunk_bound_from_batch"] = *r.chunk->bound_from_batch;
+  }
   return j;
 }
 
@@ -333,6 +340,11 @@ SweepRecord sweep_record_from_json(const Json& j) {
     p.loss_scale = number(j, "loss_scale");
     p.peak_memory_bytes = whole(j, "peak_memory_bytes");
     p.energy = energy_from(j);
+    if (j.contains("chunk")) {
+      p.chunk = PointChunk{*whole(j, "chunk"), *whole(j, "chunk_largest_fitting"),
+                           static_cast<int>(*whole(j, "chunk_tries")), *number(j, "chunk_search_s"),
+                           whole(j, "chunk_bound_from_batch")};
+    }
     return p;
   }
   if (type == record::kOom) return OomRecord{key_from(j), text(j, "message")};

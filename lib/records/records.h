@@ -104,6 +104,17 @@ void derive_energy_figures(PointEnergy& energy, int64_t batch_size);
 // The energy fields of a point record (energy_method ... end_power_w), added to j in the log's order.
 void add_energy_fields(Json& j, const PointEnergy& energy);
 
+// chunk: auto, at a batch size that ran out of memory whole: the micro-batches (inference: slices) its
+// steps ran in, and the search on the batch itself that found the largest one fitting beside it.
+struct PointChunk {
+  int64_t chunk = 0;            // even_chunk of the batch size and largest_fitting
+  int64_t largest_fitting = 0;  // the largest micro-batch that ran the whole batch without running out
+  int tries = 0;                // the search's (0: an earlier pass's choice at this size, taken again)
+  double seconds = 0;           // the search's tries, in all
+  // Where the search started at the largest micro-batch that fitted beside a smaller batch: that size.
+  std::optional<int64_t> bound_from_batch;
+};
+
 // The per-batch summary of the timed steps. The sweep writes every field; a log from elsewhere may
 // leave statistics out (analyze recomputes them from the steps), so they are optional.
 struct PointRecord {
@@ -124,6 +135,7 @@ struct PointRecord {
   std::optional<double> loss_scale;
   std::optional<int64_t> peak_memory_bytes;
   std::optional<PointEnergy> energy;  // only where the device had a power source
+  std::optional<PointChunk> chunk;    // chunk: auto, where the batch did not fit whole
 };
 
 // Why the timed steps of a batch size under steps: auto stopped.
@@ -150,7 +162,8 @@ struct SweepTimeSpent {
 };
 // What a sweep spends its time on; "other" is the rest of the whole (the run record, waits, freeing).
 inline const char* const kSweepParts[] = {"timed_steps",     "warm_up",   "energy_windows", "idle_baseline",
-                                          "model_building", "data_preparation", "profiling", "writing", "other"};
+                                          "model_building", "data_preparation", "profiling", "chunk_search", "writing",
+                                          "other"};
 // "82% timed steps, 11% warm up, 4% writing, ... of 41.2 s": the parts over 0.5%, largest first.
 std::string describe_time_spent(const SweepTimeSpent& spent);
 // The share of the whole that was warm-up and timed steps, from 0 to 1 (0 for an empty whole).

@@ -252,6 +252,8 @@ void RunStore::note(const SweepRecord& r) {
   if (batch == nullptr) return;
   done_.insert({batch->experiment, batch->batch_size, batch->pass.value_or(1)});
   if (std::holds_alternative<OomRecord>(r)) ooms_.push_back({batch->experiment, batch->batch_size});
+  if (const auto* point = std::get_if<PointRecord>(&r); point != nullptr && point->chunk)
+    chunks_[batch->experiment].emplace(batch->batch_size, *point->chunk);
 }
 
 bool RunStore::done(const std::string& experiment, int64_t batch_size, int64_t pass) const {
@@ -264,6 +266,11 @@ std::optional<int64_t> RunStore::out_of_memory_at(const std::string& experiment)
     if (name == experiment && (!smallest || batch < *smallest)) smallest = batch;
   }
   return smallest;
+}
+
+std::map<int64_t, PointChunk> RunStore::chunks(const std::string& experiment) const {
+  const auto found = chunks_.find(experiment);
+  return found == chunks_.end() ? std::map<int64_t, PointChunk>{} : found->second;
 }
 
 void RunStore::write(const std::vector<SweepRecord>& records) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -45,6 +46,9 @@ class RunStore {
   bool done(const std::string& experiment, int64_t batch_size, int64_t pass = 1) const;
   // The smallest batch size of this experiment that ran out of memory in an earlier session.
   std::optional<int64_t> out_of_memory_at(const std::string& experiment) const;
+  // chunk: auto: the micro-batches each batch size of this experiment that did not fit whole ran in,
+  // by batch size, as its points (this session's and earlier ones') recorded them.
+  std::map<int64_t, PointChunk> chunks(const std::string& experiment) const;
 
   // Appends records (a batch size's steps and point, a run header, ...) to both files and syncs.
   void write(const std::vector<SweepRecord>& records);
@@ -66,6 +70,7 @@ class RunStore {
   bool resuming_ = false;
   std::set<std::tuple<std::string, int64_t, int64_t>> done_;
   std::vector<std::pair<std::string, int64_t>> ooms_;
+  std::map<std::string, std::map<int64_t, PointChunk>> chunks_;  // by experiment
   std::unique_ptr<JsonlWriter> writer_;
   std::unique_ptr<JsonlWriter> profile_writer_;  // opened by the first profile
   std::string run_id_;  // the session's, for the rows of steps.csv

@@ -29,6 +29,11 @@ void add_row(std::ostringstream& out, const SweepRecord& r, bool energy) {
     // Steps that skipped their optimizer step are cheaper: the median reads low (analyze warns too).
     if (p->skipped_steps.value_or(0) > 0)
       out << "  (" << *p->skipped_steps << " timed step(s) skipped: gradients overflowed)";
+    if (p->chunk) {
+      const int64_t count = (batch + p->chunk->chunk - 1) / p->chunk->chunk;
+      out << "  (did not fit whole: " << count << (p->key.phase == "train" ? " micro-batches" : " slices")
+          << " of at most " << p->chunk->chunk << ")";
+    }
     out << "\n";
     return;
   }
@@ -70,6 +75,7 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
       PointRecord pooled =
           point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes);
       if (point->skipped_steps) pooled.skipped_steps = pooled_skipped[{key->experiment, key->batch_size}];
+      pooled.chunk = point->chunk;
       out.rows[key->experiment].insert_or_assign(key->batch_size, pooled);
       continue;
     }
@@ -123,6 +129,7 @@ Json summary_json(const std::vector<SweepRecord>& records) {
         row["samples_per_s"] = optional_json(p->samples_per_s);
         row["tflops"] = optional_json(p->tflops);
         if (p->skipped_steps) row["skipped_steps"] = *p->skipped_steps;
+        if (p->chunk) row["chunk"] = p->chunk->chunk;
         if (p->energy) {
           row["avg_power_w"] = optional_json(p->energy->avg_power_w);
           row["j_per_sample"] = optional_json(p->energy->j_per_sample);

@@ -193,6 +193,14 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
   return finished();
 }
 
+int64_t even_chunk(int64_t batch, int64_t fits) {
+  if (fits >= batch) return 0;
+  const int64_t passes = (batch + fits - 1) / fits;
+  const int64_t even = (batch + passes - 1) / passes;
+  const int64_t in_eights = (even + 7) / 8 * 8;
+  return even >= 64 && in_eights <= fits ? in_eights : even;
+}
+
 ProbeOutcome probe_workload(Workload& workload, int64_t batch_size, int steps) {
   const torch::Device& device = workload.device();
   const bool count_cpu = device.is_cpu() && cpu_memory::installed();

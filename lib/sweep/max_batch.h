@@ -38,6 +38,13 @@ struct MaxBatchOptions {
   double margin = 0;
 };
 
+// The chunk for a batch whose largest fitting micro-batch is `fits`: 0 (the batch whole) where the batch
+// fits; else the batch split into as few micro-batches as fit, ceil(batch / fits), of an even size, from 64
+// on rounded up to a multiple of 8 (a GPU's tensor cores take their rows in eights) where that still fits.
+// The micro-batches are as many as `fits` gives, and smaller: 4096 with 1537 fitting runs as 1368, 1368 and
+// 1360, not 1537, 1537 and 1022 (train --chunk auto, and a sweep's chunk: auto).
+int64_t even_chunk(int64_t batch, int64_t fits);
+
 // Checks the options; throws std::invalid_argument with a sentence.
 void check_options(const MaxBatchOptions& options);
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/version.h>
 
+#include <map>
 #include <random>
 #include <set>
 
@@ -10,7 +11,9 @@
 #include "lib/common/statistics.h"
 #include "lib/device/environment.h"
 #include "lib/device/gpu.h"
+#include "lib/common/words.h"
 #include "lib/records/run_store.h"
+#include "lib/sweep/max_batch.h"
 #include "lib/sweep/progress.h"
 #include "lib/sweep/sweep_power.h"
 #include "lib/sweep/time_spent.h"
@@ -71,6 +74,58 @@ std::string warn_unsupported(const ExperimentConfig& e, const std::string& missi
   return reason;
 }
 
+// chunk: auto at a batch size that ran out of memory whole: the largest micro-batch (inference: slice)
+// that runs the whole batch, found on the workload itself with the batch on the device: maxbatch's search
+// (one step a try, three in a row to confirm), to within 8 samples from a batch of 64 on, from half the
+// batch, or from the largest that fitted beside a smaller batch, since no larger one fits beside a larger
+// batch. Each try is a log line. nullopt, with the allocator's error, where not one sample a micro-batch
+// fits.
+std::optional<PointChunk> search_chunk(Workload& workload, const ExperimentConfig& e, int64_t batch_size,
+                                       const std::map<int64_t, PointChunk>& smaller, std::string& error) {
+  const char* parts = e.phase == Phase::Train ? "micro-batches" : "slices";
+  PointChunk found;
+  MaxBatchOptions search;
+  search.upper_bound = batch_size - 1;
+  search.start = std::max<int64_t>(1, batch_size / 2);
+  for (const auto& [batch, chunk] : smaller) {
+    if (batch < batch_size && chunk.largest_fitting <= search.upper_bound) {
+      search.start = search.upper_bound = chunk.largest_fitting;
+      found.bound_from_batch = batch;
+    }
+  }
+  search.granularity = batch_size >= 64 ? 8 : 1;
+  spdlog::info("{}: searching for the largest {} that run batch size {} on {} (chunk: auto){}", e.name, parts,
+               batch_size, e.device,
+               found.bound_from_batch
+                   ? ", from " + std::to_string(search.start) + ", the largest beside batch size " +
+                         std::to_string(*found.bound_from_batch)
+                   : std::string());
+  const MaxBatchResult result = find_max_batch(
+      [&](int64_t chunk, int steps) {
+        workload.set_chunk(chunk);
+        return probe_workload(workload, batch_size, steps);
+      },
+      search,
+      [&](const MaxBatchTry& t) {
+        spdlog::info("{}: batch size {} in {} of {}: {} ({}, {:.2f} s)", e.name, batch_size, parts, t.batch_size,
+                     t.fits ? "fits" : "out of memory", counted(t.steps, "step"), t.seconds);
+      });
+  workload.set_chunk(e.chunk);
+  if (!result.max_batch) {
+    error = result.error;
+    return std::nullopt;
+  }
+  found.largest_fitting = *result.max_batch;
+  found.chunk = even_chunk(batch_size, found.largest_fitting);
+  found.tries = static_cast<int>(result.tries.size());
+  for (const MaxBatchTry& t : result.tries) found.seconds += t.seconds;
+  const int64_t count = (batch_size + found.chunk - 1) / found.chunk;
+  spdlog::info("{}: batch size {} runs as {} {} of at most {} (the largest that fits is {}; {}, {:.1f} s)", e.name,
+               batch_size, count, parts, found.chunk, found.largest_fitting, counted(found.tries, "try", "tries"),
+               found.seconds);
+  return found;
+}
+
 // Everything one sweep session shares between its experiments.
 struct Session {
   const SweepOptions& options;
@@ -91,6 +146,9 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
   at::globalContext().setBenchmarkCuDNN(e.cudnn_benchmark);
   set_tf32(e.tf32 == Tf32::Default ? std::nullopt : std::optional<bool>(e.tf32 == Tf32::On));
   std::optional<int64_t> oom_at = s.store.out_of_memory_at(e.name);
+  // chunk: auto: the micro-batches of the sizes that did not fit whole, by batch size (earlier sessions'
+  // included), which bound the search at larger ones.
+  std::map<int64_t, PointChunk> chunks = s.store.chunks(e.name);
   std::optional<std::string> unsupported;  // LibTorch's reason, once a step met an operation it lacks
   std::unique_ptr<Workload> workload;
   std::unique_ptr<StepTimer> timer = make_step_timer(device);
@@ -117,49 +175,88 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
       }
       std::vector<SweepRecord> records;
       int steps_run = steps;  // with steps: auto, what the size took
-      try {
-        if (!workload) {
-          const auto found = s.loaded.find(e.data);
-          s.spent.measure("model_building", [&] {
-            workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
-          });
-        }
-        s.progress.begin_size(e.name, index + 1, count, batch_size, e.warmup_steps, e.timed_steps);
-        const BatchMeasurement m =
-            measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device), &s.progress.observer());
-        s.spent.add("data_preparation", m.prepare_s);
-        s.spent.add("warm_up", m.warm_up_s);
-        s.spent.add("timed_steps", m.timed_s);
-        s.spent.add("energy_windows", m.energy_s);
-        if (e.profile && pass == 1) {
-          // After the timed steps, never among them; in the first pass only.
-          const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
-          s.spent.measure("profiling",
-                          [&] { s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace)); });
-        }
-        workload->release_batch();
-        records = measured_records(key, m, workload->flops_per_step(batch_size));
-        steps_run = e.warmup_steps + static_cast<int>(m.steps.times_ms.size());
-      } catch (const std::exception& error) {
-        if (const auto missing = unsupported_operation(error)) {
-          // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
-          // recorded as skipped with the reason, and the sweep goes on with the next experiment.
+      // chunk: auto: this size's micro-batches where an earlier pass chose them; else whether it runs out
+      // of memory whole is known from a smaller size that did.
+      std::optional<PointChunk> chunk;
+      if (const auto earlier = chunks.find(batch_size); earlier != chunks.end()) {
+        chunk = earlier->second;
+        chunk->tries = 0;
+        chunk->seconds = 0;
+        chunk->bound_from_batch.reset();
+      }
+      bool whole_fails = chunk || (e.chunk_auto && !chunks.empty() && chunks.begin()->first < batch_size);
+      while (true) {
+        try {
+          if (!workload) {
+            const auto found = s.loaded.find(e.data);
+            s.spent.measure("model_building", [&] {
+              workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+            });
+          }
+          if (whole_fails && !chunk) {
+            std::string error;
+            chunk = s.spent.measure("chunk_search", [&] { return search_chunk(*workload, e, batch_size, chunks, error); });
+            if (!chunk) {
+              // Not one sample a micro-batch runs the batch: out of memory as it stands.
+              workload.reset();
+              if (device.is_cuda()) gpu::empty_cache();
+              oom_at = batch_size;
+              spdlog::warn("{}: batch size {} does not fit on {} even in micro-batches of one sample; larger sizes "
+                           "are skipped", e.name, batch_size, e.device);
+              records = {OomRecord{key, "not even micro-batches of one sample fit (chunk: auto): " + error}};
+              break;
+            }
+          }
+          workload->set_chunk(chunk ? chunk->chunk : e.chunk);
+          s.progress.begin_size(e.name, index + 1, count, batch_size, e.warmup_steps, e.timed_steps);
+          const BatchMeasurement m =
+              measure_batch(*workload, *timer, e, batch_size, s.power.at(e.device), &s.progress.observer());
+          s.spent.add("data_preparation", m.prepare_s);
+          s.spent.add("warm_up", m.warm_up_s);
+          s.spent.add("timed_steps", m.timed_s);
+          s.spent.add("energy_windows", m.energy_s);
+          if (e.profile && pass == 1) {
+            // After the timed steps, never among them; in the first pass only.
+            const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
+            s.spent.measure("profiling",
+                            [&] { s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace)); });
+          }
+          workload->release_batch();
+          records = measured_records(key, m, workload->flops_per_step(batch_size));
+          std::get<PointRecord>(records.back()).chunk = chunk;
+          if (chunk) chunks.emplace(batch_size, *chunk);
+          steps_run = e.warmup_steps + static_cast<int>(m.steps.times_ms.size());
+          break;
+        } catch (const std::exception& error) {
+          if (const auto missing = unsupported_operation(error)) {
+            // Not this size's fault: LibTorch cannot run the experiment here at all. Its sizes are
+            // recorded as skipped with the reason, and the sweep goes on with the next experiment.
+            workload.reset();
+            s.progress.finish();
+            unsupported = warn_unsupported(e, *missing);
+            break;
+          }
+          if (!is_out_of_memory(error)) throw;
+          // Drop everything the failed step held, model and optimizer state included; a later smaller
+          // size (shuffled order) builds them afresh.
           workload.reset();
+          if (device.is_cuda()) gpu::empty_cache();
           s.progress.finish();
-          unsupported = warn_unsupported(e, *missing);
-          skip(*unsupported);
-          continue;
+          if (e.chunk_auto && !whole_fails && batch_size > 1) {
+            spdlog::info("{}: batch size {} does not fit whole on {}", e.name, batch_size, e.device);
+            whole_fails = true;
+            continue;  // in the largest micro-batches that fit
+          }
+          oom_at = batch_size;
+          spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
+          const std::string message = error.what();
+          records = {OomRecord{key, message.substr(0, message.find('\n'))}};
+          break;
         }
-        if (!is_out_of_memory(error)) throw;
-        // Drop everything the failed step held, model and optimizer state included; a later smaller
-        // size (shuffled order) builds them afresh.
-        workload.reset();
-        if (device.is_cuda()) gpu::empty_cache();
-        oom_at = batch_size;
-        s.progress.finish();
-        spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
-        const std::string message = error.what();
-        records = {OomRecord{key, message.substr(0, message.find('\n'))}};
+      }
+      if (records.empty()) {  // LibTorch lacks an operation of it
+        skip(*unsupported);
+        continue;
       }
       s.spent.measure("writing", [&] { s.store.write(records); });
       s.progress.end_size(e.name, batch_size, steps_run,

@@ -64,6 +64,10 @@ class Workload {
   // scaler's unscale and check where there is one). Empty runs the batch whole again.
   void set_micro_batches(std::vector<int64_t> sizes);
   const std::vector<int64_t>& micro_batches() const { return micro_batches_; }
+  // The chunk that the next prepare_batch() runs its batch in (0: whole), in place of the experiment's:
+  // chunk: auto's choice for a batch size that does not fit whole, and the search's tries before it.
+  void set_chunk(int64_t chunk) { experiment_.chunk = chunk; }
+  int64_t chunk() const { return experiment_.chunk; }
 
   // Everything a step changes that a later step depends on: weights, buffers (batch-norm statistics),
   // the optimizer's state and the random generators. Extra steps between save_state() and

@@ -11,17 +11,8 @@
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
-#include "lib/sweep/max_batch.h"
 
 namespace batchscope {
-
-int64_t even_chunk(int64_t batch, int64_t fits) {
-  if (fits >= batch) return 0;
-  const int64_t passes = (batch + fits - 1) / fits;
-  const int64_t even = (batch + passes - 1) / passes;
-  const int64_t in_eights = (even + 7) / 8 * 8;
-  return even >= 64 && in_eights <= fits ? in_eights : even;
-}
 
 Json to_json(const ChunkSearch& s) {
   Json j = {{"batch", s.batch}, {"largest_fitting", s.largest_fitting}, {"chunk", s.chunk}};

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "data/datasets.h"
+#include "lib/sweep/max_batch.h"  // even_chunk
 #include "lib/training/training.h"
 
 namespace batchscope {
@@ -12,12 +13,6 @@ namespace batchscope {
 // searched step (the evaluations' activations between steps, the caching allocator's other blocks).
 constexpr double kChunkSearchMargin = 0.05;
 
-// The chunk for a batch whose largest fitting micro-batch is `fits`: 0 (the batch whole) where the batch
-// fits; else the batch split into as few micro-batches as fit, ceil(batch / fits), of an even size, from 64
-// on rounded up to a multiple of 8 (a GPU's tensor cores take their rows in eights) where that still fits.
-// The micro-batches are as many as `fits` gives, and smaller: 4096 with 1537 fitting runs as 1368, 1368 and
-// 1360, not 1537, 1537 and 1022.
-int64_t even_chunk(int64_t batch, int64_t fits);
 
 // Searches for the largest micro-batch, up to o.batch_size, whose training step fits on the device beside
 // the batch itself, held there as training holds it: maxbatch's search (lib/sweep/max_batch.h) of the

@@ -152,6 +152,7 @@ resume_damaged resume_batch_fraction 'steps.jsonl:[0-9]+: is damaged.*batch_size
 resume_damaged resume_batch_outside_plan 'steps.jsonl:[0-9]+: is damaged.*batch size 40' 'p["batch_size"] = 40'
 resume_damaged resume_median_text 'steps.jsonl:[0-9]+: is damaged.*median_ms' 'p["median_ms"] = "fast"'
 resume_damaged resume_type_number 'steps.jsonl:[0-9]+: is not a batchscope record.*"type" in text' 'p["type"] = 3'
+resume_damaged resume_chunk_without_search 'steps.jsonl:[0-9]+: is damaged.*has a chunk whose chunk_largest_fitting is not a whole number' 'p["chunk"] = 2'
 resume_damaged resume_unknown_experiment 'steps.jsonl:[0-9]+: is damaged.*other' 'p["experiment"] = "other"'
 # analyze keeps what it can use of a damaged log: each bad record is skipped with a warning naming its
 # line, exit code 0, and the report is still written.
@@ -210,6 +211,9 @@ expect option_peak_search_without_layers "command line: --cudnn-benchmark is the
 expect option_peak_profiled_runs "command line: --profiled-runs: 'x' is not a whole number from 0 to 1000000; give one, e.g. --profiled-runs 0" peak --device cpu --model mnist_cnn --profiled-runs x
 expect option_peak_profiled_without_layers "command line: --profiled-runs is the layers', and --operation leaves them out; add layers to --operation or leave --profiled-runs out" peak --device cpu --operation conv --profiled-runs 3
 expect option_train_deterministic "command line: --deterministic 'maybe' is neither on nor off; give --deterministic on or off" train --device cpu --deterministic maybe
+expect option_sweep_chunk_word "command line: --chunk: 'many' is not auto or a whole number of samples; give one, e.g. --chunk 256" sweep --model mnist_cnn --batch 1:2 --chunk many --out "$work/new1"
+printf 'experiments:\n  - model: mnist_cnn\n    batch: 1:max\n    chunk: auto\n' > "$work/chunk_auto_max.yaml"
+expect chunk_auto_to_max "chunk_auto_max.yaml:4: chunk auto runs the batch sizes that do not fit whole in micro-batches, and batch: ...:max holds only sizes that fit; give the batch sizes to go up to" sweep "$work/chunk_auto_max.yaml" --out "$work/new1"
 expect option_train_chunk_word "command line: --chunk many is neither auto nor a whole number of samples from 0 to [0-9]+; give e.g. --chunk 256, 0 for every batch whole, or auto" train --chunk many --out "$work/new1"
 expect option_train_compare_chunk_auto "command line: --chunk auto would find each device's own micro-batches, and --compare runs the same on both; give a --chunk of samples" train --compare cpu,cpu --chunk auto --out "$work/new1"
 expect option_train_compare_loose "command line: --compare needs deterministic runs, so that only the devices' arithmetic differs; leave --deterministic off out" train --compare cpu,cpu --deterministic off

@@ -34,6 +34,34 @@ check "$work/yaml" 2 1,2,3,4 2
   --out "$work/cli" --quiet > /dev/null 2>&1
 check "$work/cli" 1 1,2,16000,20000 3 --oom-at 16000
 
+# chunk: auto: under the same kind of limit a batch of 300 does not fit whole, and runs in the largest even
+# micro-batches that do; the log says how it was found, the point and steps.csv record it, analyze lists it.
+"$bin" sweep --model mnist_cnn --batch 8,300 --device cpu --steps 3 --warmup 1 --memory-limit 48MiB --chunk auto \
+  --out "$work/chunk_auto" > "$work/chunk_auto.out" 2>&1 || { echo "chunk auto: $(tail -3 "$work/chunk_auto.out")"; exit 1; }
+grep -q "batch size 300 does not fit whole on cpu" "$work/chunk_auto.out"
+grep -Eq "batch size 300 in micro-batches of [0-9]+: out of memory \(1 step" "$work/chunk_auto.out"
+grep -Eq "batch size 300 runs as [0-9]+ micro-batches of at most [0-9]+ \(the largest that fits is [0-9]+; [0-9]+ tries" "$work/chunk_auto.out"
+grep -Eq "^ +300 .*\(did not fit whole: [0-9]+ micro-batches of at most [0-9]+\)$" "$work/chunk_auto.out"
+"$bin" analyze "$work/chunk_auto" --out "$work/chunk_auto/analysis" --no-plots > /dev/null 2>&1
+python3 - "$work/chunk_auto" <<'PY'
+import csv, json, os, sys
+records = [json.loads(l) for l in open(os.path.join(sys.argv[1], "steps.jsonl"))]
+assert records[0]["config"]["experiments"][0]["chunk"] == "auto", records[0]["config"]["experiments"][0]
+points = {r["batch_size"]: r for r in records if r["type"] == "point"}
+assert sorted(points) == [8, 300] and "chunk" not in points[8], points
+p = points[300]
+fits = p["chunk_largest_fitting"]
+passes = -(-300 // fits)
+even = -(-300 // passes)  # as few micro-batches as fit, evenly; from 64 on rounded up to eights where that fits
+assert 8 <= fits < 300 and p["chunk"] in (even, -(-even // 8) * 8) and p["chunk"] <= fits, p
+assert p["chunk_tries"] >= 3 and p["chunk_search_s"] > 0, p
+assert records[-1]["time_spent_s"]["chunk_search"] >= p["chunk_search_s"], records[-1]
+rows = {int(r["batch_size"]): r for r in csv.DictReader(open(os.path.join(sys.argv[1], "steps.csv"))) if r["type"] == "point"}
+assert rows[300]["chunk"] == str(p["chunk"]) and rows[8]["chunk"] == "", rows
+best = json.load(open(os.path.join(sys.argv[1], "analysis", "analysis.json")))["groups"][0]["best"]
+assert best["accumulated"] == [300] and best["largest_whole"] == 8, best
+PY
+
 # steps: auto from the command line: each point says why its steps stopped and carries the median's
 # interval; the CSV has the same columns.
 "$bin" sweep --model mnist_cnn --batch 1,4 --device cpu --warmup 1 --steps auto --ci-width 50% --max-time 2 \

@@ -76,6 +76,10 @@ Json point_json(const PointStats& p) {
     out["between_pass_se_ms"] = optional_json(p.between_pass_se_ms);
   }
   if (p.skipped_steps) out["skipped_steps"] = *p.skipped_steps;  // only with loss scaling
+  if (p.chunk) {  // only with chunk: auto, where the batch did not fit whole
+    out["chunk"] = *p.chunk;
+    out["chunk_largest_fitting"] = optional_json(p.chunk_largest_fitting);
+  }
   return out;
 }
 
@@ -189,6 +193,8 @@ Json group_json(const GroupAnalysis& g) {
                 {"largest_fitting", optional_json(g.largest_fitting)},
                 {"first_oom", optional_json(g.first_oom)},
                 {"skipped", g.skipped},
+                {"accumulated", g.accumulated},
+                {"largest_whole", optional_json(g.largest_whole)},
                 {"flagged", g.flagged},
                 {"launch_bound", g.launch_bound},
                 {"overflowed", g.overflowed}}}};

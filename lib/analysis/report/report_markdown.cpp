@@ -260,6 +260,17 @@ void write_periodicity(std::ostream& out, const Periodicity& p) {
   out << "\n";
 }
 
+// The note of a size in the table of every batch size: too few steps, or chunk: auto's micro-batches.
+std::string point_note(const PointStats& p) {
+  std::string note = p.too_few_samples ? "too few steps: not used" : "";
+  if (p.chunk) {
+    const int64_t count = (p.batch_size + *p.chunk - 1) / *p.chunk;
+    note += (note.empty() ? "" : "; ") + std::string("did not fit whole: ") + std::to_string(count) + " × at most " +
+            std::to_string(*p.chunk) + " (chunk: auto)";
+  }
+  return note;
+}
+
 void write_points_table(std::ostream& out, const GroupAnalysis& g) {
   out << "<details><summary>Every batch size (" << g.points.size() << ")</summary>\n\n"
       << "| batch | steps | median ms | p10 ms | p90 ms | CV | samples/s | TFLOP/s | peak memory MiB | note "
@@ -271,7 +282,7 @@ void write_points_table(std::ostream& out, const GroupAnalysis& g) {
         << (p.cv ? significant(*p.cv * 100, 2) + "%" : "–") << " | " << significant(p.samples_per_s) << " | "
         << (p.tflops ? significant(*p.tflops, 3) : "–") << " | "
         << (p.peak_memory_bytes ? significant(*p.peak_memory_bytes / (1024.0 * 1024.0), 4) : "–") << " | "
-        << (p.too_few_samples ? "too few steps: not used" : "") << " |\n";
+        << point_note(p) << " |\n";
   }
   out << "\n</details>\n\n";
 }
@@ -298,6 +309,13 @@ std::string departed_settings(const nlohmann::ordered_json& id) {
   if (!text_at("loss_scale").empty()) {
     const std::string scaler = id.contains("loss_scaler") ? loss_scaler_words(id["loss_scaler"]) : "";
     settings.push_back("loss scaling " + text_at("loss_scale") + (scaler.empty() ? "" : " (" + scaler + ")"));
+  }
+  if (text_at("chunk") == "auto") {
+    settings.push_back(text_at("phase") == "train"
+                           ? "chunk: auto (a batch that does not fit whole runs in the largest even "
+                             "micro-batches that fit, gradients accumulated, one optimizer step)"
+                           : "chunk: auto (a batch that does not fit whole runs its forward pass in the "
+                             "largest even slices that fit)");
   }
   if (id.contains("chunk") && id["chunk"].is_number_integer() && id["chunk"].get<int64_t>() > 0) {
     const std::string chunk = std::to_string(id["chunk"].get<int64_t>());
@@ -361,6 +379,13 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << " samples/s\n";
   }
   if (g.largest_fitting) out << "- largest batch size measured: " << *g.largest_fitting << "\n";
+  if (!g.accumulated.empty()) {
+    out << "- did not fit whole from batch " << g.accumulated.front() << " on";
+    if (g.largest_whole) out << " (the largest whole: " << *g.largest_whole << ")";
+    out << "; in chunk: auto's micro-batches: " << batch_list(g.accumulated)
+        << ". Their step times hold the micro-batches' passes, so a jump at the first of them is where "
+           "accumulation starts\n";
+  }
   if (g.first_oom) {
     out << "- out of memory from batch " << *g.first_oom;
     if (!g.skipped.empty()) out << " (" << g.skipped.size() << " larger size(s) not tried)";
