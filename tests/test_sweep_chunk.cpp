@@ -114,6 +114,10 @@ TEST(SweepChunkAuto, ASizeThatDoesNotFitWholeRunsInTheLargestEvenMicroBatchesTha
                               std::to_string(at150.chunk) + " (chunk: auto)"),
             std::string::npos);
   EXPECT_NE(report.str().find("chunk: auto (a batch that does not fit whole"), std::string::npos);
+  std::ostringstream terminal;
+  write_terminal_summary(terminal, a);
+  EXPECT_NE(terminal.str().find("did not fit whole, in micro-batches (chunk: auto): 150, 300"), std::string::npos)
+      << terminal.str();
 
   // Killed before batch 300: the resumed session searches at 300 from 150's earlier choice.
   const std::vector<Json> records = read_jsonl(outcome.jsonl_path).records;

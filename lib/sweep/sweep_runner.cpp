@@ -201,9 +201,10 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
               workload.reset();
               if (device.is_cuda()) gpu::empty_cache();
               oom_at = batch_size;
-              spdlog::warn("{}: batch size {} does not fit on {} even in micro-batches of one sample; larger sizes "
-                           "are skipped", e.name, batch_size, e.device);
-              records = {OomRecord{key, "not even micro-batches of one sample fit (chunk: auto): " + error}};
+              const std::string parts = e.phase == Phase::Train ? "micro-batches" : "slices";
+              spdlog::warn("{}: batch size {} does not fit on {} even in {} of one sample; larger sizes are skipped",
+                           e.name, batch_size, e.device, parts);
+              records = {OomRecord{key, "not even " + parts + " of one sample fit (chunk: auto): " + error}};
               break;
             }
           }

@@ -617,6 +617,8 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     out << "  batch sizes " << g.points.front().batch_size << "-" << g.points.back().batch_size << ", "
         << g.points.size() << " measured";
     if (g.trend) out << "; trend " << significant(g.trend->slope_ms_per_sample) << " ms per extra sample";
+    if (!g.accumulated.empty())
+      out << "\n  did not fit whole, in micro-batches (chunk: auto): " << batch_list(g.accumulated);
     out << "\n  jumps: ";
     if (g.jumps.jumps.empty()) out << "none";
     for (size_t i = 0; i < g.jumps.jumps.size(); ++i) {
