@@ -45,16 +45,18 @@ SweepOutcome run_chunked_under_limit(const SweepConfig& config, const fs::path& 
 }
 
 // Each pass's point of each batch size.
-std::map<std::pair<int64_t, int64_t>, PointRecord> chunked_sweep_points(const std::vector<SweepRecord>& records) {
+std::map<std::pair<int64_t, int64_t>, PointRecord> chunked_sweep_points(
+    const std::vector<SweepRecord>& records) {
   std::map<std::pair<int64_t, int64_t>, PointRecord> points;
   for (const SweepRecord& r : records) {
-    if (const auto* p = std::get_if<PointRecord>(&r)) points[{p->key.batch_size, p->key.pass.value_or(1)}] = *p;
+    if (const auto* p = std::get_if<PointRecord>(&r))
+      points[{p->key.batch_size, p->key.pass.value_or(1)}] = *p;
   }
   return points;
 }
 
 const PointRecord& point_at(const std::map<std::pair<int64_t, int64_t>, PointRecord>& points, int64_t batch,
-                      int64_t pass) {
+                            int64_t pass) {
   return points.at({batch, pass});
 }
 
@@ -108,7 +110,8 @@ TEST(SweepChunkAuto, ASizeThatDoesNotFitWholeRunsInTheLargestEvenMicroBatchesTha
   plots.skipped_reason = "none wanted";
   write_report(report, a, plots, "plots");
   const int64_t passes = (150 + at150.chunk - 1) / at150.chunk;
-  EXPECT_NE(report.str().find("did not fit whole from batch 150 on (the largest whole: 8)"), std::string::npos)
+  EXPECT_NE(report.str().find("did not fit whole from batch 150 on (the largest whole: 8)"),
+            std::string::npos)
       << report.str();
   EXPECT_NE(report.str().find("did not fit whole: " + std::to_string(passes) + " × at most " +
                               std::to_string(at150.chunk) + " (chunk: auto)"),
@@ -116,7 +119,8 @@ TEST(SweepChunkAuto, ASizeThatDoesNotFitWholeRunsInTheLargestEvenMicroBatchesTha
   EXPECT_NE(report.str().find("chunk: auto (a batch that does not fit whole"), std::string::npos);
   std::ostringstream terminal;
   write_terminal_summary(terminal, a);
-  EXPECT_NE(terminal.str().find("did not fit whole, in micro-batches (chunk: auto): 150, 300"), std::string::npos)
+  EXPECT_NE(terminal.str().find("did not fit whole, in micro-batches (chunk: auto): 150, 300"),
+            std::string::npos)
       << terminal.str();
 
   // Killed before batch 300: the resumed session searches at 300 from 150's earlier choice.

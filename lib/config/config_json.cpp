@@ -68,24 +68,24 @@ nlohmann::json to_json(const ExperimentConfig& e) {
         {"from", e.batch_to_max->from}, {"step", e.batch_to_max->step}, {"factor", e.batch_to_max->factor}};
   }
   nlohmann::json j = {{"name", e.name},
-          {"model", e.model},
-          {"input", e.input_shape},
-          {"classes", e.classes},
-          {"batch", e.batch_sizes},
-          {"batch_to_max", to_max},
-          {"phase", to_string(e.phase)},
-          {"optimizer", optimizer_json(o)},
-          {"precision", to_string(e.precision)},
-          {"channels_last", e.channels_last},
-          {"cudnn_benchmark", e.cudnn_benchmark},
-          {"warmup", e.warmup_steps},
-          {"steps", e.auto_steps ? nlohmann::json("auto") : nlohmann::json(e.timed_steps)},
-          {"order", to_string(e.order)},
-          {"data", e.data},
-          {"transfer", to_string(e.transfer)},
-          {"chunk", e.chunk_auto ? nlohmann::json("auto") : nlohmann::json(e.chunk)},
-          {"seed", e.seed},
-          {"device", e.device}};
+                      {"model", e.model},
+                      {"input", e.input_shape},
+                      {"classes", e.classes},
+                      {"batch", e.batch_sizes},
+                      {"batch_to_max", to_max},
+                      {"phase", to_string(e.phase)},
+                      {"optimizer", optimizer_json(o)},
+                      {"precision", to_string(e.precision)},
+                      {"channels_last", e.channels_last},
+                      {"cudnn_benchmark", e.cudnn_benchmark},
+                      {"warmup", e.warmup_steps},
+                      {"steps", e.auto_steps ? nlohmann::json("auto") : nlohmann::json(e.timed_steps)},
+                      {"order", to_string(e.order)},
+                      {"data", e.data},
+                      {"transfer", to_string(e.transfer)},
+                      {"chunk", e.chunk_auto ? nlohmann::json("auto") : nlohmann::json(e.chunk)},
+                      {"seed", e.seed},
+                      {"device", e.device}};
   if (e.model_file) {
     j["model_file"] = {{"bytes", e.model_file->bytes}, {"crc32", models::crc32_text(e.model_file->crc32)}};
     // Only for token ids: records of float modules stay as they were.

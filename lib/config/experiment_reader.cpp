@@ -624,7 +624,8 @@ ExperimentConfig read_experiment(const Entries& entries, const Where& at, const 
     // batch: ...:max holds the sizes that fit whole, and chunk: auto changes only those that do not.
     if (c.batch_to_max) {
       fail(k["chunk"].where,
-           k["chunk"].where.label + " auto runs the batch sizes that do not fit whole in micro-batches, and " +
+           k["chunk"].where.label +
+               " auto runs the batch sizes that do not fit whole in micro-batches, and " +
                "batch: ...:max holds only sizes that fit",
            "give the batch sizes to go up to, e.g. 1:4096:x2, or leave out chunk: auto");
     }

@@ -40,7 +40,8 @@ const std::vector<std::string>& csv_columns() {
   // The fields of the per-batch records in the order the JSON lines hold them (tests/test_records.cpp
   // checks that every field of every record type has its column).
   static const std::vector<std::string> columns = {
-      "type", "run_id", "experiment", "model", "phase", "precision", "device", "transfer", "batch_size", "pass",
+      "type", "run_id", "experiment", "model", "phase", "precision", "device", "transfer", "batch_size",
+      "pass",
       // step
       "step", "time_ms", "host_ms", "loss",
       // point

@@ -161,9 +161,9 @@ struct SweepTimeSpent {
   std::vector<std::pair<std::string, double>> parts;
 };
 // What a sweep spends its time on; "other" is the rest of the whole (the run record, waits, freeing).
-inline const char* const kSweepParts[] = {"timed_steps",     "warm_up",   "energy_windows", "idle_baseline",
-                                          "model_building", "data_preparation", "profiling", "chunk_search", "writing",
-                                          "other"};
+inline const char* const kSweepParts[] = {
+    "timed_steps",      "warm_up",   "energy_windows", "idle_baseline", "model_building",
+    "data_preparation", "profiling", "chunk_search",   "writing",       "other"};
 // "82% timed steps, 11% warm up, 4% writing, ... of 41.2 s": the parts over 0.5%, largest first.
 std::string describe_time_spent(const SweepTimeSpent& spent);
 // The share of the whole that was warm-up and timed steps, from 0 to 1 (0 for an empty whole).

@@ -9,9 +9,9 @@
 
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
+#include "lib/common/words.h"
 #include "lib/device/environment.h"
 #include "lib/device/gpu.h"
-#include "lib/common/words.h"
 #include "lib/records/run_store.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/sweep/progress.h"
@@ -107,8 +107,8 @@ std::optional<PointChunk> search_chunk(Workload& workload, const ExperimentConfi
       },
       search,
       [&](const MaxBatchTry& t) {
-        spdlog::info("{}: batch size {} in {} of {}: {} ({}, {:.2f} s)", e.name, batch_size, parts, t.batch_size,
-                     t.fits ? "fits" : "out of memory", counted(t.steps, "step"), t.seconds);
+        spdlog::info("{}: batch size {} in {} of {}: {} ({}, {:.2f} s)", e.name, batch_size, parts,
+                     t.batch_size, t.fits ? "fits" : "out of memory", counted(t.steps, "step"), t.seconds);
       });
   workload.set_chunk(e.chunk);
   if (!result.max_batch) {
@@ -120,9 +120,9 @@ std::optional<PointChunk> search_chunk(Workload& workload, const ExperimentConfi
   found.tries = static_cast<int>(result.tries.size());
   for (const MaxBatchTry& t : result.tries) found.seconds += t.seconds;
   const int64_t count = (batch_size + found.chunk - 1) / found.chunk;
-  spdlog::info("{}: batch size {} runs as {} {} of at most {} (the largest that fits is {}; {}, {:.1f} s)", e.name,
-               batch_size, count, parts, found.chunk, found.largest_fitting, counted(found.tries, "try", "tries"),
-               found.seconds);
+  spdlog::info("{}: batch size {} runs as {} {} of at most {} (the largest that fits is {}; {}, {:.1f} s)",
+               e.name, batch_size, count, parts, found.chunk, found.largest_fitting,
+               counted(found.tries, "try", "tries"), found.seconds);
   return found;
 }
 
@@ -190,20 +190,23 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
           if (!workload) {
             const auto found = s.loaded.find(e.data);
             s.spent.measure("model_building", [&] {
-              workload = std::make_unique<Workload>(e, device, found == s.loaded.end() ? nullptr : &found->second->train);
+              workload = std::make_unique<Workload>(
+                  e, device, found == s.loaded.end() ? nullptr : &found->second->train);
             });
           }
           if (whole_fails && !chunk) {
             std::string error;
-            chunk = s.spent.measure("chunk_search", [&] { return search_chunk(*workload, e, batch_size, chunks, error); });
+            chunk = s.spent.measure("chunk_search",
+                                    [&] { return search_chunk(*workload, e, batch_size, chunks, error); });
             if (!chunk) {
               // Not one sample a micro-batch runs the batch: out of memory as it stands.
               workload.reset();
               if (device.is_cuda()) gpu::empty_cache();
               oom_at = batch_size;
               const std::string parts = e.phase == Phase::Train ? "micro-batches" : "slices";
-              spdlog::warn("{}: batch size {} does not fit on {} even in {} of one sample; larger sizes are skipped",
-                           e.name, batch_size, e.device, parts);
+              spdlog::warn(
+                  "{}: batch size {} does not fit on {} even in {} of one sample; larger sizes are skipped",
+                  e.name, batch_size, e.device, parts);
               records = {OomRecord{key, "not even " + parts + " of one sample fit (chunk: auto): " + error}};
               break;
             }
@@ -219,8 +222,9 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
           if (e.profile && pass == 1) {
             // After the timed steps, never among them; in the first pass only.
             const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
-            s.spent.measure("profiling",
-                            [&] { s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace)); });
+            s.spent.measure("profiling", [&] {
+              s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+            });
           }
           workload->release_batch();
           records = measured_records(key, m, workload->flops_per_step(batch_size));
@@ -249,7 +253,8 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
             continue;  // in the largest micro-batches that fit
           }
           oom_at = batch_size;
-          spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size, e.device);
+          spdlog::warn("{}: batch size {} does not fit on {}; larger sizes are skipped", e.name, batch_size,
+                       e.device);
           const std::string message = error.what();
           records = {OomRecord{key, message.substr(0, message.find('\n'))}};
           break;

@@ -13,7 +13,6 @@ namespace batchscope {
 // searched step (the evaluations' activations between steps, the caching allocator's other blocks).
 constexpr double kChunkSearchMargin = 0.05;
 
-
 // Searches for the largest micro-batch, up to o.batch_size, whose training step fits on the device beside
 // the batch itself, held there as training holds it: maxbatch's search (lib/sweep/max_batch.h) of the
 // run's model, optimizer, precision and layout on synthetic samples of the data's shape, starting at the

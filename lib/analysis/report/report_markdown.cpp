@@ -265,8 +265,8 @@ std::string point_note(const PointStats& p) {
   std::string note = p.too_few_samples ? "too few steps: not used" : "";
   if (p.chunk) {
     const int64_t count = (p.batch_size + *p.chunk - 1) / *p.chunk;
-    note += (note.empty() ? "" : "; ") + std::string("did not fit whole: ") + std::to_string(count) + " × at most " +
-            std::to_string(*p.chunk) + " (chunk: auto)";
+    note += (note.empty() ? "" : "; ") + std::string("did not fit whole: ") + std::to_string(count) +
+            " × at most " + std::to_string(*p.chunk) + " (chunk: auto)";
   }
   return note;
 }
