@@ -172,7 +172,7 @@ Json group_json(const GroupAnalysis& g) {
   }
   Json before = Json::array();
   for (const BatchChoice& c : g.before_jumps) before.push_back(choice_json(c));
-  return Json{{"id", g.id},
+  Json group{{"id", g.id},
               {"label", g.label},
               {"identity", g.identity},
               {"logs", g.logs},
@@ -193,11 +193,15 @@ Json group_json(const GroupAnalysis& g) {
                 {"largest_fitting", optional_json(g.largest_fitting)},
                 {"first_oom", optional_json(g.first_oom)},
                 {"skipped", g.skipped},
-                {"accumulated", g.accumulated},
-                {"largest_whole", optional_json(g.largest_whole)},
                 {"flagged", g.flagged},
                 {"launch_bound", g.launch_bound},
                 {"overflowed", g.overflowed}}}};
+  // Only with chunk: auto's micro-batches, so that analyses of other logs keep their keys.
+  if (!g.accumulated.empty()) {
+    group["best"]["accumulated"] = g.accumulated;
+    group["best"]["largest_whole"] = optional_json(g.largest_whole);
+  }
+  return group;
 }
 
 // Only where the logs measured energy, so that analyses of older logs keep their keys.
