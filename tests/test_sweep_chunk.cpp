@@ -20,16 +20,12 @@ using namespace batchscope;
 
 namespace {
 
+// mnist_cnn's training at these sizes with chunk: auto, two timed steps each.
 SweepConfig chunk_auto_sweep(std::vector<int64_t> batches) {
-  ExperimentConfig e;
-  e.name = "mnist_auto";
-  e.model = "mnist_cnn";
-  e.input_shape = {1, 28, 28};
-  e.classes = 10;
+  ExperimentConfig e = testing_support::tiny_mnist_training("mnist_auto");
   e.batch_sizes = std::move(batches);
   e.warmup_steps = 0;
   e.timed_steps = 2;
-  e.device = "cpu";
   e.chunk_auto = true;
   return SweepConfig{"test", {e}};
 }
