@@ -67,7 +67,6 @@ class Workload {
   // The chunk that the next prepare_batch() runs its batch in (0: whole), in place of the experiment's:
   // chunk: auto's choice for a batch size that does not fit whole, and the search's tries before it.
   void set_chunk(int64_t chunk) { experiment_.chunk = chunk; }
-  int64_t chunk() const { return experiment_.chunk; }
 
   // Everything a step changes that a later step depends on: weights, buffers (batch-norm statistics),
   // the optimizer's state and the random generators. Extra steps between save_state() and
