@@ -54,6 +54,52 @@ TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
   EXPECT_NEAR(*g.points[0].tflops, 1e9 / (g.points[0].median_ms / 1e3) / 1e12, 1e-12);
 }
 
+// A sweep with chunk: auto past what fits: the sizes above 48 ran in two micro-batches each, so their
+// step holds two passes of half the batch and starts 12 ms above the last whole one. That rise is where
+// accumulation starts, not a jump of the batch's shapes: the jumps, the periodicity and the trend read the
+// whole sizes only, while the best batch size counts every size, as the throughput a user gets.
+TEST_F(AnalyzeTest, SizesInMicroBatchesAreLeftOutOfTheJumpsAndTheTrend) {
+  FakeLog log;
+  log.batches = range(1, 70);
+  log.level = [](int64_t b) {
+    const double whole = 20.0 + 0.2 * static_cast<double>(b) + 4.0 * static_cast<double>((b - 1) / 16);
+    return b <= 48 ? whole : 40.0 + 0.2 * static_cast<double>(b);
+  };
+  log.point_fields = [](int64_t b) {
+    if (b <= 48) return Json::object();
+    Json f = {{"chunk", (b + 1) / 2}, {"chunk_largest_fitting", 48}, {"chunk_tries", b == 49 ? 6 : 0},
+              {"chunk_search_s", b == 49 ? 1.5 : 0.0}};
+    if (b > 49) f["chunk_bound_from_batch"] = 49;
+    return f;
+  };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_EQ(g.points.size(), 70u);
+  ASSERT_EQ(g.jumps.jumps.size(), 2u);
+  EXPECT_EQ(g.jumps.jumps[0].from_batch, 16);
+  EXPECT_EQ(g.jumps.jumps[1].from_batch, 32);
+  ASSERT_TRUE(g.periodicity.best.has_value());
+  EXPECT_EQ(g.periodicity.best->k, 16);
+  ASSERT_TRUE(g.trend.has_value());
+  EXPECT_EQ(g.trend->points, 48);
+  ASSERT_EQ(g.accumulated.size(), 22u);
+  EXPECT_EQ(g.accumulated.front(), 49);
+  EXPECT_EQ(g.largest_whole, 48);
+  // 70 in two micro-batches: 70 / 54 ms beats 48 whole: 48 / 37.6 ms.
+  ASSERT_TRUE(g.fastest.has_value());
+  EXPECT_EQ(g.fastest->batch_size, 70);
+  EXPECT_EQ(g.largest_fitting, 70);
+  std::ostringstream report;
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  write_report(report, a, plots, "plots");
+  EXPECT_NE(report.str().find("the trend, the jumps and the periodicity read the whole sizes only"),
+            std::string::npos)
+      << report.str();
+  EXPECT_EQ(report.str().find("| 48→49 |"), std::string::npos) << report.str();
+}
+
 // A run record's GPU entry damaged by hand: an SM count no GPU has predicts nothing (a count of 0 once
 // divided by zero), and an index that is not a number names no GPU (it once threw a JSON type error).
 TEST_F(AnalyzeTest, ADamagedGpuEntryPredictsNothingAndTheAnalysisGoesOn) {

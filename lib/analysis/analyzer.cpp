@@ -324,13 +324,17 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
       g.flagged.push_back(p.batch_size);
       continue;
     }
+    if (!g.fastest || p.samples_per_s > g.fastest->samples_per_s)
+      g.fastest = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
+    // A size that ran in chunk: auto's micro-batches is a throughput a user gets, but its step time
+    // follows its count of micro-batches, not the batch's shapes: the trend, the jumps, the periodicity
+    // and the predictions read the whole batches only.
+    if (p.chunk) continue;
     xs.push_back(static_cast<double>(p.batch_size));
     ys.push_back(p.median_ms);
     // The larger of the noise within the size's steps and the drift between passes.
     levels.push_back({p.batch_size, p.median_ms, std::max(p.median_se_ms, p.between_pass_se_ms.value_or(0.0))});
     measured.push_back(p.batch_size);
-    if (!g.fastest || p.samples_per_s > g.fastest->samples_per_s)
-      g.fastest = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
   }
   if (g.fastest) {
     for (const PointStats& p : g.points) {

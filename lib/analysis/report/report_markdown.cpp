@@ -383,8 +383,8 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
     out << "- did not fit whole from batch " << g.accumulated.front() << " on";
     if (g.largest_whole) out << " (the largest whole: " << *g.largest_whole << ")";
     out << "; in chunk: auto's micro-batches: " << batch_list(g.accumulated)
-        << ". Their step times hold the micro-batches' passes, so a jump at the first of them is where "
-           "accumulation starts\n";
+        << ". Their step times follow their count of micro-batches, not the batch's shapes: the trend, "
+           "the jumps and the periodicity read the whole sizes only\n";
   }
   if (g.first_oom) {
     out << "- out of memory from batch " << *g.first_oom;
