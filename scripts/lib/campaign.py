@@ -237,6 +237,16 @@ class Campaign:
         # Does benchmark mode, which times the algorithms for each shape, take the sawtooth away?
         sweep("vgg16_tf32_off_bench_on", ["--model", "vgg16"] + image + ["--tf32", "off", "--cudnn-benchmark"],
               os.path.join(jumps, "vgg16_tf32_off_bench_on"))
+        # Past the largest batch that fits: VGG16 in fp32 ran one step of 1855 on an H200 but not three in a
+        # row (see maxbatch below). chunk: auto times 1024 whole, and 2048 and 4096 in the largest even
+        # micro-batches that run beside each (its search on the batch itself): what a batch larger than fits
+        # costs per sample, and what the search costs on a GPU. Smoke: ResNet-18 under a CPU memory limit
+        # that holds 4 whole and not 32.
+        chunk_args = (["--model", "resnet18", "--input", "3,64,64", "--classes", "10", "--batch", "4,32",
+                       "--warmup", "0", "--steps", "1", "--memory-limit", "130MiB"] if smoke
+                      else ["--model", "vgg16"] + with_option(with_option(with_option(
+                          image, "--batch", "1024:4096:x2"), "--warmup", "2"), "--steps", "5"))
+        sweep("vgg16_chunk_auto", chunk_args + ["--chunk", "auto"], os.path.join(r, "chunk_auto", "vgg16"))
         maxbatch_models = ["resnet18"] if smoke else MAXBATCH_MODELS
         for m in maxbatch_models:
             for precision in ("fp32", "bf16"):
@@ -586,6 +596,10 @@ def estimate(it, rate, steps):
             n_profiled = (e.get("profile_steps") or 3) if (e.get("profile") or "--profile" in it["argv"]) else 0
             for flops in sizes:
                 t = max(flops / r, floor)
+                # chunk: auto, where the size does not fit whole: a try of the whole batch, then about eight
+                # single steps of the search at three quarters of it and three in a row to confirm.
+                if e.get("chunk") == "auto":
+                    total += t + 8.25 * t
                 # Per size beside its steps: the batch made and copied, memory released, records written
                 # (on the H100 about 0.2 s).
                 total += n_warm * t + max(n_timed * t, window) + 0.2 + (BENCHMARK_SEARCH_S[gpu] if e["cudnn_benchmark"] else 0)

@@ -149,7 +149,7 @@ for item in jumps/vgg19_bench_off jumps/vgg16_bench_on jumps/vgg16_tf32_off jump
             jumps/vgg16_channels_last_profiled \
             jumps/vgg16_tf32_off_bench_on \
             jumps/resnet50_bench_off_pass2 jumps/resnet50_foreach_off \
-            mnist_train_vs_infer energy_zoo; do
+            chunk_auto/vgg16 mnist_train_vs_infer energy_zoo; do
   grep -q '"type":"end"' "$work/r/$item/steps.jsonl" 2>/dev/null && [ -f "$work/r/$item/analysis/report.md" ] ||
     fail "$item: no complete, analysed sweep"
 done
@@ -178,6 +178,15 @@ assert all(len(l["alone_by_batch"]) >= 6 for l in rates["layers"]), rates["layer
 PY
   ok "the profiled sweep's layer rates are read against the measured convolution peak and each layer alone" ||
   fail "layer rates: no conv roof or no layers alone in the profiled sweep's analysis.json"
+# chunk: auto ran the size that does not fit whole under the memory limit in micro-batches, 4 whole.
+python3 - "$work/r/chunk_auto/vgg16/steps.jsonl" <<'PY' && ok "chunk: auto ran 32 in micro-batches and 4 whole" ||
+import json, sys
+points = {r["batch_size"]: r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "point"}
+assert sorted(points) == [4, 32], sorted(points)
+assert "chunk" not in points[4], points[4]
+assert 1 <= points[32]["chunk"] < 32 and points[32]["chunk_tries"] > 0, points[32]
+PY
+  fail "chunk: auto: 32 not in micro-batches, or 4 not whole"
 [ -s "$work/r/maxbatch/resnet18_fp32.jsonl" ] || fail "maxbatch: no result"
 # The allocator item runs with its variable set, which its records and commands.txt name.
 grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"' \
