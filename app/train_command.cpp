@@ -153,6 +153,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
       ("noise-batch", "--noise-scale's small batch size (default: the training batch size, or --chunk where the batch accumulates); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
       ("no-energy", "do not measure the device's energy over each epoch's training (NVML on a GPU, RAPL on the CPU)")
+      ("idle-seconds", "seconds of the device's idle power measured before the first epoch (a batch study: before its first run), for each epoch's energy above idle; 0 for none", cxxopts::value<std::string>()->default_value("2"))
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/train-<model>)", cxxopts::value<std::string>())
@@ -247,6 +248,7 @@ int run_train_command(const std::vector<std::string>& args) {
   }
   o.eval_every = whole_option(result, "eval-every", 0, 100000000);
   o.measure_energy = result.count("no-energy") == 0;
+  o.idle_seconds = real_option(result, "idle-seconds", 0, 600);
   o.limit_train = positive_limit(result, "limit-train");
   o.limit_test = positive_limit(result, "limit-test");
   o.target_accuracy = target_accuracy(result);

@@ -1339,6 +1339,7 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   TrainingOptions o = options("energy");
   o.epochs = 1;
   o.eval_every = 1;  // an evaluation after each step but the last: time that the energy must leave out
+  o.idle_seconds = 0;  // no idle baseline: the gross energy alone (the next test has one)
   o.open_power = [](const c10::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
     return std::make_unique<power::testing::FakePowerSource>(power::testing::PowerCurve::constant(50),
                                                              power::steady_now_ms, 0.01);
@@ -1356,6 +1357,8 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
   EXPECT_EQ(records[0]["power"]["available"], true);
   EXPECT_EQ(records[0]["power"]["method"], "fake energy counter");
+  EXPECT_TRUE(records[0]["power"]["idle"].is_null());
+  EXPECT_FALSE(records[1].contains("energy_above_idle_j"));
   EXPECT_FALSE(records[0]["config"].contains("power")) << "how energy is read is no option of the run";
   EXPECT_EQ(records[1]["energy_j"], *e.energy_j);
   EXPECT_EQ(records[1]["evaluations"][3]["training_joules"], *e.evaluations[3].training_joules);
@@ -1395,6 +1398,72 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   const int64_t least =
       json["rows"][0]["energy_to_target_j"] < json["rows"][1]["energy_to_target_j"] ? 32 : 64;
   EXPECT_EQ(json["least_energy_to_target"], least);
+}
+
+// With an idle baseline: a device that draws 30 W for the baseline's window and 50 W from then on trains
+// each epoch at 20 W above idle. The run record holds the baseline, each epoch record its idle power and
+// its energy above idle (read back as written), and a batch study measures the baseline once, for its
+// first run, and names the least energy above idle to the target beside the gross one.
+TEST_F(Training, EachEpochsEnergyAboveIdleIsItsEnergyLessTheIdleDrawOverItsTrainingTime) {
+  TrainingOptions o = options("energy_above_idle");
+  o.limit_train = 256;
+  o.idle_seconds = 0.25;
+  auto opened = std::make_shared<int>(0);
+  o.open_power = [opened](const c10::Device&, std::string&) -> std::unique_ptr<power::PowerSource> {
+    ++*opened;
+    // 30 W for the 250 ms after the source is opened, which the baseline starts at once.
+    power::testing::PowerCurve curve{
+        [](double t_ms) { return t_ms < 250 ? 30.0 : 50.0; },
+        [](double t_ms) { return t_ms < 250 ? 30 * t_ms / 1000 : 7.5 + 50 * (t_ms - 250) / 1000; }};
+    return std::make_unique<power::testing::FakePowerSource>(curve, power::steady_now_ms, 0.01);
+  };
+  const TrainingOutcome run = train_model(o);
+  ASSERT_TRUE(run.idle.has_value());
+  EXPECT_NEAR(run.idle->avg_power_w, 30, 0.6);
+  ASSERT_EQ(run.epochs.size(), 2u);
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records[0]["power"]["idle"]["power_w"], run.idle->avg_power_w);
+  for (int i = 0; i < 2; ++i) {
+    const EpochResult& e = run.epochs[static_cast<std::size_t>(i)];
+    ASSERT_TRUE(e.energy_j && e.idle_power_w);
+    EXPECT_EQ(*e.idle_power_w, run.idle->avg_power_w);
+    ASSERT_TRUE(e.energy_above_idle_j());
+    EXPECT_NEAR(*e.energy_above_idle_j(), 20 * e.epoch_seconds, 0.05 * 20 * e.epoch_seconds);
+    EXPECT_EQ(records[static_cast<std::size_t>(i) + 1]["energy_above_idle_j"], *e.energy_above_idle_j());
+  }
+  const EpochResult back = training_parts::read_earlier_run(o.out_dir).epochs[1];
+  ASSERT_TRUE(back.energy_above_idle_j());
+  EXPECT_EQ(back.idle_power_w, run.epochs[1].idle_power_w);
+  EXPECT_EQ(back.energy_above_idle_j(), run.epochs[1].energy_above_idle_j());
+
+  BatchStudyOptions study_options;
+  study_options.training = o;
+  study_options.training.epochs = 1;
+  study_options.training.out_dir = (*root_ / "energy_above_idle_study").string();
+  study_options.training.target_accuracy = 0.2;
+  study_options.batch_sizes = {32, 64};
+  *opened = 0;
+  const BatchStudy study = run_batch_study(study_options);
+  ASSERT_EQ(study.rows.size(), 2u);
+  EXPECT_EQ(*opened, 2) << "each run opens the device's source";
+  // The second run took the first's baseline, to the bit, without measuring one of its own.
+  ASSERT_TRUE(study.rows[0].outcome.idle && study.rows[1].outcome.idle);
+  EXPECT_EQ(study.rows[1].outcome.idle->avg_power_w, study.rows[0].outcome.idle->avg_power_w);
+  std::ifstream json_file(study.json_path);
+  const Json json = Json::parse(json_file);
+  for (int i = 0; i < 2; ++i) {
+    const Json& row = json["rows"][static_cast<std::size_t>(i)];
+    const EpochResult& e = study.rows[static_cast<std::size_t>(i)].outcome.epochs[0];
+    ASSERT_TRUE(row["energy_to_target_above_idle_j"].is_number()) << row.dump();
+    EXPECT_DOUBLE_EQ(row["energy_to_target_above_idle_j"].get<double>(), *e.energy_above_idle_j());
+    EXPECT_EQ(row["idle_power_w"], *e.idle_power_w);
+  }
+  const int64_t least =
+      json["rows"][0]["energy_to_target_above_idle_j"] < json["rows"][1]["energy_to_target_above_idle_j"] ? 32
+                                                                                                            : 64;
+  EXPECT_EQ(json["least_energy_to_target_above_idle"], least);
+  const std::string table = format_batch_study(study);
+  EXPECT_NE(table.find(" Above the idle draw ("), std::string::npos) << table;
 }
 
 // train --deterministic off: recorded in the run's determinism, a run to go on with only under the same

@@ -118,12 +118,33 @@ std::optional<double> energy_counted(const BatchStudyRow& row) {
   return joules;
 }
 
-// The row that reached the target on the least energy; null where none did with its energy measured.
-const BatchStudyRow* least_energy_to_target(const BatchStudy& study) {
+// The same above the device's idle draw: each epoch's energy less its session's idle power over the
+// seconds counted of it; none where an epoch counted had no idle baseline.
+std::optional<double> energy_above_idle_counted(const BatchStudyRow& row) {
+  const int64_t epochs = epochs_counted(row);
+  if (epochs == 0) return std::nullopt;
+  double joules = 0;
+  for (int64_t i = 0; i < epochs; ++i) {
+    const EpochResult& r = row.outcome.epochs[static_cast<std::size_t>(i)];
+    const bool target_epoch = i + 1 == epochs && row.outcome.target_step;
+    const double seconds = target_epoch ? row.outcome.target_seconds.value_or(0) : r.epoch_seconds;
+    const std::optional<double> part =
+        above_idle(epoch_energy(r, target_epoch ? row.outcome.target_step : std::nullopt), r.idle_power_w, seconds);
+    if (!part) return std::nullopt;
+    joules += *part;
+  }
+  return joules;
+}
+
+using EnergyOf = std::optional<double> (*)(const BatchStudyRow&);
+
+// The row that reached the target on the least energy (gross, or above idle); null where none did with
+// that energy measured.
+const BatchStudyRow* least_energy_to_target(const BatchStudy& study, EnergyOf energy = energy_counted) {
   const BatchStudyRow* best = nullptr;
   for (const BatchStudyRow& row : study.rows) {
-    if (!row.outcome.target_epoch || !energy_counted(row)) continue;
-    if (best == nullptr || *energy_counted(row) < *energy_counted(*best)) best = &row;
+    if (!row.outcome.target_epoch || !energy(row)) continue;
+    if (best == nullptr || *energy(row) < *energy(*best)) best = &row;
   }
   return best;
 }
@@ -193,6 +214,11 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"training_seconds", seconds_counted(row)},
          {"energy_to_target_j", reached && energy_counted(row) ? Json(*energy_counted(row)) : Json()},
          {"training_energy_j", energy_counted(row) ? Json(*energy_counted(row)) : Json()},
+         {"energy_to_target_above_idle_j",
+          reached && energy_above_idle_counted(row) ? Json(*energy_above_idle_counted(row)) : Json()},
+         {"training_energy_above_idle_j",
+          energy_above_idle_counted(row) ? Json(*energy_above_idle_counted(row)) : Json()},
+         {"idle_power_w", last.idle_power_w ? Json(*last.idle_power_w) : Json()},
          {"mean_samples_per_s", row.mean_samples_per_s},
          {"best_test_accuracy", row.best_test_accuracy},
          {"last_test_accuracy", last.test.accuracy},
@@ -204,6 +230,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
   const BatchStudyRow* thriftiest = least_energy_to_target(study);
+  const BatchStudyRow* thriftiest_above_idle = least_energy_to_target(study, energy_above_idle_counted);
   const std::optional<CriticalBatch> critical = critical_batch_of(study);
   const Json critical_json = critical ? Json{{"min_steps", critical->min_steps},
                                              {"critical_batch", critical->critical_batch},
@@ -233,6 +260,8 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
           {"fastest_to_target", fastest ? Json(fastest->batch_size) : Json()},
           {"fewest_epochs_to_target", fewest ? Json(fewest->batch_size) : Json()},
           {"least_energy_to_target", thriftiest ? Json(thriftiest->batch_size) : Json()},
+          {"least_energy_to_target_above_idle",
+           thriftiest_above_idle ? Json(thriftiest_above_idle->batch_size) : Json()},
           {"critical_batch", critical_json}};
 }
 
@@ -327,6 +356,12 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     row.lr = o.optimizer.lr;
     row.dir = o.out_dir;
     row.outcome = train_on(o, device, data);
+    // The device's idle draw, measured once: the later sizes take this run's baseline.
+    if (row.outcome.idle) {
+      for (std::size_t j = i + 1; j < runs.size(); ++j) {
+        if (!runs[j].known_idle) runs[j].known_idle = row.outcome.idle;
+      }
+    }
     // --chunk auto: where this size did not fit whole, no larger micro-batch fits beside a larger batch,
     // and the later, larger sizes' searches start from the largest that fitted here.
     const std::optional<ChunkSearch>& search = row.outcome.chunk_search;
@@ -547,6 +582,15 @@ std::string format_batch_study(const BatchStudy& study) {
                 energy_text(*energy_counted(*thriftiest));
         if (thriftiest != fastest && energy_counted(*fastest)) {
           text += " (the fastest took " + energy_text(*energy_counted(*fastest)) + ")";
+        }
+        text += ".";
+      }
+      if (const BatchStudyRow* thriftiest = least_energy_to_target(study, energy_above_idle_counted)) {
+        text += " Above the idle draw (" + number("%.1f", *thriftiest->outcome.epochs.front().idle_power_w) +
+                " W): batch " + std::to_string(thriftiest->batch_size) + ", " +
+                energy_text(*energy_above_idle_counted(*thriftiest));
+        if (thriftiest != fastest && energy_above_idle_counted(*fastest)) {
+          text += " (the fastest " + energy_text(*energy_above_idle_counted(*fastest)) + ")";
         }
         text += ".";
       }

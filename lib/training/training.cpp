@@ -152,6 +152,7 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
   if (r.contains("peak_memory_bytes")) e.peak_memory_bytes = fields.whole("peak_memory_bytes");
   if (r.contains("energy_j")) e.energy_j = fields.number("energy_j");  // written only where measured
+  if (r.contains("idle_power_w")) e.idle_power_w = fields.number("idle_power_w");  // and with a baseline
   if (r.contains("evaluations")) {  // written only with eval_every
     if (!r["evaluations"].is_array()) throw BadRecord("has \"evaluations\" that are not a list");
     for (const Json& one : r["evaluations"]) {
@@ -363,6 +364,10 @@ Json epoch_record(const EpochResult& r) {
   if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
   if (r.peak_memory_bytes) j["peak_memory_bytes"] = *r.peak_memory_bytes;
   if (r.energy_j) j["energy_j"] = *r.energy_j;
+  if (r.energy_j && r.idle_power_w) {
+    j["idle_power_w"] = *r.idle_power_w;
+    j["energy_above_idle_j"] = *r.energy_above_idle_j();
+  }
   if (!r.evaluations.empty()) {
     Json evaluations = Json::array();
     for (const StepEvaluation& e : r.evaluations) {
@@ -913,7 +918,24 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     power_source = o.open_power ? o.open_power(device, no_power) : power::open_power_source(device, no_power);
     if (!power_source) spdlog::info("energy on {}: not measured: {}", device_name, no_power);
   }
-  const Json power_record = power::describe_power(power_source.get(), no_power);
+  Json power_record = power::describe_power(power_source.get(), no_power);
+  if (power_source) {
+    // The idle baseline, with the model built and nothing running: what the device draws doing nothing.
+    if (o.known_idle) {
+      outcome.idle = o.known_idle;
+    } else if (o.idle_seconds > 0) {
+      synchronize(device);
+      outcome.idle = power::measure_idle(*power_source, o.idle_seconds);
+    }
+    if (outcome.idle) {
+      spdlog::info("energy on {}: {} ({}), idle {:.1f} W{}", device_name, power_source->method(),
+                   power_source->scope(), outcome.idle->avg_power_w, o.known_idle ? " (measured before)" : "");
+    }
+    power_record["idle"] = outcome.idle ? Json{{"power_w", outcome.idle->avg_power_w},
+                                               {"window_ms", outcome.idle->window_ms},
+                                               {"joules", outcome.idle->joules}}
+                                        : Json(nullptr);
+  }
   JsonlWriter writer(outcome.jsonl_path);
   if (done > 0) {
     Json resumed = context_record(record::kResume, o.command_line, config);
@@ -997,6 +1019,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     }
     r.peak_memory_bytes = totals.peak_memory_bytes;
     r.energy_j = totals.joules;
+    if (totals.joules && outcome.idle) r.idle_power_w = outcome.idle->avg_power_w;
     r.epoch = epoch;
     const auto samples = static_cast<double>(train.size());
     r.train_loss = totals.loss_sum / samples;
@@ -1067,6 +1090,15 @@ std::string resolve_training_device(const std::string& device) {
                            : "use cuda:0 to cuda:" + std::to_string(count - 1)));
   }
   return resolved;
+}
+
+std::optional<double> above_idle(std::optional<double> joules, std::optional<double> idle_w, double seconds) {
+  if (!joules || !idle_w) return std::nullopt;
+  return *joules - *idle_w * seconds;
+}
+
+std::optional<double> EpochResult::energy_above_idle_j() const {
+  return above_idle(energy_j, idle_power_w, epoch_seconds);
 }
 
 std::optional<TargetReached> first_reaching(double target, const std::vector<EpochResult>& epochs) {

@@ -11,6 +11,7 @@
 
 #include "data/augment.h"
 #include "lib/config/config.h"
+#include "lib/power/energy_meter.h"
 #include "lib/power/power_source.h"
 #include "lib/records/records.h"
 #include "lib/training/lr_schedule.h"
@@ -75,6 +76,12 @@ struct TrainingOptions {
   int64_t eval_every = 0;
   // The device's energy over each epoch's training (NVML on a GPU, RAPL on the CPU), where it can be read.
   bool measure_energy = true;
+  // Seconds of the device's idle power measured before the first epoch, where its energy is read (0: none):
+  // each epoch's energy above idle is then its energy less the idle draw over its training time.
+  double idle_seconds = 2;
+  // An idle baseline measured already on this device (a batch study's first run's): taken instead of
+  // measuring again.
+  std::optional<power::EnergyWindow> known_idle;
   // Opens the device's power source; power::open_power_source when empty (tests put a fake here).
   std::function<std::unique_ptr<power::PowerSource>(const c10::Device&, std::string& reason)> open_power;
   int64_t limit_train = 0;  // train on the first N images only; 0: all
@@ -148,7 +155,15 @@ struct EpochResult {
   std::optional<int64_t> peak_memory_bytes;
   // The device's energy over the epoch's training time (its evaluations left out), where it was measured.
   std::optional<double> energy_j;
+  // The idle power of the device that the session which trained the epoch measured, where it did: the
+  // energy above idle is energy_j less this draw over epoch_seconds (and an evaluation's within the
+  // epoch, less it over its training_seconds).
+  std::optional<double> idle_power_w;
+  std::optional<double> energy_above_idle_j() const;
 };
+
+// Joules less an idle draw over the seconds; none where either is unknown.
+std::optional<double> above_idle(std::optional<double> joules, std::optional<double> idle_w, double seconds);
 
 // Where a run first reached a target accuracy: within target_epoch, after `step` of its steps (all of
 // them where the epoch's end did) and `seconds` of its training time.
@@ -182,6 +197,8 @@ struct TrainingOutcome {
   std::string device;  // resolved: cpu or cuda:N
   int64_t chunk = 0;   // the micro-batches each batch ran in (TrainingOptions::chunk as run); 0: whole
   std::optional<ChunkSearch> chunk_search;  // --chunk auto's choice, where this session made one
+  // The device's idle baseline this session measured (or was given), where its energy was read.
+  std::optional<power::EnergyWindow> idle;
   std::string jsonl_path;
   std::string checkpoint_path;  // checkpoint.pt, the weights after the last epoch
   std::vector<EpochResult> epochs;  // every epoch of the run, those of earlier sessions included
