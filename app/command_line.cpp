@@ -17,6 +17,8 @@
 #include "lib/config/batch_spec.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
+#include "lib/device/gpu.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "models/registry.h"
 #include "models/torchscript.h"
 
@@ -413,6 +415,19 @@ int64_t parse_memory_limit(const std::string& text) {
     // The parser's sentence already says what a size looks like.
     throw UserError(located("command line", 0, std::string("--memory-limit ") + error.what(), ""));
   }
+}
+
+int64_t parse_gpu_memory_limit(const std::string& text, int index) {
+  const int64_t bytes = parse_memory_limit(text);
+  const int64_t total = gpu::device_info(index).at("total_memory_bytes").get<int64_t>();
+  try {
+    gpu::cap_fraction(bytes, total);
+  } catch (const std::invalid_argument& error) {
+    throw UserError(located("command line", 0, "--memory-limit " + text + " caps cuda:" + std::to_string(index) +
+                                                   ", and " + error.what(),
+                            "give at most " + format_memory_size(total)));
+  }
+  return bytes;
 }
 
 namespace {

@@ -79,6 +79,8 @@ std::vector<int64_t> parse_input_shape(const std::string& text);
 
 // A --memory-limit such as 8GiB as bytes; a UserError naming --memory-limit otherwise.
 int64_t parse_memory_limit(const std::string& text);
+// --memory-limit on GPU `index`: a size no larger than its memory (a UserError that says its size else).
+int64_t parse_gpu_memory_limit(const std::string& text, int index);
 
 // The exit code of a command stopped by Ctrl-C or SIGTERM at a point the same command goes on from.
 inline constexpr int kExitStopped = 130;

@@ -71,6 +71,7 @@ std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& r
     for (const auto& [name, value] : cuda_allocator_environment()) text += " with " + name + "=" + value;
   }
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
+  if (result.gpu_memory_limit) text += " within " + format_memory_size(*result.gpu_memory_limit) + " of its memory";
   if (result.margin > 0) {
     char share[32];
     std::snprintf(share, sizeof share, "%g%%", 100 * result.margin);
@@ -199,11 +200,12 @@ MaxBatchOptions search_options(const cxxopts::ParseResult& result, const Experim
   }
   if (result.count("memory-limit")) {
     const std::string text = result["memory-limit"].as<std::string>();
-    if (!device.is_cpu()) {
-      refuse("--memory-limit applies to the CPU only; on " + e.device + " the GPU's own memory is the limit",
-             "leave --memory-limit out, or use --device cpu");
+    if (device.is_cuda()) {
+      // What fits on a GPU of that much memory: the caching allocator is capped there.
+      search.gpu_memory_limit = parse_gpu_memory_limit(text, device.has_index() ? device.index() : 0);
+    } else {
+      search.cpu_memory_limit = parse_memory_limit(text);
     }
-    search.cpu_memory_limit = parse_memory_limit(text);
   } else if (device.is_cpu()) {
     search.cpu_memory_limit = default_cpu_memory_limit();
     if (!search.cpu_memory_limit) {
@@ -227,11 +229,12 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
       "(where they fail, search on below with --confirm steps a try).\n"
       "On the CPU, LibTorch's tensor memory is counted and limited by --memory-limit (default: 90% of\n"
       "the memory available); memory that BLAS or oneDNN allocate themselves is not counted. On CUDA the\n"
-      "GPU's own memory is the limit, and --memory-limit is refused.");
+      "GPU's own memory is the limit, or --memory-limit caps LibTorch's caching allocator at less (what\n"
+      "fits on a GPU of that much memory, less its CUDA context).");
   add_experiment_options(options, kMaxbatchOptions);
   // clang-format off
   options.add_options()
-      ("memory-limit", "CPU only: the limit on LibTorch's memory, e.g. 2GiB, 512MiB, 4GB", cxxopts::value<std::string>())
+      ("memory-limit", "the limit on LibTorch's memory, e.g. 2GiB, 512MiB, 4GB: on the CPU its counted tensors, on a GPU its caching allocator", cxxopts::value<std::string>())
       ("upper", "the largest batch size tried", cxxopts::value<std::string>()->default_value("65536"))
       ("start", "the first batch size tried", cxxopts::value<std::string>()->default_value("1"))
       ("confirm", "steps in a row the answer must run", cxxopts::value<std::string>()->default_value("3"))

@@ -14,6 +14,7 @@
 #include "lib/common/limits.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/max_batch.h"
@@ -56,7 +57,7 @@ cxxopts::Options sweep_options() {
   add_experiment_options(options, kSweepOptions);
   options.add_options()
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
-      ("memory-limit", "CPU: LibTorch memory allowed, e.g. 8GiB; more is out of memory", cxxopts::value<std::string>())
+      ("memory-limit", "LibTorch memory allowed on each device swept, e.g. 8GiB; more is out of memory (the CPU: its counted tensors; a GPU: its caching allocator, as on a GPU of that much memory)", cxxopts::value<std::string>())
       ("trace", "with --profile (which it implies): keep a Chrome trace of one profiled step per batch size in OUT/traces/, to open in Perfetto")
       ("no-energy", "do not measure energy (NVML on a GPU, RAPL on the CPU)")
       ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<std::string>()->default_value("2"))
@@ -190,18 +191,36 @@ int run_sweep_command(const std::vector<std::string>& args) {
   }
   const std::optional<ShardChoice> shard =
       choose_shard(result.count("shard") ? result["shard"].as<std::string>() : "", shards, process_environment());
-  if (result.count("memory-limit")) {
-    // On the CPU, where nothing else stops an allocation: a batch size that needs more is out of memory.
-    cpu_memory::install();
-    cpu_memory::set_limit(parse_memory_limit(result["memory-limit"].as<std::string>()));
-  }
   SweepConfig machine = resolve_for_machine(parsed);
+  Json memory_limits;
+  if (result.count("memory-limit")) {
+    // On each device the experiments run on: a batch size that needs more is out of memory. On the CPU,
+    // where nothing else stops an allocation, LibTorch's counted tensors; on a GPU its caching allocator,
+    // as on a GPU of that much memory.
+    const std::string text = result["memory-limit"].as<std::string>();
+    memory_limits = Json::object();
+    for (const ExperimentConfig& e : machine.experiments) {
+      if (memory_limits.contains(e.device)) continue;
+      const torch::Device device(e.device);
+      if (device.is_cuda()) {
+        const int index = device.has_index() ? device.index() : 0;
+        const int64_t bytes = parse_gpu_memory_limit(text, index);
+        gpu::set_memory_cap(index, bytes);
+        memory_limits[e.device] = bytes;
+      } else {
+        cpu_memory::install();
+        cpu_memory::set_limit(parse_memory_limit(text));
+        memory_limits[e.device] = *cpu_memory::limit();
+      }
+    }
+  }
 
   const std::string out_dir =
       result.count("out") ? result["out"].as<std::string>()
       : from_file         ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()
                           : "runs/" + models::model_stem(machine.experiments.front().model);
   SweepOptions sweep = sweep_run_options(result, args, out_dir);
+  sweep.memory_limits = memory_limits;
   if (shard) {
     const std::optional<SweepConfig> mine = enter_shard(*shard, parsed, machine, sweep);
     if (!mine) return 0;  // complete already

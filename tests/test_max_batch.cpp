@@ -12,9 +12,11 @@
 
 #include "lib/common/errors.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "lib/records/records.h"
 #include "lib/records/run_store.h"
 #include "lib/sweep/batch_maximum.h"
+#include "lib/sweep/kept_search.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/timing/step_runner.h"
 #include "tests/test_support.h"
@@ -646,6 +648,46 @@ TEST_F(CpuMemory, ASweepsSearchForItsLargestBatchGoesOnFromItsTries) {
   EXPECT_TRUE(testing_support::refuses_with([&] { resolve_batch_maximum(config, sweep_into(busy.path())); },
                                             {"is being written by another batchscope sweep right now"}));
   EXPECT_FALSE(std::filesystem::exists(search_log_path(busy.path().string(), "tomax")));
+}
+
+// A cap on a GPU's memory (--memory-limit there) is the device's share the caching allocator may take:
+// what fits on a GPU of that much memory. One past the device's memory is refused in a sentence.
+TEST(GpuMemoryCap, IsTheAllocatorsShareOfTheDevicesMemory) {
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_DOUBLE_EQ(gpu::cap_fraction(16 * gib, 64 * gib), 0.25);
+  EXPECT_DOUBLE_EQ(gpu::cap_fraction(64 * gib, 64 * gib), 1.0);
+  try {
+    gpu::cap_fraction(160 * gib, 140 * gib);
+    ADD_FAILURE() << "a cap above the device's memory was taken";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_STREQ(error.what(), "160 GiB is more than the GPU's 140 GiB");
+  }
+  EXPECT_THROW(gpu::cap_fraction(0, 64 * gib), std::invalid_argument);
+}
+
+// A stopped search on a GPU under one cap is not the search asked for under another, nor without one:
+// the cap decides every try. Under the same cap it goes on.
+TEST(GpuMemoryCap, IsPartOfAKeptSearchsOptions) {
+  ExperimentConfig e = mnist_on_cpu("capped");
+  e.device = "cuda:0";
+  MaxBatchOptions capped;
+  capped.gpu_memory_limit = int64_t{1} << 30;
+  const testing_support::TempDir dir;
+  const std::string path = (dir.path() / "search.jsonl").string();
+  MaxBatchTry first;
+  first.batch_size = 1;
+  first.steps = 1;
+  first.fits = true;
+  std::ofstream(path) << search_opening_record(e, capped, "maxbatch", 0).dump() << "\n"
+                      << search_try_record(e, first).dump() << "\n";
+  EXPECT_EQ(find_earlier_search(path, e, capped, "maxbatch", true).state, EarlierSearch::State::Stopped);
+  MaxBatchOptions other = capped;
+  other.gpu_memory_limit = int64_t{2} << 30;
+  const EarlierSearch different = find_earlier_search(path, e, other, "maxbatch", true);
+  EXPECT_EQ(different.state, EarlierSearch::State::Different);
+  EXPECT_NE(different.why.find("gpu_memory_limit_bytes"), std::string::npos) << different.why;
+  EXPECT_EQ(find_earlier_search(path, e, MaxBatchOptions{}, "maxbatch", true).state,
+            EarlierSearch::State::Different);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
+#include "lib/device/cpu_memory.h"
 
 namespace batchscope {
 namespace {
@@ -104,6 +105,11 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
     }
     id["libtorch"] = env.value("libtorch_version", "");
   }
+  // A memory limit (--memory-limit) decides which sizes fit whole: a sweep under one is not one without.
+  if (env.contains("memory_limit_bytes") && env["memory_limit_bytes"].is_object() &&
+      env["memory_limit_bytes"].contains(device) && env["memory_limit_bytes"][device].is_number_integer() &&
+      env["memory_limit_bytes"][device].get<int64_t>() > 0)
+    id["memory_limit"] = format_memory_size(env["memory_limit_bytes"][device].get<int64_t>());
   if (separate) id["log"] = log;
   return id;
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "data/datasets.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
@@ -54,6 +55,8 @@ MaxBatchResult search_batch_maximum(const ExperimentConfig& e, MaxBatchOptions o
   const bool limit_given = device.is_cpu() && cpu_memory::limit().has_value();
   if (device.is_cpu())
     options.cpu_memory_limit = limit_given ? cpu_memory::limit() : default_cpu_memory_limit();
+  // On a GPU, the cap of --memory-limit where the sweep has one: written down with the search too.
+  if (device.is_cuda()) options.gpu_memory_limit = gpu::memory_cap(device.has_index() ? device.index() : 0);
 
   // Two sweeps on one --out must not both search into its file: the directory is locked as the
   // sweep's log will be, and let go before the RunStore takes it.

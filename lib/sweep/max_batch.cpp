@@ -7,6 +7,7 @@
 
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "lib/records/jsonl.h"
 #include "lib/timing/step_runner.h"
 
@@ -24,6 +25,7 @@ void check_options(const MaxBatchOptions& o) {
     refuse("the confirmation needs 1 step or more, not " + std::to_string(o.confirm_steps));
   }
   if (o.cpu_memory_limit && *o.cpu_memory_limit <= 0) refuse("a CPU memory limit must be more than 0 bytes");
+  if (o.gpu_memory_limit && *o.gpu_memory_limit <= 0) refuse("a GPU memory limit must be more than 0 bytes");
   if (o.granularity < 1) refuse("the granularity must be 1 or more, not " + std::to_string(o.granularity));
   if (!(o.tolerance >= 0 && o.tolerance < 1)) refuse("the tolerance must be from 0% to below 100%");
   if (o.max_tries < 0 || o.max_tries == 1) refuse("the try limit must be 2 or more (or 0 for none)");
@@ -37,6 +39,7 @@ Json to_json(const MaxBatchResult& r) {
             {"hit_upper_bound", r.hit_upper_bound},
             {"peak_memory_bytes", optional_json(r.peak_memory_bytes)},
             {"cpu_memory_limit_bytes", optional_json(r.cpu_memory_limit)},
+            {"gpu_memory_limit_bytes", optional_json(r.gpu_memory_limit)},
             {"tries", r.tries.size()},
             {"stopped_by", r.stopped_by},
             {"margin", r.margin},
@@ -51,6 +54,7 @@ Json to_json(const MaxBatchOptions& o) {
           {"search_steps", o.search_steps},
           {"confirm_steps", o.confirm_steps},
           {"cpu_memory_limit_bytes", optional_json(o.cpu_memory_limit)},
+          {"gpu_memory_limit_bytes", optional_json(o.gpu_memory_limit)},
           {"granularity", o.granularity},
           {"tolerance", o.tolerance},
           {"max_tries", o.max_tries},
@@ -246,6 +250,9 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
     throw std::invalid_argument("a CPU memory limit does not apply to " + device.str() +
                                 ", where the GPU's own memory is the limit");
   }
+  if (options.gpu_memory_limit && !device.is_cuda()) {
+    throw std::invalid_argument("a GPU memory limit does not apply to " + device.str());
+  }
   std::optional<cpu_memory::ScopedLimit> scoped_limit;
   // The margin leaves that share of the memory free: a smaller limit on the CPU, a memory fraction
   // of the CUDA allocator (put back to the whole when the search ends).
@@ -263,16 +270,23 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
       scoped_limit.emplace(less_margin(cpu_memory::limit()));
     }
   }
-  struct FractionBack {
+  // On a GPU: the search's cap where it has one, and the margin's share of the cap (or of the whole
+  // memory); the cap and the fraction before are put back when the search ends.
+  struct CapBack {
     int index = -1;
-    ~FractionBack() {
-      if (index >= 0) gpu::set_memory_fraction(index, 1.0);
+    std::optional<int64_t> cap;
+    ~CapBack() {
+      if (index >= 0) gpu::set_memory_cap(index, cap);
     }
-  } fraction_back;
-  if (device.is_cuda() && options.margin > 0) {
+  } cap_back;
+  std::optional<int64_t> gpu_limit_used;
+  if (device.is_cuda()) {
     const int index = device.has_index() ? device.index() : 0;
-    gpu::set_memory_fraction(index, 1 - options.margin);
-    fraction_back.index = index;
+    cap_back.cap = gpu::memory_cap(index);
+    cap_back.index = index;
+    if (options.gpu_memory_limit) gpu::set_memory_cap(index, options.gpu_memory_limit);
+    if (options.margin > 0) gpu::set_share_of_cap(index, 1 - options.margin);
+    gpu_limit_used = gpu::memory_cap(index);
   }
   const std::optional<int64_t> limit_used = device.is_cpu() ? cpu_memory::limit() : std::nullopt;
   at::globalContext().setBenchmarkCuDNN(experiment.cudnn_benchmark);
@@ -288,6 +302,7 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
     MaxBatchResult result;
     result.confirm_steps = options.confirm_steps;
     result.cpu_memory_limit = limit_used;
+    result.gpu_memory_limit = gpu_limit_used;
     result.error = "the model alone does not fit: " + short_error_message(error);
     return result;
   }
@@ -295,6 +310,7 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
       [&](int64_t batch_size, int steps) { return probe_workload(*workload, batch_size, steps); }, options,
       on_try, session);
   result.cpu_memory_limit = limit_used;
+  result.gpu_memory_limit = gpu_limit_used;
   result.margin = options.margin;
   return result;
 }

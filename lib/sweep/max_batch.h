@@ -26,6 +26,9 @@ struct MaxBatchOptions {
   // nothing else stops an allocation before the kernel's OOM killer. run_max_batch refuses it on CUDA.
   // nullopt: the limit already in place, or where there is none, default_cpu_memory_limit().
   std::optional<int64_t> cpu_memory_limit;
+  // A cap on a GPU's memory for the search (gpu_memory_cap.h), the one before put back after; only for
+  // CUDA. nullopt: the cap in place (sweep --memory-limit), if any.
+  std::optional<int64_t> gpu_memory_limit;
   // When the bisection may stop short of the exact size: once the largest size that fit and the
   // smallest that did not are at most `granularity` apart, or within `tolerance` (a share of the
   // smallest failure) of each other; 1 and 0 search to the exact size.
@@ -66,6 +69,7 @@ struct MaxBatchResult {
   std::optional<int64_t> peak_memory_bytes;  // of the confirmation at max_batch
   std::string error;  // the out-of-memory message at first_failure (when nothing fits: at size 1)
   std::optional<int64_t> cpu_memory_limit;  // the limit the search ran under (run_max_batch on the CPU)
+  std::optional<int64_t> gpu_memory_limit;  // the cap on the GPU's memory it ran under, where one was set
   std::vector<MaxBatchTry> tries;           // in the order they ran
   // Why the bisection stopped: "exact" (next to a failure), "upper bound", "granularity", "tolerance",
   // "try limit", or "nothing fits".

@@ -30,6 +30,8 @@ RunRecord run_header(const SweepConfig& config, const SweepOptions& options, con
   Json recorded = {{"source", config.source}, {"experiments", experiments}};
   if (!options.shard_plan.is_null()) recorded["shard"] = options.shard_plan;
   RunRecord header = run_record(resumed ? record::kResume : record::kRun, options.command_line, recorded);
+  // What fits, and so which sizes run out of memory or in micro-batches, depends on it.
+  if (!options.memory_limits.is_null()) header.environment["memory_limit_bytes"] = options.memory_limits;
   header.timers = Json::object();
   for (const ExperimentConfig& e : config.experiments) {
     if (header.timers.contains(e.device)) continue;

@@ -21,6 +21,9 @@ struct SweepOptions {
   bool force = false;          // replace a complete or different run in out_dir
   bool show_progress = false;  // the status line on the progress stream
   std::string command_line;    // recorded in the run record
+  // --memory-limit where given: the bytes each device may use ({"cpu": N, "cuda:0": M}), recorded in
+  // the run record as memory_limit_bytes; applied by the caller (cpu_memory, gpu_memory_cap).
+  Json memory_limits;
   // Set (e.g. by a signal handler) to stop after the batch size that is running; may be null.
   const std::atomic<bool>* stop_requested = nullptr;
   // With profiling: a Chrome trace of the first profiled step of each batch size, in out_dir/traces/.

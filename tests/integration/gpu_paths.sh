@@ -106,6 +106,29 @@ expect 0 "the LSTM language model" "written" "${sweep[@]}" --model lstm_lm --seq
 check_gpu_run "lstm_lm" "$work/lm"
 
 expect 0 "maxbatch on the GPU" "at least 512" maxbatch --model mnist_cnn --device cuda:0 --upper 512 --confirm 1
+# --memory-limit caps the caching allocator: what fits on a GPU of 1 GiB, said so, and none of the steps
+# held more; past it, chunk: auto runs the batch in micro-batches, and the run record has the limit.
+expect 0 "maxbatch under a GPU memory limit" "within 1.00 GiB of its memory" maxbatch --model resnet18 \
+  --input 3,64,64 --classes 10 --device cuda:0 --memory-limit 1GiB --granularity 8 --confirm 1 --quiet --out "$work/capped.jsonl"
+python3 - "$work/capped.jsonl" <<'PY' && ok "the capped search held no more than the cap" || fail "capped maxbatch"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+result = [r for r in records if r["type"] == "maxbatch"][-1]["result"]
+assert result["gpu_memory_limit_bytes"] == 2**30 and result["max_batch"], result
+fits = [r for r in records if r["type"] == "maxbatch_try" and r["fits"]]
+assert fits and all(r["peak_memory_bytes"] <= 2**30 for r in fits), fits
+print(f"     {result['max_batch']} fit within 1 GiB")
+PY
+expect 0 "chunk: auto under a GPU memory limit" "did not fit whole" "${sweep[@]}" --model resnet18 --input 3,64,64 \
+  --classes 10 --batch 32,2048 --chunk auto --memory-limit 1GiB --idle-seconds 0 --out "$work/capped-chunk"
+python3 - "$work/capped-chunk/steps.jsonl" <<'PY' && ok "2048 ran in micro-batches under the cap" || fail "capped chunk: auto"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+assert records[0]["memory_limit_bytes"] == {"cuda:0": 2**30}, records[0].get("memory_limit_bytes")
+points = {r["batch_size"]: r for r in records if r["type"] == "point"}
+assert "chunk" not in points[32] and 1 <= points[2048]["chunk"] < 2048, points
+assert all(p["peak_memory_bytes"] <= 2**30 for p in points.values()), points
+PY
 expect 0 "micro-batching on the GPU" "." microbatch --model alexnet --batch 8 --input 3,64,64 \
   --classes 10 --device cuda:0 --steps 2 --warmup 1 --repeats 2 --policy powerOfTwo --quiet --out "$work/micro"
 python3 - "$work/micro/microbatch.jsonl" <<'PY' && ok "per-layer splits leave the gradients as they were" || fail "micro-batch result"

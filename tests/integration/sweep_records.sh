@@ -60,6 +60,10 @@ rows = {int(r["batch_size"]): r for r in csv.DictReader(open(os.path.join(sys.ar
 assert rows[300]["chunk"] == str(p["chunk"]) and rows[8]["chunk"] == "", rows
 best = json.load(open(os.path.join(sys.argv[1], "analysis", "analysis.json")))["groups"][0]["best"]
 assert best["accumulated"] == [300] and best["largest_whole"] == 8, best
+# The run record has the limit each device ran under, and the report's settings say it.
+assert records[0]["memory_limit_bytes"] == {"cpu": 48 * 2**20}, records[0].get("memory_limit_bytes")
+report = open(os.path.join(sys.argv[1], "analysis", "report.md")).read()
+assert "memory limited to 48.0 MiB (--memory-limit)" in report, report
 PY
 
 # steps: auto from the command line: each point says why its steps stopped and carries the median's

@@ -306,6 +306,8 @@ std::string departed_settings(const nlohmann::ordered_json& id) {
     settings.push_back("cuDNN's workspace capped at " + text_at("cudnn_workspace_cap") +
                        " (CUDNN_CONV_WSCAP_DBG)");
   if (text_at("transfer") == "included") settings.push_back("the host-to-device copy timed in each step");
+  if (!text_at("memory_limit").empty())
+    settings.push_back("memory limited to " + text_at("memory_limit") + " (--memory-limit)");
   if (!text_at("loss_scale").empty()) {
     const std::string scaler = id.contains("loss_scaler") ? loss_scaler_words(id["loss_scaler"]) : "";
     settings.push_back("loss scaling " + text_at("loss_scale") + (scaler.empty() ? "" : " (" + scaler + ")"));
