@@ -423,9 +423,10 @@ int64_t parse_gpu_memory_limit(const std::string& text, int index) {
   try {
     gpu::cap_fraction(bytes, total);
   } catch (const std::invalid_argument& error) {
-    throw UserError(located("command line", 0, "--memory-limit " + text + " caps cuda:" + std::to_string(index) +
-                                                   ", and " + error.what(),
-                            "give at most " + format_memory_size(total)));
+    throw UserError(
+        located("command line", 0,
+                "--memory-limit " + text + " caps cuda:" + std::to_string(index) + ", and " + error.what(),
+                "give at most " + format_memory_size(total)));
   }
   return bytes;
 }

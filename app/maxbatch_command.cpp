@@ -71,7 +71,8 @@ std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& r
     for (const auto& [name, value] : cuda_allocator_environment()) text += " with " + name + "=" + value;
   }
   if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
-  if (result.gpu_memory_limit) text += " within " + format_memory_size(*result.gpu_memory_limit) + " of its memory";
+  if (result.gpu_memory_limit)
+    text += " within " + format_memory_size(*result.gpu_memory_limit) + " of its memory";
   if (result.margin > 0) {
     char share[32];
     std::snprintf(share, sizeof share, "%g%%", 100 * result.margin);

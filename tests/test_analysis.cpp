@@ -67,7 +67,9 @@ TEST_F(AnalyzeTest, SizesInMicroBatchesAreLeftOutOfTheJumpsAndTheTrend) {
   };
   log.point_fields = [](int64_t b) {
     if (b <= 48) return Json::object();
-    Json f = {{"chunk", (b + 1) / 2}, {"chunk_largest_fitting", 48}, {"chunk_tries", b == 49 ? 6 : 0},
+    Json f = {{"chunk", (b + 1) / 2},
+              {"chunk_largest_fitting", 48},
+              {"chunk_tries", b == 49 ? 6 : 0},
               {"chunk_search_s", b == 49 ? 1.5 : 0.0}};
     if (b > 49) f["chunk_bound_from_batch"] = 49;
     return f;

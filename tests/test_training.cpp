@@ -1459,8 +1459,9 @@ TEST_F(Training, EachEpochsEnergyAboveIdleIsItsEnergyLessTheIdleDrawOverItsTrain
     EXPECT_EQ(row["idle_power_w"], *e.idle_power_w);
   }
   const int64_t least =
-      json["rows"][0]["energy_to_target_above_idle_j"] < json["rows"][1]["energy_to_target_above_idle_j"] ? 32
-                                                                                                            : 64;
+      json["rows"][0]["energy_to_target_above_idle_j"] < json["rows"][1]["energy_to_target_above_idle_j"]
+          ? 32
+          : 64;
   EXPECT_EQ(json["least_energy_to_target_above_idle"], least);
   const std::string table = format_batch_study(study);
   EXPECT_NE(table.find(" Above the idle draw ("), std::string::npos) << table;

@@ -1,3 +1,4 @@
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -91,6 +92,10 @@ void synchronize(int index) {
 void empty_cache() { c10::cuda::CUDACachingAllocator::emptyCache(); }
 
 void set_memory_fraction(int index, double fraction) {
+  // The caching allocator exists once CUDA is initialised, which LibTorch does lazily, at a device's first
+  // tensor: a fraction set before that (a sweep's --memory-limit, maxbatch's margin before its model is
+  // built) would find no allocator for the device. One small tensor initialises it, on every version.
+  at::empty({1}, at::TensorOptions().device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index))));
   c10::cuda::CUDACachingAllocator::setMemoryFraction(fraction, static_cast<c10::DeviceIndex>(index));
 }
 

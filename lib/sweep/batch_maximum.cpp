@@ -8,10 +8,10 @@
 #include <stdexcept>
 
 #include "data/datasets.h"
-#include "lib/device/gpu_memory_cap.h"
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/device/gpu_memory_cap.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/records.h"
 #include "lib/records/run_store.h"

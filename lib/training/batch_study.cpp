@@ -128,8 +128,8 @@ std::optional<double> energy_above_idle_counted(const BatchStudyRow& row) {
     const EpochResult& r = row.outcome.epochs[static_cast<std::size_t>(i)];
     const bool target_epoch = i + 1 == epochs && row.outcome.target_step;
     const double seconds = target_epoch ? row.outcome.target_seconds.value_or(0) : r.epoch_seconds;
-    const std::optional<double> part =
-        above_idle(epoch_energy(r, target_epoch ? row.outcome.target_step : std::nullopt), r.idle_power_w, seconds);
+    const std::optional<double> part = above_idle(
+        epoch_energy(r, target_epoch ? row.outcome.target_step : std::nullopt), r.idle_power_w, seconds);
     if (!part) return std::nullopt;
     joules += *part;
   }

@@ -929,7 +929,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     }
     if (outcome.idle) {
       spdlog::info("energy on {}: {} ({}), idle {:.1f} W{}", device_name, power_source->method(),
-                   power_source->scope(), outcome.idle->avg_power_w, o.known_idle ? " (measured before)" : "");
+                   power_source->scope(), outcome.idle->avg_power_w,
+                   o.known_idle ? " (measured before)" : "");
     }
     power_record["idle"] = outcome.idle ? Json{{"power_w", outcome.idle->avg_power_w},
                                                {"window_ms", outcome.idle->window_ms},
