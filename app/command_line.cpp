@@ -431,6 +431,25 @@ int64_t parse_gpu_memory_limit(const std::string& text, int index) {
   return bytes;
 }
 
+nlohmann::json apply_memory_limit(const std::string& text, const std::vector<std::string>& devices) {
+  nlohmann::json limits = nlohmann::json::object();
+  for (const std::string& name : devices) {
+    if (limits.contains(name)) continue;
+    const torch::Device device(name);
+    if (device.is_cuda()) {
+      const int index = device.has_index() ? device.index() : 0;
+      const int64_t bytes = parse_gpu_memory_limit(text, index);
+      gpu::set_memory_cap(index, bytes);
+      limits[name] = bytes;
+    } else {
+      cpu_memory::install();
+      cpu_memory::set_limit(parse_memory_limit(text));
+      limits[name] = *cpu_memory::limit();
+    }
+  }
+  return limits;
+}
+
 namespace {
 
 std::atomic<bool> stop_flag{false};

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,9 @@ std::vector<int64_t> parse_input_shape(const std::string& text);
 int64_t parse_memory_limit(const std::string& text);
 // --memory-limit on GPU `index`: a size no larger than its memory (a UserError that says its size else).
 int64_t parse_gpu_memory_limit(const std::string& text, int index);
+// --memory-limit on each of the devices (cpu, cuda:N): on the CPU LibTorch's counted tensors, on a GPU its
+// caching allocator, as on a GPU of that much memory. The bytes each may hold, {"cpu": N, "cuda:0": M}.
+nlohmann::json apply_memory_limit(const std::string& text, const std::vector<std::string>& devices);
 
 // The exit code of a command stopped by Ctrl-C or SIGTERM at a point the same command goes on from.
 inline constexpr int kExitStopped = 130;

@@ -14,7 +14,6 @@
 #include "lib/common/limits.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
-#include "lib/device/gpu_memory_cap.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/max_batch.h"
@@ -194,25 +193,10 @@ int run_sweep_command(const std::vector<std::string>& args) {
   SweepConfig machine = resolve_for_machine(parsed);
   Json memory_limits;
   if (result.count("memory-limit")) {
-    // On each device the experiments run on: a batch size that needs more is out of memory. On the CPU,
-    // where nothing else stops an allocation, LibTorch's counted tensors; on a GPU its caching allocator,
-    // as on a GPU of that much memory.
-    const std::string text = result["memory-limit"].as<std::string>();
-    memory_limits = Json::object();
-    for (const ExperimentConfig& e : machine.experiments) {
-      if (memory_limits.contains(e.device)) continue;
-      const torch::Device device(e.device);
-      if (device.is_cuda()) {
-        const int index = device.has_index() ? device.index() : 0;
-        const int64_t bytes = parse_gpu_memory_limit(text, index);
-        gpu::set_memory_cap(index, bytes);
-        memory_limits[e.device] = bytes;
-      } else {
-        cpu_memory::install();
-        cpu_memory::set_limit(parse_memory_limit(text));
-        memory_limits[e.device] = *cpu_memory::limit();
-      }
-    }
+    // On each device the experiments run on: a batch size that needs more is out of memory.
+    std::vector<std::string> devices;
+    for (const ExperimentConfig& e : machine.experiments) devices.push_back(e.device);
+    memory_limits = apply_memory_limit(result["memory-limit"].as<std::string>(), devices);
   }
 
   const std::string out_dir =

@@ -153,6 +153,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("noise-group", "--noise-scale's big batch: this many small batches together, against one alone", cxxopts::value<std::string>()->default_value("8"))
       ("noise-batch", "--noise-scale's small batch size (default: the training batch size, or --chunk where the batch accumulates); a smaller one measures a large batch's run for less", cxxopts::value<std::string>())
       ("no-energy", "do not measure the device's energy over each epoch's training (NVML on a GPU, RAPL on the CPU)")
+      ("memory-limit", "the memory the device may hold for the run, e.g. 16GiB; more is out of memory (the CPU: LibTorch's counted tensors, the dataset's included; a GPU: its caching allocator, as on a GPU of that much memory); --chunk auto searches within it", cxxopts::value<std::string>())
       ("idle-seconds", "seconds of the device's idle power measured before the first epoch (a batch study: before its first run), for each epoch's energy above idle; 0 for none", cxxopts::value<std::string>()->default_value("2"))
       ("seed", "seeds the weights, dropout, the shuffled order and the augmentation's draws", cxxopts::value<std::string>()->default_value("0"))
       ("threads", threads_help("CPU threads for LibTorch"), cxxopts::value<std::string>())
@@ -283,6 +284,17 @@ int run_train_command(const std::vector<std::string>& args) {
            "give --lr-batch, the batch size --lr is given for, e.g. --lr-batch 32");
   }
 
+  if (result.count("memory-limit")) {
+    // Before the data is read, so that on the CPU its images count too.
+    std::vector<std::string> devices;
+    if (result.count("compare")) {
+      const auto [first, second] = device_pair(result["compare"].as<std::string>());
+      devices = {resolve_training_device(first), resolve_training_device(second)};
+    } else {
+      devices = {resolve_training_device(o.device)};
+    }
+    o.memory_limits = apply_memory_limit(result["memory-limit"].as<std::string>(), devices);
+  }
   if (result.count("compare")) {
     if (batches.size() > 1) refuse("--compare trains one batch size", "give a single --batch with --compare");
     if (o.target_accuracy) refuse("--compare trains every epoch on both devices", "remove --target-accuracy");

@@ -942,6 +942,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     Json resumed = context_record(record::kResume, o.command_line, config);
     resumed["from_epoch"] = done;
     resumed["power"] = power_record;
+    if (o.memory_limits.contains(device_name))
+      resumed["memory_limit_bytes"] = {{device_name, o.memory_limits[device_name]}};
     writer.add(resumed);
     if (complete) {
       spdlog::info("going on with the complete training run in {} after its last epoch, {}, to {} epochs",
@@ -952,6 +954,8 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   } else {
     Json header = context_record(record::kRun, o.command_line, config);
     header["power"] = power_record;
+    if (o.memory_limits.contains(device_name))
+      header["memory_limit_bytes"] = {{device_name, o.memory_limits[device_name]}};
     if (outcome.chunk_search) header["chunk_search"] = to_json(*outcome.chunk_search);
     info["run_id"] = header["run_id"];
     writer.add(header);

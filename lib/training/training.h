@@ -82,6 +82,10 @@ struct TrainingOptions {
   // An idle baseline measured already on this device (a batch study's first run's): taken instead of
   // measuring again.
   std::optional<power::EnergyWindow> known_idle;
+  // --memory-limit where given: the bytes each device may hold ({"cpu": N, "cuda:0": M}), applied by the
+  // caller before the data is read (cpu_memory, gpu_memory_cap); --chunk auto searches within it. The run
+  // record has the run's device's as memory_limit_bytes, outside the options.
+  Json memory_limits;
   // Opens the device's power source; power::open_power_source when empty (tests put a fake here).
   std::function<std::unique_ptr<power::PowerSource>(const c10::Device&, std::string& reason)> open_power;
   int64_t limit_train = 0;  // train on the first N images only; 0: all

@@ -215,6 +215,18 @@ search = run["chunk_search"]
 assert "chunk" not in run["config"] and search["chunk"] == 0 and search["largest_fitting"] == 32, run
 assert search["tries"] == 2 and search["held_bytes"] == 32 * (28 * 28 * 4 + 8) and search["margin"] == 0.05, search
 PY
+# --memory-limit: the run holds what fits in 48 MiB (the dataset's images counted), so the batch of 300 does
+# not fit whole and --chunk auto finds micro-batches within the limit; the run record says the limit.
+expect 0 "train --memory-limit with --chunk auto" "--chunk auto: the largest micro-batch that fits is [0-9]+ .* each batch of 300 as [0-9]+ micro-batches" \
+  train --data "$work/digits" --epochs 1 --batch 300 --chunk auto --memory-limit 48MiB --eval-batch 10 --device cpu \
+  --threads 1 --out "$work/train_limit"
+python3 - "$work/train_limit/train.jsonl" <<'PY' && ok "the run record holds the memory limit" || fail "the run record of train --memory-limit"
+import json, sys
+run = json.loads(open(sys.argv[1]).readline())
+assert run["memory_limit_bytes"] == {"cpu": 48 * 2**20}, run.get("memory_limit_bytes")
+assert 0 < run["chunk_search"]["largest_fitting"] < 300 and 0 < run["config"]["chunk"] < 300, run["chunk_search"]
+assert run["chunk_search"]["cpu_memory_limit"] <= 48 * 2**20, run["chunk_search"]
+PY
 # analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
 "$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
   --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"
