@@ -77,6 +77,7 @@ expect huge_steps "huge_steps.yaml:4.*steps.*1000000" sweep "$work/huge_steps.ya
 expect huge_cli_input "--input.*too large" sweep --model vgg16 --input 3,99999999,3 --batch 1 --out "$work/new1"
 expect huge_classes "classes.*16777216" sweep --model mnist_cnn --classes 999999999999 --batch 1 --out "$work/new1"
 expect huge_memory_limit "memory-limit.*too large" sweep --model mnist_cnn --batch 1 --memory-limit 9999999999999999999999999999999999999GiB --out "$work/new1"
+expect train_memory_limit "command line: --memory-limit memory size 'lots' does not start with a number" train --memory-limit lots --out "$work/new1"
 # Batch norm cannot train on one value per channel: refused up front, with the file and line.
 printf 'experiments:\n  - model: resnet18\n    input: [3, 32, 32]\n    batch: 1:4\n' > "$work/bn_batch.yaml"
 expect batchnorm_yaml "bn_batch.yaml:4.*resnet18 cannot train at batch size 1.*start the batch sizes at 2" sweep "$work/bn_batch.yaml" --device cpu --out "$work/new1"
