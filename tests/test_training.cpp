@@ -97,6 +97,16 @@ class Training : public ::testing::Test {
     return o;
   }
 
+  // A batch study of 32 and 64 to 20% test accuracy, of the options given, into `out`: the energy tests'.
+  static BatchStudyOptions energy_study(const TrainingOptions& o, const std::string& out) {
+    BatchStudyOptions study;
+    study.training = o;
+    study.training.out_dir = (*root_ / out).string();
+    study.training.target_accuracy = 0.2;
+    study.batch_sizes = {32, 64};
+    return study;
+  }
+
   // The two-epoch run that several tests look at, trained once.
   static const TrainingOutcome& trained() {
     if (trained_ == nullptr) trained_ = new TrainingOutcome(train_model(options("main")));
@@ -1381,12 +1391,8 @@ TEST_F(Training, TheEnergyOfEachEpochsTrainingIsMeasuredWithoutItsEvaluations) {
   ASSERT_TRUE(e.peak_memory_bytes && none.epochs[0].peak_memory_bytes);
   EXPECT_LE(*e.peak_memory_bytes, *none.epochs[0].peak_memory_bytes * 21 / 20);
 
-  BatchStudyOptions study_options;
-  study_options.training = o;
+  BatchStudyOptions study_options = energy_study(o, "energy_study");
   study_options.training.eval_every = 0;
-  study_options.training.out_dir = (*root_ / "energy_study").string();
-  study_options.training.target_accuracy = 0.2;
-  study_options.batch_sizes = {32, 64};
   const BatchStudy study = run_batch_study(study_options);
   const std::string table = format_batch_study(study);
   EXPECT_NE(table.find("| energy to target |"), std::string::npos) << table;
@@ -1436,12 +1442,8 @@ TEST_F(Training, EachEpochsEnergyAboveIdleIsItsEnergyLessTheIdleDrawOverItsTrain
   EXPECT_EQ(back.idle_power_w, run.epochs[1].idle_power_w);
   EXPECT_EQ(back.energy_above_idle_j(), run.epochs[1].energy_above_idle_j());
 
-  BatchStudyOptions study_options;
-  study_options.training = o;
+  BatchStudyOptions study_options = energy_study(o, "energy_above_idle_study");
   study_options.training.epochs = 1;
-  study_options.training.out_dir = (*root_ / "energy_above_idle_study").string();
-  study_options.training.target_accuracy = 0.2;
-  study_options.batch_sizes = {32, 64};
   *opened = 0;
   const BatchStudy study = run_batch_study(study_options);
   ASSERT_EQ(study.rows.size(), 2u);
