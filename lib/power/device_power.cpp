@@ -32,4 +32,9 @@ nlohmann::json describe_power(PowerSource* source, const std::string& reason) {
           {"info", source->info()}};
 }
 
+nlohmann::json describe_idle(const std::optional<EnergyWindow>& idle) {
+  if (!idle) return nullptr;
+  return {{"power_w", idle->avg_power_w}, {"window_ms", idle->window_ms}, {"joules", idle->joules}};
+}
+
 }  // namespace batchscope::power

@@ -31,4 +31,7 @@ std::unique_ptr<PowerSource> open_power_source(const torch::Device& device, std:
 // static facts, or that it is unavailable and why.
 nlohmann::json describe_power(PowerSource* source, const std::string& reason);
 
+// An idle baseline as a run record holds it (power_w, window_ms, joules); null where none was measured.
+nlohmann::json describe_idle(const std::optional<EnergyWindow>& idle);
+
 }  // namespace batchscope::power

@@ -48,10 +48,7 @@ Json power_context(PowerByDevice& power) {
     if (p.source) {
       entry["update_period_ms"] = p.update_ms;
       entry["min_window_ms"] = p.min_window_ms;
-      entry["idle"] = p.idle ? Json{{"power_w", p.idle->avg_power_w},
-                                    {"window_ms", p.idle->window_ms},
-                                    {"joules", p.idle->joules}}
-                             : Json(nullptr);
+      entry["idle"] = power::describe_idle(p.idle);
     }
     out[device] = entry;
   }

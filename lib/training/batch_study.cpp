@@ -104,47 +104,34 @@ std::optional<double> epoch_energy(const EpochResult& r, std::optional<int64_t> 
 }
 
 // The device's energy over the seconds counted: the epochs' before the target's, then the target epoch's up
-// to the evaluation that reached it; none where an epoch counted was not measured.
-std::optional<double> energy_counted(const BatchStudyRow& row) {
-  const int64_t epochs = epochs_counted(row);
-  if (epochs == 0) return std::nullopt;
-  double joules = 0;
-  for (int64_t i = 0; i < epochs; ++i) {
-    const std::optional<double> part = epoch_energy(row.outcome.epochs[static_cast<std::size_t>(i)],
-                                                    i + 1 == epochs ? row.outcome.target_step : std::nullopt);
-    if (!part) return std::nullopt;
-    joules += part.value_or(0);
-  }
-  return joules;
-}
-
-// The same above the device's idle draw: each epoch's energy less its session's idle power over the
-// seconds counted of it; none where an epoch counted had no idle baseline.
-std::optional<double> energy_above_idle_counted(const BatchStudyRow& row) {
+// to the evaluation that reached it; none where an epoch counted was not measured. `above_idle_only`: each
+// part less its session's idle draw over its seconds, none where an epoch counted had no idle baseline.
+std::optional<double> energy_counted(const BatchStudyRow& row, bool above_idle_only = false) {
   const int64_t epochs = epochs_counted(row);
   if (epochs == 0) return std::nullopt;
   double joules = 0;
   for (int64_t i = 0; i < epochs; ++i) {
     const EpochResult& r = row.outcome.epochs[static_cast<std::size_t>(i)];
-    const bool target_epoch = i + 1 == epochs && row.outcome.target_step;
-    const double seconds = target_epoch ? row.outcome.target_seconds.value_or(0) : r.epoch_seconds;
-    const std::optional<double> part = above_idle(
-        epoch_energy(r, target_epoch ? row.outcome.target_step : std::nullopt), r.idle_power_w, seconds);
+    const bool target_epoch = i + 1 == epochs;
+    std::optional<double> part = epoch_energy(r, target_epoch ? row.outcome.target_step : std::nullopt);
+    if (above_idle_only) {
+      const bool partial = target_epoch && row.outcome.target_seconds;
+      part = above_idle(part, r.idle_power_w, partial ? *row.outcome.target_seconds : r.epoch_seconds);
+    }
     if (!part) return std::nullopt;
     joules += *part;
   }
   return joules;
 }
 
-using EnergyOf = std::optional<double> (*)(const BatchStudyRow&);
-
 // The row that reached the target on the least energy (gross, or above idle); null where none did with
 // that energy measured.
-const BatchStudyRow* least_energy_to_target(const BatchStudy& study, EnergyOf energy = energy_counted) {
+const BatchStudyRow* least_energy_to_target(const BatchStudy& study, bool above_idle_only = false) {
   const BatchStudyRow* best = nullptr;
   for (const BatchStudyRow& row : study.rows) {
-    if (!row.outcome.target_epoch || !energy(row)) continue;
-    if (best == nullptr || *energy(row) < *energy(*best)) best = &row;
+    if (!row.outcome.target_epoch || !energy_counted(row, above_idle_only)) continue;
+    if (best == nullptr || *energy_counted(row, above_idle_only) < *energy_counted(*best, above_idle_only))
+      best = &row;
   }
   return best;
 }
@@ -215,9 +202,9 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
          {"energy_to_target_j", reached && energy_counted(row) ? Json(*energy_counted(row)) : Json()},
          {"training_energy_j", energy_counted(row) ? Json(*energy_counted(row)) : Json()},
          {"energy_to_target_above_idle_j",
-          reached && energy_above_idle_counted(row) ? Json(*energy_above_idle_counted(row)) : Json()},
+          reached && energy_counted(row, true) ? Json(*energy_counted(row, true)) : Json()},
          {"training_energy_above_idle_j",
-          energy_above_idle_counted(row) ? Json(*energy_above_idle_counted(row)) : Json()},
+          energy_counted(row, true) ? Json(*energy_counted(row, true)) : Json()},
          {"idle_power_w", last.idle_power_w ? Json(*last.idle_power_w) : Json()},
          {"mean_samples_per_s", row.mean_samples_per_s},
          {"best_test_accuracy", row.best_test_accuracy},
@@ -230,7 +217,7 @@ Json study_json(const BatchStudy& study, const BatchStudyOptions& options) {
   const BatchStudyRow* fastest = first_to_target(study, false);
   const BatchStudyRow* fewest = first_to_target(study, true);
   const BatchStudyRow* thriftiest = least_energy_to_target(study);
-  const BatchStudyRow* thriftiest_above_idle = least_energy_to_target(study, energy_above_idle_counted);
+  const BatchStudyRow* thriftiest_above_idle = least_energy_to_target(study, true);
   const std::optional<CriticalBatch> critical = critical_batch_of(study);
   const Json critical_json = critical ? Json{{"min_steps", critical->min_steps},
                                              {"critical_batch", critical->critical_batch},
@@ -585,12 +572,12 @@ std::string format_batch_study(const BatchStudy& study) {
         }
         text += ".";
       }
-      if (const BatchStudyRow* thriftiest = least_energy_to_target(study, energy_above_idle_counted)) {
+      if (const BatchStudyRow* thriftiest = least_energy_to_target(study, true)) {
         text += " Above the idle draw (" + number("%.1f", *thriftiest->outcome.epochs.front().idle_power_w) +
                 " W): batch " + std::to_string(thriftiest->batch_size) + ", " +
-                energy_text(*energy_above_idle_counted(*thriftiest));
-        if (thriftiest != fastest && energy_above_idle_counted(*fastest)) {
-          text += " (the fastest " + energy_text(*energy_above_idle_counted(*fastest)) + ")";
+                energy_text(*energy_counted(*thriftiest, true));
+        if (thriftiest != fastest && energy_counted(*fastest, true)) {
+          text += " (the fastest " + energy_text(*energy_counted(*fastest, true)) + ")";
         }
         text += ".";
       }

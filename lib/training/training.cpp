@@ -932,10 +932,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                    power_source->scope(), outcome.idle->avg_power_w,
                    o.known_idle ? " (measured before)" : "");
     }
-    power_record["idle"] = outcome.idle ? Json{{"power_w", outcome.idle->avg_power_w},
-                                               {"window_ms", outcome.idle->window_ms},
-                                               {"joules", outcome.idle->joules}}
-                                        : Json(nullptr);
+    power_record["idle"] = power::describe_idle(outcome.idle);
   }
   JsonlWriter writer(outcome.jsonl_path);
   if (done > 0) {
