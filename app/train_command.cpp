@@ -10,6 +10,7 @@
 #include "app/command_line.h"
 #include "app/commands.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/config/config_names.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/training/batch_study.h"
