@@ -158,6 +158,40 @@ TEST_F(RunStoreTest, DifferentExperimentsAreRefused) {
   EXPECT_GT(fs::file_size(dir_ + "/steps.jsonl"), 0u);
 }
 
+// Which sizes fit, run out of memory or run in micro-batches follows --memory-limit: a sweep begun under
+// one limit resumes under the same bytes only, and the log is left as it was when it is refused.
+TEST_F(RunStoreTest, ASweepResumesUnderItsOwnMemoryLimitOnly) {
+  const Json limits{{"cpu", 48 * 1024 * 1024}};
+  {
+    RunStore store(dir_, experiments_, false, limits);
+    Json header = run_record(experiments_);
+    header["memory_limit_bytes"] = limits;
+    store.write(typed({header, point("a", 1)}));
+  }
+  const auto size = fs::file_size(dir_ + "/steps.jsonl");
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { RunStore(dir_, experiments_, false); },
+      {"steps.jsonl:1", "memory limits cpu 48.0 MiB", "this command gives none", "--memory-limit"}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false, Json{{"cpu", 64 * 1024 * 1024}}); },
+                                            {"cpu 48.0 MiB", "this command gives cpu 64.0 MiB"}));
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
+  {
+    RunStore store(dir_, experiments_, false, limits);
+    EXPECT_TRUE(store.resuming());
+    EXPECT_TRUE(store.done("a", 1));
+  }
+  // A sweep begun without a limit refuses one, and resumes with none (null or no device named).
+  fs::remove_all(dir_);
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write(typed({run_record(experiments_), point("a", 1)}));
+  }
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false, limits); },
+                                            {"memory limits none", "this command gives cpu 48.0 MiB"}));
+  RunStore store(dir_, experiments_, false, Json::object());
+  EXPECT_TRUE(store.resuming());
+}
+
 // A run record that names no experiments (no "config", or one without "experiments") is another sweep
 // than any command's, refused in a sentence, the log left as it was.
 TEST_F(RunStoreTest, ARunRecordWithoutExperimentsIsRefusedAsAnotherSweep) {

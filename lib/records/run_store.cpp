@@ -12,6 +12,7 @@
 
 #include "lib/common/errors.h"
 #include "lib/config/config.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/records/csv_writer.h"
 
 namespace fs = std::filesystem;
@@ -116,6 +117,17 @@ std::string damage(const Json& r, const Json& experiments) {
   return "";
 }
 
+// Memory limits as a sentence's words: "cpu 48.0 MiB, cuda:0 1.00 GiB", or "none".
+std::string limits_text(const Json& limits) {
+  if (!limits.is_object() || limits.empty()) return "none";
+  std::string text;
+  for (const auto& [device, bytes] : limits.items()) {
+    if (!text.empty()) text += ", ";
+    text += device + " " + (bytes.is_number_integer() ? format_memory_size(bytes.get<int64_t>()) : bytes.dump());
+  }
+  return text;
+}
+
 // Holds dir/.lock for as long as the store is open, so that two sweeps never write into one directory
 // at once (a shard resubmitted while its first task still runs). The lock goes with the process; the
 // store removes the file while still holding it, so a sweep that locked a file just removed (opened
@@ -157,7 +169,7 @@ OutputDirectoryLock::~OutputDirectoryLock() {
   ::close(fd_);
 }
 
-RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
+RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits)
     : dir_(dir),
       jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
       csv_path_((fs::path(dir) / "steps.csv").string()) {
@@ -219,6 +231,17 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force)
                                   (difference.empty() ? std::string() : " (" + difference + ")"),
                               "run the same command to resume it, choose another --out directory, or pass "
                               "--force to replace it"));
+    }
+    // What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes
+    // measured under one limit and sizes under another would make one sweep of two machines.
+    const auto or_none = [](const Json& limits) { return limits.is_object() && limits.empty() ? Json() : limits; };
+    const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
+    if (written_limits != or_none(memory_limits)) {
+      throw UserError(located(jsonl_path_, 1,
+                              "holds a sweep run under memory limits " + limits_text(written_limits) +
+                                  " (--memory-limit), and this command gives " + limits_text(memory_limits),
+                              "give the log's --memory-limit (or none, where it had none) to resume it, "
+                              "choose another --out directory, or pass --force to replace it"));
     }
     for (std::size_t i = 0; i < records.size(); ++i) {
       const std::string problem = damage(records[i], experiments);

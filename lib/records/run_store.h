@@ -36,9 +36,10 @@ class OutputDirectoryLock {
 // until every check has passed, and a finished run is never overwritten without force.
 class RunStore {
  public:
-  // experiments: the resolved experiments of this sweep (to_json of each), compared on resume.
-  // Refuses (UserError) a directory that another sweep is writing to now.
-  RunStore(const std::string& dir, const Json& experiments, bool force);
+  // experiments: the resolved experiments of this sweep (to_json of each), compared on resume, as are
+  // memory_limits (--memory-limit's bytes by device, as the run record's memory_limit_bytes; null for
+  // none). Refuses (UserError) a directory that another sweep is writing to now.
+  RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits = Json());
 
   bool resuming() const { return resuming_; }
   // Whether an earlier session of this run already finished this batch size in this pass (point, oom or

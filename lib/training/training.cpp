@@ -684,6 +684,21 @@ void remove_other_resume_states(const std::string& dir, int keep) {
   }
 }
 
+// How many training batches the noise scale's big batch holds: --noise-group, or all that the training
+// split holds where that is fewer. A UserError where it holds fewer than two.
+int64_t noise_group_that_fits(const TrainingOptions& o, const LoadedData& data) {
+  const int64_t small = o.noise_scale.small_batch(o.pass_batch());
+  const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
+  if (fit >= 2) return std::min<int64_t>(fit, o.noise_scale.group);
+  const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : o.accumulates() ? "--chunk" : "--batch";
+  throw UserError(located(data.location.directory, 0,
+                          "--noise-scale compares one batch with two or more together, and the " +
+                              std::to_string(data.splits.train.size()) + " training images hold " +
+                              counted(fit, "batch", "batches") + " of " + std::to_string(small),
+                          "give a " + option + " of at most " + std::to_string(data.splits.train.size() / 2) +
+                              ", or leave out --noise-scale"));
+}
+
 // The options as a run on device_name and this data trains them: on a GPU the optimizer steps
 // multi-tensor (foreach) unless told otherwise, as a sweep decides it; the noise scale's big batch holds
 // no more training batches than the training split does (a UserError where that is fewer than two).
@@ -691,23 +706,11 @@ TrainingOptions as_run(const TrainingOptions& options, const std::string& device
                        const LoadedData& data) {
   TrainingOptions o = options;
   if (!o.optimizer.foreach) o.optimizer.foreach = torch::Device(device_name).is_cuda();
-  const int64_t small = o.noise_scale.small_batch(o.pass_batch());
-  const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
-  if (o.noise_scale.on() && fit < o.noise_scale.group) {
-    const std::string option = o.noise_scale.batch > 0 ? "--noise-batch"
-                               : o.accumulates()       ? "--chunk"
-                                                       : "--batch";
-    if (fit < 2) {
-      throw UserError(located(data.location.directory, 0,
-                              "--noise-scale compares one batch with two or more together, and the " +
-                                  std::to_string(data.splits.train.size()) + " training images hold " +
-                                  counted(fit, "batch", "batches") + " of " + std::to_string(small),
-                              "give a " + option + " of at most " +
-                                  std::to_string(data.splits.train.size() / 2) +
-                                  ", or leave out --noise-scale"));
-    }
+  if (!o.noise_scale.on()) return o;
+  const int64_t fit = noise_group_that_fits(o, data);
+  if (fit < o.noise_scale.group) {
     spdlog::info("noise scale: big batches of {} batches of {}, all that the {} training images hold", fit,
-                 small, data.splits.train.size());
+                 o.noise_scale.small_batch(o.pass_batch()), data.splits.train.size());
     o.noise_scale.group = fit;
   }
   return o;
@@ -839,6 +842,9 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   // the search has the device's memory to itself.
   TrainingOptions chosen = with_earlier_chunk(options, earlier);
   if (options.chunk_auto && !goes_on_from(earlier)) {
+    // A --noise-batch that the training split cannot hold twice is refused before the search, not after
+    // it; without one, the small batch is the micro-batch the search finds.
+    if (options.noise_scale.on() && options.noise_scale.batch > 0) noise_group_that_fits(options, data);
     outcome.chunk_search = search_fitting_chunk(options, device_name, data.location.kind());
     chosen.chunk = outcome.chunk_search->chunk;
     spdlog::info("--chunk auto: {}", describe(*outcome.chunk_search));

@@ -58,6 +58,9 @@ assert all(p["peak_memory_bytes"] and p["peak_memory_bytes"] <= 48 * 2**20 for p
 PY
 expect 2 "a complete 1:max sweep is not searched again" "already holds a complete sweep" \
   sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 48MiB --out "$work/tomax" --quiet
+expect 2 "a sweep under one limit is not resumed under another" \
+  "steps.jsonl:1: .*memory limits cpu 48.0 MiB \(--memory-limit\), and this command gives cpu 64.0 MiB" \
+  sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 64MiB --out "$work/tomax" --quiet
 
 # maxbatch: an answer, nothing fits (exit 3), and bad input (exit 2).
 expect 0 "maxbatch under a limit" "largest batch size that runs a full train step of mnist_cnn .* [0-9]+ \(confirmed" \
@@ -215,6 +218,13 @@ search = run["chunk_search"]
 assert "chunk" not in run["config"] and search["chunk"] == 0 and search["largest_fitting"] == 32, run
 assert search["tries"] == 2 and search["held_bytes"] == 32 * (28 * 28 * 4 + 8) and search["margin"] == 0.05, search
 PY
+# A --noise-batch that the split cannot hold twice is refused before --chunk auto's search, not after it.
+expect 2 "train --chunk auto with a --noise-batch the split holds once" \
+  "compares one batch with two or more together, and the 300 training images hold 1 batch of 200.*give a --noise-batch of at most 150" \
+  train --data "$work/digits" --epochs 1 --batch 32 --chunk auto --noise-scale 2 --noise-batch 200 --device cpu --threads 1 \
+  --out "$work/train_auto_noise"
+! grep -q -- "--chunk auto:" "$work/err" "$work/out" && ok "the refusal came before the search" \
+  || fail "--chunk auto searched before the noise scale's refusal: $(grep -h -- '--chunk auto:' "$work/err" "$work/out")"
 # --memory-limit: the run holds what fits in 48 MiB (the dataset's images counted), so the batch of 300 does
 # not fit whole and --chunk auto finds micro-batches within the limit; the run record says the limit.
 expect 0 "train --memory-limit with --chunk auto" "--chunk auto: the largest micro-batch that fits is [0-9]+ .* each batch of 300 as [0-9]+ micro-batches" \
