@@ -172,8 +172,11 @@ TEST_F(RunStoreTest, ASweepResumesUnderItsOwnMemoryLimitOnly) {
   EXPECT_TRUE(testing_support::refuses_with(
       [&] { RunStore(dir_, experiments_, false); },
       {"steps.jsonl:1", "memory limits cpu 48.0 MiB", "this command gives none", "--memory-limit"}));
-  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false, Json{{"cpu", 64 * 1024 * 1024}}); },
-                                            {"cpu 48.0 MiB", "this command gives cpu 64.0 MiB"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] {
+        RunStore(dir_, experiments_, false, Json{{"cpu", 64 * 1024 * 1024}});
+      },
+      {"cpu 48.0 MiB", "this command gives cpu 64.0 MiB"}));
   EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), size);
   {
     RunStore store(dir_, experiments_, false, limits);

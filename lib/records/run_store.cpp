@@ -123,7 +123,8 @@ std::string limits_text(const Json& limits) {
   std::string text;
   for (const auto& [device, bytes] : limits.items()) {
     if (!text.empty()) text += ", ";
-    text += device + " " + (bytes.is_number_integer() ? format_memory_size(bytes.get<int64_t>()) : bytes.dump());
+    text +=
+        device + " " + (bytes.is_number_integer() ? format_memory_size(bytes.get<int64_t>()) : bytes.dump());
   }
   return text;
 }
@@ -234,7 +235,9 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
     }
     // What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes
     // measured under one limit and sizes under another would make one sweep of two machines.
-    const auto or_none = [](const Json& limits) { return limits.is_object() && limits.empty() ? Json() : limits; };
+    const auto or_none = [](const Json& limits) {
+      return limits.is_object() && limits.empty() ? Json() : limits;
+    };
     const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
     if (written_limits != or_none(memory_limits)) {
       throw UserError(located(jsonl_path_, 1,

@@ -319,7 +319,8 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   const LoadedData loaded = spent.measure("data_preparation", [&] { return load_data(config); });
   Json experiments = Json::array();
   for (const ExperimentConfig& e : config.experiments) experiments.push_back(Json(to_json(e)));
-  RunStore store = spent.measure("writing", [&] { return RunStore(options.out_dir, experiments, options.force, options.memory_limits);
+  RunStore store = spent.measure("writing", [&] {
+    return RunStore(options.out_dir, experiments, options.force, options.memory_limits);
   });
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
   warn_of_too_few_steps(config);

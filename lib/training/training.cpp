@@ -690,7 +690,9 @@ int64_t noise_group_that_fits(const TrainingOptions& o, const LoadedData& data) 
   const int64_t small = o.noise_scale.small_batch(o.pass_batch());
   const int64_t fit = data.splits.train.size() / std::max<int64_t>(small, 1);
   if (fit >= 2) return std::min<int64_t>(fit, o.noise_scale.group);
-  const std::string option = o.noise_scale.batch > 0 ? "--noise-batch" : o.accumulates() ? "--chunk" : "--batch";
+  const std::string option = o.noise_scale.batch > 0 ? "--noise-batch"
+                             : o.accumulates()       ? "--chunk"
+                                                     : "--batch";
   throw UserError(located(data.location.directory, 0,
                           "--noise-scale compares one batch with two or more together, and the " +
                               std::to_string(data.splits.train.size()) + " training images hold " +
