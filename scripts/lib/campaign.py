@@ -267,6 +267,12 @@ class Campaign:
                     out.append({"id": f"maxbatch_{m}_{precision}_expandable_segments", "kind": "maxbatch",
                                 "argv": argv(expandable), "out": expandable,
                                 "resumable": True, "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}})
+                    # The blog's V100 and T4 held 16 GiB: what fits of VGG16 in fp32 on a GPU of that size,
+                    # under the caching allocator's cap (the CUDA context outside it). Smoke: half the CPU limit.
+                    within_16gib = os.path.join(r, "maxbatch", f"{m}_{precision}_16GiB.jsonl")
+                    limit_16gib = ["--memory-limit", "128MiB"] if smoke else ["--memory-limit", "16GiB"]
+                    out.append({"id": f"maxbatch_{m}_{precision}_16GiB", "kind": "maxbatch",
+                                "argv": with_option(argv(within_16gib), *limit_16gib), "out": within_16gib, "resumable": True})
         for m in JUMP_MODELS_ON[1:]:
             bench_on(m)
         # 3. ResNet-18 under the search and the cap as AlexNet above.
@@ -626,7 +632,10 @@ def estimate(it, rate, steps):
     if it["kind"] == "maxbatch":
         # On a 141 GiB GPU, VGG16 in fp32 grew to 2048 and bisected to 1855 in 22 tries and 38 s, and 1855
         # failed its confirmation; the search below it takes up to 18 more tries (to 1500, say), of three
-        # steps each at about 8 s.
+        # steps each at about 8 s. Under a 16 GiB cap the answer is about a ninth of that, and so is each
+        # try's step.
+        if "--memory-limit" in it["argv"]:
+            return 40.0 if gpu else 10.0
         return 180.0 if gpu else 20.0
     if it["kind"] == "microbatch":
         # With benchmark mode cuDNN searches at every micro-batch size of every layer it times: about

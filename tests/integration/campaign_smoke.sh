@@ -193,6 +193,14 @@ grep -q '"type":"maxbatch".*"PYTORCH_CUDA_ALLOC_CONF":"expandable_segments:True"
   "$work/r/maxbatch/resnet18_fp32_expandable_segments.jsonl" &&
   grep -q '^PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True .* maxbatch ' "$work/r/commands.txt" &&
   ok "the allocator item ran with PYTORCH_CUDA_ALLOC_CONF set" || fail "the allocator item: no record naming its variable"
+# The capped item: the same search under half the limit, its limit in its result, and a smaller answer.
+python3 - "$work/r/maxbatch/resnet18_fp32.jsonl" "$work/r/maxbatch/resnet18_fp32_16GiB.jsonl" <<'PY' &&
+import json, sys
+whole, capped = ([json.loads(l) for l in open(path)][-1]["result"] for path in sys.argv[1:])
+assert capped["cpu_memory_limit_bytes"] == 128 * 2**20, capped
+assert 1 <= capped["max_batch"] < whole["max_batch"], (capped["max_batch"], whole["max_batch"])
+PY
+  ok "the capped maxbatch item found less under its limit" || fail "the capped maxbatch item: no smaller answer under its limit"
 python3 - "$work/r/peak.jsonl" "$work/r/peak_conv.jsonl" <<'PY' || fail "peak: no measured rate of each operation"
 import json, sys
 for path, operation in zip(sys.argv[1:], ("matmul", "conv")):
