@@ -235,7 +235,12 @@ class Campaign:
         # On an H200, VGG16's IEEE fp32 sawtooth was cuDNN's choice of kernel for features.12/14 forward:
         # FFT at multiples of 8 (1.7 ms at 16), a kernel 20 times slower just past them (37.6 ms at 17).
         # Does benchmark mode, which times the algorithms for each shape, take the sawtooth away?
-        sweep("vgg16_tf32_off_bench_on", ["--model", "vgg16"] + image + ["--tf32", "off", "--cudnn-benchmark"],
+        # The search costs seconds a batch size, so this sweep times the sawtooth's own sizes: 14-34 (the
+        # rises after 16, 24 and 32, the fast 23-24 and 26) and each side of 48 and 64, 27 of the 70.
+        sawtooth = ",".join(str(b) for b in list(range(14, 35)) + [47, 48, 49, 63, 64, 65])
+        sweep("vgg16_tf32_off_bench_on",
+              ["--model", "vgg16"] + (image if smoke else with_option(image, "--batch", sawtooth)) +
+              ["--tf32", "off", "--cudnn-benchmark"],
               os.path.join(jumps, "vgg16_tf32_off_bench_on"))
         # Past the largest batch that fits: VGG16 in fp32 ran one step of 1855 on an H200 but not three in a
         # row (see maxbatch below). chunk: auto times 1024 whole, and 2048 and 4096 in the largest even

@@ -14,7 +14,7 @@ campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --cop
 
 # A GPU whose sweeps ran LibTorch's loop optimizer step keeps it for every later sweep (--foreach off)
 # and contrasts ResNet-50 with the multi-tensor step; one that ran foreach (or nothing yet) the reverse.
-python3 - "$work/gpu" <<'PY' && ok "the optimizer step of a GPU's earlier sweeps decides its later ones'" || fail "foreach pins"
+python3 - "$work/gpu" <<'PY' && ok "the optimizer step of a GPU's earlier sweeps decides its later ones'; the GPU plan's sawtooth and 16 GiB items" || fail "foreach pins, or the GPU plan's items"
 import json, os, sys, types
 sys.path.insert(0, "scripts/lib")
 import campaign
@@ -36,6 +36,12 @@ multi = plan_for([("vgg16_jumps", {"type": "sgd", "foreach": True}),
                   ("resnet50_foreach_off", {"type": "sgd"})])  # the contrast runs the loop on purpose
 assert "--foreach" not in multi["mnist_train_vs_infer"], multi["mnist_train_vs_infer"]
 assert "resnet50_foreach_off" in multi, multi.keys()
+# On a GPU: benchmark mode in IEEE fp32 at the sawtooth's sizes only, and VGG16's search under 16 GiB.
+bench = multi["vgg16_tf32_off_bench_on"]
+sizes = [int(b) for b in bench[bench.index("--batch") + 1].split(",")]
+assert len(sizes) == 27 and {16, 17, 24, 25, 32, 33, 48, 49, 64, 65} <= set(sizes), sizes
+capped = multi["maxbatch_vgg16_fp32_16GiB"]
+assert capped[capped.index("--memory-limit") + 1] == "16GiB", capped
 PY
 
 "${campaign[@]}" --plan-only > "$work/plan.out" 2>&1
