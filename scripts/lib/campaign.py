@@ -639,8 +639,8 @@ def estimate(it, rate, steps):
         # failed its confirmation; the search below it takes up to 18 more tries (to 1500, say), of three
         # steps each at about 8 s. Under a 16 GiB cap the answer is about a ninth of that, and so is each
         # try's step.
-        if "--memory-limit" in it["argv"]:
-            return 40.0 if gpu else 10.0
+        if gpu and "--memory-limit" in it["argv"]:
+            return 40.0
         return 180.0 if gpu else 20.0
     if it["kind"] == "microbatch":
         # With benchmark mode cuDNN searches at every micro-batch size of every layer it times: about
