@@ -4,8 +4,8 @@
 # (scripts/stage-gpu.sh does that, and more, on a machine with Debian's registry):
 #   1. builds against the host's PyTorch with scripts/build-torch.sh (the Dockerfile's recipe) into
 #      build-gpu/, or reuses that build;
-#   2. runs the GPU-path tests once (--all-tests: builds the tests too and runs the whole suite), logged
-#      under the results;
+#   2. runs the GPU-path tests once for each state of the code (--all-tests: builds the tests too and runs
+#      the whole suite; --skip-tests: none), logged under the results;
 #   3. runs the experiments in priority order (scripts/lib/campaign.py lists them), each into
 #      results/<gpu-name>/, printing an estimate of each before it starts, and copies logs, records and
 #      reports to --copy-to after every one.
@@ -96,23 +96,26 @@ print(re.sub(r"[^a-z0-9]+", "-", gpus[0]["name"].lower()).strip("-") if gpus els
   mkdir -p "$results/campaign"
   [ -n "${build_log:-}" ] && mv "$build_log" "$results/campaign/build-$(date +%Y%m%d-%H%M%S).log"
   "$bin" env --json > "$results/campaign/env.json"
-  if [ "$skip_tests" -eq 0 ] && [ ! -f "$results/campaign/tests.ran" ] && [ -d build-gpu ]; then
-    # Once per results directory, passed or not (tests.passed says which; remove tests.ran to run them
-    # again): a failing test is reported but costs the campaign no more of its GPU time.
+  source scripts/lib/tests_once.sh
+  if [ "$skip_tests" -eq 0 ] && [ -d build-gpu ]; then
     # The GPU-path tests by default (CI runs the rest against LibTorch 2.6); --all-tests: the whole suite.
     if [ "$all_tests" -eq 1 ]; then
-      note "running the whole test suite in build-gpu/ (at most 240 s)"
-      timeout 240 ctest --test-dir build-gpu -j "$(nproc)" --output-on-failure --timeout 200 \
-        > "$results/campaign/tests.log" 2>&1 && touch "$results/campaign/tests.passed"
+      what="the whole test suite in build-gpu/"; limit=240
+      tests=(ctest --test-dir build-gpu -j "$(nproc)" --output-on-failure --timeout 200)
     else
-      note "running the GPU-path tests (at most 180 s)"
-      timeout 180 tests/integration/gpu_paths.sh "$bin" "$PWD" > "$results/campaign/tests.log" 2>&1 &&
-        touch "$results/campaign/tests.passed"
+      what="the GPU-path tests"; limit=180
+      tests=(tests/integration/gpu_paths.sh "$bin" "$PWD")
     fi
-    touch "$results/campaign/tests.ran"
-    tail -3 "$results/campaign/tests.log"
-    grep '^FAIL' "$results/campaign/tests.log" || true
-    grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)' "$results/campaign/tests.log" || true
+    code="$(code_fingerprint)"
+    if tests_ran_on "$results/campaign" "$code"; then
+      note "$what ran on this code already ($(test -f "$results/campaign/tests.passed" && echo passed || echo failed), $results/campaign/tests.log): not again"
+    else
+      note "running $what (at most $limit s)"
+      run_tests "$results/campaign" "$code" "$limit" "${tests[@]}"
+      tail -3 "$results/campaign/tests.log"
+      grep '^FAIL' "$results/campaign/tests.log" || true
+      grep -E '^\s*[0-9]+ - .*\((Failed|Timeout|Not Run|SEGFAULT|Subprocess aborted)' "$results/campaign/tests.log" || true
+    fi
   fi
 fi
 

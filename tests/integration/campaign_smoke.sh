@@ -14,7 +14,7 @@ campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --cop
 
 # A GPU whose sweeps ran LibTorch's loop optimizer step keeps it for every later sweep (--foreach off)
 # and contrasts ResNet-50 with the multi-tensor step; one that ran foreach (or nothing yet) the reverse.
-python3 - "$work/gpu" <<'PY' && ok "the optimizer step of a GPU's earlier sweeps decides its later ones'; the GPU plan's sawtooth and 16 GiB items" || fail "foreach pins, or the GPU plan's items"
+python3 - "$work/gpu" <<'PY' && ok "the optimizer step of a GPU's earlier sweeps decides its later ones'; the GPU plan's sawtooth, benchmark-mode and 16 GiB items" || fail "foreach pins, or the GPU plan's items"
 import json, os, sys, types
 sys.path.insert(0, "scripts/lib")
 import campaign
@@ -40,6 +40,12 @@ assert "resnet50_foreach_off" in multi, multi.keys()
 bench = multi["vgg16_tf32_off_bench_on"]
 sizes = [int(b) for b in bench[bench.index("--batch") + 1].split(",")]
 assert len(sizes) == 27 and {16, 17, 24, 25, 32, 33, 48, 49, 64, 65} <= set(sizes), sizes
+# Benchmark mode on the other nets: both sides of each multiple of 16 (29 sizes); VGG16's 1..70.
+for m in ("vgg19", "resnet50", "mobilenet_v2"):
+    argv = multi[f"{m}_bench_on"]
+    sides = [int(b) for b in argv[argv.index("--batch") + 1].split(",")]
+    assert len(sides) == 29 and all({k - 1, k, k + 1} <= set(sides) for k in (16, 32, 48, 64)), (m, sides)
+assert multi["vgg16_bench_on"][multi["vgg16_bench_on"].index("--batch") + 1] == "1:70", multi["vgg16_bench_on"]
 capped = multi["maxbatch_vgg16_fp32_16GiB"]
 assert capped[capped.index("--memory-limit") + 1] == "16GiB", capped
 PY
@@ -54,18 +60,21 @@ else
 fi
 
 # A command changed in the campaign since the plan was made (here: changed in the plan) is planned again
-# where its item has not started, without --replan.
+# where its item has not started, without --replan: a sweep's too, but not for the step counts that the
+# plan lowers to fit its time.
 python3 - "$work/r/campaign/plan.json" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))
 for it in plan["items"]:
-    if it["id"] == "microbatch_resnet18":
+    if it["id"] in ("microbatch_resnet18", "energy_zoo"):
         it["argv"] = it["argv"] + ["--an-old-option"]
+    if it["id"] == "mnist_train_vs_infer":
+        it["argv"][it["argv"].index("--steps") + 1] = "3"
 json.dump(plan, open(sys.argv[1], "w"))
 PY
 "${campaign[@]}" --plan-only > "$work/changed.out" 2>&1
 rc=$?
-if [ "$rc" -eq 0 ] && grep -q "commands changed for items not started (microbatch_resnet18): planning again" "$work/changed.out" &&
+if [ "$rc" -eq 0 ] && grep -q "commands changed for items not started (microbatch_resnet18, energy_zoo): planning again" "$work/changed.out" &&
    ! grep -q -- "--an-old-option" "$work/r/campaign/plan.json"; then
   ok "a command changed since the plan was made is planned again"
 else
@@ -266,6 +275,28 @@ if [ "$rc" -eq 0 ] && grep -q "the campaign has items the plan lacks (vgg16_tf32
 else
   fail "added item: exit $rc, $(head -3 "$work/added.out")"
 fi
+
+# The GPU-path tests run once for each state of the code: not again on the same code, passed or failed;
+# again on changed code, the earlier log kept beside under its code's fingerprint.
+(
+  source scripts/lib/tests_once.sh
+  t="$work/tests"
+  mkdir -p "$t"
+  code="$(code_fingerprint)"
+  [[ "$code" =~ ^[0-9a-f]{16}$ ]] || { echo "fingerprint '$code'"; exit 1; }
+  echo "from before fingerprints" > "$t/tests.log"; : > "$t/tests.ran"
+  tests_ran_on "$t" "$code" && { echo "an empty tests.ran counted as this code's"; exit 1; }
+  run_tests "$t" "$code" 10 sh -c 'echo first; exit 1'
+  [ "$(cat "$t/tests.ran")" = "$code" ] && [ ! -e "$t/tests.passed" ] && grep -qx first "$t/tests.log" &&
+    grep -qx "from before fingerprints" "$t/tests-unknown.log" || { echo "first run: $(ls "$t")"; exit 1; }
+  tests_ran_on "$t" "$code" || { echo "a failed run on this code not counted"; exit 1; }
+  run_tests "$t" "0123456789abcdef" 10 sh -c 'echo second'
+  [ -e "$t/tests.passed" ] && grep -qx second "$t/tests.log" && grep -qx first "$t/tests-$code.log" &&
+    ! tests_ran_on "$t" "$code" || { echo "second run: $(ls "$t")"; exit 1; }
+  run_tests "$t" "$code" 1 sleep 5
+  [ ! -e "$t/tests.passed" ] && [ "$(ls "$t" | grep -c '^tests-')" -eq 3 ] || { echo "timed out: $(ls "$t")"; exit 1; }
+) > "$work/tests_once.out" 2>&1 && ok "the GPU-path tests run once for each state of the code, earlier logs kept" ||
+  fail "tests once per code: $(cat "$work/tests_once.out")"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]
