@@ -14,6 +14,7 @@
 #include "lib/common/limits.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/records/run_store.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/batch_maximum.h"
 #include "lib/sweep/max_batch.h"
@@ -210,6 +211,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
     if (!mine) return 0;  // complete already
     machine = *mine;
   }
+  // A sweep that cannot resume under these limits is refused before any search for its largest batch.
+  if (!sweep.force) check_resumed_memory_limits(sweep.out_dir, sweep.memory_limits);
   // A search for the largest batch size (batch: 1:max) stops between two tries, and goes on from them.
   stop_on_signals("this try or batch size");
   SweepConfig config;

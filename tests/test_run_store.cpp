@@ -195,6 +195,31 @@ TEST_F(RunStoreTest, ASweepResumesUnderItsOwnMemoryLimitOnly) {
   EXPECT_TRUE(store.resuming());
 }
 
+// The same check from the log's first record alone, as a sweep makes it before it searches for its largest
+// batch size: a directory without a log, or whose first line is no run record, is left to the store.
+TEST_F(RunStoreTest, TheMemoryLimitsAreCheckedFromTheFirstRecordAlone) {
+  const Json limits{{"cpu", 48 * 1024 * 1024}};
+  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, limits));
+  {
+    RunStore store(dir_, experiments_, false, limits);
+    Json header = run_record(experiments_);
+    header["memory_limit_bytes"] = limits;
+    store.write(typed({header, point("a", 1)}));
+  }
+  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, limits));
+  EXPECT_TRUE(testing_support::refuses_with([&] { check_resumed_memory_limits(dir_, Json()); },
+                                            {"steps.jsonl:1", "cpu 48.0 MiB", "this command gives none"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] {
+        check_resumed_memory_limits(dir_, Json{{"cpu", 64 * 1024 * 1024}});
+      },
+      {"this command gives cpu 64.0 MiB"}));
+  {
+    std::ofstream(dir_ + "/steps.jsonl") << "not a record\n";
+  }
+  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, Json()));
+}
+
 // A run record that names no experiments (no "config", or one without "experiments") is another sweep
 // than any command's, refused in a sentence, the log left as it was.
 TEST_F(RunStoreTest, ARunRecordWithoutExperimentsIsRefusedAsAnotherSweep) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "lib/common/errors.h"
 #include "lib/config/config.h"
@@ -129,6 +130,19 @@ std::string limits_text(const Json& limits) {
   return text;
 }
 
+// What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes measured
+// under one limit and sizes under another would make one sweep of two machines.
+void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front, const Json& memory_limits) {
+  const auto or_none = [](const Json& limits) { return limits.is_object() && limits.empty() ? Json() : limits; };
+  const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
+  if (written_limits == or_none(memory_limits)) return;
+  throw UserError(located(jsonl_path, 1,
+                          "holds a sweep run under memory limits " + limits_text(written_limits) +
+                              " (--memory-limit), and this command gives " + limits_text(memory_limits),
+                          "give the log's --memory-limit (or none, where it had none) to resume it, "
+                          "choose another --out directory, or pass --force to replace it"));
+}
+
 // Holds dir/.lock for as long as the store is open, so that two sweeps never write into one directory
 // at once (a shard resubmitted while its first task still runs). The lock goes with the process; the
 // store removes the file while still holding it, so a sweep that locked a file just removed (opened
@@ -168,6 +182,16 @@ OutputDirectoryLock::~OutputDirectoryLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // while still held: see lock_directory
   ::close(fd_);
+}
+
+void check_resumed_memory_limits(const std::string& dir, const Json& memory_limits) {
+  const std::string path = (fs::path(dir) / "steps.jsonl").string();
+  std::ifstream in(path);
+  std::string first;
+  if (!in || !std::getline(in, first)) return;
+  const Json front = Json::parse(first, nullptr, /*allow_exceptions=*/false);
+  if (!front.is_object() || front.value("type", "") != record::kRun) return;
+  refuse_other_memory_limits(path, front, memory_limits);
 }
 
 RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits)
@@ -233,19 +257,7 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
                               "run the same command to resume it, choose another --out directory, or pass "
                               "--force to replace it"));
     }
-    // What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes
-    // measured under one limit and sizes under another would make one sweep of two machines.
-    const auto or_none = [](const Json& limits) {
-      return limits.is_object() && limits.empty() ? Json() : limits;
-    };
-    const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
-    if (written_limits != or_none(memory_limits)) {
-      throw UserError(located(jsonl_path_, 1,
-                              "holds a sweep run under memory limits " + limits_text(written_limits) +
-                                  " (--memory-limit), and this command gives " + limits_text(memory_limits),
-                              "give the log's --memory-limit (or none, where it had none) to resume it, "
-                              "choose another --out directory, or pass --force to replace it"));
-    }
+    refuse_other_memory_limits(jsonl_path_, front, memory_limits);
     for (std::size_t i = 0; i < records.size(); ++i) {
       const std::string problem = damage(records[i], experiments);
       if (!problem.empty()) {

@@ -31,6 +31,13 @@ class OutputDirectoryLock {
   std::string path_;
 };
 
+// Refuses (UserError) resuming the sweep in dir under other memory limits than its run record's
+// memory_limit_bytes (memory_limits as RunStore takes them): what fits, and so which sizes ran out of memory
+// or in micro-batches, follows the limit. Reads the log's first record only, so that a sweep can check
+// before it searches for its largest batch size; a directory without a readable run record passes (the
+// RunStore refuses it in its own words).
+void check_resumed_memory_limits(const std::string& dir, const Json& memory_limits);
+
 // The output directory of a sweep: steps.jsonl, the record, and steps.csv, derived from it.
 // Opening it decides between a fresh run and resuming an interrupted one; nothing is written
 // until every check has passed, and a finished run is never overwritten without force.

@@ -61,6 +61,9 @@ expect 2 "a complete 1:max sweep is not searched again" "already holds a complet
 expect 2 "a sweep under one limit is not resumed under another" \
   "steps.jsonl:1: .*memory limits cpu 48.0 MiB \(--memory-limit\), and this command gives cpu 64.0 MiB" \
   sweep --model mnist_cnn --batch 1:max:x2 --device cpu --steps 2 --warmup 0 --memory-limit 64MiB --out "$work/tomax" --quiet
+! grep -Eq "batch sizes up to|the largest batch size that fits" "$work/out" "$work/err" &&
+  ok "... refused before its batch sizes are taken from the log or searched" ||
+  fail "the refused sweep took or searched its batch sizes first: $(grep -h "batch size" "$work/err" | head -2)"
 
 # maxbatch: an answer, nothing fits (exit 3), and bad input (exit 2).
 expect 0 "maxbatch under a limit" "largest batch size that runs a full train step of mnist_cnn .* [0-9]+ \(confirmed" \
