@@ -214,9 +214,7 @@ TEST_F(RunStoreTest, TheMemoryLimitsAreCheckedFromTheFirstRecordAlone) {
         check_resumed_memory_limits(dir_, Json{{"cpu", 64 * 1024 * 1024}});
       },
       {"this command gives cpu 64.0 MiB"}));
-  {
-    std::ofstream(dir_ + "/steps.jsonl") << "not a record\n";
-  }
+  { std::ofstream(dir_ + "/steps.jsonl") << "not a record\n"; }
   EXPECT_NO_THROW(check_resumed_memory_limits(dir_, Json()));
 }
 

@@ -133,7 +133,9 @@ std::string limits_text(const Json& limits) {
 // What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes measured
 // under one limit and sizes under another would make one sweep of two machines.
 void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front, const Json& memory_limits) {
-  const auto or_none = [](const Json& limits) { return limits.is_object() && limits.empty() ? Json() : limits; };
+  const auto or_none = [](const Json& limits) {
+    return limits.is_object() && limits.empty() ? Json() : limits;
+  };
   const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
   if (written_limits == or_none(memory_limits)) return;
   throw UserError(located(jsonl_path, 1,
