@@ -15,9 +15,11 @@
 # its estimate, or more than it ran before the budget stopped it once; otherwise the items after it go first.
 # --smoke runs the same campaign on the CPU with tiny shapes (build/batchscope, results in
 # runs/campaign-smoke), so that it is tested where there is no GPU.
-# Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
+# Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--archive FILE.tar.gz] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
 #                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests|--all-tests]
 #        [--plan-only [--assume-gpu NAME]] [--analyze-only]
+#   --archive: the same as --copy-to copies, as one gzipped tar made again after every item (written beside
+#   and renamed, so a run killed mid-write leaves the last whole one), for hosts that hand back few files.
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
 #   --replan: make the plan again; the items the old plan started or finished keep their commands.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
@@ -29,10 +31,11 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
-copy_to=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; all_tests=0; plan_only=(); assume=()
+copy_to=""; archive=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; all_tests=0; plan_only=(); assume=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --copy-to) copy_to="$2"; shift 2 ;;
+    --archive) archive="$2"; shift 2 ;;
     --budget-s) budget="$2"; shift 2 ;;
     --target-s) target="$2"; shift 2 ;;
     --reserve-s) reserve="$2"; shift 2 ;;
@@ -79,8 +82,10 @@ else
     [ "$all_tests" -eq 0 ] || test_build=()
     if ! scripts/build-torch.sh --build-dir build-gpu --deps "$deps" ${test_build[@]+"${test_build[@]}"} > "$build_log" 2>&1; then
       tail -40 "$build_log"
-      [ -n "$copy_to" ] && mkdir -p "$copy_to" && cp "$build_log" "$copy_to/build-failed.log"
-      echo "gpu_campaign.sh: the build failed (log above$([ -n "$copy_to" ] && echo ", and in $copy_to/build-failed.log"))" >&2
+      # Where the results would have gone: --copy-to, else beside --archive.
+      kept="${copy_to:-$([ -n "$archive" ] && dirname "$archive")}"
+      [ -n "$kept" ] && mkdir -p "$kept" && cp "$build_log" "$kept/build-failed.log"
+      echo "gpu_campaign.sh: the build failed (log above$([ -n "$kept" ] && echo ", and in $kept/build-failed.log"))" >&2
       exit 1
     fi
     grep -E '^(torch|GPU:|batchscope:)' "$build_log" || true
@@ -124,7 +129,7 @@ left=$((budget - (SECONDS - start)))
 [ "${#plan_only[@]}" -gt 0 ] || note "running the experiments with $left s of the budget left"
 rc=0
 python3 scripts/lib/campaign.py --bin "$bin" --results "$results" --budget-s "$left" --reserve-s "$reserve" --target-s "$target" \
-  ${copy_to:+--copy-to "$copy_to"} ${replan[@]+"${replan[@]}"} ${extra[@]+"${extra[@]}"} \
+  ${copy_to:+--copy-to "$copy_to"} ${archive:+--archive "$archive"} ${replan[@]+"${replan[@]}"} ${extra[@]+"${extra[@]}"} \
   ${plan_only[@]+"${plan_only[@]}"} ${assume[@]+"${assume[@]}"} $([ "$smoke" -eq 1 ] && echo --smoke) || rc=$?
 [ "${#plan_only[@]}" -gt 0 ] && exit "$rc"
 case "$rc" in

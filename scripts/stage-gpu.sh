@@ -18,3 +18,4 @@ done
 echo "staged: .devdeps ($(du -sh .devdeps | cut -f1)), data/mnist ($(du -sh data/mnist | cut -f1))"
 echo "on the GPU host, with .devdeps and data/mnist brought along, from the project root:"
 echo "  scripts/gpu_campaign.sh --copy-to DIR --budget-s 540    # again and again until it exits 0"
+echo "  (or --archive DIR/results.tar.gz: the same files as one archive, made again after every item)"

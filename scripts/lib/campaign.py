@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 # Priority order of the study; see README "The GPU campaign".
@@ -543,19 +544,37 @@ class Campaign:
         if rc.returncode != 0:
             self.log(f"{it['id']}: analyze exit {rc.returncode}: {rc.stderr.strip().splitlines()[-1:]}")
 
-    def copy_back(self):
-        """Logs, records and reports (not pictures: plots are redrawn from their data) to --copy-to."""
-        if not self.a.copy_to:
-            return
-        dest_root = os.path.join(self.a.copy_to, os.path.basename(os.path.normpath(self.results)))
+    def kept_files(self):
+        """The results' logs, records and reports, not pictures (plots are redrawn from their data)."""
         for base, _, files in os.walk(self.results):
-            for name in files:
-                if name.endswith((".png", ".svg")):
-                    continue
-                src = os.path.join(base, name)
+            for name in sorted(files):
+                if not name.endswith((".png", ".svg")):
+                    yield os.path.join(base, name)
+
+    def copy_back(self):
+        """The kept files to --copy-to as a tree, and to --archive as one gzipped tar, replaced whole."""
+        top = os.path.basename(os.path.normpath(self.results))
+        if self.a.copy_to:
+            # A mirror: a file the results no longer hold under its name (a profile.jsonl compressed once
+            # its sweep finished, a half-written result set aside) goes from the copy too.
+            dest_root = os.path.join(self.a.copy_to, top)
+            copied = set()
+            for src in self.kept_files():
                 dst = os.path.join(dest_root, os.path.relpath(src, self.results))
                 os.makedirs(os.path.dirname(dst), exist_ok=True)
                 shutil.copy2(src, dst)
+                copied.add(os.path.normpath(dst))
+            for base, _, files in os.walk(dest_root):
+                for name in files:
+                    if os.path.normpath(os.path.join(base, name)) not in copied:
+                        os.remove(os.path.join(base, name))
+        if self.a.archive:
+            # Written beside, then renamed: a command stopped mid-write leaves the last whole archive.
+            tmp = self.a.archive + ".tmp"
+            with tarfile.open(tmp, "w:gz") as tar:
+                for src in self.kept_files():
+                    tar.add(src, arcname=os.path.join(top, os.path.relpath(src, self.results)))
+            os.replace(tmp, self.a.archive)
 
 
 def with_option(argv, name, value):
@@ -741,6 +760,7 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--results", required=True, help="where the results go (results/<gpu-name>)")
     p.add_argument("--copy-to", help="a directory that receives logs, records and reports after every item")
+    p.add_argument("--archive", help="a .tar.gz file made again of the same after every item (one file to fetch)")
     p.add_argument("--budget-s", type=float, default=540, help="stop cleanly before this many seconds")
     p.add_argument("--reserve-s", type=float, default=30, help="kept back for stopping, analysing and copying")
     p.add_argument("--target-s", type=float, default=1500, help="lower step counts so the whole fits in this")

@@ -10,7 +10,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 cd "$source_dir"
-campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --copy-to "$work/copy")
+campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --copy-to "$work/copy" --archive "$work/copy.tar.gz")
 
 # A GPU whose sweeps ran LibTorch's loop optimizer step keeps it for every later sweep (--foreach off)
 # and contrasts ResNet-50 with the multi-tensor step; one that ran foreach (or nothing yet) the reverse.
@@ -95,6 +95,10 @@ points_before=$(grep -c '"type":"point"' "$jsonl" 2>/dev/null)
 cp "$jsonl" "$work/first.jsonl" 2>/dev/null
 [ -f "$work/copy/r/vgg16_jumps/steps.jsonl" ] && ok "the stopped sweep's log was copied back" ||
   fail "nothing copied to --copy-to after the first run"
+listing="$(tar tzf "$work/copy.tar.gz" 2>&1)"
+grep -qx "r/vgg16_jumps/steps.jsonl" <<< "$listing" && grep -qx "r/campaign/plan.json" <<< "$listing" &&
+  ! grep -q '\.png$' <<< "$listing" && [ ! -e "$work/copy.tar.gz.tmp" ] &&
+  ok "... and archived in one file, plots left out" || fail "--archive after the first run: $(head -3 <<< "$listing")"
 
 # Planning again keeps the commands of what was started (the stopped sweep resumes with its own) and
 # plans the rest anew: a mark put on one started and one untouched item shows which entries were kept.
@@ -248,6 +252,9 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
   ! find "$work/copy" -name '*.png' | grep -q . && ok "reports and logs copied back, pictures not" ||
   fail "copies: $(find "$work/copy" -maxdepth 2 | head)"
+diff <(tar tzf "$work/copy.tar.gz" | sort) <(cd "$work/copy" && find r -type f | sort) > "$work/archive.diff" &&
+  [ ! -e "$work/copy/r/vgg16_jumps/profile.jsonl" ] && [ -s "$work/copy/r/vgg16_jumps/profile.jsonl.gz" ] &&
+  ok "the archive holds what was copied back, file for file; the copy has no file the results lost (the stopped sweep's plain profile)" || fail "archive and copies differ: $(head -4 "$work/archive.diff")"
 [ "$(wc -l < "$work/r/commands.txt")" -ge 18 ] && ok "commands.txt lists every command run" ||
   fail "commands.txt: $(wc -l < "$work/r/commands.txt") lines"
 
