@@ -545,10 +545,11 @@ class Campaign:
             self.log(f"{it['id']}: analyze exit {rc.returncode}: {rc.stderr.strip().splitlines()[-1:]}")
 
     def kept_files(self):
-        """The results' logs, records and reports, not pictures (plots are redrawn from their data)."""
+        """The results' logs, records and reports: not pictures (plots are redrawn from their data), nor
+        weights (a training run's checkpoints and resume states, megabytes each; checkpoint.json stays)."""
         for base, _, files in os.walk(self.results):
             for name in sorted(files):
-                if not name.endswith((".png", ".svg")):
+                if not name.endswith((".png", ".svg", ".pt")):
                     yield os.path.join(base, name)
 
     def copy_back(self):
@@ -571,7 +572,7 @@ class Campaign:
         if self.a.archive:
             # Written beside, then renamed: a command stopped mid-write leaves the last whole archive.
             tmp = self.a.archive + ".tmp"
-            with tarfile.open(tmp, "w:gz") as tar:
+            with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
                 for src in self.kept_files():
                     tar.add(src, arcname=os.path.join(top, os.path.relpath(src, self.results)))
             os.replace(tmp, self.a.archive)

@@ -250,7 +250,8 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch
   ok "the batch-size study trained each size to its target, without deterministic algorithms, and wrote its table" ||
   fail "time to accuracy: $(ls "$work/r/mnist_time_to_accuracy" 2>&1)"
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
-  ! find "$work/copy" -name '*.png' | grep -q . && ok "reports and logs copied back, pictures not" ||
+  [ -f "$work/copy/r/train_compare/cpu/checkpoint.json" ] && ! find "$work/copy" -name '*.png' -o -name '*.pt' | grep -q . &&
+  ok "reports, logs and checkpoint records copied back, pictures and weights not" ||
   fail "copies: $(find "$work/copy" -maxdepth 2 | head)"
 diff <(tar tzf "$work/copy.tar.gz" | sort) <(cd "$work/copy" && find r -type f | sort) > "$work/archive.diff" &&
   [ ! -e "$work/copy/r/vgg16_jumps/profile.jsonl" ] && [ -s "$work/copy/r/vgg16_jumps/profile.jsonl.gz" ] &&
