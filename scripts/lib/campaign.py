@@ -572,6 +572,7 @@ class Campaign:
         if self.a.archive:
             # Written beside, then renamed: a command stopped mid-write leaves the last whole archive.
             tmp = self.a.archive + ".tmp"
+            os.makedirs(os.path.dirname(os.path.abspath(tmp)), exist_ok=True)
             with tarfile.open(tmp, "w:gz", compresslevel=6) as tar:
                 for src in self.kept_files():
                     tar.add(src, arcname=os.path.join(top, os.path.relpath(src, self.results)))
