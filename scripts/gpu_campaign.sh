@@ -83,7 +83,8 @@ else
     if ! scripts/build-torch.sh --build-dir build-gpu --deps "$deps" ${test_build[@]+"${test_build[@]}"} > "$build_log" 2>&1; then
       tail -40 "$build_log"
       # Where the results would have gone: --copy-to, else beside --archive.
-      kept="${copy_to:-$([ -n "$archive" ] && dirname "$archive")}"
+      kept="$copy_to"
+      [ -n "$kept" ] || [ -z "$archive" ] || kept="$(dirname "$archive")"
       [ -n "$kept" ] && mkdir -p "$kept" && cp "$build_log" "$kept/build-failed.log"
       echo "gpu_campaign.sh: the build failed (log above$([ -n "$kept" ] && echo ", and in $kept/build-failed.log"))" >&2
       exit 1
