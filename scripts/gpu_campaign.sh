@@ -25,7 +25,8 @@
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
 #   --assume-gpu 'NVIDIA H100 80GB HBM3' it plans a GPU campaign on any machine.
 #   --analyze-only --bin build/batchscope --results results/<gpu-name>: analyses every sweep brought
-#   back from a GPU host again, plots included (they are not copied back).
+#   back from a GPU host again, plots included (they are not copied back). The plan's paths follow
+#   --results: results moved or copied elsewhere are analysed (and continued) where they are.
 # Exit codes: 0 the campaign is complete, 3 stopped at the budget (run again), 1 something failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

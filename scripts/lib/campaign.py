@@ -54,7 +54,7 @@ class Campaign:
     def __init__(self, a):
         self.a = a
         self.bin = a.bin
-        self.results = a.results
+        self.results = os.path.normpath(a.results)
         self.state_dir = os.path.join(self.results, "campaign")
         os.makedirs(self.state_dir, exist_ok=True)
         self.log_path = os.path.join(self.state_dir, "log.txt")
@@ -363,6 +363,14 @@ class Campaign:
     def run(self):
         plan_path = os.path.join(self.state_dir, "plan.json")
         previous = load_json(plan_path, None)
+        if previous is not None:
+            # A plan names its results' paths as they were where it was made; results moved or copied
+            # elsewhere (brought back from a GPU host, analysed in a copy) are this directory's, not those.
+            made_for = planned_results(previous)
+            if made_for is not None and made_for != self.results:
+                rebase(previous, made_for, self.results)
+                if not self.a.plan_only and not self.a.analyze_only:
+                    self.log(f"the plan was made for the results in {made_for}: its paths now point into {self.results}")
         # Items added to the campaign since the plan was made join it as --replan would add them, and an
         # item not started yet whose command changed since takes the new one (a sweep's step counts are
         # the plan's own, so they are left out of the comparison).
@@ -387,6 +395,7 @@ class Campaign:
         else:
             plan = self.make_plan(previous)
             plan["made"] = time.strftime("%Y-%m-%d %H:%M:%S")
+            plan["results"] = self.results
             save_json(plan_path, plan)
             if previous is not None:
                 self.log(f"planned again: the plan made {plan['replanned_from']} started or finished "
@@ -701,6 +710,32 @@ def compared_command(it):
                 i = argv.index(option)
                 del argv[i:i + 2]
     return command_line(dict(it, argv=argv), "")
+
+
+def planned_results(plan):
+    """The results directory a plan was made for: its own record, or, for plans made before they kept
+    one, the directory that every item's output lies under."""
+    if "results" in plan:
+        return plan["results"]
+    outs = [os.path.normpath(it["out"]) for it in plan.get("items", [])]
+    if len(outs) < 2:
+        return None
+    return os.path.commonpath(outs) if all(os.path.isabs(o) == os.path.isabs(outs[0]) for o in outs) else None
+
+
+def rebase(plan, old, new):
+    """Every path of the plan under the results directory old (outputs and the commands' arguments) moved
+    under new."""
+    def moved(value):
+        if value == old:
+            return new
+        if isinstance(value, str) and value.startswith(old + os.sep):
+            return new + value[len(old):]
+        return value
+    for it in plan.get("items", []):
+        it["out"] = moved(os.path.normpath(it["out"]))
+        it["argv"] = [moved(a) for a in it["argv"]]
+    plan["results"] = new
 
 
 def resumes(it):

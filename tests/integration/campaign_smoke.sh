@@ -284,6 +284,32 @@ else
   fail "added item: exit $rc, $(head -3 "$work/added.out")"
 fi
 
+# Results moved elsewhere (a GPU host's unpacked archive, a copy) are analysed where they are now: the
+# plan's paths follow them, the first place is not written to, and the peaks read are the new place's
+# (the run records' commands keep the path they ran with).
+cp -r "$work/r" "$work/moved"
+touch "$work/before-moved"
+sleep 1
+scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/moved" --analyze-only > "$work/moved.out" 2>&1
+rc=$?
+written_first="$(find "$work/r" -newer "$work/before-moved" -type f | head -3)"
+if [ "$rc" -eq 0 ] && [ -z "$written_first" ] && grep -q "^analysed $work/moved/vgg16_jumps$" "$work/moved.out" &&
+   [ "$work/moved/energy_zoo/analysis/report.md" -nt "$work/before-moved" ] &&
+   grep -q "$work/moved/peak.jsonl:1" "$work/moved/mnist_train_vs_infer/analysis/report.md" &&
+   ! grep -q "$work/r/peak" "$work/moved/mnist_train_vs_infer/analysis/report.md"; then
+  ok "moved results are analysed where they are, the first place untouched"
+else
+  fail "moved results: exit $rc, written in the first place: '$written_first', $(head -3 "$work/moved.out")"
+fi
+scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/moved" --plan-only > "$work/moved-plan.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && ! grep -q "planning again" "$work/moved-plan.out" && ! grep -q "to do" "$work/moved-plan.out" &&
+   grep -q " $work/moved/jumps/" "$work/moved-plan.out" && ! grep -q "$work/r/" "$work/moved-plan.out"; then
+  ok "moved results keep their plan: every item done, every command's path in the new place"
+else
+  fail "moved plan: exit $rc, $(grep -m3 "planning again\|to do\|$work/r/" "$work/moved-plan.out")"
+fi
+
 # The GPU-path tests run once for each state of the code: not again on the same code, passed or failed;
 # again on changed code, the earlier log kept beside under its code's fingerprint.
 (
