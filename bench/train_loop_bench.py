@@ -6,7 +6,8 @@ the device synchronised before and after, the evaluation left out. Each step doe
 gather the shuffled batch (into page-locked memory for a GPU, copied without blocking), forward, the
 cross-entropy, the gradients reset, backward, the optimizer step, and the loss and hits summed on the
 device. The sides take turns, the first alternating from round to round, so that the machine's changing
-speed hits both alike; a round is one epoch of each. It prints each round's epoch times, the median of
+speed hits both alike; a round is one epoch of each, each side a fresh process (so that neither brings a
+warm GPU context, cuDNN's handles or an allocator's cache from an earlier round). It prints each round's epoch times, the median of
 the rounds' ratios batchscope / PyTorch with their range, and whether the goal (at most 1) is met:
 exit 0 where it is, 1 where it is not, 2 where the benchmark itself failed.
 
@@ -91,6 +92,27 @@ def python_epoch(images, labels, batch, lr, device, seed):
     return seconds, loss_sum.item() / images.size(0)
 
 
+def python_side(args):
+    """--python-side: one epoch of the Python side in a process of its own, as batchscope's side runs, so
+    that neither carries a warm runtime (a GPU's context, cuDNN's and cuBLAS's handles, the caching
+    allocator's blocks, a CPU's allocator) from one round into the next; prints its seconds and loss."""
+    images, labels = load_mnist(args.data, args.limit_train)
+    seconds, loss = python_epoch(images, labels, args.batch, args.lr, torch.device(args.device), args.seed)
+    print(json.dumps({"seconds": seconds, "train_loss": loss}), flush=True)
+    return 0
+
+
+def python_round(args, seed):
+    command = [sys.executable, os.path.abspath(__file__), "--python-side", "--seed", str(seed), "--data", args.data,
+               "--batch", str(args.batch), "--lr", str(args.lr), "--limit-train", str(args.limit_train),
+               "--device", args.device, "--threads", str(args.threads)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError("the PyTorch side failed: " + (done.stderr.strip().splitlines() or ["no output"])[-1])
+    epoch = json.loads(done.stdout.strip().splitlines()[-1])
+    return epoch["seconds"], epoch["train_loss"]
+
+
 def batchscope_epoch(args, out):
     command = [args.bin, "train", "--data", args.data, "--batch", str(args.batch), "--epochs", "1",
                "--lr", str(args.lr), "--device", args.device, "--threads", str(args.threads),
@@ -116,9 +138,12 @@ def main():
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", help="write the rounds and the ratio here")
+    p.add_argument("--python-side", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    if args.python_side:
+        return python_side(args)
     try:
         images, labels = load_mnist(args.data, args.limit_train)
     except OSError as e:
@@ -138,7 +163,7 @@ def main():
                     if side == "batchscope":
                         sides[side] = batchscope_epoch(args, os.path.join(work, "run"))
                     else:
-                        sides[side] = python_epoch(images, labels, args.batch, args.lr, device, r)
+                        sides[side] = python_round(args, r)
                 except (RuntimeError, OSError) as e:
                     print(f"train_loop_bench: {e}", file=sys.stderr)
                     return 2

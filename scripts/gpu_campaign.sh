@@ -16,10 +16,12 @@
 # --smoke runs the same campaign on the CPU with tiny shapes (build/batchscope, results in
 # runs/campaign-smoke), so that it is tested where there is no GPU.
 # Usage: scripts/gpu_campaign.sh [--copy-to DIR] [--archive FILE.tar.gz] [--budget-s 540] [--reserve-s 30] [--target-s 1500]
-#                                [--smoke] [--bin PATH] [--results DIR] [--replan] [--skip-tests|--all-tests]
+#                                [--smoke] [--bin PATH] [--results DIR] [--python PATH] [--replan] [--skip-tests|--all-tests]
 #        [--plan-only [--assume-gpu NAME]] [--analyze-only]
 #   --archive: the same as --copy-to copies, as one gzipped tar made again after every item (written beside
 #   and renamed, so a run killed mid-write leaves the last whole one), for hosts that hand back few files.
+#   --python: the Python with PyTorch that the benchmark items (batchscope's train loop against PyTorch's)
+#   run (default: $PYTHON, else python3).
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
 #   --replan: make the plan again; the items the old plan started or finished keep their commands.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
@@ -32,7 +34,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 usage() { awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; }
-copy_to=""; archive=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; all_tests=0; plan_only=(); assume=()
+python="${PYTHON:-python3}"; copy_to=""; archive=""; budget=540; reserve=30; target=1500; smoke=0; bin=""; results=""; replan=(); skip_tests=0; all_tests=0; plan_only=(); assume=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --copy-to) copy_to="$2"; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --smoke) smoke=1; shift ;;
     --bin) bin="$2"; shift 2 ;;
     --results) results="$2"; shift 2 ;;
+    --python) python="$2"; shift 2 ;;
     --replan) replan=(--replan); shift ;;
     --skip-tests) skip_tests=1; shift ;;
     --all-tests) all_tests=1; shift ;;
@@ -130,7 +133,7 @@ mkdir -p "$results"
 left=$((budget - (SECONDS - start)))
 [ "${#plan_only[@]}" -gt 0 ] || note "running the experiments with $left s of the budget left"
 rc=0
-python3 scripts/lib/campaign.py --bin "$bin" --results "$results" --budget-s "$left" --reserve-s "$reserve" --target-s "$target" \
+python3 scripts/lib/campaign.py --bin "$bin" --results "$results" --python "$python" --budget-s "$left" --reserve-s "$reserve" --target-s "$target" \
   ${copy_to:+--copy-to "$copy_to"} ${archive:+--archive "$archive"} ${replan[@]+"${replan[@]}"} ${extra[@]+"${extra[@]}"} \
   ${plan_only[@]+"${plan_only[@]}"} ${assume[@]+"${assume[@]}"} $([ "$smoke" -eq 1 ] && echo --smoke) || rc=$?
 [ "${#plan_only[@]}" -gt 0 ] && exit "$rc"

@@ -6,11 +6,12 @@
 set -uo pipefail
 bin="$1"
 source_dir="$2"
+python="${3:-/usr/bin/python3}"  # with PyTorch: the benchmark items' reference
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/checks.sh"
 cd "$source_dir"
-campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --copy-to "$work/copy" --archive "$work/copy.tar.gz")
+campaign=(scripts/gpu_campaign.sh --smoke --bin "$bin" --results "$work/r" --python "$python" --copy-to "$work/copy" --archive "$work/copy.tar.gz")
 
 # A GPU whose sweeps ran LibTorch's loop optimizer step keeps it for every later sweep (--foreach off)
 # and contrasts ResNet-50 with the multi-tensor step; one that ran foreach (or nothing yet) the reverse.
@@ -27,7 +28,7 @@ def plan_for(records):
             f.write(json.dumps(run) + "\n")
     a = types.SimpleNamespace(results=results, smoke=False, data=None, copy_to=None)
     c = campaign.Campaign.__new__(campaign.Campaign)
-    c.results, c.a = results, a
+    c.results, c.a, c.bin = results, a, "batchscope"
     return {it["id"]: it["argv"] for it in c.items()}
 loop = plan_for([("vgg16_jumps", {"type": "sgd", "lr": 0.01})])
 assert loop["mnist_train_vs_infer"][-4:-2] == ["--foreach", "off"], loop["mnist_train_vs_infer"]
@@ -256,6 +257,18 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch
 diff <(tar tzf "$work/copy.tar.gz" | sort) <(cd "$work/copy" && find r -type f | sort) > "$work/archive.diff" &&
   [ ! -e "$work/copy/r/vgg16_jumps/profile.jsonl" ] && [ -s "$work/copy/r/vgg16_jumps/profile.jsonl.gz" ] &&
   ok "the archive holds what was copied back, file for file; the copy has no file the results lost (the stopped sweep's plain profile)" || fail "archive and copies differ: $(head -4 "$work/archive.diff")"
+# train's epoch against PyTorch's, at both batch sizes, each side's epoch timed and the ratio theirs.
+python3 - "$work/r/bench" <<'PY' && grep -q "^$python bench/train_loop_bench.py --bin $bin .*--batch 8 " "$work/r/commands.txt" &&
+import json, os, sys
+for batch in (64, 8):
+    t = json.load(open(os.path.join(sys.argv[1], f"train_loop_b{batch}.json")))
+    assert t["batch"] == batch and t["images"] == 256 and len(t["rounds"]) == 1, t
+    r = t["rounds"][0]
+    assert r["batchscope_s"] > 0 and r["pytorch_s"] > 0 and abs(r["ratio"] - r["batchscope_s"] / r["pytorch_s"]) < 1e-9, r
+    assert t["goal_met"] == (t["median_ratio"] <= 1.0), t
+PY
+  ok "the train-loop benchmark ran at 64 and 8 with the campaign's Python, its rounds in the results" ||
+  fail "train-loop benchmark: $(ls "$work/r/bench" 2>&1; tail -3 "$work/r/campaign/train_loop_b8.log" 2>&1)"
 [ "$(wc -l < "$work/r/commands.txt")" -ge 18 ] && ok "commands.txt lists every command run" ||
   fail "commands.txt: $(wc -l < "$work/r/commands.txt") lines"
 
