@@ -1,5 +1,6 @@
 // batchscope's measured step against PyTorch-in-Python's, on the same backend, model, batch, phase,
-// optimizer (SGD, Adam or AdamW, each in a loop over the parameters or multi-tensor) and threads, on the CPU.
+// optimizer (SGD, Adam or AdamW, each in a loop over the parameters or multi-tensor) and threads, on the CPU
+// or a GPU (--device cuda:N: both sides time each step between two CUDA events, as a sweep does).
 //
 // Each side is a child process speaking one line protocol (bench/pytorch_reference.py describes it):
 // PyTorch-in-Python, and this program itself in --worker mode, which runs the sweep's own timed loop
@@ -11,9 +12,9 @@
 // prints a table: the median step time of each side, the median of the rounds' ratios
 // batchscope/PyTorch and their range, and the goal. An empty batch is timed as well, to bound the
 // ratio any tool could reach (empty_batch_bound).
+#include <sys/mman.h>
 #include <torch/torch.h>
 #include <torch/version.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -108,6 +110,32 @@ std::vector<int64_t> shape_of(const std::string& text) {
   return shape;
 }
 
+// --device: cpu, or a CUDA device this build and machine have.
+torch::Device parse_device(const std::string& text) {
+  std::optional<torch::Device> device;
+  try {
+    device.emplace(text);
+  } catch (const std::exception&) {
+  }
+  if (!device || !(device->is_cpu() || device->is_cuda())) {
+    throw std::runtime_error("--device " + text + ": give cpu or cuda:N (cuda:0, the first GPU)");
+  }
+  if (device->is_cuda()) {
+    const int64_t gpus = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+    if (gpus == 0) {
+      throw std::runtime_error("--device " + text +
+                               ": this machine (or this build of LibTorch) has no CUDA GPU; "
+                               "give --device cpu");
+    }
+    if (device->index() >= gpus) {
+      throw std::runtime_error("--device " + text + ": there are " + std::to_string(gpus) +
+                               " GPU(s), cuda:0 to cuda:" + std::to_string(gpus - 1));
+    }
+    if (!device->has_index()) device->set_index(0);
+  }
+  return *device;
+}
+
 // --worker: batchscope's side of the protocol.
 int run_worker(const cxxopts::ParseResult& args) {
   torch::set_num_threads(std::stoi(args["threads"].as<std::string>()));
@@ -117,7 +145,7 @@ int run_worker(const cxxopts::ParseResult& args) {
   e.input_shape = shape_of(args["input"].as<std::string>());
   e.classes = args["classes"].as<int64_t>();
   e.phase = args["phase"].as<std::string>() == "infer" ? batchscope::Phase::Infer : batchscope::Phase::Train;
-  e.device = "cpu";
+  e.device = args["device"].as<std::string>();
   const Optimizer optimizer{args["optimizer"].as<std::string>(), args["foreach"].as<int>() != 0};
   e.optimizer.kind = optimizer.name == "adamw"  ? batchscope::OptimizerKind::AdamW
                      : optimizer.name == "adam" ? batchscope::OptimizerKind::Adam
@@ -125,8 +153,10 @@ int run_worker(const cxxopts::ParseResult& args) {
   if (e.optimizer.kind == batchscope::OptimizerKind::AdamW)
     e.optimizer.weight_decay = batchscope::kAdamWWeightDecay;
   e.optimizer.foreach = optimizer.foreach;
-  batchscope::Workload workload(e, torch::Device("cpu"));
-  batchscope::HostStepTimer timer;
+  const torch::Device device(e.device);
+  batchscope::Workload workload(e, device);
+  // The sweep's timer for the device: CUDA events on a GPU, the monotonic clock on the CPU.
+  const std::unique_ptr<batchscope::StepTimer> timer = batchscope::make_step_timer(device);
   // The sweep's progress line, told of every step as in a sweep; drawn into a stream nobody reads, so
   // that its cost (a clock read a step, a redraw every 0.25 s) is in batchscope's times.
   std::ostringstream discarded;
@@ -134,6 +164,8 @@ int run_worker(const cxxopts::ParseResult& args) {
   int64_t parameters = 0;
   for (const auto& p : workload.network().parameters()) parameters += p.numel();
   std::cout << Json{{"torch", TORCH_VERSION},
+                    {"device", device.str()},
+                    {"timer", timer->method()},
                     {"threads", torch::get_num_threads()},
                     {"interop_threads", torch::get_num_interop_threads()},
                     {"parameters", parameters},
@@ -154,14 +186,15 @@ int run_worker(const cxxopts::ParseResult& args) {
       discarded.str("");
       // Timed as the reference times its warm-up, to size the turns by the last (warm) step: the first
       // pays for first-time allocations and kernel set-up, and would make a turn one or two steps long.
-      const std::vector<double> times = batchscope::run_timed_steps(workload, timer, warmup).times_ms;
+      const std::vector<double> times = batchscope::run_timed_steps(workload, *timer, warmup).times_ms;
       std::printf("ready %.6f\n", times.empty() ? 0.0 : times.back());
       std::fflush(stdout);
     } else if (command == "steps") {
       int n = 0;
       words >> n;
-      std::cout << Json(batchscope::run_timed_steps(workload, timer, n, &progress.observer()).times_ms).dump()
-                << std::endl;
+      std::cout
+          << Json(batchscope::run_timed_steps(workload, *timer, n, &progress.observer()).times_ms).dump()
+          << std::endl;
       discarded.str("");
     } else {
       break;
@@ -176,6 +209,7 @@ struct Settings {
   double turn_ms;
   double batch1_goal = 0.90, goal = 1.00;  // --goals
   std::string python, reference, self;
+  std::string device = "cpu";  // --device: cpu or cuda:N, both sides
 };
 
 // A batch size's measurements; batch 0 is the empty batch (see empty_batch_bound).
@@ -232,7 +266,8 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
                                            "--phase",     phase,
                                            "--threads",   std::to_string(threads),
                                            "--optimizer", optimizer.name,
-                                           "--foreach",   optimizer.foreach ? "1" : "0"};
+                                           "--foreach",   optimizer.foreach ? "1" : "0",
+                                           "--device",    s.device};
   std::vector<std::string> py_argv = {s.python, s.reference};
   std::vector<std::string> bs_argv = {s.self, "--worker"};
   py_argv.insert(py_argv.end(), common.begin(), common.end());
@@ -247,6 +282,9 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
   StepProcess& py = python_first ? *first : *second;
   StepProcess& bs = python_first ? *second : *first;
   for (const auto* side : {&py, &bs}) {
+    if (side->header().value("device", std::string()) != s.device) {
+      throw std::runtime_error("a side runs on " + side->header().dump() + " instead of " + s.device);
+    }
     if (side->header().value("threads", 0) != threads) {
       throw std::runtime_error("a side runs " + side->header().dump() + " instead of " + std::to_string(threads) +
                                " thread(s)");
@@ -365,12 +403,14 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
   const std::string round_count = batchscope::counted(s.rounds, "round");
   const std::string turn_count = batchscope::counted(s.turns, "alternating turn");
   std::printf(
-      "\n%s %s, %s, %s on CPU %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
+      "\n%s %s, %s, %s on %s: PyTorch %s in Python vs batchscope on LibTorch %s\n"
       "%s of fresh processes, each %s per batch size; the idle side stopped\n",
       model.name.c_str(), model.input.c_str(),
       (phase == "train" ? "train with " + optimizer.label() : phase).c_str(), thread_count.c_str(),
-      cpu_list(cpus_for(threads)).c_str(), headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION,
-      round_count.c_str(), turn_count.c_str());
+      (s.device == "cpu" ? "CPU " + cpu_list(cpus_for(threads))
+                         : s.device + " (host CPU " + cpu_list(cpus_for(threads)) + "), timed by CUDA events")
+          .c_str(),
+      headers["pytorch"].value("torch", "?").c_str(), TORCH_VERSION, round_count.c_str(), turn_count.c_str());
   if (verdicts.confirmed > 0) {
     std::printf("%s missed in every round, run again for %s\n", batchscope::counted(verdicts.confirmed, "size").c_str(),
                 batchscope::counted(s.confirm_rounds, "round").c_str());
@@ -429,6 +469,7 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
               "spent nothing on a step but what grows with its samples\n");
   report.push_back({{"model", model.name},
                     {"input", model.input},
+                    {"device", s.device},
                     {"phase", phase},
                     {"optimizer", phase == "train" ? Json(optimizer.label()) : Json(nullptr)},
                     {"threads", threads},
@@ -444,15 +485,16 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
 
 int main(int argc, char** argv) {
   const int all = batchscope::cpu_threads::usable_physical_cores(batchscope::cpu_threads::allowed_cpus());
-  cxxopts::Options options("bench_overhead",
-                           "batchscope's step against PyTorch-in-Python's on the same LibTorch, model, batch and "
-                           "threads (CPU).\nGoals: ratio batchscope/PyTorch <= 0.90 at batch 1, <= 1.00 at every "
-                           "other batch size. A size is judged by its rounds:\nmet by their median, missed where "
-                           "every round misses (and still does after --confirm-rounds more), not told apart\n"
-                           "otherwise; exit code 1 where a goal is missed. An empty batch is timed too: where "
-                           "PyTorch's step at batch 1,\nless its step on the empty batch, is more than 0.90 of it, "
-                           "no tool that runs the same operations can reach\n0.90, and batch 1 is judged at 1.00 "
-                           "(the table says so).");
+  cxxopts::Options options(
+      "bench_overhead",
+      "batchscope's step against PyTorch-in-Python's on the same LibTorch, model, batch and "
+      "threads, on the CPU or a GPU.\nGoals: ratio batchscope/PyTorch <= 0.90 at batch 1, <= 1.00 at every "
+      "other batch size. A size is judged by its rounds:\nmet by their median, missed where "
+      "every round misses (and still does after --confirm-rounds more), not told apart\n"
+      "otherwise; exit code 1 where a goal is missed. An empty batch is timed too: where "
+      "PyTorch's step at batch 1,\nless its step on the empty batch, is more than 0.90 of it, "
+      "no tool that runs the same operations can reach\n0.90, and batch 1 is judged at 1.00 "
+      "(the table says so).");
   // clang-format off
   options.add_options()
       ("models", "mnist_cnn (1x28x28) and/or vgg16 (3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn,vgg16"))
@@ -478,6 +520,8 @@ int main(int argc, char** argv) {
       ("glibc-default", "leave glibc's malloc to move its mmap and trim thresholds as it likes (see the README)")
       ("python", "the Python with PyTorch", cxxopts::value<std::string>()->default_value("/usr/bin/python3"))
       ("reference", "the reference script", cxxopts::value<std::string>()->default_value("bench/pytorch_reference.py"))
+      ("device", "cpu, or cuda:N: both sides' steps on that GPU, each timed between two CUDA events (the timer of a "
+                 "sweep there), the device synchronised after each step", cxxopts::value<std::string>()->default_value("cpu"))
       ("worker", "internal: run batchscope's side of the protocol")
       ("model", "internal (--worker)", cxxopts::value<std::string>()->default_value("mnist_cnn"))
       ("input", "internal (--worker)", cxxopts::value<std::string>()->default_value("1,28,28"))
@@ -513,6 +557,9 @@ int main(int argc, char** argv) {
     s.turn_ms = args["turn-ms"].as<double>();
     s.python = args["python"].as<std::string>();
     s.reference = args["reference"].as<std::string>();
+    s.device = args["device"].as<std::string>();
+    const torch::Device device = parse_device(s.device);
+    s.device = device.str();  // cuda: cuda:0, as both sides name it
     // glibc's malloc hands blocks above its mmap threshold back to the system when they are freed and
     // moves the threshold as the process's history goes, so each step of a large tensor may fault its
     // pages in again, or not: one process of a pair lands in one regime and the other by chance, 4-5x
@@ -549,9 +596,9 @@ int main(int argc, char** argv) {
                   static_cast<double>(touched) / (1ULL << 30),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
-    batchscope::HostStepTimer timer;
-    std::printf("timer overhead per step: %.3f us (median of 1000 empty start/stop pairs)\n",
-                batchscope::measure_timer_overhead_ms(timer, 1000) * 1e3);
+    const std::unique_ptr<batchscope::StepTimer> timer = batchscope::make_step_timer(device);
+    std::printf("timer overhead per step: %.3f us (%s, median of 1000 empty start/stop pairs)\n",
+                batchscope::measure_timer_overhead_ms(*timer, 1000) * 1e3, timer->method());
     int missed = 0, not_told_apart = 0, out_of_reach = 0, cases = 0;
     Json report = Json::array();
     std::vector<Optimizer> optimizers;

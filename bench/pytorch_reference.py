@@ -1,6 +1,7 @@
 """The reference for batchscope's per-step overhead: the same model's training (or inference) step in
-PyTorch-in-Python, timed the way batchscope times it (each step on its own, monotonic clock, warm-up
-first, nothing but the step between the timestamps).
+PyTorch-in-Python, timed the way batchscope times it (each step on its own, warm-up first, nothing but
+the step between the timestamps: the monotonic clock on the CPU; on a GPU two CUDA events on the current
+stream, made before the steps, and the device synchronised after each step, outside them).
 
 Driven by bench_overhead over stdin/stdout, one command a line (bench_overhead --worker speaks the same):
   batch B W   make the data of batch size B (0: an empty batch) and run W untimed steps; answers
@@ -85,11 +86,14 @@ def main():
     p.add_argument("--optimizer", default="sgd", choices=sorted(OPTIMIZERS))
     p.add_argument("--foreach", type=int, default=0, choices=[0, 1],
                    help="1: the multi-tensor (foreach) step, 0: the loop over parameters")
+    p.add_argument("--device", default="cpu", help="cpu or cuda:N")
     a = p.parse_args()
+    device = torch.device(a.device)
+    gpu = device.type == "cuda"
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     shape = [int(s) for s in a.input.split(",")]
-    model = MODELS[a.model](a.classes)
+    model = MODELS[a.model](a.classes).to(device)
     train = a.phase == "train"
     model.train(train)
     # Each with PyTorch's own defaults (AdamW decays weights by 0.01), as batchscope's.
@@ -107,7 +111,27 @@ def main():
             model(x)
 
     step = train_step if train else infer_step
-    header = {"torch": torch.__version__, "threads": torch.get_num_threads(),
+
+    def timed(n):
+        """n steps, each timed on its own; their times in ms."""
+        if not gpu:
+            times = [0.0] * n
+            for i in range(n):
+                t0 = time.perf_counter()
+                step()
+                times[i] = (time.perf_counter() - t0) * 1e3
+            return times
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        torch.cuda.synchronize(device)
+        for start, stop in events:
+            start.record()
+            step()
+            stop.record()
+            torch.cuda.synchronize(device)
+        return [start.elapsed_time(stop) for start, stop in events]
+
+    header = {"torch": torch.__version__, "device": str(device),
+              "timer": "cuda_event" if gpu else "perf_counter", "threads": torch.get_num_threads(),
               "interop_threads": torch.get_num_interop_threads(),
               "parameters": sum(t.numel() for t in model.parameters()),
               "optimizer": describe(optimizer)}
@@ -116,23 +140,13 @@ def main():
         words = line.split()
         if words[0] == "batch":
             batch, warmup = int(words[1]), int(words[2])
-            x = torch.randn(batch, *shape)
-            y = torch.randint(a.classes, (batch,))
-            times = []
-            for _ in range(warmup):
-                t0 = time.perf_counter()
-                step()
-                times.append((time.perf_counter() - t0) * 1e3)
+            x = torch.randn(batch, *shape, device=device)
+            y = torch.randint(a.classes, (batch,), device=device)
+            times = timed(warmup)
             # The last warm-up step, warm: the turns are sized by it.
             print("ready %.6f" % (times[-1] if times else 0.0), flush=True)
         elif words[0] == "steps":
-            n = int(words[1])
-            times = [0.0] * n
-            for i in range(n):
-                t0 = time.perf_counter()
-                step()
-                times[i] = (time.perf_counter() - t0) * 1e3
-            print(json.dumps(times), flush=True)
+            print(json.dumps(timed(int(words[1]))), flush=True)
         else:
             break
 

@@ -6,12 +6,13 @@
 #   --deps PREFIX    libraries staged by scripts/stage-deps.sh (e.g. .devdeps/root/usr)
 #   --prefix DIR     install into DIR (DIR/bin/batchscope runs with no LD_LIBRARY_PATH)
 #   --no-tests       build the batchscope program only, without the tests
+#   --bench          with --no-tests: build bench_overhead too (the step against PyTorch-in-Python's)
 #   --remove-build   remove the build tree once installed (needs --prefix)
 #   --system-torch   the LibTorch CMake finds by itself (e.g. the distribution's), not Python's
 #   --python PATH    the Python whose torch is used (default: $PYTHON, else python3)
 set -euo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 refuse() { echo "build-torch.sh: $*" >&2; exit 2; }
 absolute() { realpath -m -- "$1"; }
 
@@ -20,6 +21,7 @@ deps=""
 prefix=""
 tests=ON
 remove_build=0
+bench=0
 system_torch=0
 python="${PYTHON:-python3}"
 while [ $# -gt 0 ]; do
@@ -34,6 +36,7 @@ while [ $# -gt 0 ]; do
       esac
       shift 2 ;;
     --no-tests) tests=OFF; shift ;;
+    --bench) bench=1; shift ;;
     --remove-build) remove_build=1; shift ;;
     --system-torch) system_torch=1; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -124,6 +127,7 @@ fi
 cmake -S "$root" -B "$build_dir" "${cmake_args[@]}" "$@"
 targets=()
 [ "$tests" = ON ] || targets=(--target batchscope)
+[ "$tests" = ON ] || [ "$bench" -eq 0 ] || targets+=(--target bench_overhead)
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 echo "built: $build_dir/batchscope"
 

@@ -81,8 +81,9 @@ else
   if [ -z "$bin" ]; then
     note "building into build-gpu/ with scripts/build-torch.sh"
     build_log="$(mktemp)"
-    # The program alone unless the whole suite is asked for: the GPU-path tests need no test binaries.
-    test_build=(--no-tests)
+    # The program (and the overhead benchmark, an item of the campaign) unless the whole suite is asked
+    # for: the GPU-path tests need no test binaries.
+    test_build=(--no-tests --bench)
     [ "$all_tests" -eq 0 ] || test_build=()
     if ! scripts/build-torch.sh --build-dir build-gpu --deps "$deps" ${test_build[@]+"${test_build[@]}"} > "$build_log" 2>&1; then
       tail -40 "$build_log"

@@ -304,6 +304,17 @@ class Campaign:
                         "argv": ["bench/train_loop_bench.py", "--bin", self.bin, "--data", mnist_dir,
                                  "--batch", batch, "--json", path] + sides,
                         "out": path, "resumable": False})
+        # 5. A sweep's step against PyTorch-in-Python's on this GPU, both timed by CUDA events, a step at a
+        # time (bench_overhead --device): the per-step overhead, small batches first, where the launches are.
+        path = os.path.join(r, "bench", "overhead.json")
+        cases = (["--models", "mnist_cnn", "--phases", "infer", "--threads", "1", "--batch", "1", "--rounds", "1",
+                  "--turns", "1", "--turn-ms", "1", "--device", "cpu"] if smoke
+                 else ["--models", "mnist_cnn,vgg16", "--phases", "train,infer", "--threads", "all",
+                       "--batch", "1,16,128", "--rounds", "3", "--turns", "2", "--device", "cuda:0"])
+        out.append({"id": "bench_overhead", "kind": "bench", "program": "bench_overhead",
+                    "argv": cases + ["--confirm-rounds", "0", "--touch-gib", "0", "--python", self.a.python,
+                                     "--json", path],
+                    "out": path, "resumable": False})
         return out
 
     def make_plan(self, previous=None):
@@ -464,14 +475,14 @@ class Campaign:
                 continue
             self.log(f"({i}) {it['id']}: estimated {it['estimate_s']:.0f} s: {command_line(it, 'batchscope')}")
             with open(os.path.join(self.results, "commands.txt"), "a") as f:
-                f.write(command_line(it, self.bin, self.a.python) + "\n")
+                f.write(command_line(it, self.bin, self.programs()) + "\n")
             if not resumes(it):
                 set_aside(it["out"])
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
             t0 = time.monotonic()
             rc, interrupted = self.bounded(it)
             seconds = time.monotonic() - t0
-            missed = it["kind"] == "bench" and rc == 1 and load_json(it["out"], {}).get("goal_met") is False
+            missed = it["kind"] == "bench" and rc == 1 and os.path.isfile(it["out"])
             if rc == 0 or missed:
                 # A benchmark that ran and missed its goal (exit 1, its result written) measured what it
                 # came for.
@@ -558,9 +569,14 @@ class Campaign:
                     p.kill()
                     interrupted = 3
 
+    def programs(self):
+        """The benchmark items' programs: the Python with PyTorch (--python), and the overhead benchmark
+        built beside batchscope."""
+        return {"python": self.a.python, "bench_overhead": os.path.join(os.path.dirname(self.bin), "bench_overhead")}
+
     def program(self, it):
-        """What runs the item: batchscope, or for a benchmark the Python with PyTorch (--python)."""
-        return self.a.python if it.get("program") == "python" else self.bin
+        """What runs the item: batchscope, or a benchmark's own program."""
+        return self.programs()[it["program"]] if it.get("program") else self.bin
 
     def analyze(self, it):
         # Each sweep's TFLOP/s against the GPU's measured peaks, once the peak items have run.
@@ -701,6 +717,10 @@ def estimate(it, rate, steps):
         if gpu and "--memory-limit" in it["argv"]:
             return 40.0
         return 180.0 if gpu else 20.0
+    if it["kind"] == "bench" and it.get("program") == "bench_overhead":
+        # Per case (4) and round (3): two fresh processes (Python's torch and CUDA start, seconds), then per
+        # batch size (the empty one and 3) a warm-up and 2 turns of 250 ms a side.
+        return 200.0 if gpu else 15.0
     if it["kind"] == "bench":
         # Three rounds of two fresh processes each (LibTorch's and Python's start, MNIST read): one
         # epoch of 938 steps at 64 or 2048 at 8, about 2 ms a step on an H200.
@@ -719,11 +739,13 @@ def estimate(it, rate, steps):
     return 90.0 if gpu else 20.0
 
 
-def command_line(it, program, python="python3"):
+def command_line(it, program, programs=None):
     """The item's command as a shell would run it: its environment variables first. program: batchscope's;
-    a benchmark item runs python, the campaign's Python."""
+    a benchmark item names its own ("python", "bench_overhead"), found in programs where given."""
     variables = [f"{name}={value}" for name, value in sorted(it.get("env", {}).items())]
-    return " ".join(variables + [python if it.get("program") == "python" else program] + it["argv"])
+    name = it.get("program")
+    head = (programs or {}).get(name, name) if name else program
+    return " ".join(variables + [head] + it["argv"])
 
 
 def compared_command(it):

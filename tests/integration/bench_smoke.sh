@@ -7,6 +7,14 @@ bench="$1"; src="$2"; python="$3"; batchscope="${4:-}"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 "$python" -c "import torch" 2> /dev/null || { echo "no PyTorch for $python: skipped"; exit 77; }
 cd "$src"
+# A device that is not one, or a GPU this machine (or build) lacks: one sentence naming --device, exit 2.
+for device in gpu cuda:7; do
+  rc=0
+  "$bench" --device "$device" --models mnist_cnn --phases infer --threads 1 --batch 1 --rounds 1 --turns 1 \
+    --turn-ms 1 --confirm-rounds 0 --touch-gib 0 --python "$python" > "$work/device.txt" 2>&1 || rc=$?
+  [ "$rc" -eq 2 ] && grep -q "^bench_overhead: --device $device: " "$work/device.txt" ||
+    { echo "--device $device: exit $rc, $(cat "$work/device.txt")"; exit 1; }
+done
 status=0
 "$bench" --models mnist_cnn --phases train,infer --threads 1 --batch 1,3 --rounds 2 --turns 2 --warmup 1 \
   --turn-ms 1 --confirm-rounds 1 --touch-gib 0.25 --python "$python" --json "$work/bench.json" > "$work/bench.txt" || status=$?
@@ -30,6 +38,9 @@ cases = json.load(open(sys.argv[1]))
 assert [(c["phase"], c["threads"]) for c in cases] == [("train", 1), ("infer", 1)], cases
 for c in cases:
     assert c["processes"]["pytorch"]["parameters"] == c["processes"]["batchscope"]["parameters"] > 0, c
+    # Both sides on the case's device, each with its timer (the CPU's monotonic clocks).
+    assert c["device"] == c["processes"]["pytorch"]["device"] == c["processes"]["batchscope"]["device"] == "cpu", c
+    assert (c["processes"]["pytorch"]["timer"], c["processes"]["batchscope"]["timer"]) == ("perf_counter", "steady_clock"), c
     # The empty batch first, not judged; the others with the bound it gives and the goal.
     assert [r["batch"] for r in c["rows"]] == [0, 1, 3], c
     empty = c["rows"][0]

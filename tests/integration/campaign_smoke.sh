@@ -26,7 +26,7 @@ def plan_for(records):
         run = {"type": "run", "config": {"experiments": [{"phase": "train", "device": "cuda:0", "optimizer": optimizer}]}}
         with open(os.path.join(results, name, "steps.jsonl"), "w") as f:
             f.write(json.dumps(run) + "\n")
-    a = types.SimpleNamespace(results=results, smoke=False, data=None, copy_to=None)
+    a = types.SimpleNamespace(results=results, smoke=False, data=None, copy_to=None, python="python3")
     c = campaign.Campaign.__new__(campaign.Campaign)
     c.results, c.a, c.bin = results, a, "batchscope"
     return {it["id"]: it["argv"] for it in c.items()}
@@ -267,7 +267,9 @@ for batch in (64, 8):
     assert r["batchscope_s"] > 0 and r["pytorch_s"] > 0 and abs(r["ratio"] - r["batchscope_s"] / r["pytorch_s"]) < 1e-9, r
     assert t["goal_met"] == (t["median_ratio"] <= 1.0), t
 PY
-  ok "the train-loop benchmark ran at 64 and 8 with the campaign's Python, its rounds in the results" ||
+  python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); assert [(x["device"], x["phase"], [r["batch"] for r in x["rows"]]) for x in c] == [("cpu", "infer", [0, 1])], c; assert c[0]["processes"]["pytorch"]["device"] == c[0]["processes"]["batchscope"]["device"] == "cpu", c' \
+    "$work/r/bench/overhead.json" && grep -q "^$(dirname "$bin")/bench_overhead .*--python $python " "$work/r/commands.txt" &&
+  ok "the train-loop benchmark ran at 64 and 8 with the campaign's Python, its rounds in the results; the overhead benchmark beside batchscope, with the same Python" ||
   fail "train-loop benchmark: $(ls "$work/r/bench" 2>&1; tail -3 "$work/r/campaign/train_loop_b8.log" 2>&1)"
 [ "$(wc -l < "$work/r/commands.txt")" -ge 18 ] && ok "commands.txt lists every command run" ||
   fail "commands.txt: $(wc -l < "$work/r/commands.txt") lines"
