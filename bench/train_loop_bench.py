@@ -7,9 +7,9 @@ gather the shuffled batch (into page-locked memory for a GPU, copied without blo
 cross-entropy, the gradients reset, backward, the optimizer step, and the loss and hits summed on the
 device. The sides take turns, the first alternating from round to round, so that the machine's changing
 speed hits both alike; a round is one epoch of each, each side a fresh process (so that neither brings a
-warm GPU context, cuDNN's handles or an allocator's cache from an earlier round). It prints each round's epoch times, the median of
-the rounds' ratios batchscope / PyTorch with their range, and whether the goal (at most 1) is met:
-exit 0 where it is, 1 where it is not, 2 where the benchmark itself failed.
+warm GPU context, cuDNN's handles or an allocator's cache from an earlier round). It prints each round's
+epoch times, the median of the rounds' ratios batchscope / PyTorch with their range, and whether the goal
+(at most 1) is met: exit 0 where it is, 1 where it is not, 2 where the benchmark itself failed.
 
   python3 bench/train_loop_bench.py --bin build/batchscope --data data/mnist --batch 64 --rounds 3
 """

@@ -300,7 +300,7 @@ class Campaign:
             path = os.path.join(r, "bench", f"train_loop_b{batch}.json")
             sides = (["--device", "cpu", "--threads", "1", "--rounds", "1", "--limit-train", "256"] if smoke
                      else ["--device", "cuda:0", "--rounds", "3", "--limit-train", limit])
-            out.append({"id": f"train_loop_b{batch}", "kind": "bench", "program": "python",
+            out.append({"id": f"train_loop_b{batch}", "kind": "bench", "program": self.a.python,
                         "argv": ["bench/train_loop_bench.py", "--bin", self.bin, "--data", mnist_dir,
                                  "--batch", batch, "--json", path] + sides,
                         "out": path, "resumable": False})
@@ -311,7 +311,9 @@ class Campaign:
                   "--turns", "1", "--turn-ms", "1", "--device", "cpu"] if smoke
                  else ["--models", "mnist_cnn,vgg16", "--phases", "train,infer", "--threads", "all",
                        "--batch", "1,16,128", "--rounds", "3", "--turns", "2", "--device", "cuda:0"])
-        out.append({"id": "bench_overhead", "kind": "bench", "program": "bench_overhead",
+        # Built beside batchscope (build-torch.sh --bench), run with the campaign's Python as its reference.
+        out.append({"id": "bench_overhead", "kind": "bench",
+                    "program": os.path.join(os.path.dirname(self.bin), "bench_overhead"),
                     "argv": cases + ["--confirm-rounds", "0", "--touch-gib", "0", "--python", self.a.python,
                                      "--json", path],
                     "out": path, "resumable": False})
@@ -475,7 +477,7 @@ class Campaign:
                 continue
             self.log(f"({i}) {it['id']}: estimated {it['estimate_s']:.0f} s: {command_line(it, 'batchscope')}")
             with open(os.path.join(self.results, "commands.txt"), "a") as f:
-                f.write(command_line(it, self.bin, self.programs()) + "\n")
+                f.write(command_line(it, self.bin) + "\n")
             if not resumes(it):
                 set_aside(it["out"])
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
@@ -547,7 +549,7 @@ class Campaign:
         Returns the exit code and whether it was stopped."""
         log_path = os.path.join(self.state_dir, it["id"] + ".log")
         with open(log_path, "a") as log:
-            p = subprocess.Popen([self.program(it)] + it["argv"], stdout=log, stderr=subprocess.STDOUT,
+            p = subprocess.Popen([it.get("program", self.bin)] + it["argv"], stdout=log, stderr=subprocess.STDOUT,
                                  env=dict(os.environ, **it.get("env", {})))
             soft = self.deadline - self.a.reserve_s
             interrupted = 0
@@ -568,15 +570,6 @@ class Campaign:
                 elif interrupted == 2 and now >= soft + self.a.reserve_s / 2 + 5:
                     p.kill()
                     interrupted = 3
-
-    def programs(self):
-        """The benchmark items' programs: the Python with PyTorch (--python), and the overhead benchmark
-        built beside batchscope."""
-        return {"python": self.a.python, "bench_overhead": os.path.join(os.path.dirname(self.bin), "bench_overhead")}
-
-    def program(self, it):
-        """What runs the item: batchscope, or a benchmark's own program."""
-        return self.programs()[it["program"]] if it.get("program") else self.bin
 
     def analyze(self, it):
         # Each sweep's TFLOP/s against the GPU's measured peaks, once the peak items have run.
@@ -717,7 +710,7 @@ def estimate(it, rate, steps):
         if gpu and "--memory-limit" in it["argv"]:
             return 40.0
         return 180.0 if gpu else 20.0
-    if it["kind"] == "bench" and it.get("program") == "bench_overhead":
+    if it["id"] == "bench_overhead":
         # Per case (4) and round (3): two fresh processes (Python's torch and CUDA start, seconds), then per
         # batch size (the empty one and 3) a warm-up and 2 turns of 250 ms a side.
         return 200.0 if gpu else 15.0
@@ -739,13 +732,11 @@ def estimate(it, rate, steps):
     return 90.0 if gpu else 20.0
 
 
-def command_line(it, program, programs=None):
-    """The item's command as a shell would run it: its environment variables first. program: batchscope's;
-    a benchmark item names its own ("python", "bench_overhead"), found in programs where given."""
+def command_line(it, program):
+    """The item's command as a shell would run it: its environment variables first. program: batchscope's,
+    for the items that a program of their own (a benchmark's) does not run."""
     variables = [f"{name}={value}" for name, value in sorted(it.get("env", {}).items())]
-    name = it.get("program")
-    head = (programs or {}).get(name, name) if name else program
-    return " ".join(variables + [head] + it["argv"])
+    return " ".join(variables + [it.get("program", program)] + it["argv"])
 
 
 def compared_command(it):
@@ -766,9 +757,10 @@ def planned_results(plan):
     if "results" in plan:
         return plan["results"]
     outs = [os.path.normpath(it["out"]) for it in plan.get("items", [])]
-    if len(outs) < 2:
+    try:
+        return os.path.commonpath(outs) if len(outs) > 1 else None
+    except ValueError:  # absolute and relative paths mixed: no directory of them all
         return None
-    return os.path.commonpath(outs) if all(os.path.isabs(o) == os.path.isabs(outs[0]) for o in outs) else None
 
 
 def rebase(plan, old, new):
