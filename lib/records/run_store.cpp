@@ -118,18 +118,6 @@ std::string damage(const Json& r, const Json& experiments) {
   return "";
 }
 
-// Memory limits as a sentence's words: "cpu 48.0 MiB, cuda:0 1.00 GiB", or "none".
-std::string limits_text(const Json& limits) {
-  if (!limits.is_object() || limits.empty()) return "none";
-  std::string text;
-  for (const auto& [device, bytes] : limits.items()) {
-    if (!text.empty()) text += ", ";
-    text +=
-        device + " " + (bytes.is_number_integer() ? format_memory_size(bytes.get<int64_t>()) : bytes.dump());
-  }
-  return text;
-}
-
 // What fits, and so which sizes ran out of memory or in micro-batches, follows the limit: sizes measured
 // under one limit and sizes under another would make one sweep of two machines.
 void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front, const Json& memory_limits) {
@@ -139,8 +127,9 @@ void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front
   const Json written_limits = or_none(front.value("memory_limit_bytes", Json()));
   if (written_limits == or_none(memory_limits)) return;
   throw UserError(located(jsonl_path, 1,
-                          "holds a sweep run under memory limits " + limits_text(written_limits) +
-                              " (--memory-limit), and this command gives " + limits_text(memory_limits),
+                          "holds a sweep run under memory limits " + memory_limits_text(written_limits) +
+                              " (--memory-limit), and this command gives " +
+                              memory_limits_text(memory_limits),
                           "give the log's --memory-limit (or none, where it had none) to resume it, "
                           "choose another --out directory, or pass --force to replace it"));
 }
@@ -184,6 +173,17 @@ OutputDirectoryLock::~OutputDirectoryLock() {
   if (fd_ < 0) return;
   ::unlink(path_.c_str());  // while still held: see lock_directory
   ::close(fd_);
+}
+
+std::string memory_limits_text(const Json& limits) {
+  if (!limits.is_object() || limits.empty()) return "none";
+  std::string text;
+  for (const auto& [device, bytes] : limits.items()) {
+    if (!text.empty()) text += ", ";
+    text +=
+        device + " " + (bytes.is_number_integer() ? format_memory_size(bytes.get<int64_t>()) : bytes.dump());
+  }
+  return text;
 }
 
 void check_resumed_memory_limits(const std::string& dir, const Json& memory_limits) {

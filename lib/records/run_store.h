@@ -31,6 +31,10 @@ class OutputDirectoryLock {
   std::string path_;
 };
 
+// Memory limits (memory_limit_bytes by device) as a sentence's words: "cpu 48.0 MiB, cuda:0 1.00 GiB", or
+// "none".
+std::string memory_limits_text(const Json& limits);
+
 // Refuses (UserError) resuming the sweep in dir under other memory limits than its run record's
 // memory_limit_bytes (memory_limits as RunStore takes them): what fits, and so which sizes ran out of memory
 // or in micro-batches, follows the limit. Reads the log's first record only, so that a sweep can check

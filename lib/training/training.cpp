@@ -23,6 +23,7 @@
 #include "lib/device/memory_peak.h"
 #include "lib/power/device_power.h"
 #include "lib/power/energy_meter.h"
+#include "lib/records/run_store.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/loss_scaler.h"
 #include "lib/timing/optimizer.h"
@@ -217,6 +218,7 @@ EarlierRun read_earlier_run(const std::string& dir) {
                             "choose another --out directory or pass --force to replace it"));
   }
   earlier.config = earlier.run["config"];
+  earlier.memory_limits = earlier.run.value("memory_limit_bytes", Json());
   earlier.state = EarlierRun::State::Interrupted;
   for (std::size_t i = 1; i < contents.records.size(); ++i) {
     const Json& r = contents.records[i];
@@ -232,6 +234,7 @@ EarlierRun read_earlier_run(const std::string& dir) {
         damaged("its resume record has no \"config\" object");
       earlier.config = r["config"];
       earlier.config_line = line;
+      earlier.memory_limits = r.value("memory_limit_bytes", Json());
       earlier.state = EarlierRun::State::Interrupted;
       continue;
     }
@@ -955,6 +958,16 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                    o.out_dir, done, o.epochs);
     } else {
       spdlog::info("going on with the training run in {} after epoch {} of {}", o.out_dir, done, o.epochs);
+    }
+    // Unlike a sweep's sizes, the epochs do not depend on the limit: each batch goes on as it began, and
+    // the resume record holds this session's limit.
+    const Json limit_now = resumed.value("memory_limit_bytes", Json());
+    if (memory_limits_text(earlier.memory_limits) != memory_limits_text(limit_now)) {
+      spdlog::warn(
+          "{} ran last under memory limits {} (--memory-limit) and goes on under {}: each batch "
+          "still runs {}, and a step that does not fit runs out of memory",
+          earlier.jsonl, memory_limits_text(earlier.memory_limits), memory_limits_text(limit_now),
+          o.accumulates() ? "in micro-batches of " + std::to_string(o.chunk) : std::string("whole"));
     }
   } else {
     Json header = context_record(record::kRun, o.command_line, config);

@@ -40,6 +40,7 @@ struct EarlierRun {
   Json run;                         // its run record
   Json config;  // the options it trains with: its run record's, or the last resume record's
   int config_line = 1;              // the line of the record `config` is read from
+  Json memory_limits;               // memory_limit_bytes of the last session (run or resume record), or null
   std::vector<EpochResult> epochs;  // its complete epochs, from 1
   std::uintmax_t complete_bytes = 0;
   bool truncated_tail = false;  // a write cut short, after complete_bytes

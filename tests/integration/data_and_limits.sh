@@ -240,6 +240,20 @@ assert run["memory_limit_bytes"] == {"cpu": 48 * 2**20}, run.get("memory_limit_b
 assert 0 < run["chunk_search"]["largest_fitting"] < 300 and 0 < run["config"]["chunk"] < 300, run["chunk_search"]
 assert run["chunk_search"]["cpu_memory_limit"] <= 48 * 2**20, run["chunk_search"]
 PY
+# Going on under another limit: the epochs do not depend on it (unlike a sweep's sizes, refused above), so
+# the run goes on with its micro-batches, says so, and the resume record holds the new limit.
+expect 0 "train going on under another --memory-limit" \
+  "ran last under memory limits cpu 48.0 MiB \(--memory-limit\) and goes on under cpu 64.0 MiB: each batch still runs in micro-batches of [0-9]+" \
+  train --data "$work/digits" --epochs 2 --batch 300 --chunk auto --memory-limit 64MiB --eval-batch 10 --device cpu \
+  --threads 1 --out "$work/train_limit"
+python3 - "$work/train_limit/train.jsonl" <<'PY' && ok "... with its chunk, the new limit in the resume record" || fail "train going on under another limit"
+import json, sys
+records = [json.loads(l) for l in open(sys.argv[1])]
+run, resumed = records[0], next(r for r in records if r["type"] == "resume")
+assert resumed["memory_limit_bytes"] == {"cpu": 64 * 2**20}, resumed.get("memory_limit_bytes")
+assert resumed["config"]["chunk"] == run["config"]["chunk"], (resumed["config"].get("chunk"), run["config"]["chunk"])
+assert [r["epoch"] for r in records if r["type"] == "epoch"] == [1, 2], records
+PY
 # analyze --noise-scale: a training sweep's least time to an accuracy, from a number or the run above.
 "$bin" sweep --model mnist_cnn --batch 4,16,64 --device cpu --threads 1 --steps 5 --warmup 1 --out "$work/noise_sweep" \
   --quiet > /dev/null 2>&1 || fail "the training sweep for analyze --noise-scale"
