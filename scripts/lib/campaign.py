@@ -108,7 +108,9 @@ class Campaign:
             sweep(f"{m}_bench_on", ["--model", m] + args + ["--cudnn-benchmark"], os.path.join(jumps, f"{m}_bench_on"))
 
         # First every claim's first answer, each item a few minutes at most, so that a short GPU window
-        # answers all of them; then the variants of claim 1, the largest batches, and benchmark mode.
+        # answers all of them; then the variants of claims 1 and 3, the tool's own cost against
+        # PyTorch-in-Python, benchmark mode on the other nets, and last the largest batches, which answer
+        # no claim of the study.
         # 1. VGG16's staircase, profiled, so that analyze can put every jump on its layers and kernels.
         # Smoke: six sizes, so that a short budget stops it half-way (the smoke test resumes it).
         profiled_vgg16 = (["configs/vgg16_jumps.yaml", "--profile", "--profile-steps", "1"] +
@@ -251,6 +253,39 @@ class Campaign:
               ["--model", "vgg16"] + (image if smoke else with_option(image, "--batch", sawtooth)) +
               ["--tf32", "off", "--cudnn-benchmark"],
               os.path.join(jumps, "vgg16_tf32_off_bench_on"))
+        # 3. ResNet-18 under the search and the cap as AlexNet above: the claim's second net.
+        microbatch("resnet18", "_bench_on", bench)
+        microbatch("resnet18", "_bench_on_wscap64", bench, capped)
+        # 5. train's epoch against the same epoch in PyTorch-in-Python on this GPU, each side a fresh
+        # process a round (bench/train_loop_bench.py): at 64, where the H200's epochs took 1.95 ms a step
+        # against the sweep's 1.04, and at 8, where a step is nearly all launches and the loop's own work.
+        mnist_dir = self.a.data or os.path.join(os.environ.get("BATCHSCOPE_DATA", "data"), "mnist")
+        for batch, limit in (("64", "0"), ("8", "16384")):
+            path = os.path.join(r, "bench", f"train_loop_b{batch}.json")
+            sides = (["--device", "cpu", "--threads", "1", "--rounds", "1", "--limit-train", "256"] if smoke
+                     else ["--device", "cuda:0", "--rounds", "3", "--limit-train", limit])
+            out.append({"id": f"train_loop_b{batch}", "kind": "bench", "program": self.a.python,
+                        "argv": ["bench/train_loop_bench.py", "--bin", self.bin, "--data", mnist_dir,
+                                 "--batch", batch, "--json", path] + sides,
+                        "out": path, "resumable": False})
+        # 5. A sweep's step against PyTorch-in-Python's on this GPU, both timed by CUDA events, a step at a
+        # time (bench_overhead --device): the per-step overhead, small batches first, where the launches are.
+        path = os.path.join(r, "bench", "overhead.json")
+        cases = (["--models", "mnist_cnn", "--phases", "infer", "--threads", "1", "--batch", "1", "--rounds", "1",
+                  "--turns", "1", "--turn-ms", "1", "--device", "cpu"] if smoke
+                 else ["--models", "mnist_cnn,vgg16", "--phases", "train,infer", "--threads", "all",
+                       "--batch", "1,16,128", "--rounds", "3", "--turns", "2", "--device", "cuda:0"])
+        # Built beside batchscope (build-torch.sh --bench), run with the campaign's Python as its reference.
+        out.append({"id": "bench_overhead", "kind": "bench",
+                    "program": os.path.join(os.path.dirname(self.bin), "bench_overhead"),
+                    "argv": cases + ["--confirm-rounds", "0", "--touch-gib", "0", "--python", self.a.python,
+                                     "--json", path],
+                    "out": path, "resumable": False})
+        # 1. Benchmark mode on the other nets, which show no staircase without it (cuDNN's search costs
+        # about 5 s a batch size, so at 29 sizes, and after the items above).
+        for m in JUMP_MODELS_ON[1:]:
+            bench_on(m)
+        # The largest batches: what the tool finds, not a claim of the study, so last.
         # Past the largest batch that fits: VGG16 in fp32 ran one step of 1855 on an H200 but not three in a
         # row (see maxbatch below). chunk: auto times 1024 whole, and 2048 and 4096 in the largest even
         # micro-batches that run beside each (its search on the batch itself): what a batch larger than fits
@@ -287,36 +322,6 @@ class Campaign:
                     limit_16gib = ["--memory-limit", "128MiB"] if smoke else ["--memory-limit", "16GiB"]
                     out.append({"id": f"maxbatch_{m}_{precision}_16GiB", "kind": "maxbatch",
                                 "argv": with_option(argv(within_16gib), *limit_16gib), "out": within_16gib, "resumable": True})
-        for m in JUMP_MODELS_ON[1:]:
-            bench_on(m)
-        # 3. ResNet-18 under the search and the cap as AlexNet above.
-        microbatch("resnet18", "_bench_on", bench)
-        microbatch("resnet18", "_bench_on_wscap64", bench, capped)
-        # 5. train's epoch against the same epoch in PyTorch-in-Python on this GPU, each side a fresh
-        # process a round (bench/train_loop_bench.py): at 64, where the H200's epochs took 1.95 ms a step
-        # against the sweep's 1.04, and at 8, where a step is nearly all launches and the loop's own work.
-        mnist_dir = self.a.data or os.path.join(os.environ.get("BATCHSCOPE_DATA", "data"), "mnist")
-        for batch, limit in (("64", "0"), ("8", "16384")):
-            path = os.path.join(r, "bench", f"train_loop_b{batch}.json")
-            sides = (["--device", "cpu", "--threads", "1", "--rounds", "1", "--limit-train", "256"] if smoke
-                     else ["--device", "cuda:0", "--rounds", "3", "--limit-train", limit])
-            out.append({"id": f"train_loop_b{batch}", "kind": "bench", "program": self.a.python,
-                        "argv": ["bench/train_loop_bench.py", "--bin", self.bin, "--data", mnist_dir,
-                                 "--batch", batch, "--json", path] + sides,
-                        "out": path, "resumable": False})
-        # 5. A sweep's step against PyTorch-in-Python's on this GPU, both timed by CUDA events, a step at a
-        # time (bench_overhead --device): the per-step overhead, small batches first, where the launches are.
-        path = os.path.join(r, "bench", "overhead.json")
-        cases = (["--models", "mnist_cnn", "--phases", "infer", "--threads", "1", "--batch", "1", "--rounds", "1",
-                  "--turns", "1", "--turn-ms", "1", "--device", "cpu"] if smoke
-                 else ["--models", "mnist_cnn,vgg16", "--phases", "train,infer", "--threads", "all",
-                       "--batch", "1,16,128", "--rounds", "3", "--turns", "2", "--device", "cuda:0"])
-        # Built beside batchscope (build-torch.sh --bench), run with the campaign's Python as its reference.
-        out.append({"id": "bench_overhead", "kind": "bench",
-                    "program": os.path.join(os.path.dirname(self.bin), "bench_overhead"),
-                    "argv": cases + ["--confirm-rounds", "0", "--touch-gib", "0", "--python", self.a.python,
-                                     "--json", path],
-                    "out": path, "resumable": False})
         return out
 
     def make_plan(self, previous=None):
@@ -400,22 +405,27 @@ class Campaign:
         # Items added to the campaign since the plan was made join it as --replan would add them, and an
         # item not started yet whose command changed since takes the new one (a sweep's step counts are
         # the plan's own, so they are left out of the comparison).
-        added, changed = [], []
+        # So does a new order of the items, which the runs follow.
+        added, changed, reordered = [], [], False
         if previous is not None and not self.a.replan and not self.a.analyze_only:
             planned = {it["id"]: it for it in previous.get("items", [])}
             added = [it["id"] for it in self.items() if it["id"] not in planned]
             changed = [it["id"] for it in self.items()
                        if it["id"] in planned and not self.started(planned[it["id"]])
                        and compared_command(it) != compared_command(planned[it["id"]])]
+            reordered = in_order(self.items(), previous.get("items", [])) != in_order(previous.get("items", []),
+                                                                                      self.items())
         if added:
             self.log(f"the campaign has items the plan lacks ({', '.join(added)}): planning again")
+        if reordered and not added and not changed:
+            self.log("the campaign runs its items in another order than the plan's: planning again")
         if changed:
             self.log(f"the campaign's commands changed for items not started ({', '.join(changed)}): planning again")
             for item_id in changed:  # how long the old command ran says nothing of the new one's time
                 if stopped_after(self.state.get(item_id)) is not None:
                     del self.state[item_id]
             self.save_state()
-        if previous is not None and not self.a.replan and not added and not changed:
+        if previous is not None and not self.a.replan and not added and not changed and not reordered:
             plan = previous
             self.log(f"following the plan in {plan_path} (made {plan.get('made', '?')})")
         else:
@@ -737,6 +747,12 @@ def command_line(it, program):
     for the items that a program of their own (a benchmark's) does not run."""
     variables = [f"{name}={value}" for name, value in sorted(it.get("env", {}).items())]
     return " ".join(variables + [it.get("program", program)] + it["argv"])
+
+
+def in_order(items, others):
+    """The ids of items that others have too, in items' order."""
+    ids = {it["id"] for it in others}
+    return [it["id"] for it in items if it["id"] in ids]
 
 
 def compared_command(it):

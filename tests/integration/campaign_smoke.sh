@@ -82,6 +82,28 @@ else
   fail "changed command: exit $rc, $(head -3 "$work/changed.out")"
 fi
 
+# The runs follow the campaign's order: a plan whose items lie in another (here: two swapped in the
+# plan) is planned again in the campaign's.
+python3 - "$work/r/campaign/plan.json" > "$work/order.txt" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+print(" ".join(it["id"] for it in plan["items"]))
+ids = [it["id"] for it in plan["items"]]
+i, j = ids.index("energy_zoo"), ids.index("maxbatch_resnet18_fp32")
+plan["items"][i], plan["items"][j] = plan["items"][j], plan["items"][i]
+json.dump(plan, open(sys.argv[1], "w"))
+PY
+"${campaign[@]}" --plan-only > "$work/reordered.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "runs its items in another order than the plan's: planning again" "$work/reordered.out" &&
+   python3 -c 'import json, sys; assert " ".join(it["id"] for it in json.load(open(sys.argv[1]))["items"]) == open(sys.argv[2]).read().strip()' \
+     "$work/r/campaign/plan.json" "$work/order.txt" &&
+   "${campaign[@]}" --plan-only 2>&1 | grep -q "following the plan"; then
+  ok "a plan in another order than the campaign's is planned again in the campaign's, once"
+else
+  fail "reordered plan: exit $rc, $(head -3 "$work/reordered.out")"
+fi
+
 # 10 s of budget, 4 kept back: the first sweep (six batch sizes of VGG16) is asked to stop after 6 s.
 "${campaign[@]}" --budget-s 10 --reserve-s 4 > "$work/first.out" 2>&1
 rc=$?
