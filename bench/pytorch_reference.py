@@ -90,6 +90,8 @@ def main():
     a = p.parse_args()
     device = torch.device(a.device)
     gpu = device.type == "cuda"
+    if gpu and device.index is not None:
+        torch.cuda.set_device(device)  # the events record on the current device's stream: the model's
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     shape = [int(s) for s in a.input.split(",")]
