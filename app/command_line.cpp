@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/config/batch_spec.h"
+#include "lib/config/yaml_fields.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
 #include "lib/device/gpu.h"
@@ -52,6 +54,63 @@ std::string option_given(const std::vector<std::string>& args, const std::string
   return "";
 }
 
+// The text quoted between `head` and `tail` in a cxxopts message ("Option 'epoch' does not exist"), its
+// quotes removed (typographic in cxxopts 3.1, plain from 3.2); nullopt where the message is another.
+std::optional<std::string> quoted_between(const std::string& what, const std::string& head,
+                                          const std::string& tail) {
+  const size_t start = what.find(head), end = what.rfind(tail);
+  if (start == std::string::npos || end == std::string::npos || end < start + head.size())
+    return std::nullopt;
+  std::string text = what.substr(start + head.size(), end - start - head.size());
+  for (const std::string& quote : std::vector<std::string>{"\u2018", "'"}) {
+    if (text.rfind(quote, 0) == 0) {
+      text.erase(0, quote.size());
+      break;
+    }
+  }
+  for (const std::string& quote : std::vector<std::string>{"\u2019", "'"}) {
+    if (text.size() >= quote.size() && text.compare(text.size() - quote.size(), quote.size(), quote) == 0) {
+      text.erase(text.size() - quote.size());
+      break;
+    }
+  }
+  return text;
+}
+
+// An option's name as the arguments gave it: "--epoch" where one of them is --epoch or --epoch=..., else
+// "-e" (a short option, alone or among others as in -qe).
+std::string as_given(const std::vector<std::string>& args, const std::string& name) {
+  for (const std::string& a : args) {
+    if (a == "--" + name || a.rfind("--" + name + "=", 0) == 0) return "--" + printable(name);
+  }
+  return (name.size() == 1 ? "-" : "--") + printable(name);
+}
+
+// Every long name of the options (cxxopts 3.1 and later list several per option, earlier ones one).
+[[maybe_unused]] void add_long_names(const std::vector<std::string>& names, std::vector<std::string>& into) {
+  into.insert(into.end(), names.begin(), names.end());
+}
+[[maybe_unused]] void add_long_names(const std::string& name, std::vector<std::string>& into) {
+  if (!name.empty()) into.push_back(name);
+}
+
+// The option a mistyped one most likely meant: a name from other tools (--batch-size is --batch), or
+// the nearest long name, at most two letters off (one, for names of three letters or fewer). Empty
+// where none is near.
+std::string meant_option(const cxxopts::Options& options, const std::string& unknown) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const auto& option : options.group_help(group).options) add_long_names(option.l, names);
+  }
+  std::string snake = unknown, alias;
+  std::replace(snake.begin(), snake.end(), '-', '_');
+  alias = yaml_fields::alias_of(snake);
+  std::replace(alias.begin(), alias.end(), '_', '-');
+  if (!alias.empty() && std::count(names.begin(), names.end(), alias)) return alias;
+  if (unknown.size() < 3) return "";
+  return nearest_word(unknown, names, unknown.size() <= 3 ? 2 : 3);
+}
+
 }  // namespace
 
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args) {
@@ -61,29 +120,26 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::ve
   try {
     return parse_with_cxxopts(options, args);
   } catch (const CommandLineError& error) {
-    // cxxopts says "Argument 'VALUE' failed to parse" without naming the option: find it. The quotes
-    // are typographic in cxxopts 3.1 and plain from 3.2.
-    const std::string what = error.what(), head = "Argument ", tail = " failed to parse";
-    const size_t start = what.find(head), end = what.rfind(tail);
-    if (start == std::string::npos || end == std::string::npos || end < start + head.size()) throw;
-    std::string value = what.substr(start + head.size(), end - start - head.size());
-    for (const std::string& quote : std::vector<std::string>{"\u2018", "'"}) {
-      if (value.rfind(quote, 0) == 0) {
-        value.erase(0, quote.size());
-        break;
-      }
+    // cxxopts's own sentences ("Option 'epoch' does not exist") become ours, naming the option as it was
+    // given and the fix.
+    const std::string what = error.what(), help = options.program() + " --help";
+    if (const auto unknown = quoted_between(what, "Option ", " does not exist")) {
+      const std::string given = as_given(args, *unknown);
+      const std::string meant = meant_option(options, *unknown);
+      refuse(given + " is not an option of " + options.program(),
+             (meant.empty() ? "" : "did you mean --" + meant + "? ") + help + " lists its options");
     }
-    for (const std::string& quote : std::vector<std::string>{"\u2019", "'"}) {
-      if (value.size() >= quote.size() && value.compare(value.size() - quote.size(), quote.size(), quote) == 0) {
-        value.erase(value.size() - quote.size());
-        break;
-      }
+    if (const auto bare = quoted_between(what, "Option ", " is missing an argument")) {
+      refuse(as_given(args, *bare) + " needs a value after it", help + " says what it takes");
     }
-    const std::string option = option_given(args, value);
+    // "Argument 'VALUE' failed to parse", without the option: find it.
+    const auto value = quoted_between(what, "Argument ", " failed to parse");
+    if (!value) throw;
+    const std::string option = option_given(args, *value);
     if (option.empty()) throw;
     throw UserError(located("command line", 0,
-                            option + ": '" + printable(value) + "' is not a value that option takes",
-                            "see " + options.program() + " --help"));
+                            option + ": '" + printable(*value) + "' is not a value that option takes",
+                            "see " + help));
   }
 }
 

@@ -6,9 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "lib/config/config.h"
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
+#include "lib/common/words.h"
+#include "lib/config/config.h"
 #include "models/registry.h"
 
 namespace batchscope {
@@ -742,6 +743,11 @@ TEST(ConfigErrors, UnknownKeysAtEveryLevel) {
                         "type, lr, momentum, weight_decay, betas, eps"}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: {from: 1, to: 8, stpe: 2}\n"),
                        {"exp.yaml:2: unknown key stpe in batch", "did you mean step"}));
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatchsize: 8\n"),
+                       {"exp.yaml:2: unknown key batchsize", "did you mean batch "}));
+  // An alias whose name is not accepted here is no suggestion: out is an option, not a key.
+  EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1\noutput: runs/x\n"),
+                       {"exp.yaml:3: unknown key output", "use one of the accepted keys: "}));
   EXPECT_TRUE(mentions(error_of("model: vgg16\nbatch: 1\nflux_capacitor: 3\n"),
                        {"exp.yaml:3: unknown key flux_capacitor", "use one of the accepted keys: "}));
 }
@@ -1119,6 +1125,19 @@ TEST(ConfigErrors, CommandLineAloneNeedsModelAndBatch) {
   o.batch = "8:1";
   EXPECT_EQ(error_of_overrides(o),
             "command line: --batch 8:1 is an inverted range; give FROM:TO with FROM <= TO.");
+}
+
+TEST(Words, TheNearestWordIsFoundWithinTheDistanceGiven) {
+  EXPECT_EQ(edit_distance("modle", "model"), 2u);
+  EXPECT_EQ(edit_distance("", "abc"), 3u);
+  EXPECT_EQ(edit_distance("epoch", "epochs"), 1u);
+  EXPECT_EQ(edit_distance("same", "same"), 0u);
+  const std::vector<std::string> options{"model", "batch", "epochs", "out"};
+  EXPECT_EQ(nearest_word("modle", options, 3), "model");
+  EXPECT_EQ(nearest_word("modle", options, 2), "");  // 2 is not below 2
+  EXPECT_EQ(nearest_word("outt", options, 3), "out");
+  EXPECT_EQ(nearest_word("zzzzzz", options, 3), "");
+  EXPECT_EQ(nearest_word("bat", {"bar", "bat_"}, 3), "bar");  // the first of the equally near
 }
 
 }  // namespace

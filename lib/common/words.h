@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,35 @@ inline std::string energy_text(double joules) {
     std::snprintf(text, sizeof text, std::fabs(joules) >= 100 ? "%.0f J" : "%.3g J", joules);
   }
   return text;
+}
+
+// Levenshtein's distance: the fewest single-character insertions, deletions and substitutions that make
+// a into b ("modle" to "model" is 2).
+inline std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate nearest to a mistyped word, the first of those equally near, if it is nearer than
+// `below`; else empty.
+inline std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates,
+                                std::size_t below) {
+  std::string best;
+  for (const std::string& candidate : candidates) {
+    const std::size_t d = edit_distance(word, candidate);
+    if (d < below) best = candidate, below = d;
+  }
+  return best;
 }
 
 }  // namespace batchscope

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 
 namespace batchscope::yaml_fields {
 namespace {
@@ -13,28 +14,15 @@ namespace {
 // Names people reach for from other tools, too far from ours for the edit distance to catch.
 const std::map<std::string, std::string> kAliases = {
     {"batch_size", "batch"},    {"batch_sizes", "batch"},
+    {"batchsize", "batch"},     {"bs", "batch"},
     {"batches", "batch"},       {"input_shape", "input"},
     {"shape", "input"},         {"num_classes", "classes"},
     {"dtype", "precision"},     {"mode", "phase"},
     {"iterations", "steps"},    {"timed_steps", "steps"},
     {"warmup_steps", "warmup"}, {"learning_rate", "lr"},
     {"optim", "optimizer"},     {"experiment", "experiments"},
-    {"default", "defaults"}};
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
+    {"default", "defaults"},    {"output", "out"},
+    {"output_dir", "out"},      {"gpu", "device"}};
 
 }  // namespace
 
@@ -72,17 +60,15 @@ std::string join(const std::vector<std::string>& words, const std::string& last)
   return out;
 }
 
+std::string alias_of(const std::string& word) {
+  const auto alias = kAliases.find(word);
+  return alias == kAliases.end() ? "" : alias->second;
+}
+
 std::string choose_from(const std::string& word, const std::vector<std::string>& accepted,
                         const std::string& what) {
-  std::string best;
-  const auto alias = kAliases.find(word);
-  if (alias != kAliases.end() && std::count(accepted.begin(), accepted.end(), alias->second))
-    best = alias->second;
-  size_t best_distance = 3;
-  for (const std::string& candidate : accepted) {
-    const size_t d = edit_distance(word, candidate);
-    if (best.empty() && d < best_distance) best = candidate, best_distance = d;
-  }
+  std::string best = alias_of(word);
+  if (!std::count(accepted.begin(), accepted.end(), best)) best = nearest_word(word, accepted, 3);
   if (best.empty()) return "use one of the " + what + ": " + join(accepted);
   return "did you mean " + best + " (" + what + ": " + join(accepted) + ")";
 }

@@ -42,6 +42,10 @@ std::string describe(const YAML::Node& node);
 // The words separated by ", ", with `last` before the final one: "a, b or c" for last " or ".
 std::string join(const std::vector<std::string>& words, const std::string& last = ", ");
 
+// Our name for a name people reach for from other tools, too far from ours for the edit distance to catch
+// ("batch_size" is batch, "dtype" precision), in snake case; empty where there is none.
+std::string alias_of(const std::string& word);
+
 // The fix for a word that is not among `accepted`, suggesting the obvious one when there is one.
 std::string choose_from(const std::string& word, const std::vector<std::string>& accepted,
                         const std::string& what);

@@ -53,7 +53,11 @@ expect bad_tile "--tile 12x is not a tile" analyze "$work/kept" --tile 12x --no-
 expect cli_unknown_model "vgg17.*vgg16" sweep --model vgg17 --batch 1 --out "$work/kept"
 expect cli_inverted "70:1" sweep --model mnist_cnn --batch 70:1 --out "$work/kept"
 expect cli_missing_cuda "cuda:3" sweep --model mnist_cnn --batch 1 --device cuda:3 --out "$work/kept"
-expect cli_bad_option "command line" sweep --model mnist_cnn --batchez 1 --out "$work/kept"
+expect cli_bad_option "^batchscope: command line: --batchez is not an option of batchscope sweep; did you mean --batch\\? batchscope sweep --help lists its options\\.$" sweep --model mnist_cnn --batchez 1 --out "$work/kept"
+expect cli_bad_option_alias "--batch-size is not an option.*did you mean --batch\\?" sweep --model mnist_cnn --batch-size=1 --out "$work/kept"
+expect cli_bad_option_far "--zzzz is not an option of batchscope train; batchscope train --help lists its options" train --zzzz
+expect cli_bad_short_option "^batchscope: command line: -x is not an option of batchscope sweep;" sweep --model mnist_cnn -x --out "$work/kept"
+expect cli_option_without_value "--model needs a value after it; batchscope sweep --help says what it takes" sweep --model
 expect cli_no_model "--model" sweep --batch 1:2 --out "$work/kept"
 expect cli_small_input "mnist_cnn" sweep --model mnist_cnn --input 1,4,4 --batch 1 --out "$work/kept"
 expect unknown_command "unknown command" swep
