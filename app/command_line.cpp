@@ -409,8 +409,10 @@ std::string model_option(const cxxopts::ParseResult& result) {
       refuse(std::string("--model: ") + error.what(), "");
     }
   } else if (models::find_model(model) == nullptr) {
-    refuse("unknown model " + printable(model),
-           "use one of " + models::known_model_names() + ", or the path of a TorchScript file");
+    std::vector<std::string> known;
+    for (const auto& m : models::all_models()) known.push_back(m.name);
+    refuse("--model " + yaml_fields::shown(printable(model)) + " is not a known model",
+           yaml_fields::choose_from(model, known, "known models") + ", or the path of a TorchScript file");
   }
   return model;
 }

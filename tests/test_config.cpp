@@ -812,9 +812,9 @@ TEST(ConfigErrors, UnknownModelListsTheKnownOnes) {
   EXPECT_TRUE(mentions(
       message, {"exp.yaml:3: model vgg16x is not a known model", "did you mean vgg16", "known models: "}));
   for (const auto& spec : models::all_models()) EXPECT_TRUE(mentions(message, {spec.name}));
-  EXPECT_TRUE(
-      mentions(error_of("model: transformer_xxl\nbatch: 1\n"),
-               {"exp.yaml:1: model transformer_xxl is not a known model", "use one of the known models: "}));
+  EXPECT_TRUE(mentions(error_of("model: transformer_xxl\nbatch: 1\n"),
+                       {"exp.yaml:1: model transformer_xxl is not a known model",
+                        "use one of the known models: ", ", or the path of a TorchScript file."}));
 }
 
 TEST(ConfigErrors, BadDevice) {

@@ -329,7 +329,7 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
     std::vector<std::string> known;
     for (const auto& m : models::all_models()) known.push_back(m.name);
     fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
-         choose_from(c.model, known, "known models"));
+         choose_from(c.model, known, "known models") + ", or the path of a TorchScript file");
   }
   for (const char* key : {"input_kind", "vocab"}) {
     if (!k.has(key)) continue;

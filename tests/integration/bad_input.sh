@@ -210,7 +210,7 @@ expect option_peak_phase_without_conv "command line: --phase is the convolution'
 expect option_peak_layers_without_model "command line: --operation layers times a model's layers, and no --model is given; add --model M, e.g. --model vgg16" peak --device cpu --operation layers
 expect option_peak_model_without_layers "command line: --model is the layers', and --operation leaves them out; add layers to --operation or leave --model out" peak --device cpu --operation conv --model vgg16
 expect option_peak_sequence_model "command line: lstm_lm is a sequence model, not laid out as convolution and linear layers; give a convolutional model to --model" peak --device cpu --model lstm_lm
-expect option_peak_unknown_model "command line: unknown model vgg17; use one of vgg16, " peak --device cpu --model vgg17
+expect option_peak_unknown_model "command line: --model vgg17 is not a known model; did you mean vgg16 \\(known models: vgg16, .*, or the path of a TorchScript file" peak --device cpu --model vgg17
 expect option_peak_layer_search "command line: --cudnn-benchmark: 'maybe' is not a mode of cuDNN; give a comma-separated list of on and off, e.g. --cudnn-benchmark on,off" peak --device cpu --model mnist_cnn --cudnn-benchmark maybe
 expect option_peak_search_without_layers "command line: --cudnn-benchmark is the layers', and --operation leaves them out; add layers to --operation or leave --cudnn-benchmark out" peak --device cpu --cudnn-benchmark off
 expect option_peak_profiled_runs "command line: --profiled-runs: 'x' is not a whole number from 0 to 1000000; give one, e.g. --profiled-runs 0" peak --device cpu --model mnist_cnn --profiled-runs x

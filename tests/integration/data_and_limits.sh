@@ -83,7 +83,7 @@ assert e["loss_scale"] == "dynamic" and e["optimizer"]["foreach"] is True, e
 PY
 expect 2 "maxbatch --restart without --out" "--restart applies to a search kept with --out" maxbatch --model mnist_cnn --device cpu --restart
 expect 3 "maxbatch when nothing fits" "no batch size|not even batch size 1" maxbatch --model mnist_cnn --device cpu --memory-limit 1MiB --quiet
-expect 2 "maxbatch of an unknown model" "unknown model vgg17" maxbatch --model vgg17 --device cpu
+expect 2 "maxbatch of an unknown model" "--model vgg17 is not a known model; did you mean vgg16" maxbatch --model vgg17 --device cpu
 expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots
 
 # Training to an accuracy, its checkpoint evaluated, and two runs compared.

@@ -119,7 +119,7 @@ expect 2 "a complete study is not overwritten" "already holds" \
   microbatch --model resnet18 --input 3,32,32 --classes 10 --batch 8 --device cpu --out "$work/layer"
 expect 2 "unknown policy" "policy" microbatch --model alexnet --batch 8 --policy sometimes --device cpu --out "$work/x"
 expect 2 "batch 0" "batch" microbatch --model alexnet --batch 0 --device cpu --out "$work/x"
-expect 2 "unknown model" "unknown model" microbatch --model alexnet2 --batch 8 --device cpu --out "$work/x"
+expect 2 "unknown model" "--model alexnet2 is not a known model; did you mean alexnet" microbatch --model alexnet2 --batch 8 --device cpu --out "$work/x"
 expect 2 "layer mode without convolutions" "lstm_lm has none; use --mode model \(gradient accumulation\)\.$" \
   microbatch --model lstm_lm --batch 8 --device cpu --out "$work/x"
 
