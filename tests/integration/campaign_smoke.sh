@@ -98,7 +98,7 @@ rc=$?
 if [ "$rc" -eq 0 ] && grep -q "runs its items in another order than the plan's: planning again" "$work/reordered.out" &&
    python3 -c 'import json, sys; assert " ".join(it["id"] for it in json.load(open(sys.argv[1]))["items"]) == open(sys.argv[2]).read().strip()' \
      "$work/r/campaign/plan.json" "$work/order.txt" &&
-   "${campaign[@]}" --plan-only 2>&1 | grep -q "following the plan"; then
+   "${campaign[@]}" --plan-only > "$work/reordered_again.out" 2>&1 && grep -q "following the plan" "$work/reordered_again.out"; then
   ok "a plan in another order than the campaign's is planned again in the campaign's, once"
 else
   fail "reordered plan: exit $rc, $(head -3 "$work/reordered.out")"
@@ -273,7 +273,7 @@ python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert [r["batch
   ok "the batch-size study trained each size to its target, without deterministic algorithms, and wrote its table" ||
   fail "time to accuracy: $(ls "$work/r/mnist_time_to_accuracy" 2>&1)"
 [ -f "$work/copy/r/energy_zoo/analysis/report.md" ] && [ -f "$work/copy/r/campaign/log.txt" ] &&
-  [ -f "$work/copy/r/train_compare/cpu/checkpoint.json" ] && ! find "$work/copy" -name '*.png' -o -name '*.pt' | grep -q . &&
+  [ -f "$work/copy/r/train_compare/cpu/checkpoint.json" ] && [ -z "$(find "$work/copy" -name '*.png' -o -name '*.pt')" ] &&
   ok "reports, logs and checkpoint records copied back, pictures and weights not" ||
   fail "copies: $(find "$work/copy" -maxdepth 2 | head)"
 diff <(tar tzf "$work/copy.tar.gz" | sort) <(cd "$work/copy" && find r -type f | sort) > "$work/archive.diff" &&

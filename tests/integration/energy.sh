@@ -79,7 +79,7 @@ print("train: %s W" % [round(e["energy_j"] / e["epoch_seconds"], 1) for e in epo
 PY
 expect 0 "a sweep without energy" "written" \
   sweep --model mnist_cnn --batch 2 --steps 2 --warmup 1 --device cpu --no-energy --quiet --out "$work/off"
-grep '"type":"point"' "$work/off/steps.jsonl" | grep -q energy_j && fail "--no-energy still measured energy"
+grep -q energy_j <<< "$(grep '"type":"point"' "$work/off/steps.jsonl")" && fail "--no-energy still measured energy"
 grep -q 'turned off (--no-energy)' "$work/off/steps.jsonl" || fail "the run record does not say why energy is missing"
 
 unset BATCHSCOPE_POWERCAP

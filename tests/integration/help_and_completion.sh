@@ -20,12 +20,12 @@ for wanted in "--steps arg timed steps per batch size, or auto[^-]*\(default: 20
               "--config arg" "--experiment NAME" "--json"; do
   grep -Eq -- "$wanted" "$work/sweep_flat.txt" && ok "sweep --help: $wanted" || fail "sweep --help lacks $wanted"
 done
-"$bin" eval --help | grep -q -- "--checkpoint arg" && ok "eval --help lists --checkpoint" || fail "eval --help lacks --checkpoint"
-"$bin" analyze --help | grep -q -- "--logs arg" && ok "analyze --help lists its logs" || fail "analyze --help lacks --logs"
+grep -q -- "--checkpoint arg" <<< "$("$bin" eval --help)" && ok "eval --help lists --checkpoint" || fail "eval --help lacks --checkpoint"
+grep -q -- "--logs arg" <<< "$("$bin" analyze --help)" && ok "analyze --help lists its logs" || fail "analyze --help lacks --logs"
 "$bin" help sweep > "$work/help_sweep.txt"
 cmp -s "$work/sweep.txt" "$work/help_sweep.txt" && ok "help sweep is sweep --help" || fail "help sweep differs from sweep --help"
-"$bin" --help | grep -q -- "--version" && ok "the usage lists --version" || fail "the usage does not list --version"
-"$bin" --version | grep -Eq "^batchscope [0-9]" && ok "--version" || fail "--version"
+grep -q -- "--version" <<< "$("$bin" --help)" && ok "the usage lists --version" || fail "the usage does not list --version"
+grep -Eq "^batchscope [0-9]" <<< "$("$bin" --version)" && ok "--version" || fail "--version"
 
 # A parse error names its option, in one sentence, with exit code 2.
 "$bin" sweep --stpes 3 > /dev/null 2> "$work/err"; rc=$?
@@ -64,10 +64,10 @@ touch "$work/my_net.pt"
   || fail "completing a model file: $(complete_words batchscope sweep --model "$work/my_n" | tr '\n' ' ')"
 [ "$(complete_words batchscope train --lr-scaling s | tr '\n' ' ')" = "sqrt " ] && ok "completes train's --lr-scaling" \
   || fail "completing --lr-scaling: $(complete_words batchscope train --lr-scaling s | tr '\n' ' ')"
-complete_words batchscope ana | grep -qx analyze && ok "completes commands" || fail "completing a command"
+grep -qx analyze <<< "$(complete_words batchscope ana)" && ok "completes commands" || fail "completing a command"
 [ "$(complete_words batchscope submit s | tr '\n' ' ')" = "slurm " ] && ok "completes submit's engines" \
   || fail "completing submit: $(complete_words batchscope submit s | tr '\n' ' ')"
-complete_words batchscope help swe | grep -qx sweep && ok "completes help's command" || fail "completing help"
+grep -qx sweep <<< "$(complete_words batchscope help swe)" && ok "completes help's command" || fail "completing help"
 
 [ "$failures" -eq 0 ] || { echo "$failures failed"; exit 1; }
 echo "help_and_completion: ok"

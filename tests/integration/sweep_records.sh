@@ -121,7 +121,7 @@ got="$(MALLOC_TRIM_THRESHOLD_=4294967296 "$bin" env --json | malloc_of)"
 [ "$got" = "environment MALLOC_TRIM_THRESHOLD_ " ] || { echo "sweep_records: malloc with MALLOC_TRIM_THRESHOLD_: $got"; exit 1; }
 got="$(BATCHSCOPE_MALLOC=dynamic "$bin" env --json | malloc_of)"
 [ "$got" = "glibc dynamic BATCHSCOPE_MALLOC " ] || { echo "sweep_records: malloc with BATCHSCOPE_MALLOC=dynamic: $got"; exit 1; }
-env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ -u BATCHSCOPE_MALLOC "$bin" env | grep -qF "$default_line" \
+grep -qF "$default_line" <<< "$(env -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TRIM_THRESHOLD_ -u BATCHSCOPE_MALLOC "$bin" env)" \
   || { echo "sweep_records: env prints no malloc line: $("$bin" env | grep malloc)"; exit 1; }
 if BATCHSCOPE_MALLOC=lots "$bin" env > /dev/null 2> "$work/malloc.err"; then echo "sweep_records: BATCHSCOPE_MALLOC=lots accepted"; exit 1; fi
 grep -q "environment: BATCHSCOPE_MALLOC='lots' is not fixed or dynamic" "$work/malloc.err" \
