@@ -873,4 +873,11 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader left early (--plan-only | head): no traceback, and the exit status a shell gives a
+        # program its pipe's reader left (128 + SIGPIPE), so that a run cut short this way is not taken
+        # for one that finished. Python's own flush at exit goes to nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)

@@ -103,6 +103,15 @@ if [ "$rc" -eq 0 ] && grep -q "runs its items in another order than the plan's: 
 else
   fail "reordered plan: exit $rc, $(head -3 "$work/reordered.out")"
 fi
+# A reader that leaves early (--plan-only | head) ends the listing without a traceback: the campaign
+# exits as a program whose pipe's reader left (141), or 0 where the listing was all written before.
+"${campaign[@]}" --plan-only 2> "$work/early.err" | head -1 > /dev/null
+rc="${PIPESTATUS[0]}"
+if { [ "$rc" -eq 141 ] || [ "$rc" -eq 0 ]; } && ! grep -q "Traceback\|Error" "$work/early.err"; then
+  ok "a listing whose reader leaves early ends quietly: exit $rc"
+else
+  fail "listing into head -1: exit $rc, $(head -3 "$work/early.err")"
+fi
 
 # 10 s of budget, 4 kept back: the first sweep (six batch sizes of VGG16) is asked to stop after 6 s.
 "${campaign[@]}" --budget-s 10 --reserve-s 4 > "$work/first.out" 2>&1
