@@ -409,10 +409,8 @@ std::string model_option(const cxxopts::ParseResult& result) {
       refuse(std::string("--model: ") + error.what(), "");
     }
   } else if (models::find_model(model) == nullptr) {
-    std::vector<std::string> known;
-    for (const auto& m : models::all_models()) known.push_back(m.name);
     refuse("--model " + yaml_fields::shown(printable(model)) + " is not a known model",
-           yaml_fields::choose_from(model, known, "known models") + ", or the path of a TorchScript file");
+           models::unknown_model_fix(model));
   }
   return model;
 }

@@ -1,11 +1,13 @@
 #include "data/datasets.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
 #include "data/idx.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 
 namespace batchscope::data {
 namespace {
@@ -21,13 +23,6 @@ std::vector<std::string> all_files(const DatasetKind& kind) {
   std::vector<std::string> files = kind.train_files;
   files.insert(files.end(), kind.test_files.begin(), kind.test_files.end());
   return files;
-}
-
-std::string listed(const std::vector<std::string>& names) {
-  std::string text;
-  for (size_t i = 0; i < names.size(); ++i)
-    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return text;
 }
 
 std::string expected_files(const DatasetKind& kind) {
@@ -207,6 +202,14 @@ std::string dataset_names() {
   return text.replace(last, 5, " or ");
 }
 
+std::string nearest_dataset_name(const std::string& word) {
+  std::string plain;  // "CIFAR-10" and "Fashion_MNIST" are written as the names are
+  for (const unsigned char c : word) plain += c == '_' ? '-' : static_cast<char>(std::tolower(c));
+  std::vector<std::string> names;
+  for (const DatasetKind& kind : dataset_kinds()) names.push_back(kind.name);
+  return nearest_word(plain, names, 3);
+}
+
 const DatasetKind& kind_of_data(const std::string& spec) {
   if (is_dataset_name(spec)) return dataset_kind(spec);
   for (const char* name : {"cifar10", "cifar100"}) {
@@ -230,6 +233,12 @@ DatasetLocation locate_dataset(const std::string& spec) {
   const DatasetKind& kind = location.kind();
 
   std::error_code error;
+  const std::string nearest = is_dataset_name(spec) ? "" : nearest_dataset_name(spec);
+  if (!nearest.empty() && !fs::exists(spec, error)) {
+    throw UserError(
+        located(spec, 0, "is not a dataset (" + dataset_names() + ") or a directory of one's files",
+                "did you mean " + nearest + "? scripts/get_datasets.sh " + nearest + " fetches it"));
+  }
   if (!fs::is_directory(location.directory, error)) {
     throw UserError(located(
         location.directory, 0, "no such directory for the " + kind.title + " files " + expected_files(kind),

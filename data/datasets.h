@@ -35,6 +35,9 @@ const DatasetKind& dataset_kind(const std::string& name);
 bool is_dataset_name(const std::string& name);
 // "mnist, fashion-mnist, cifar10 or cifar100", for sentences that list them.
 std::string dataset_names();
+// The dataset name a mistyped one was meant for ("mnsit", "CIFAR-10", "fashion_mnist"): the nearest
+// within 2 edits, case and '_' for '-' aside; empty where none is that near.
+std::string nearest_dataset_name(const std::string& word);
 
 // A labelled image set in memory on the host: images as float32 [N, channels, height, width], normalised
 // with the dataset's mean and standard deviation per channel, and labels as int64 [N].

@@ -83,6 +83,9 @@ const ModelSpec* find_model(const std::string& name, FileInput file_input = File
 void avoid_known_library_faults();
 // "vgg16, vgg19, ..." for messages.
 std::string known_model_names();
+// What to give instead of `name`, which is no model of the zoo: "did you mean vgg16 (known models: vgg16,
+// ...), or the path of a TorchScript file", the nearest known name offered where one is near.
+std::string unknown_model_fix(const std::string& name);
 
 int64_t count_parameters(const torch::nn::Module& module, bool trainable_only = true);
 

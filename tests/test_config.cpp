@@ -1031,6 +1031,10 @@ TEST(ConfigErrors, UnknownWords) {
                {"exp.yaml:3: data imagenet is not synthetic, a dataset (mnist, fashion-mnist, cifar10 or "
                 "cifar100) or a directory",
                 "scripts/get_datasets.sh"}));
+  // A mistyped dataset name is answered with the one it was meant for.
+  EXPECT_TRUE(mentions(error_of(head + "data: CIFAR-10\n"),
+                       {"exp.yaml:3: data CIFAR-10 is not synthetic",
+                        "did you mean cifar10? scripts/get_datasets.sh cifar10"}));
 }
 
 TEST(ConfigErrors, OptimizerValues) {

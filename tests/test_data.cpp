@@ -141,6 +141,30 @@ TEST(Datasets, MissingDirectory) {
   EXPECT_NE(message.find("scripts/get_datasets.sh"), std::string::npos) << message;
 }
 
+TEST(Datasets, AMistypedNameIsAnsweredWithTheDatasetItWasMeantFor) {
+  EXPECT_EQ(nearest_dataset_name("mnsit"), "mnist");
+  EXPECT_EQ(nearest_dataset_name("CIFAR-10"), "cifar10");
+  EXPECT_EQ(nearest_dataset_name("Fashion_MNIST"), "fashion-mnist");
+  EXPECT_EQ(nearest_dataset_name("cifar100"), "cifar100");
+  EXPECT_EQ(nearest_dataset_name("imagenet"), "");
+  EXPECT_EQ(nearest_dataset_name("data/my_digits"), "");
+  const std::string message = user_error([&] { locate_dataset("mnsit"); });
+  EXPECT_NE(
+      message.find("mnsit: is not a dataset (mnist, fashion-mnist, cifar10 or cifar100) or a directory"),
+      std::string::npos)
+      << message;
+  EXPECT_NE(message.find("did you mean mnist? scripts/get_datasets.sh mnist fetches it"), std::string::npos)
+      << message;
+  // A directory of that name is read as one.
+  TempDir root;
+  fs::create_directories(root.file("mnsit"));
+  const fs::path before = fs::current_path();
+  fs::current_path(root.path());
+  const std::string in_directory = user_error([&] { locate_dataset("mnsit"); });
+  fs::current_path(before);
+  EXPECT_NE(in_directory.find("mnsit: lacks "), std::string::npos) << in_directory;
+}
+
 // A CIFAR file of `count` records whose pixel (channel c, row r, column x) of record i is
 // (first + 3i + 50c + r + x) mod 256, labelled (first + i) mod classes.
 CifarRecords cifar_records(int64_t count, int first, int64_t classes) {

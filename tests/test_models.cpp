@@ -76,6 +76,19 @@ TEST(Registry, KnownNamesListsEveryModel) {
       "deepspeech2, deepspeech2_gru");
 }
 
+TEST(Registry, AnUnknownNameIsAnsweredWithTheNearestKnownOne) {
+  const std::string list = "known models: " + bm::known_model_names();
+  EXPECT_EQ(bm::unknown_model_fix("vgg17"),
+            "did you mean vgg16 (" + list + "), or the path of a TorchScript file");
+  EXPECT_EQ(bm::unknown_model_fix("resnet51"),
+            "did you mean resnet50 (" + list + "), or the path of a TorchScript file");
+  EXPECT_EQ(bm::unknown_model_fix("VGG16"),
+            "did you mean vgg16 (" + list + "), or the path of a TorchScript file");
+  // Three edits or more from every name: the list alone.
+  EXPECT_EQ(bm::unknown_model_fix("bert_large"),
+            "use one of the " + list + ", or the path of a TorchScript file");
+}
+
 TEST(Registry, DefaultInputsAndClasses) {
   for (const ZooCase& c : zoo_cases()) {
     const bm::ModelSpec* spec = bm::find_model(c.name);

@@ -444,8 +444,9 @@ TEST_F(Training, RefusesModelsThatCannotTakeMnistAndMissingDevices) {
     EXPECT_NE(std::string(error.what()).find("at least 32x32"), std::string::npos) << error.what();
   }
   o.model = "no_such_model";
-  EXPECT_TRUE(
-      testing_support::refuses_with([&] { train_model(o); }, {"unknown model no_such_model", "mnist_cnn"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { train_model(o); },
+      {"--model no_such_model is not a known model", "mnist_cnn", "the path of a TorchScript file"}));
   o.model = "mnist_cnn";
   o.device = "cuda:99";
   EXPECT_TRUE(

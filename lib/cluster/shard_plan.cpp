@@ -17,7 +17,9 @@ namespace {
 // The forward FLOPs of one sample of an experiment's model.
 double forward_flops(const ExperimentConfig& e) {
   const models::ModelSpec* spec = experiment_model(e);
-  if (spec == nullptr) throw UserError(located_value(e, "model", "unknown model " + e.model, ""));
+  if (spec == nullptr)
+    throw UserError(
+        located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
   try {
     return spec->forward_flops(e.input_shape, e.classes);
   } catch (const std::invalid_argument& error) {

@@ -326,10 +326,8 @@ const models::ModelSpec& read_model(const Keys& k, const Where& at, bool cli, Ex
   }
   const models::ModelSpec* spec = models::find_model(c.model);
   if (!spec) {
-    std::vector<std::string> known;
-    for (const auto& m : models::all_models()) known.push_back(m.name);
     fail(k["model"].where, k["model"].where.label + " " + shown(c.model) + " is not a known model",
-         choose_from(c.model, known, "known models") + ", or the path of a TorchScript file");
+         models::unknown_model_fix(c.model));
   }
   for (const char* key : {"input_kind", "vocab"}) {
     if (!k.has(key)) continue;
@@ -416,10 +414,13 @@ void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c
   if (c.data.empty()) fail(e.where, e.where.label + " is empty", kinds);
   std::error_code ec;
   if (c.data != "synthetic" && !data::is_dataset_name(c.data) && !std::filesystem::is_directory(c.data, ec)) {
+    const std::string nearest = data::nearest_dataset_name(c.data);
     fail(e.where,
          e.where.label + " " + shown(c.data) + " is not synthetic, a dataset (" + data::dataset_names() +
              ") or a directory of one's files",
-         "use one of those (scripts/get_datasets.sh fetches them)");
+         nearest.empty()
+             ? "use one of those (scripts/get_datasets.sh fetches them)"
+             : "did you mean " + nearest + "? scripts/get_datasets.sh " + nearest + " fetches it");
   }
   if (c.data == "synthetic") return;
   if (spec.input_kind != models::InputKind::Image) {

@@ -40,7 +40,8 @@ std::string setting(const ExperimentConfig& e, const std::string& key, const std
 void check_experiment(const ExperimentConfig& e) {
   const models::ModelSpec* spec = experiment_model(e);
   if (spec == nullptr) {
-    throw UserError(located_value(e, "model", "unknown model " + e.model, "use one of " + models::known_model_names()));
+    throw UserError(
+        located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
   }
   int64_t smallest = 1;
   try {

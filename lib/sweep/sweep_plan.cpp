@@ -12,7 +12,9 @@ nlohmann::json sweep_plan(const SweepConfig& config) {
   nlohmann::json experiments = nlohmann::json::array();
   for (const ExperimentConfig& e : config.experiments) {
     const models::ModelSpec* spec = experiment_model(e);
-    if (spec == nullptr) throw UserError(located_value(e, "model", "unknown model " + e.model, ""));
+    if (spec == nullptr)
+      throw UserError(
+          located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
     double forward = 0;
     try {
       forward = spec->forward_flops(e.input_shape, e.classes);

@@ -60,8 +60,8 @@ Json optimizer_json(const OptimizerConfig& o) {
 std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data) {
   const models::ModelSpec* spec = models::find_model(name);
   if (spec == nullptr) {
-    throw UserError(
-        located("command line", 0, "unknown model " + name, "use one of " + models::known_model_names()));
+    throw UserError(located("command line", 0, "--model " + name + " is not a known model",
+                            models::unknown_model_fix(name)));
   }
   try {
     return spec->build(data.image, data.classes);

@@ -85,6 +85,8 @@ expect 2 "maxbatch --restart without --out" "--restart applies to a search kept 
 expect 3 "maxbatch when nothing fits" "no batch size|not even batch size 1" maxbatch --model mnist_cnn --device cpu --memory-limit 1MiB --quiet
 expect 2 "maxbatch of an unknown model" "--model vgg17 is not a known model; did you mean vgg16" maxbatch --model vgg17 --device cpu
 expect 2 "maxbatch with a bad size" "memory-limit" maxbatch --model mnist_cnn --device cpu --memory-limit lots
+expect 2 "train on a mistyped dataset" "mnsit: is not a dataset .*; did you mean mnist\? scripts/get_datasets.sh mnist fetches it" \
+  train --data mnsit --device cpu --out "$work/mnsit"
 
 # Training to an accuracy, its checkpoint evaluated, and two runs compared.
 expect 0 "train on the generated digits" "^ +2 +[0-9.]+ +[0-9.]+%" \
