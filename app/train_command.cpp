@@ -12,6 +12,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 #include "lib/config/config_names.h"
+#include "lib/config/yaml_fields.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/device_comparison.h"
@@ -33,10 +34,20 @@ std::optional<double> target_accuracy(const cxxopts::ParseResult& result) {
   return share;
 }
 
+// A word option's value from its table, or a refusal that offers the value meant ("--precision bfloat16":
+// bf16), as an experiment file's is.
+template <typename E>
+E named_option(const std::string& option, const std::string& text, const NameTable<E>& table,
+               const std::string& fix) {
+  if (const auto value = value_of(table, text)) return *value;
+  const std::string meant = yaml_fields::meant_value(text, names(table));
+  refuse("--" + option + " " + printable(text) + " is not known",
+         (meant.empty() ? "" : "did you mean " + meant + "? ") + fix);
+}
+
 OptimizerKind optimizer_kind(const std::string& name) {
-  if (const auto kind = value_of(kOptimizers, name)) return *kind;
-  refuse("--optimizer " + name + " is not known",
-         "use sgd, momentum (0.9), adam or adamw (weight decay 0.01)");
+  return named_option("optimizer", name, kOptimizers,
+                      "use sgd, momentum (0.9), adam or adamw (weight decay 0.01)");
 }
 
 int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& name) {
@@ -48,17 +59,15 @@ int64_t positive_limit(const cxxopts::ParseResult& result, const std::string& na
 // one command line it asks for a scaler that will not run.
 void read_precision_options(const cxxopts::ParseResult& result, TrainingOptions& o) {
   const std::string precision = result["precision"].as<std::string>();
-  const auto chosen = value_of(kPrecisions, precision);
-  if (!chosen) refuse("--precision " + printable(precision) + " is not known", "use fp32, fp16 or bf16");
-  o.precision = *chosen;
+  o.precision = named_option("precision", precision, kPrecisions, "use fp32, fp16 or bf16");
   const std::string scale = result["loss-scale"].as<std::string>();
-  const auto scaling = value_of(kLossScaleWords, scale);
-  if (!scaling) refuse("--loss-scale " + printable(scale) + " is not known", "use auto, dynamic or off");
-  o.loss_scale = scaling->value_or(auto_loss_scale(Phase::Train, o.precision));
+  const std::optional<LossScale> scaling =
+      named_option("loss-scale", scale, kLossScaleWords, "use auto, dynamic or off");
+  o.loss_scale = scaling.value_or(auto_loss_scale(Phase::Train, o.precision));
   for (const char* setting : {"loss-scale-init", "loss-scale-growth-interval"}) {
     if (result.count(setting) && o.loss_scale == LossScale::Off) {
       refuse(std::string("--") + setting + " applies to dynamic loss scaling, which is off for " +
-                 to_string(o.precision) + " training" + (*scaling ? " with --loss-scale off" : ""),
+                 to_string(o.precision) + " training" + (scaling.has_value() ? " with --loss-scale off" : ""),
              "add --loss-scale dynamic, or remove it");
     }
   }

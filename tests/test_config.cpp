@@ -10,6 +10,7 @@
 #include "lib/common/limits.h"
 #include "lib/common/words.h"
 #include "lib/config/config.h"
+#include "lib/config/yaml_fields.h"
 #include "models/registry.h"
 
 namespace batchscope {
@@ -679,6 +680,37 @@ TEST(Config, DeviceStrings) {
        {"", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:x", "cuda:1:2", "cpu:0", "mps", "Auto"}) {
     EXPECT_TRUE(mentions(check_device_string(bad), {"use cpu, cuda, cuda:N", "or auto"})) << bad;
   }
+  // The device plainly meant is offered, as other tools write it; none where none is plain.
+  const std::string use = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+  EXPECT_EQ(device_fix("gpu"), "did you mean cuda? " + use);
+  EXPECT_EQ(device_fix("GPU:1"), "did you mean cuda:1? " + use);
+  EXPECT_EQ(device_fix("cuda0"), "did you mean cuda:0? " + use);
+  EXPECT_EQ(device_fix("gpu12"), "did you mean cuda:12? " + use);
+  EXPECT_EQ(device_fix("CPU"), "did you mean cpu? " + use);
+  EXPECT_EQ(device_fix("Auto"), "did you mean auto? " + use);
+  for (const char* none : {"", "mps", "tpu", "cuda:", "cuda:-1", "cuda:x", "cpu:0", "gpu:", "cuda:12345"})
+    EXPECT_EQ(device_fix(none), use) << none;
+  EXPECT_EQ(check_device_string("gpu0"), "device gpu0 is not recognised; did you mean cuda:0? " + use);
+}
+
+TEST(Config, AValueMeantIsOffered) {
+  using batchscope::yaml_fields::meant_value;
+  const std::vector<std::string> phases = {"train", "infer"};
+  EXPECT_EQ(meant_value("trian", phases), "train");
+  EXPECT_EQ(meant_value("Training", phases), "train");
+  EXPECT_EQ(meant_value("inference", phases), "infer");
+  EXPECT_EQ(meant_value("eval", phases), "infer");
+  EXPECT_EQ(meant_value("backward", phases), "");
+  const std::vector<std::string> precisions = {"fp32", "fp16", "bf16"};
+  EXPECT_EQ(meant_value("bfloat16", precisions), "bf16");
+  EXPECT_EQ(meant_value("half", precisions), "fp16");
+  EXPECT_EQ(meant_value("FP16", precisions), "fp16");
+  EXPECT_EQ(meant_value("bf61", precisions), "");  // short values: one edit at most
+  EXPECT_EQ(meant_value("fp8", precisions), "");   // two edits from fp32 and fp16, and a format of its own
+  EXPECT_EQ(meant_value("fp64", precisions), "");
+  // An alias is offered only where its value is accepted.
+  EXPECT_EQ(meant_value("yes", {"auto", "on", "off"}), "on");
+  EXPECT_EQ(meant_value("yes", {"train", "infer"}), "");
 }
 
 // Every bad input names the file, the line and what is wrong.
@@ -1017,11 +1049,11 @@ TEST(ConfigErrors, AutoStepSettings) {
 TEST(ConfigErrors, UnknownWords) {
   const std::string head = "model: vgg16\nbatch: 1\n";
   EXPECT_EQ(error_of(head + "phase: training\n"),
-            "exp.yaml:3: phase training is not recognised; use train or infer.");
+            "exp.yaml:3: phase training is not recognised; did you mean train? use train or infer.");
   EXPECT_EQ(error_of(head + "precision: fp64\n"),
             "exp.yaml:3: precision fp64 is not recognised; use fp32, fp16 or bf16.");
   EXPECT_EQ(error_of(head + "order: random\n"),
-            "exp.yaml:3: order random is not recognised; use ascending or shuffled.");
+            "exp.yaml:3: order random is not recognised; did you mean shuffled? use ascending or shuffled.");
   EXPECT_EQ(error_of(head + "optimizer: adagrad\n"),
             "exp.yaml:3: optimizer adagrad is not recognised; use sgd, momentum, adam or adamw.");
   EXPECT_TRUE(mentions(error_of(head + "optimizer:\n  type: rmsprop\n"),
@@ -1084,7 +1116,8 @@ TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
             "command line: --batch 70:1 is an inverted range; give FROM:TO with FROM <= TO.");
   o = {};
   o.device = "gpu";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --device gpu is not recognised"}));
+  EXPECT_TRUE(
+      mentions(error_of(file, o), {"command line: --device gpu is not recognised; did you mean cuda?"}));
   o = {};
   o.model = "vgg61";
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --model vgg61 is not a known model"}));
@@ -1096,10 +1129,11 @@ TEST(ConfigErrors, OverrideValuesNameTheCommandLine) {
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --warmup -3 is too small"}));
   o = {};
   o.phase = "eval";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --phase eval is not recognised"}));
+  EXPECT_TRUE(
+      mentions(error_of(file, o), {"command line: --phase eval is not recognised; did you mean infer?"}));
   o = {};
   o.precision = "int8";
-  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --precision int8 is not recognised"}));
+  EXPECT_TRUE(mentions(error_of(file, o), {"command line: --precision int8 is not recognised; use fp32"}));
   o = {};
   o.optimizer = "adagrad";
   EXPECT_TRUE(mentions(error_of(file, o), {"command line: --optimizer adagrad is not recognised"}));

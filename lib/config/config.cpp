@@ -63,6 +63,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -116,19 +117,30 @@ void check_unique_names(const SweepConfig& sweep, const std::vector<int>& lines)
   }
 }
 
+bool is_device_string(const std::string& device) {
+  if (device == "cpu" || device == "cuda" || device == "auto") return true;
+  const std::string prefix = "cuda:";
+  return device.size() > prefix.size() && device.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(device.begin() + prefix.size(), device.end(),
+                     [](char c) { return c >= '0' && c <= '9'; }) &&
+         device.size() - prefix.size() <= 4;
+}
+
 }  // namespace
 
 std::string check_device_string(const std::string& device) {
-  if (device == "cpu" || device == "cuda" || device == "auto") return "";
-  const std::string prefix = "cuda:";
-  if (device.size() > prefix.size() && device.compare(0, prefix.size(), prefix) == 0 &&
-      std::all_of(device.begin() + prefix.size(), device.end(),
-                  [](char c) { return c >= '0' && c <= '9'; }) &&
-      device.size() - prefix.size() <= 4) {
-    return "";
-  }
-  return "device " + shown(device) +
-         " is not recognised; use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+  if (is_device_string(device)) return "";
+  return "device " + shown(device) + " is not recognised; " + device_fix(device);
+}
+
+std::string device_fix(const std::string& device) {
+  const std::string use = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
+  // As other tools write them: GPU, gpu:0, cuda0, CUDA:1.
+  std::string meant;
+  for (const unsigned char c : device) meant += static_cast<char>(std::tolower(c));
+  if (meant.rfind("gpu", 0) == 0) meant = "cuda" + meant.substr(3);
+  if (meant.size() > 4 && meant.rfind("cuda", 0) == 0 && meant[4] != ':') meant.insert(4, ":");
+  return is_device_string(meant) && meant != device ? "did you mean " + meant + "? " + use : use;
 }
 
 const models::ModelSpec* experiment_model(const ExperimentConfig& e) {

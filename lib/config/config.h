@@ -201,5 +201,8 @@ SweepConfig sweep_from_overrides(const SweepOverrides& overrides);
 // The accepted device strings: "cpu", "cuda", "cuda:N" and "auto" (the sweep picks one per machine).
 // Returns a sentence on error, empty if fine.
 std::string check_device_string(const std::string& device);
+// What to give instead of a device string that is none of those: "did you mean cuda:0? use cpu, cuda, ..."
+// for "gpu:0", the accepted strings alone where none was plainly meant.
+std::string device_fix(const std::string& device);
 
 }  // namespace batchscope

@@ -39,6 +39,7 @@ using yaml_fields::get_int;
 using yaml_fields::get_string;
 using yaml_fields::inside;
 using yaml_fields::join;
+using yaml_fields::meant_value;
 using yaml_fields::shown;
 using yaml_fields::Where;
 
@@ -60,7 +61,11 @@ template <typename E>
 E get_enum(const Entry& e, const NameTable<E>& table) {
   const std::string fix = "use " + join(names(table), " or ");
   const std::optional<E> value = value_of(table, get_string(e, fix));
-  if (!value) fail(e.where, e.where.label + " " + shown(e.node.Scalar()) + " is not recognised", fix);
+  if (!value) {
+    const std::string meant = meant_value(e.node.Scalar(), names(table));
+    fail(e.where, e.where.label + " " + shown(e.node.Scalar()) + " is not recognised",
+         (meant.empty() ? "" : "did you mean " + meant + "? ") + fix);
+  }
   return *value;
 }
 
@@ -496,10 +501,9 @@ uint64_t get_seed(const Entry& e) {
 }
 
 std::string get_device(const Entry& e) {
-  const std::string fix = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
-  const std::string device = get_string(e, fix);
+  const std::string device = get_string(e, device_fix(""));
   if (!check_device_string(device).empty())
-    fail(e.where, e.where.label + " " + shown(device) + " is not recognised", fix);
+    fail(e.where, e.where.label + " " + shown(device) + " is not recognised", device_fix(device));
   return device;
 }
 

@@ -1,6 +1,7 @@
 #include "lib/config/yaml_fields.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -23,6 +24,24 @@ const std::map<std::string, std::string> kAliases = {
     {"optim", "optimizer"},     {"experiment", "experiments"},
     {"default", "defaults"},    {"output", "out"},
     {"output_dir", "out"},      {"gpu", "device"}};
+
+// Values as other tools name them.
+const std::map<std::string, std::string> kValueAliases = {{"inference", "infer"},
+                                                          {"eval", "infer"},
+                                                          {"forward", "infer"},
+                                                          {"training", "train"},
+                                                          {"float32", "fp32"},
+                                                          {"float", "fp32"},
+                                                          {"single", "fp32"},
+                                                          {"float16", "fp16"},
+                                                          {"half", "fp16"},
+                                                          {"bfloat16", "bf16"},
+                                                          {"sequential", "ascending"},
+                                                          {"random", "shuffled"},
+                                                          {"true", "on"},
+                                                          {"false", "off"},
+                                                          {"yes", "on"},
+                                                          {"no", "off"}};
 
 }  // namespace
 
@@ -71,6 +90,17 @@ std::string choose_from(const std::string& word, const std::vector<std::string>&
   if (!std::count(accepted.begin(), accepted.end(), best)) best = nearest_word(word, accepted, 3);
   if (best.empty()) return "use one of the " + what + ": " + join(accepted);
   return "did you mean " + best + " (" + what + ": " + join(accepted) + ")";
+}
+
+std::string meant_value(const std::string& word, const std::vector<std::string>& accepted) {
+  std::string lower = word;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (std::count(accepted.begin(), accepted.end(), lower)) return lower;
+  const auto alias = kValueAliases.find(lower);
+  if (alias != kValueAliases.end() && std::count(accepted.begin(), accepted.end(), alias->second))
+    return alias->second;
+  // Short values are near each other (fp8 is two edits from fp32 and fp16): one edit at most there.
+  return nearest_word(lower, accepted, lower.size() <= 4 ? 2 : 3);
 }
 
 std::string get_string(const Entry& e, const std::string& fix) {

@@ -50,6 +50,11 @@ std::string alias_of(const std::string& word);
 std::string choose_from(const std::string& word, const std::vector<std::string>& accepted,
                         const std::string& what);
 
+// The accepted value a mistyped or another tool's one was meant for ("trian" and "training" are train,
+// "bfloat16" is bf16), in any case; empty where none is near. It is offered in the fix, never taken in
+// the value's place: a record names each value one way.
+std::string meant_value(const std::string& word, const std::vector<std::string>& accepted);
+
 std::string get_string(const Entry& e, const std::string& fix);
 int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix);
 // A finite number in [min, max), or (min, max) when min is not allowed.

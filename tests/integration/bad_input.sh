@@ -193,6 +193,11 @@ expect option_epochs_text "command line: --epochs: 'abc' is not a whole number f
 expect option_target_share "command line: --target-accuracy 0.98 reads as 0.98%.*e.g. --target-accuracy 98%" train --target-accuracy 0.98 --out "$work/new1"
 expect option_target_above "command line: --target-accuracy: '101%' is not a percentage from 0% to 100%" train --target-accuracy 101% --out "$work/new1"
 expect option_lr_scaling "command line: --lr-scaling cosine is not known.*none, linear or sqrt" train --lr-scaling cosine --out "$work/new1"
+# A value another tool would write, or mistyped, is answered with ours (never taken in its place).
+expect option_precision_meant "command line: --precision half is not known; did you mean fp16\? use fp32, fp16 or bf16" train --precision half --out "$work/new1"
+expect option_phase_meant "command line: --phase inference is not recognised; did you mean infer\? use train or infer" sweep --model mnist_cnn --batch 1 --phase inference --out "$work/new1"
+expect option_device_meant "command line: device gpu:0 is not recognised; did you mean cuda:0\? use cpu, cuda" train --device gpu:0 --out "$work/new1"
+expect option_sweep_device_meant "command line: --device GPU is not recognised; did you mean cuda\?" sweep --model mnist_cnn --batch 1 --device GPU --out "$work/new1"
 expect option_train_batches "command line: --batch 32,x: .*give one size \(64\) or several" train --batch 32,x --out "$work/new1"
 expect option_compare_batches "command line: --compare trains one batch size" train --batch 32,64 --compare cpu,cpu --out "$work/new1"
 expect option_min_samples "command line: --min-samples: '0' is not a whole number from 1" analyze --min-samples 0 "$work/kept"
