@@ -40,9 +40,8 @@ template <typename E>
 E named_option(const std::string& option, const std::string& text, const NameTable<E>& table,
                const std::string& fix) {
   if (const auto value = value_of(table, text)) return *value;
-  const std::string meant = yaml_fields::meant_value(text, names(table));
   refuse("--" + option + " " + printable(text) + " is not known",
-         (meant.empty() ? "" : "did you mean " + meant + "? ") + fix);
+         yaml_fields::value_fix(text, names(table), fix));
 }
 
 OptimizerKind optimizer_kind(const std::string& name) {

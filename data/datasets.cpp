@@ -1,7 +1,6 @@
 #include "data/datasets.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
@@ -203,8 +202,8 @@ std::string dataset_names() {
 }
 
 std::string nearest_dataset_name(const std::string& word) {
-  std::string plain;  // "CIFAR-10" and "Fashion_MNIST" are written as the names are
-  for (const unsigned char c : word) plain += c == '_' ? '-' : static_cast<char>(std::tolower(c));
+  std::string plain = lowercase(word);  // "CIFAR-10" and "Fashion_MNIST" are written as the names are
+  std::replace(plain.begin(), plain.end(), '_', '-');
   std::vector<std::string> names;
   for (const DatasetKind& kind : dataset_kinds()) names.push_back(kind.name);
   return nearest_word(plain, names, 3);

@@ -3,8 +3,6 @@
 #include <ATen/Context.h>
 #include <ATen/Version.h>
 
-#include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -223,9 +221,7 @@ std::string unknown_model_fix(const std::string& name) {
   std::vector<std::string> known;
   for (const ModelSpec& model : all_models()) known.push_back(model.name);
   // Nearer than 3 edits, as for a mistyped YAML key, and in any case: vgg17 and VGG16 are taken for vgg16.
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  const std::string nearest = nearest_word(lower, known, 3);
+  const std::string nearest = nearest_word(lowercase(name), known, 3);
   const std::string list = "known models: " + known_model_names();
   return (nearest.empty() ? "use one of the " + list : "did you mean " + nearest + " (" + list + ")") +
          ", or the path of a TorchScript file";

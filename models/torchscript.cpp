@@ -74,12 +74,6 @@ std::string sizes_text(c10::IntArrayRef sizes) {
   return text + "]";
 }
 
-std::string lower_case(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 // The logits in what a forward returns: the tensor itself, the first element of a tuple or a list (a
 // Hugging Face model traced with torchscript=True returns (logits, ...)), or a dict's "logits" entry.
 // Undefined where there is none.
@@ -141,7 +135,7 @@ std::vector<Argument> arguments_after_input(const c10::FunctionSchema& schema) {
   for (std::size_t i = 2; i < end; ++i) {
     Argument a;
     a.name = all[i].name();
-    const std::string lower = lower_case(a.name);
+    const std::string lower = lowercase(a.name);
     if (all[i].default_value().has_value()) {
       a.fill = Argument::Fill::Default;
       a.default_value = *all[i].default_value();
@@ -446,7 +440,7 @@ class ScriptFile {
     std::string name;
     int64_t rows = 0;
     for (const auto& p : module_.named_parameters()) {
-      const std::string lower = lower_case(p.name);
+      const std::string lower = lowercase(p.name);
       if (p.value.dim() != 2 || lower.find("emb") == std::string::npos) continue;
       const bool words = lower.find("word") != std::string::npos || lower.find("tok") != std::string::npos;
       if (name.empty() || words) {

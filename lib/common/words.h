@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,6 +49,13 @@ inline std::string energy_text(double joules) {
   } else {
     std::snprintf(text, sizeof text, std::fabs(joules) >= 100 ? "%.0f J" : "%.3g J", joules);
   }
+  return text;
+}
+
+// The text in lower case (ASCII): "CIFAR-10" is "cifar-10".
+inline std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
 }
 

@@ -63,7 +63,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -73,6 +72,7 @@
 #include <vector>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/config/experiment_reader.h"
 #include "lib/config/yaml_fields.h"
 #include "models/registry.h"
@@ -136,8 +136,7 @@ std::string check_device_string(const std::string& device) {
 std::string device_fix(const std::string& device) {
   const std::string use = "use cpu, cuda, cuda:N with N a GPU index such as 0, or auto";
   // As other tools write them: GPU, gpu:0, cuda0, CUDA:1.
-  std::string meant;
-  for (const unsigned char c : device) meant += static_cast<char>(std::tolower(c));
+  std::string meant = lowercase(device);
   if (meant.rfind("gpu", 0) == 0) meant = "cuda" + meant.substr(3);
   if (meant.size() > 4 && meant.rfind("cuda", 0) == 0 && meant[4] != ':') meant.insert(4, ":");
   return is_device_string(meant) && meant != device ? "did you mean " + meant + "? " + use : use;

@@ -39,8 +39,8 @@ using yaml_fields::get_int;
 using yaml_fields::get_string;
 using yaml_fields::inside;
 using yaml_fields::join;
-using yaml_fields::meant_value;
 using yaml_fields::shown;
+using yaml_fields::value_fix;
 using yaml_fields::Where;
 
 namespace {
@@ -62,9 +62,8 @@ E get_enum(const Entry& e, const NameTable<E>& table) {
   const std::string fix = "use " + join(names(table), " or ");
   const std::optional<E> value = value_of(table, get_string(e, fix));
   if (!value) {
-    const std::string meant = meant_value(e.node.Scalar(), names(table));
     fail(e.where, e.where.label + " " + shown(e.node.Scalar()) + " is not recognised",
-         (meant.empty() ? "" : "did you mean " + meant + "? ") + fix);
+         value_fix(e.node.Scalar(), names(table), fix));
   }
   return *value;
 }

@@ -1,7 +1,6 @@
 #include "lib/config/yaml_fields.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -93,14 +92,19 @@ std::string choose_from(const std::string& word, const std::vector<std::string>&
 }
 
 std::string meant_value(const std::string& word, const std::vector<std::string>& accepted) {
-  std::string lower = word;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = lowercase(word);
   if (std::count(accepted.begin(), accepted.end(), lower)) return lower;
   const auto alias = kValueAliases.find(lower);
   if (alias != kValueAliases.end() && std::count(accepted.begin(), accepted.end(), alias->second))
     return alias->second;
   // Short values are near each other (fp8 is two edits from fp32 and fp16): one edit at most there.
   return nearest_word(lower, accepted, lower.size() <= 4 ? 2 : 3);
+}
+
+std::string value_fix(const std::string& word, const std::vector<std::string>& accepted,
+                      const std::string& fix) {
+  const std::string meant = meant_value(word, accepted);
+  return meant.empty() ? fix : "did you mean " + meant + "? " + fix;
 }
 
 std::string get_string(const Entry& e, const std::string& fix) {

@@ -54,6 +54,9 @@ std::string choose_from(const std::string& word, const std::vector<std::string>&
 // "bfloat16" is bf16), in any case; empty where none is near. It is offered in the fix, never taken in
 // the value's place: a record names each value one way.
 std::string meant_value(const std::string& word, const std::vector<std::string>& accepted);
+// `fix` for a value not among `accepted`, led by "did you mean X? " where meant_value finds one.
+std::string value_fix(const std::string& word, const std::vector<std::string>& accepted,
+                      const std::string& fix);
 
 std::string get_string(const Entry& e, const std::string& fix);
 int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix);

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "lib/common/words.h"
+
 namespace batchscope::cpu_memory {
 namespace {
 
@@ -145,11 +147,6 @@ std::optional<int64_t> available_bytes() {
 
 namespace batchscope {
 namespace {
-
-std::string lowercase(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 // The multiplier of a unit, 0 when there is no such unit.
 double unit_bytes(const std::string& unit) {
