@@ -1,6 +1,62 @@
 #include "app/commands.h"
 
+#include <filesystem>
+#include <map>
+
+#include "app/command_line.h"
+#include "lib/common/errors.h"
+#include "lib/common/words.h"
+#include "lib/config/yaml_fields.h"
+
 namespace batchscope::app {
+namespace {
+
+// Commands as other tools, or other words, name them: too far from ours for the edit distance to catch.
+const std::map<std::string, std::string> kCommandAliases = {{"bench", "sweep"},
+                                                            {"benchmark", "sweep"},
+                                                            {"run", "sweep"},
+                                                            {"profile", "sweep"},
+                                                            {"measure", "sweep"},
+                                                            {"time", "sweep"},
+                                                            {"report", "analyze"},
+                                                            {"plot", "analyze"},
+                                                            {"plots", "analyze"},
+                                                            {"merge", "analyze"},
+                                                            {"summarize", "analyze"},
+                                                            {"summary", "analyze"},
+                                                            {"diff", "compare"},
+                                                            {"progress", "status"},
+                                                            {"shards", "status"},
+                                                            {"slurm", "submit"},
+                                                            {"sbatch", "submit"},
+                                                            {"k8s", "submit"},
+                                                            {"kubernetes", "submit"},
+                                                            {"max-batch", "maxbatch"},
+                                                            {"max_batch", "maxbatch"},
+                                                            {"oom", "maxbatch"},
+                                                            {"fit", "train"},
+                                                            {"training", "train"},
+                                                            {"evaluate", "eval"},
+                                                            {"test", "eval"},
+                                                            {"accuracy", "eval"},
+                                                            {"micro-batch", "microbatch"},
+                                                            {"micro_batch", "microbatch"},
+                                                            {"ucudnn", "microbatch"},
+                                                            {"list", "models"},
+                                                            {"zoo", "models"},
+                                                            {"info", "env"},
+                                                            {"environment", "env"},
+                                                            {"system", "env"},
+                                                            {"roofline", "peak"},
+                                                            {"flops", "peak"},
+                                                            {"tflops", "peak"},
+                                                            {"completions", "completion"}};
+
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+}  // namespace
 
 const std::vector<std::pair<std::string, CommandRunner>>& commands() {
   static const std::vector<std::pair<std::string, CommandRunner>> all = {
@@ -49,6 +105,29 @@ std::string usage() {
          "unless MALLOC_* variables or an LD_PRELOAD allocator decide; BATCHSCOPE_MALLOC=dynamic keeps "
          "glibc's\n"
          "own. The run record's cpu.malloc says which.\n";
+}
+
+void refuse_unknown_command(const std::vector<std::string>& line) {
+  const std::string& word = line.front();
+  const std::vector<std::string> rest(line.begin() + 1, line.end());
+  std::vector<std::string> names;
+  for (const auto& [name, run] : commands()) names.push_back(name);
+  std::string problem = "unknown command '" + word + "'", meant = meant_word(word, names, kCommandAliases);
+  std::error_code error;
+  if (!meant.empty()) {
+    meant = "did you mean " + command_text(meant, rest) + "? ";
+  } else if (word.size() > 1 && word[0] == '-') {
+    problem = "the option " + word + " comes before any command";
+    meant = "did you mean " + command_text(word == "--checkpoint" ? "eval" : "sweep", line) + "? ";
+  } else if (ends_with(word, ".yaml") || ends_with(word, ".yml")) {
+    meant = "did you mean " + command_text("sweep", line) + "? ";
+  } else if (ends_with(word, ".jsonl") || ends_with(word, ".jsonl.gz") ||
+             std::filesystem::exists(std::filesystem::path(word) / "steps.jsonl", error)) {
+    meant = "did you mean " + command_text("analyze", line) + "? ";
+  }
+  throw UserError(
+      located("command line", 0, problem,
+              meant + "use one of " + yaml_fields::join(names) + " (batchscope --help lists them)"));
 }
 
 }  // namespace batchscope::app

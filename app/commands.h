@@ -36,4 +36,10 @@ const std::vector<std::pair<std::string, CommandRunner>>& commands();
 
 std::string usage();
 
+// The command line's first word, which is no command, refused with what it was meant for: the nearest
+// command or another tool's name for one ("swep" and "benchmark" are sweep, "merge" analyze), or, for an
+// option or a file given first, the whole line with the command it needs ("batchscope sweep --model
+// vgg16", "batchscope analyze runs/x/steps.jsonl").
+[[noreturn]] void refuse_unknown_command(const std::vector<std::string>& line);
+
 }  // namespace batchscope::app

@@ -46,13 +46,10 @@ int main(int argc, char** argv) {
     // And a LibTorch build known to end the process on a layer of the zoo worked around, before the run
     // record says which kernels ran (models/registry.h).
     batchscope::models::avoid_known_library_faults();
-    std::string names;
     for (const auto& [name, run] : app::commands()) {
       if (name == command) return run(args);
-      names += (names.empty() ? "" : ", ") + name;
     }
-    throw UserError(located("command line", 0, "unknown command '" + command + "'",
-                            "use one of " + names + " (batchscope --help lists them)"));
+    app::refuse_unknown_command(all);
   } catch (const UserError& error) {
     std::cerr << "batchscope: " << printable(error.what()) << "\n";
     return 2;

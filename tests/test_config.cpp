@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -1067,6 +1068,11 @@ TEST(ConfigErrors, UnknownWords) {
   EXPECT_TRUE(mentions(error_of(head + "data: CIFAR-10\n"),
                        {"exp.yaml:3: data CIFAR-10 is not synthetic",
                         "did you mean cifar10? scripts/get_datasets.sh cifar10"}));
+  // And generated inputs, mistyped or as other tools name them, with synthetic.
+  for (const char* generated : {"synthtic", "Synthetic", "random", "fake"})
+    EXPECT_TRUE(mentions(error_of(head + "data: " + generated + "\n"),
+                         {"is not synthetic", "did you mean synthetic? it times steps on generated inputs"}))
+        << generated;
 }
 
 TEST(ConfigErrors, OptimizerValues) {
@@ -1176,6 +1182,20 @@ TEST(Words, TheNearestWordIsFoundWithinTheDistanceGiven) {
   EXPECT_EQ(nearest_word("outt", options, 3), "out");
   EXPECT_EQ(nearest_word("zzzzzz", options, 3), "");
   EXPECT_EQ(nearest_word("bat", {"bar", "bat_"}, 3), "bar");  // the first of the equally near
+}
+
+TEST(Words, TheWordMeantIsItselfInAnyCaseAnAliasOrTheNearest) {
+  const std::vector<std::string> commands{"sweep", "analyze", "eval", "env"};
+  const std::map<std::string, std::string> aliases{{"merge", "analyze"}, {"run", "sweep"}, {"x", "train"}};
+  EXPECT_EQ(meant_word("Sweep", commands, aliases), "sweep");
+  EXPECT_EQ(meant_word("MERGE", commands, aliases), "analyze");
+  EXPECT_EQ(meant_word("analyse", commands, aliases), "analyze");
+  EXPECT_EQ(meant_word("swep", commands, aliases), "sweep");    // four letters: one edit
+  EXPECT_EQ(meant_word("evl", commands, aliases), "eval");      // eval before env, both one edit off
+  EXPECT_EQ(meant_word("swip", commands, aliases), "");         // two edits: too far for four letters
+  EXPECT_EQ(meant_word("sweeep", commands, aliases), "sweep");  // one of six letters
+  EXPECT_EQ(meant_word("x", commands, aliases), "");            // an alias of a word not accepted
+  EXPECT_EQ(meant_word("compare", commands, aliases), "");
 }
 
 }  // namespace

@@ -410,6 +410,31 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
                                               {"checkpoint.json", "names the data directory", "--data"}));
   }
 
+  // A model this build lacks: a name edited (the nearest one offered), or another batchscope's model (the
+  // version that trained it named, where the run record beside says).
+  {
+    std::ifstream in(good / "checkpoint.json");
+    Json info = Json::parse(in);
+    info["model"] = "mnist_cn";
+    std::ofstream(bad / "checkpoint.json") << info.dump();
+    const std::string lacks = "which this batchscope (" BATCHSCOPE_VERSION ") lacks";
+    EXPECT_TRUE(testing_support::refuses_with(
+        [&] { evaluate_checkpoint(eval); },
+        {"checkpoint.json", "names the model \"mnist_cn\", " + lacks, "did you mean mnist_cnn? restore"}));
+    info["model"] = "vit_b16";
+    std::ofstream(bad / "checkpoint.json") << info.dump();
+    EXPECT_TRUE(
+        testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                      {lacks + ";", "evaluate it with the batchscope that trained it"}));
+    std::ofstream(bad / "train.jsonl") << R"({"type": "run", "batchscope_version": "9.9.0"})"
+                                       << "\n";
+    EXPECT_TRUE(
+        testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                      {lacks + "; batchscope 9.9.0 trained it",
+                                       "evaluate it with batchscope 9.9.0, or train again with one of "}));
+    fs::remove(bad / "train.jsonl");
+  }
+
   std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
   EXPECT_TRUE(
       testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,22 @@ inline std::string nearest_word(const std::string& word, const std::vector<std::
     if (d < below) best = candidate, below = d;
   }
   return best;
+}
+
+// The word of `accepted` that `word` was meant for, in any case: the word itself, the one `aliases`
+// gives for it (another tool's name, too far from ours for the edit distance to catch: "inference" is
+// infer, "merge" analyze), or the nearest, one edit off at most for words of four letters or fewer (fp8 is
+// two from fp32 and fp16) and two for longer ones. Empty where none is.
+inline std::string meant_word(const std::string& word, const std::vector<std::string>& accepted,
+                              const std::map<std::string, std::string>& aliases) {
+  const auto known = [&](const std::string& w) {
+    return std::count(accepted.begin(), accepted.end(), w) > 0;
+  };
+  const std::string lower = lowercase(word);
+  if (known(lower)) return lower;
+  const auto alias = aliases.find(lower);
+  if (alias != aliases.end() && known(alias->second)) return alias->second;
+  return nearest_word(lower, accepted, lower.size() <= 4 ? 2 : 3);
 }
 
 }  // namespace batchscope

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 
 #include "data/datasets.h"
 #include "lib/common/limits.h"
+#include "lib/common/words.h"
 #include "lib/config/batch_spec.h"
 #include "lib/config/config_names.h"
 #include "models/flop_tally.h"
@@ -418,12 +420,17 @@ void read_data(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& c
   if (c.data.empty()) fail(e.where, e.where.label + " is empty", kinds);
   std::error_code ec;
   if (c.data != "synthetic" && !data::is_dataset_name(c.data) && !std::filesystem::is_directory(c.data, ec)) {
-    const std::string nearest = data::nearest_dataset_name(c.data);
+    // Generated inputs as other tools name them, or synthetic mistyped; else the nearest dataset.
+    const std::map<std::string, std::string> generated = {
+        {"random", "synthetic"}, {"fake", "synthetic"}, {"dummy", "synthetic"}, {"generated", "synthetic"}};
+    const bool meant_synthetic = !meant_word(c.data, {"synthetic"}, generated).empty();
+    const std::string nearest = meant_synthetic ? "synthetic" : data::nearest_dataset_name(c.data);
     fail(e.where,
          e.where.label + " " + shown(c.data) + " is not synthetic, a dataset (" + data::dataset_names() +
              ") or a directory of one's files",
-         nearest.empty()
-             ? "use one of those (scripts/get_datasets.sh fetches them)"
+         nearest.empty() ? "use one of those (scripts/get_datasets.sh fetches them)"
+         : meant_synthetic
+             ? "did you mean synthetic? it times steps on generated inputs, no files needed"
              : "did you mean " + nearest + "? scripts/get_datasets.sh " + nearest + " fetches it");
   }
   if (c.data == "synthetic") return;

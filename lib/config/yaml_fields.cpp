@@ -92,13 +92,7 @@ std::string choose_from(const std::string& word, const std::vector<std::string>&
 }
 
 std::string meant_value(const std::string& word, const std::vector<std::string>& accepted) {
-  const std::string lower = lowercase(word);
-  if (std::count(accepted.begin(), accepted.end(), lower)) return lower;
-  const auto alias = kValueAliases.find(lower);
-  if (alias != kValueAliases.end() && std::count(accepted.begin(), accepted.end(), alias->second))
-    return alias->second;
-  // Short values are near each other (fp8 is two edits from fp32 and fp16): one edit at most there.
-  return nearest_word(lower, accepted, lower.size() <= 4 ? 2 : 3);
+  return meant_word(word, accepted, kValueAliases);
 }
 
 std::string value_fix(const std::string& word, const std::vector<std::string>& accepted,

@@ -8,6 +8,7 @@
 
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
+#include "lib/common/words.h"
 #include "lib/config/config_names.h"
 #include "lib/timing/step_runner.h"
 #include "lib/training/training_parts.h"
@@ -176,6 +177,40 @@ std::string write_checkpoint(torch::nn::Module& model, const std::string& dir, i
 
 using namespace training_parts;
 
+namespace {
+
+// The batchscope version that the run record beside a checkpoint names ("0.2.0"); empty where there is
+// no readable one.
+std::string trained_by(const fs::path& checkpoint_info) {
+  std::ifstream log(checkpoint_info.parent_path() / kJsonlName);
+  std::string first;
+  if (!std::getline(log, first)) return "";
+  const Json run = Json::parse(first, nullptr, /*allow_exceptions=*/false);
+  return run.is_object() && run.contains("batchscope_version") && run["batchscope_version"].is_string()
+             ? run["batchscope_version"].get<std::string>()
+             : "";
+}
+
+// A checkpoint of a model this build lacks: an edited name (the nearest model offered), or a model of
+// another batchscope (the one that trained it named, where its run record says).
+[[noreturn]] void refuse_unknown_model(const std::string& path, const std::string& model) {
+  std::vector<std::string> known;
+  for (const models::ModelSpec& spec : models::all_models()) known.push_back(spec.name);
+  const std::string meant = meant_word(model, known, {});
+  const std::string version = trained_by(path), ours = BATCHSCOPE_VERSION;
+  std::string problem = "names the model \"" + model + "\", which this batchscope (" + ours + ") lacks";
+  if (!version.empty() && version != ours) problem += "; batchscope " + version + " trained it";
+  const std::string fix =
+      !meant.empty() ? "did you mean " + meant + "? restore the checkpoint.json that batchscope train wrote"
+      : !version.empty() && version != ours
+          ? "evaluate it with batchscope " + version + ", or train again with one of " +
+                models::known_model_names()
+          : "evaluate it with the batchscope that trained it, or restore the checkpoint.json it wrote";
+  throw UserError(located(path, 0, printable(problem), printable(fix)));
+}
+
+}  // namespace
+
 CheckpointInfo read_checkpoint_info(const std::string& path) {
   std::ifstream info_file(path);
   if (!info_file) {
@@ -209,7 +244,7 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
                               printable("names the model file " + info.model + ", which cannot be read now"),
                               "restore the TorchScript file it was trained from"));
     }
-    refuse("names an unknown model \"" + info.model + "\"");
+    refuse_unknown_model(path, info.model);
   }
   // A TorchScript file rebuilds the module its weights are loaded into: its code must be the trained one's.
   if (json.contains("model_file") && spec->file) {

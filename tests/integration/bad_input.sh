@@ -60,7 +60,11 @@ expect cli_bad_short_option "^batchscope: command line: -x is not an option of b
 expect cli_option_without_value "--model needs a value after it; batchscope sweep --help says what it takes" sweep --model
 expect cli_no_model "--model" sweep --batch 1:2 --out "$work/kept"
 expect cli_small_input "mnist_cnn" sweep --model mnist_cnn --input 1,4,4 --batch 1 --out "$work/kept"
-expect unknown_command "unknown command" swep
+expect unknown_command "^batchscope: command line: unknown command 'swep'; did you mean batchscope sweep --model mnist_cnn\\? use one of sweep, analyze, " swep --model mnist_cnn
+expect other_tools_command "unknown command 'merge'; did you mean batchscope analyze runs/a\\?" merge runs/a
+expect option_before_command "the option --model comes before any command; did you mean batchscope sweep --model vgg16 --batch 1:4\\?" --model vgg16 --batch 1:4
+expect config_before_command "unknown command 'configs/cnn_zoo.yaml'; did you mean batchscope sweep configs/cnn_zoo.yaml\\?" configs/cnn_zoo.yaml
+expect results_before_command "did you mean batchscope analyze $work/kept\\?" "$work/kept"
 expect unwritable_out "cannot be created" sweep --model mnist_cnn --batch 1 --steps 1 --out "$work/kept/steps.csv/sub"
 expect other_run_in_out "different experiments" sweep --model mnist_cnn --batch 1:3 --device cpu --steps 1 --warmup 0 --out "$work/kept"
 expect complete_run_in_out "complete" sweep --model mnist_cnn --batch 1:2 --device cpu --steps 1 --warmup 0 --out "$work/kept"
@@ -119,7 +123,7 @@ json.dump(info, open(path, "w"))
 PY
   expect "$1" "$2" eval --checkpoint "$work/ckpt2" --device cpu
 }
-damaged checkpoint_unknown_model 'checkpoint.json.*unknown model "vgg99"' 'info["model"] = "vgg99"'
+damaged checkpoint_unknown_model 'checkpoint.json: names the model "vit_b16", which this batchscope \(.*\) lacks; evaluate it with the batchscope that trained it' 'info["model"] = "vit_b16"'
 damaged checkpoint_model_type 'checkpoint.json.*no text field "model"' 'info["model"] = 7'
 damaged checkpoint_limit_fraction 'checkpoint.json.*limit_test' 'info["limit_test"] = 2.5'
 damaged checkpoint_limit_negative 'checkpoint.json.*limit_test' 'info["limit_test"] = -3'
