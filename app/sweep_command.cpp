@@ -200,6 +200,12 @@ int run_sweep_command(const std::vector<std::string>& args) {
     memory_limits = apply_memory_limit(result["memory-limit"].as<std::string>(), devices);
   }
 
+  // LibTorch's CPU tensors are counted on every CPU sweep, so that each batch size's record has its peak
+  // memory, as a GPU's has.
+  for (const ExperimentConfig& e : machine.experiments) {
+    if (torch::Device(e.device).is_cpu()) cpu_memory::install();
+  }
+
   const std::string out_dir =
       result.count("out") ? result["out"].as<std::string>()
       : from_file         ? "runs/" + std::filesystem::path(result["config"].as<std::string>()).stem().string()

@@ -27,6 +27,8 @@ namespace fs = std::filesystem;
 // A sweep log with a step-time curve the test chooses; step times spread ±0.4% around it.
 struct FakeLog {
   std::string gpu = "GPU A";  // "cpu" for a CPU log
+  int64_t gpu_memory_bytes = 0;    // the GPU entry's total_memory_bytes, written where not 0
+  int64_t memory_limit_bytes = 0;  // the run record's memory_limit_bytes for the device, where not 0
   std::string libtorch = "2.5.1";
   std::string experiment = "vgg16_train_fp32";
   std::string precision = "fp32";
@@ -84,6 +86,8 @@ struct FakeLog {
                 {"gpus", cpu ? Json::array() : Json::array({{{"index", 0}, {"name", gpu}}})},
                 {"libtorch_version", libtorch},
                 {"config", {{"experiments", {config}}}}};
+    if (!cpu && gpu_memory_bytes > 0) run["gpus"][0]["total_memory_bytes"] = gpu_memory_bytes;
+    if (memory_limit_bytes > 0) run["memory_limit_bytes"] = {{cpu ? "cpu" : "cuda:0", memory_limit_bytes}};
     if (!tf32.is_null()) run["tf32"] = tf32;
     if (!onednn.is_null()) run["cpu"]["onednn"] = onednn;
     if (!cuda_allocator.is_null()) run["cuda_allocator_environment"] = cuda_allocator;

@@ -12,6 +12,7 @@
 #include "lib/analysis/jump_causes.h"
 #include "lib/analysis/jump_detector.h"
 #include "lib/analysis/layer_rates.h"
+#include "lib/analysis/memory_fit.h"
 #include "lib/analysis/peak_share.h"
 #include "lib/analysis/periodicity.h"
 #include "lib/analysis/tile_model.h"
@@ -142,6 +143,8 @@ struct GroupAnalysis {
   std::vector<BatchChoice> before_jumps;   // the largest batch size before each jump
   std::optional<int64_t> largest_fitting;  // largest batch size measured
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory
+  // The line through the peak memory of the sizes that ran whole, and what it puts within a memory.
+  std::optional<MemoryFit> memory;
   std::vector<int64_t> skipped;            // sizes not tried after an out-of-memory error
   // chunk: auto: the sizes that did not fit whole and ran in micro-batches (PointStats::chunk); the
   // largest that ran whole is then the largest measured below the first of them.

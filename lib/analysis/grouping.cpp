@@ -55,6 +55,15 @@ std::string loss_scaler_words(const Json& settings) {
 
 namespace {
 
+// The bytes a sweep's --memory-limit held a device to, where its run record has them.
+std::optional<int64_t> memory_limit_of(const std::string& device, const Json& env) {
+  if (!env.contains("memory_limit_bytes") || !env["memory_limit_bytes"].is_object()) return std::nullopt;
+  const Json& limits = env["memory_limit_bytes"];
+  if (!limits.contains(device) || !limits[device].is_number_integer() || limits[device].get<int64_t>() <= 0)
+    return std::nullopt;
+  return limits[device].get<int64_t>();
+}
+
 Json identity_of(const BatchKey& r, const Json* config, const Json& environment, const std::string& log,
                  bool separate) {
   Json id;
@@ -106,12 +115,25 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
     id["libtorch"] = env.value("libtorch_version", "");
   }
   // A memory limit (--memory-limit) decides which sizes fit whole: a sweep under one is not one without.
-  if (env.contains("memory_limit_bytes") && env["memory_limit_bytes"].is_object() &&
-      env["memory_limit_bytes"].contains(device) && env["memory_limit_bytes"][device].is_number_integer() &&
-      env["memory_limit_bytes"][device].get<int64_t>() > 0)
-    id["memory_limit"] = format_memory_size(env["memory_limit_bytes"][device].get<int64_t>());
+  if (const std::optional<int64_t> limit = memory_limit_of(device, env))
+    id["memory_limit"] = format_memory_size(*limit);
   if (separate) id["log"] = log;
   return id;
+}
+
+// The memory the batches on a device had: the sweep's --memory-limit on it where one was set, else a
+// GPU's own, where the run record lists them.
+std::optional<MemoryCapacity> memory_capacity_of(const std::string& device, const Json& environment) {
+  if (const std::optional<int64_t> limit = memory_limit_of(device, environment))
+    return MemoryCapacity{*limit, "the sweep's --memory-limit"};
+  const Json* g = gpu_entry(device, environment);
+  if (g == nullptr || !g->contains("total_memory_bytes") || !(*g)["total_memory_bytes"].is_number_integer())
+    return std::nullopt;
+  const int64_t bytes = (*g)["total_memory_bytes"].get<int64_t>();
+  if (bytes <= 0) return std::nullopt;
+  const std::string name =
+      g->contains("name") && (*g)["name"].is_string() ? (*g)["name"].get<std::string>() : device;
+  return MemoryCapacity{bytes, name + "'s memory"};
 }
 
 // The multiprocessors of the GPU a cuda device names, where the run record lists it.
@@ -273,6 +295,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         g.identity = id;
         g.workload = workload_of(id);
         g.sm_count = sm_count_of(key->device, environment);
+        g.memory_capacity = memory_capacity_of(key->device, environment);
         g.identity_line = environment_line;
         groups.push_back(std::move(g));
       }

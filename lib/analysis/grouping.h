@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "lib/analysis/log_reader.h"
+#include "lib/analysis/memory_fit.h"
 
 namespace batchscope {
 
@@ -34,6 +35,7 @@ struct RawGroup {
   std::set<int64_t> skipped;
   std::map<int64_t, ProfileRecord> profiles;  // the last profile of each batch size, where profiled
   std::optional<int64_t> sm_count;            // the GPU's multiprocessors, from the run record
+  std::optional<MemoryCapacity> memory_capacity;  // its --memory-limit or GPU memory, from the run record
   int identity_line = 0;  // the line of the run record in logs.front() that the identity is read from
 };
 

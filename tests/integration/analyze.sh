@@ -27,6 +27,11 @@ grep -q "<svg" "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.svg" || f
 grep -q "^## mnist_cnn train fp32" "$work/cpu/analysis/report.md" || fail "report.md has no section for the group"
 grep -q "(plots/mnist_cnn_train_fp32_cpu_time.png)" "$work/cpu/analysis/report.md" || fail "report.md does not show the plot"
 grep -q "fastest: batch" "$work/out" || fail "no terminal summary: $(cat "$work/out")"
+# The CPU's counted peaks make a memory line: in the terminal, the report and its plot.
+grep -Eq "^  memory: .* per sample$" "$work/out" || fail "no memory line in the terminal summary: $(cat "$work/out")"
+grep -q "^\*\*Memory\*\* (the most LibTorch's CPU allocator held" "$work/cpu/analysis/report.md" \
+  || fail "report.md has no memory paragraph"
+[ -s "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_memory.png" ] || fail "no memory plot"
 python3 - "$work/cpu/analysis/analysis.json" <<'PY' || fail "analysis.json of the CPU sweep"
 import json, sys
 a = json.load(open(sys.argv[1]))

@@ -17,6 +17,14 @@ YAML
 "$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet > "$work/yaml.txt"
 check "$work/yaml" 2 1,2,3,4 2
 grep -q "median ms" "$work/yaml.txt"
+# Without --memory-limit too, a CPU sweep counts LibTorch's CPU tensors: every point has its peak, and
+# VGG16's grows with the batch.
+python3 - "$work/yaml/steps.jsonl" <<'PY'
+import json, sys
+points = {(r["experiment"], r["batch_size"]): r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "point"}
+assert all((p["peak_memory_bytes"] or 0) > 0 for p in points.values()), points
+assert points[("vgg16_tiny", 4)]["peak_memory_bytes"] > points[("vgg16_tiny", 1)]["peak_memory_bytes"], points
+PY
 grep -q "vgg16_tiny" "$work/yaml.txt"
 
 # A complete run is kept unless --force is given.

@@ -1,5 +1,7 @@
 #include "lib/analysis/report/analysis_json.h"
 
+#include "lib/analysis/report/memory_report.h"
+
 namespace batchscope {
 namespace {
 
@@ -361,6 +363,7 @@ Json with_profile(Json group, const GroupAnalysis& g) {
   if (g.profile) group["profile"] = profile_json(*g.profile);
   if (g.layer_rates) group["layer_rates"] = layer_rates_json(*g.layer_rates);
   if (g.prediction) group["prediction"] = prediction_json(*g.prediction);
+  if (g.memory) group["memory"] = memory_json(*g.memory);
   if (g.cost) {
     Json points = Json::array();
     for (const PointCost& c : g.cost->points) {

@@ -16,6 +16,7 @@
 
 #include "lib/analysis/report/energy_plots.h"
 #include "lib/analysis/report/gnuplot_script.h"
+#include "lib/analysis/report/memory_report.h"
 #include "lib/analysis/report/profile_report.h"
 #include "lib/common/errors.h"
 #include "lib/common/program_runner.h"
@@ -272,6 +273,7 @@ std::vector<PlotScript> plots_of(const Analysis& analysis) {
     plots.push_back(throughput_plot(group));
     if (auto plot = rate_plot(group)) plots.push_back(std::move(*plot));
     if (auto plot = time_to_accuracy_plot(group)) plots.push_back(std::move(*plot));
+    if (auto plot = memory_plot(group)) plots.push_back(std::move(*plot));
   }
   for (const auto& comparison : analysis.comparisons) {
     if (auto plot = speedup_plot(comparison)) plots.push_back(std::move(*plot));

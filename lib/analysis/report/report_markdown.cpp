@@ -8,6 +8,7 @@
 #include "lib/analysis/grouping.h"
 #include "lib/analysis/report/cost_report.h"
 #include "lib/analysis/report/energy_report.h"
+#include "lib/analysis/report/memory_report.h"
 #include "lib/analysis/report/profile_report.h"
 #include "lib/common/words.h"
 
@@ -406,6 +407,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
         << batch_list(g.overflowed) << "; these medians read low\n";
   }
   out << "\n";
+  write_memory_section(out, g, plots, dir);
   write_points_table(out, g);
   write_profile_section(out, g, plots, dir);
   write_energy_section(out, g, plots, dir);
@@ -666,6 +668,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     write_energy_terminal(out, g);
     write_cost_terminal(out, g);
     write_time_to_accuracy_terminal(out, g);
+    write_memory_terminal(out, g);
   }
   for (const Comparison& c : a.comparisons) {
     for (const SpeedupCurve& s : c.curves) {

@@ -1,0 +1,182 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "lib/analysis/analyzer.h"
+#include "lib/analysis/memory_fit.h"
+#include "lib/analysis/report/analysis_json.h"
+#include "lib/analysis/report/memory_report.h"
+#include "lib/analysis/report/report_markdown.h"
+#include "tests/analysis_test_support.h"
+
+namespace batchscope {
+namespace {
+
+using analysis_test::AnalyzeTest;
+using analysis_test::FakeLog;
+using analysis_test::range;
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// 500 MiB that no batch changes and 20 MiB per sample, with one size (12) whose workspace took 400 MiB
+// more, as a cuDNN algorithm of its own can.
+int64_t peak_at(int64_t b) { return 500 * kMiB + 20 * kMiB * b + (b == 12 ? 400 * kMiB : 0); }
+
+std::vector<std::pair<int64_t, int64_t>> peaks(int64_t first, int64_t last) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t b = first; b <= last; ++b) out.emplace_back(b, peak_at(b));
+  return out;
+}
+
+TEST(MemoryFit, TheLineIsRecoveredPastAnOddSizeAndReadAtEachMemory) {
+  const std::optional<MemoryFit> fit =
+      fit_memory(peaks(1, 32), MemoryCapacity{12 * kGiB, "GPU A's memory"}, true);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_DOUBLE_EQ(fit->bytes_per_sample, 20.0 * kMiB);
+  EXPECT_DOUBLE_EQ(fit->fixed_bytes, 500.0 * kMiB);
+  EXPECT_EQ(fit->points, 32);
+  EXPECT_EQ(fit->first_batch, 1);
+  EXPECT_EQ(fit->last_batch, 32);
+  EXPECT_EQ(fit->worst_at, 12);
+  EXPECT_NEAR(fit->worst_deviation, 400.0 / 1140.0, 1e-12);
+  // The device's own memory first, (12288 - 500) / 20 = 589.4, then 16, 24, 40, 48 and 80 GiB.
+  ASSERT_EQ(fit->reach.size(), 6u);
+  EXPECT_TRUE(fit->reach[0].own);
+  EXPECT_EQ(fit->reach[0].what, "GPU A's memory");
+  EXPECT_EQ(fit->reach[0].largest_batch, 589);
+  EXPECT_FALSE(fit->reach[1].own);
+  EXPECT_EQ(fit->reach[1].what, "16 GiB");
+  EXPECT_EQ(fit->reach[1].largest_batch, 794);
+  EXPECT_EQ(fit->reach[5].memory_bytes, 80 * kGiB);
+  EXPECT_EQ(fit->reach[5].largest_batch, (81920 - 500) / 20);
+}
+
+TEST(MemoryFit, FewSizesAFlatLineOrTooLittleMemoryReachNothing) {
+  EXPECT_FALSE(fit_memory(peaks(1, 2), std::nullopt, true).has_value());
+  // Sizes without a peak (0) do not count towards the three.
+  EXPECT_FALSE(fit_memory({{1, peak_at(1)}, {2, peak_at(2)}, {3, 0}}, std::nullopt, true).has_value());
+
+  const std::optional<MemoryFit> flat =
+      fit_memory({{1, kGiB}, {2, kGiB}, {4, kGiB}}, MemoryCapacity{8 * kGiB, "x"}, true);
+  ASSERT_TRUE(flat.has_value());
+  EXPECT_EQ(flat->bytes_per_sample, 0.0);
+  EXPECT_TRUE(flat->reach.empty());
+  EXPECT_FALSE(largest_batch_within(*flat, 8 * kGiB).has_value());
+
+  // The CPU without a limit: the line, but no memory to read it at.
+  const std::optional<MemoryFit> cpu = fit_memory(peaks(1, 8), std::nullopt, false);
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_TRUE(cpu->reach.empty());
+  // Less than batch 1 needs, and exactly what batch 3 needs.
+  EXPECT_FALSE(largest_batch_within(*cpu, 510 * kMiB).has_value());
+  EXPECT_EQ(largest_batch_within(*cpu, 560 * kMiB), 3);
+}
+
+std::string report_of(const Analysis& a) {
+  std::ostringstream report;
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  write_report(report, a, plots, "plots");
+  return report.str();
+}
+
+std::string terminal_of(const Analysis& a) {
+  std::ostringstream out;
+  write_terminal_summary(out, a);
+  return out.str();
+}
+
+// A GPU sweep's peaks become a line read at its GPU's memory, in report.md, analysis.json and the
+// terminal; the sizes that ran in micro-batches (a micro-batch's memory) stay out of it.
+TEST_F(AnalyzeTest, PeakMemoryIsALineReadAtTheGpusMemory) {
+  FakeLog log;
+  log.gpu_memory_bytes = 16 * kGiB;
+  log.batches = range(1, 40);
+  log.point_fields = [](int64_t b) {
+    Json f = {{"peak_memory_bytes", b <= 32 ? peak_at(b) : peak_at(8)}};
+    if (b > 32) {
+      f["chunk"] = 16;
+      f["chunk_largest_fitting"] = 32;
+    }
+    return f;
+  };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.memory.has_value());
+  EXPECT_EQ(g.memory->points, 32);
+  EXPECT_EQ(g.memory->last_batch, 32);
+  EXPECT_DOUBLE_EQ(g.memory->bytes_per_sample, 20.0 * kMiB);
+  ASSERT_FALSE(g.memory->reach.empty());
+  EXPECT_EQ(g.memory->reach[0].what, "GPU A's memory");
+  EXPECT_EQ(g.memory->reach[0].largest_batch, 794);
+
+  const std::string report = report_of(a);
+  EXPECT_NE(report.find("Peak memory ≈ 500 MiB + 20.0 MiB × batch size"), std::string::npos) << report;
+  EXPECT_NE(report.find("(the farthest at batch 12)"), std::string::npos) << report;
+  EXPECT_NE(
+      report.find("Extended, it reaches batch 794 within GPU A's memory (16.0 GiB), and on a GPU of 24 GiB "
+                  "batch 1203, 40 GiB 2023, 48 GiB 2432 and 80 GiB 4071."),
+      std::string::npos)
+      << report;
+  EXPECT_NE(report.find("These are upper bounds"), std::string::npos) << report;
+  EXPECT_NE(terminal_of(a).find("  memory: 500 MiB + 20.0 MiB per sample; the line reaches batch 794 in "
+                                "GPU A's memory (16.0 GiB)"),
+            std::string::npos)
+      << terminal_of(a);
+
+  const Json json = analysis_to_json(a, {});
+  const Json& memory = json["groups"][0]["memory"];
+  EXPECT_EQ(memory["bytes_per_sample"], 20.0 * kMiB);
+  EXPECT_EQ(memory["reach"][0]["largest_batch"], 794);
+  EXPECT_EQ(memory["reach"][0]["own"], true);
+  // 16 GiB is the GPU's own.
+  EXPECT_EQ(memory["reach"].size(), 5u);
+}
+
+// Under a --memory-limit the line is read at the limit, and a sweep that ran out of memory says where
+// beside it; a CPU group gets no GPU sizes.
+TEST_F(AnalyzeTest, AMemoryLimitIsWhereTheLineIsReadAndTheFirstOutOfMemorySizeStandsBesideIt) {
+  FakeLog log;
+  log.gpu = "cpu";
+  log.memory_limit_bytes = 1 * kGiB;
+  log.batches = range(1, 30);
+  log.oom_from = 27;
+  log.point_fields = [](int64_t b) { return Json{{"peak_memory_bytes", peak_at(b)}}; };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.memory.has_value());
+  ASSERT_EQ(g.memory->reach.size(), 1u);
+  // (1024 - 500) / 20 = 26.2
+  EXPECT_EQ(g.memory->reach[0].largest_batch, 26);
+  const std::string report = report_of(a);
+  EXPECT_NE(report.find("Extended, it reaches batch 26 within the sweep's --memory-limit (1.00 GiB)."),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("The sweep ran out of memory from batch 27, where the line put batch 26 within the "
+                        "sweep's --memory-limit."),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Only LibTorch's CPU tensors are counted"), std::string::npos) << report;
+}
+
+// Logs without peaks (a CPU sweep before they were counted) get no memory line anywhere.
+TEST_F(AnalyzeTest, LogsWithoutPeaksHaveNoMemoryLine) {
+  FakeLog log;
+  log.gpu = "cpu";
+  log.batches = range(1, 8);
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_FALSE(a.groups[0].memory.has_value());
+  EXPECT_EQ(report_of(a).find("**Memory**"), std::string::npos);
+  EXPECT_FALSE(analysis_to_json(a, {})["groups"][0].contains("memory"));
+  EXPECT_FALSE(memory_plot(a.groups[0]).has_value());
+}
+
+}  // namespace
+}  // namespace batchscope
