@@ -36,6 +36,7 @@
 #include "lib/common/statistics.h"
 #include "lib/common/words.h"
 #include "lib/config/batch_spec.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/device/cpu_threads.h"
 #include "lib/sweep/progress.h"
 #include "lib/timing/step_runner.h"
@@ -154,6 +155,8 @@ int run_worker(const cxxopts::ParseResult& args) {
     e.optimizer.weight_decay = batchscope::kAdamWWeightDecay;
   e.optimizer.foreach = optimizer.foreach;
   const torch::Device device(e.device);
+  // A CPU sweep counts LibTorch's CPU tensors for each size's peak memory: so does its side here.
+  if (device.is_cpu()) batchscope::cpu_memory::install();
   batchscope::Workload workload(e, device);
   // The sweep's timer for the device: CUDA events on a GPU, the monotonic clock on the CPU.
   const std::unique_ptr<batchscope::StepTimer> timer = batchscope::make_step_timer(device);
