@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/analysis.h"
+#include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
 #include "lib/records/records.h"
 
@@ -168,6 +170,20 @@ inline std::string user_error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+// report.md of an analysis, as analyze writes it with these plots (none by default).
+inline std::string report_of(const Analysis& a, const PlotOutcome& plots = {}) {
+  std::ostringstream out;
+  write_report(out, a, plots, "plots");
+  return out.str();
+}
+
+// The terminal summary of an analysis.
+inline std::string terminal_of(const Analysis& a) {
+  std::ostringstream out;
+  write_terminal_summary(out, a);
+  return out.str();
 }
 
 inline bool contains(const std::vector<std::string>& lines, const std::string& part) {

@@ -23,6 +23,8 @@ using analysis_test::FakeLog;
 using analysis_test::gnuplot_on_path;
 using analysis_test::PowerModel;
 using analysis_test::range;
+using analysis_test::report_of;
+using analysis_test::terminal_of;
 
 // The point record's energy fields, then what the analysis adds to them.
 // clang-format off
@@ -35,18 +37,6 @@ const char* const kPointEnergyKeys[] = {
     "start_power_w", "end_power_w",
     "energy_low_confidence", "throttled"};
 // clang-format on
-
-std::string report_of(const Analysis& a, const PlotOutcome& plots = {}) {
-  std::ostringstream out;
-  write_report(out, a, plots, "plots");
-  return out.str();
-}
-
-std::string terminal_of(const Analysis& a) {
-  std::ostringstream out;
-  write_terminal_summary(out, a);
-  return out.str();
-}
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

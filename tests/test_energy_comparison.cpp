@@ -17,17 +17,8 @@ namespace batchscope {
 namespace {
 namespace fs = std::filesystem;
 
-std::string comparison_report(const Analysis& a, const PlotOutcome& plots = {}) {
-  std::ostringstream out;
-  write_report(out, a, plots, "plots");
-  return out.str();
-}
-
-std::string comparison_terminal(const Analysis& a) {
-  std::ostringstream out;
-  write_terminal_summary(out, a);
-  return out.str();
-}
+using analysis_test::report_of;
+using analysis_test::terminal_of;
 
 bool mentions(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -130,7 +121,7 @@ TEST_F(EnergyComparisonTest, AnalysisJsonCarriesTheRatioBesideTheSpeedup) {
 
 TEST_F(EnergyComparisonTest, ReportAndTerminalShowTheRatio) {
   const Analysis a = two_gpus(analysis_test::energy_log({}), half_power_log());
-  const std::string report = comparison_report(a);
+  const std::string report = report_of(a);
   const std::string& base = a.comparisons[0].baseline_label;
   const std::string& label = a.comparisons[0].curves[0].label;
   EXPECT_TRUE(mentions(report, "**Energy efficiency:** samples/J ratio = samples per joule / the baseline's"))
@@ -150,7 +141,7 @@ TEST_F(EnergyComparisonTest, ReportAndTerminalShowTheRatio) {
   // The energy part follows the speedup table of the same comparison.
   EXPECT_LT(report.find("Speedup per batch size"), report.find("**Energy efficiency:**"));
 
-  const std::string terminal = comparison_terminal(a);
+  const std::string terminal = terminal_of(a);
   EXPECT_TRUE(mentions(terminal, ": " + label + " vs " + base + ": median speedup ")) << terminal;
   EXPECT_TRUE(mentions(terminal, ": " + label + " vs " + base + ": median samples/J ratio 2.00x (2.00x at "))
       << terminal;
@@ -174,9 +165,9 @@ TEST_F(EnergyComparisonTest, OneSideWithoutEnergyGivesNoRatio) {
     const Json j = analysis_to_json(a, {});
     EXPECT_FALSE(j["comparisons"][0]["curves"][0].contains("energy"));
     EXPECT_TRUE(j["comparisons"][0]["curves"][0].contains("median_speedup"));
-    EXPECT_FALSE(mentions(comparison_report(a), "Energy efficiency"));
-    EXPECT_FALSE(mentions(comparison_report(a), "Samples/J ratio"));
-    EXPECT_FALSE(mentions(comparison_terminal(a), "samples/J ratio"));
+    EXPECT_FALSE(mentions(report_of(a), "Energy efficiency"));
+    EXPECT_FALSE(mentions(report_of(a), "Samples/J ratio"));
+    EXPECT_FALSE(mentions(terminal_of(a), "samples/J ratio"));
   }
 
   // With a third group that has energy, the one without is named without a ratio.
@@ -193,7 +184,7 @@ TEST_F(EnergyComparisonTest, OneSideWithoutEnergyGivesNoRatio) {
   ASSERT_EQ(three.comparisons[0].curves.size(), 2u);
   EXPECT_TRUE(three.comparisons[0].curves[0].energy.has_value());
   EXPECT_FALSE(three.comparisons[0].curves[1].energy.has_value());
-  const std::string report = comparison_report(three);
+  const std::string report = report_of(three);
   EXPECT_TRUE(mentions(report, "- " + three.comparisons[0].curves[1].label + ": no samples/J ratio"))
       << report;
 }
@@ -248,7 +239,7 @@ TEST_F(EnergyComparisonTest, RatioPlotIsDrawnAndEmbeddedNextToTheSpeedup) {
   const std::string dat((std::istreambuf_iterator<char>(data)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(mentions(dat, "# batch_size ratio ratio_above_idle\n10 2")) << dat;
 
-  const std::string report = comparison_report(a, plots);
+  const std::string report = report_of(a, plots);
   const size_t speedup = report.find("(plots/" + a.comparisons[0].id + "_speedup.png)");
   const size_t energy =
       report.find("![samples/J ratio vs batch size](plots/" + stem + ".png) ([SVG](plots/" + stem + ".svg))");

@@ -18,6 +18,8 @@ namespace {
 using analysis_test::AnalyzeTest;
 using analysis_test::FakeLog;
 using analysis_test::range;
+using analysis_test::report_of;
+using analysis_test::terminal_of;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
@@ -74,20 +76,6 @@ TEST(MemoryFit, FewSizesAFlatLineOrTooLittleMemoryReachNothing) {
   // Less than batch 1 needs, and exactly what batch 3 needs.
   EXPECT_FALSE(largest_batch_within(*cpu, 510 * kMiB).has_value());
   EXPECT_EQ(largest_batch_within(*cpu, 560 * kMiB), 3);
-}
-
-std::string report_of(const Analysis& a) {
-  std::ostringstream report;
-  PlotOutcome plots;
-  plots.skipped_reason = "none wanted";
-  write_report(report, a, plots, "plots");
-  return report.str();
-}
-
-std::string terminal_of(const Analysis& a) {
-  std::ostringstream out;
-  write_terminal_summary(out, a);
-  return out.str();
 }
 
 // A GPU sweep's peaks become a line read at its GPU's memory, in report.md, analysis.json and the
