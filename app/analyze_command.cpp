@@ -102,7 +102,8 @@ cxxopts::Options analyze_options() {
   cxxopts::Options options(
       "batchscope analyze",
       "Find the trend, the jumps and their period in the step times of one or more sweep logs, and the\n"
-      "line their peak memory follows, and write report.md, analysis.json and plots. Logs of the same experiment on the same kind of machine are\n"
+      "line their peak memory follows with the sizes where a workspace changed it, and write report.md,\n"
+      "analysis.json and plots. Logs of the same experiment on the same kind of machine are\n"
       "merged (a sweep split across machines or runs); other logs of the same model and phase are compared.");
   options.positional_help("LOG [LOG...]  (steps.jsonl files or the sweep directories holding them)");
   // clang-format off

@@ -43,8 +43,12 @@ TEST(MemoryFit, TheLineIsRecoveredPastAnOddSizeAndReadAtEachMemory) {
   EXPECT_EQ(fit->points, 32);
   EXPECT_EQ(fit->first_batch, 1);
   EXPECT_EQ(fit->last_batch, 32);
-  EXPECT_EQ(fit->worst_at, 12);
-  EXPECT_NEAR(fit->worst_deviation, 400.0 / 1140.0, 1e-12);
+  // The odd size steps up and straight back: the line runs through the other 31, exactly.
+  ASSERT_EQ(fit->steps.size(), 2u);
+  EXPECT_EQ(fit->steps[0].to_batch, 12);
+  EXPECT_EQ(fit->steps[1].from_batch, 12);
+  EXPECT_EQ(fit->line_points, 31);
+  EXPECT_EQ(fit->worst_deviation, 0.0);
   // The device's own memory first, (12288 - 500) / 20 = 589.4, then 16, 24, 40, 48 and 80 GiB.
   ASSERT_EQ(fit->reach.size(), 6u);
   EXPECT_TRUE(fit->reach[0].own);
@@ -78,6 +82,59 @@ TEST(MemoryFit, FewSizesAFlatLineOrTooLittleMemoryReachNothing) {
   EXPECT_EQ(largest_batch_within(*cpu, 560 * kMiB), 3);
 }
 
+// 500 MiB + 20 MiB per sample with an allocator's rounding (up to ±0.5 MiB), a workspace of 600 MiB
+// more from batch 10 on, and one at batch 23 that took 300 MiB less.
+int64_t stepped_peak_at(int64_t b) {
+  const int64_t rounding = ((b * 7) % 5 - 2) * kMiB / 4;
+  return 500 * kMiB + 20 * kMiB * b + rounding + (b >= 10 ? 600 * kMiB : 0) - (b == 23 ? 300 * kMiB : 0);
+}
+
+TEST(MemoryFit, StepsOffTheLineAreThoseBeyondThePeaksOwnScatter) {
+  std::vector<std::pair<int64_t, int64_t>> stepped, smooth;
+  for (int64_t b = 1; b <= 40; ++b) {
+    stepped.emplace_back(b, stepped_peak_at(b));
+    smooth.emplace_back(b, peak_at(b) + ((b * 7) % 5 - 2) * kMiB / 4 - (b == 12 ? 400 * kMiB : 0));
+  }
+  const std::optional<MemoryFit> fit = fit_memory(stepped, std::nullopt, true);
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_NEAR(fit->bytes_per_sample, 20.0 * kMiB, 1.0 * kMiB);
+  // 1% of the median peak (about 1.5 GiB) is above 8 times the rounding's scatter.
+  EXPECT_GT(fit->step_threshold_bytes, 14.0 * kMiB);
+  EXPECT_LT(fit->step_threshold_bytes, 17.0 * kMiB);
+  ASSERT_EQ(fit->steps.size(), 3u);
+  EXPECT_EQ(fit->steps[0].from_batch, 9);
+  EXPECT_EQ(fit->steps[0].to_batch, 10);
+  EXPECT_EQ(fit->steps[0].to_bytes, stepped_peak_at(10));
+  EXPECT_NEAR(fit->steps[0].beyond_line_bytes, 600.0 * kMiB, 2.0 * kMiB);
+  EXPECT_EQ(fit->steps[1].to_batch, 23);
+  EXPECT_NEAR(fit->steps[1].beyond_line_bytes, -300.0 * kMiB, 2.0 * kMiB);
+  EXPECT_EQ(fit->steps[2].from_batch, 23);
+  EXPECT_NEAR(fit->steps[2].beyond_line_bytes, 300.0 * kMiB, 2.0 * kMiB);
+
+  // Where only the rounding moves the peaks, nothing steps.
+  const std::optional<MemoryFit> line = fit_memory(smooth, std::nullopt, true);
+  ASSERT_TRUE(line.has_value());
+  EXPECT_TRUE(line->steps.empty());
+
+  // Across a jump that kept the line (16→17), a drop into the size of less workspace (22→23) and a
+  // pair without a peak on one side (40→41).
+  Jump jump, drop, unmeasured;
+  jump.from_batch = 16, jump.to_batch = 17;
+  drop.from_batch = 22, drop.to_batch = 23;
+  unmeasured.from_batch = 40, unmeasured.to_batch = 41;
+  MemoryFit across = *fit;
+  memory_at_changes(across, stepped, {jump, unmeasured}, {drop});
+  ASSERT_EQ(across.at_changes.size(), 2u);
+  EXPECT_EQ(across.at_changes[0].from_batch, 16);
+  EXPECT_FALSE(across.at_changes[0].drop);
+  EXPECT_FALSE(across.at_changes[0].stepped);
+  EXPECT_NEAR(across.at_changes[0].beyond_line_bytes, 0.0, 2.0 * kMiB);
+  EXPECT_EQ(across.at_changes[1].to_batch, 23);
+  EXPECT_TRUE(across.at_changes[1].drop);
+  EXPECT_TRUE(across.at_changes[1].stepped);
+  EXPECT_NEAR(across.at_changes[1].beyond_line_bytes, -300.0 * kMiB, 2.0 * kMiB);
+}
+
 // A GPU sweep's peaks become a line read at its GPU's memory, in report.md, analysis.json and the
 // terminal; the sizes that ran in micro-batches (a micro-batch's memory) stay out of it.
 TEST_F(AnalyzeTest, PeakMemoryIsALineReadAtTheGpusMemory) {
@@ -105,7 +162,16 @@ TEST_F(AnalyzeTest, PeakMemoryIsALineReadAtTheGpusMemory) {
 
   const std::string report = report_of(a);
   EXPECT_NE(report.find("Peak memory ≈ 500 MiB + 20.0 MiB × batch size"), std::string::npos) << report;
-  EXPECT_NE(report.find("(the farthest at batch 12)"), std::string::npos) << report;
+  EXPECT_NE(
+      report.find("at 32 sizes, 1–32; the line by Theil–Sen through the 31 whose peaks sit at the largest "
+                  "size's level):"),
+      std::string::npos)
+      << report;
+  EXPECT_NE(
+      report.find("every peak it runs through lies within 0% of the line (the farthest at batch 1); the "
+                  "other sizes ran with other workspaces (the steps below)."),
+      std::string::npos)
+      << report;
   EXPECT_NE(
       report.find("Extended, it reaches batch 794 within GPU A's memory (16.0 GiB), and on a GPU of 24 GiB "
                   "batch 1203, 40 GiB 2023, 48 GiB 2432 and 80 GiB 4071."),
@@ -151,6 +217,75 @@ TEST_F(AnalyzeTest, AMemoryLimitIsWhereTheLineIsReadAndTheFirstOutOfMemorySizeSt
             std::string::npos)
       << report;
   EXPECT_NE(report.find("Only LibTorch's CPU tensors are counted"), std::string::npos) << report;
+}
+
+// A jump of the step time that came with a workspace of its own (the peak steps up with it) is named so
+// beside the jump and in the Memory paragraph; one whose peaks follow the line is said to leave the
+// memory as it was.
+TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
+  FakeLog log;
+  log.gpu_memory_bytes = 16 * kGiB;
+  log.batches = range(1, 32);
+  log.level = [](int64_t b) { return 10.0 + 0.5 * static_cast<double>(b) + (b >= 17 ? 8.0 : 0.0); };
+  log.point_fields = [](int64_t b) {
+    return Json{{"peak_memory_bytes", peak_at(b) + (b >= 17 ? 400 * kMiB : 0)}};
+  };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_EQ(g.jumps.jumps.size(), 1u);
+  ASSERT_EQ(g.jumps.jumps[0].from_batch, 16);
+  ASSERT_TRUE(g.memory.has_value());
+  ASSERT_EQ(g.memory->at_changes.size(), 1u);
+  EXPECT_TRUE(g.memory->at_changes[0].stepped);
+  EXPECT_DOUBLE_EQ(g.memory->at_changes[0].beyond_line_bytes, 400.0 * kMiB);
+  // Batch 12's odd workspace: a step up onto it and one down after it. The line runs through the sizes
+  // of the larger workspace (17 on, and 12, which sits at its level), which a line through all of them
+  // would tilt towards.
+  ASSERT_EQ(g.memory->steps.size(), 3u);
+  EXPECT_EQ(g.memory->line_points, 17);
+  EXPECT_DOUBLE_EQ(g.memory->bytes_per_sample, 20.0 * kMiB);
+  EXPECT_DOUBLE_EQ(g.memory->fixed_bytes, 900.0 * kMiB);
+
+  const std::string report = report_of(a);
+  EXPECT_NE(
+      report.find("steps at 32 sizes, 1–32; the line by Theil–Sen through the 17 whose peaks sit at the "
+                  "largest size's level):"),
+      std::string::npos)
+      << report;
+  EXPECT_NE(report.find("Peak memory ≈ 900 MiB + 20.0 MiB × batch size"), std::string::npos) << report;
+  EXPECT_NE(report.find("| confidence | peak memory beyond its line |"), std::string::npos) << report;
+  EXPECT_NE(report.find(" | +400 MiB, a step |"), std::string::npos) << report;
+  EXPECT_NE(report.find("The peak steps off the line 3 times, by more than"), std::string::npos) << report;
+  EXPECT_NE(report.find("11→12 (+400 MiB), 12→13 (−400 MiB) and 16→17 (+400 MiB). There a library's "
+                        "workspace changed with its algorithm"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(
+      report.find("Every change of the step time came with a step of the peak: the jump 16→17 (+400 MiB)."),
+      std::string::npos)
+      << report;
+  EXPECT_NE(terminal_of(a).find("; the peak steps off it at 11→12, 12→13 and 16→17\n"), std::string::npos)
+      << terminal_of(a);
+  const Json json = analysis_to_json(a, {});
+  const Json& memory = json["groups"][0]["memory"];
+  ASSERT_EQ(memory["steps"].size(), 3u);
+  EXPECT_EQ(memory["steps"][2]["from"], 16);
+  EXPECT_EQ(memory["at_changes"][0]["change"], "rise");
+  EXPECT_EQ(memory["at_changes"][0]["stepped"], true);
+
+  // The same jump with peaks on the line: no step anywhere, and the jump left the memory alone.
+  log.point_fields = [](int64_t b) { return Json{{"peak_memory_bytes", 500 * kMiB + 20 * kMiB * b}}; };
+  const Analysis plain = analyze_logs({write("plain.jsonl", log.text())}, {});
+  ASSERT_TRUE(plain.groups[0].memory.has_value());
+  EXPECT_TRUE(plain.groups[0].memory->steps.empty());
+  const std::string plain_report = report_of(plain);
+  EXPECT_NE(plain_report.find(" | +0 B |"), std::string::npos) << plain_report;
+  EXPECT_NE(plain_report.find("No two neighbouring sizes move the peak more than"), std::string::npos)
+      << plain_report;
+  EXPECT_NE(plain_report.find("The jump 16→17 came with no step of the peak (within"), std::string::npos)
+      << plain_report;
+  EXPECT_EQ(terminal_of(plain).find("steps off it"), std::string::npos) << terminal_of(plain);
 }
 
 // Logs without peaks (a CPU sweep before they were counted) get no memory line anywhere.

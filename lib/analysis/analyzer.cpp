@@ -374,6 +374,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
     if (!p.chunk && p.peak_memory_bytes) peaks.emplace_back(p.batch_size, *p.peak_memory_bytes);
   }
   g.memory = fit_memory(peaks, raw.memory_capacity, g.identity.contains("cuda"));
+  if (g.memory) memory_at_changes(*g.memory, peaks, g.jumps.jumps, g.jumps.drops);
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());
   analyze_energy(g);
   std::string no_layers;

@@ -2,11 +2,54 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <map>
 
 #include "lib/analysis/robust_fit.h"
 
 namespace batchscope {
+namespace {
+
+// The peak of each size, ascending; sizes below 1 and peaks of nothing left out.
+std::map<int64_t, int64_t> peaks_by_batch(const std::vector<std::pair<int64_t, int64_t>>& peaks) {
+  std::map<int64_t, int64_t> out;
+  for (const auto& [batch, bytes] : peaks) {
+    if (batch >= 1 && bytes > 0) out[batch] = bytes;
+  }
+  return out;
+}
+
+double beyond_line(const MemoryFit& fit, int64_t from_batch, int64_t from_bytes, int64_t to_batch,
+                   int64_t to_bytes) {
+  return static_cast<double>(to_bytes - from_bytes) -
+         fit.bytes_per_sample * static_cast<double>(to_batch - from_batch);
+}
+
+double median_of(std::vector<double> xs) {
+  if (xs.empty()) return 0;
+  const size_t half = xs.size() / 2;
+  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(half), xs.end());
+  if (xs.size() % 2 == 1) return xs[half];
+  const double upper = xs[half];
+  return (*std::max_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(half)) + upper) / 2;
+}
+
+// The steps of the peak off the line between neighbouring sizes, and the threshold they passed.
+void find_steps(MemoryFit& fit, const std::map<int64_t, int64_t>& peaks) {
+  std::vector<MemoryStep> pairs;
+  std::vector<double> moves, bytes;
+  for (auto it = peaks.begin(), next = std::next(it); next != peaks.end(); ++it, ++next) {
+    const double move = beyond_line(fit, it->first, it->second, next->first, next->second);
+    pairs.push_back({it->first, next->first, it->second, next->second, move});
+    moves.push_back(std::fabs(move));
+  }
+  for (const auto& [batch, peak] : peaks) bytes.push_back(static_cast<double>(peak));
+  fit.step_threshold_bytes = std::max(8 * median_of(moves), 0.01 * median_of(bytes));
+  for (const MemoryStep& s : pairs) {
+    if (std::fabs(s.beyond_line_bytes) > fit.step_threshold_bytes) fit.steps.push_back(s);
+  }
+}
+
+}  // namespace
 
 std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory_bytes) {
   if (!(fit.bytes_per_sample > 0)) return std::nullopt;
@@ -20,22 +63,49 @@ std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory
 
 std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t>>& peaks,
                                     const std::optional<MemoryCapacity>& own, bool gpu) {
-  std::set<int64_t> sizes;
-  std::vector<double> xs, ys;
-  for (const auto& [batch, bytes] : peaks) {
-    if (batch < 1 || bytes <= 0) continue;
-    sizes.insert(batch);
-    xs.push_back(static_cast<double>(batch));
-    ys.push_back(static_cast<double>(bytes));
-  }
-  if (sizes.size() < static_cast<size_t>(kMemoryFitMinPoints)) return std::nullopt;
-  const LineFit line = theil_sen(xs, ys);
+  const std::map<int64_t, int64_t> by_batch = peaks_by_batch(peaks);
+  if (by_batch.size() < static_cast<size_t>(kMemoryFitMinPoints)) return std::nullopt;
   MemoryFit fit;
+  fit.points = static_cast<int>(by_batch.size());
+  fit.first_batch = by_batch.begin()->first;
+  fit.last_batch = by_batch.rbegin()->first;
+  // The growth per sample between neighbouring sizes, whose median a few steps cannot move (a line
+  // through all the peaks would tilt towards a workspace that stays from some size on); the steps off it.
+  std::vector<double> slopes;
+  for (auto it = by_batch.begin(), next = std::next(it); next != by_batch.end(); ++it, ++next)
+    slopes.push_back(static_cast<double>(next->second - it->second) /
+                     static_cast<double>(next->first - it->first));
+  fit.bytes_per_sample = median_of(slopes);
+  find_steps(fit, by_batch);
+  // The line through the sizes whose peaks sit at the level of the largest size's, the steps between
+  // them summed (the workspaces that larger batches run with; an odd size's step up and back cancel),
+  // where they are enough for one, else through all; Theil–Sen there, robust to an odd size.
+  std::map<int64_t, double> offset;  // the steps' sum up to each size
+  double sum = 0;
+  auto step = fit.steps.begin();
+  for (const auto& [batch, bytes] : by_batch) {
+    while (step != fit.steps.end() && step->to_batch <= batch) sum += (step++)->beyond_line_bytes;
+    offset[batch] = sum;
+  }
+  std::vector<double> xs, ys, all_xs, all_ys;
+  for (const auto& [batch, bytes] : by_batch) {
+    all_xs.push_back(static_cast<double>(batch));
+    all_ys.push_back(static_cast<double>(bytes));
+    if (std::fabs(offset[batch] - sum) <= fit.step_threshold_bytes) {
+      xs.push_back(static_cast<double>(batch));
+      ys.push_back(static_cast<double>(bytes));
+    }
+  }
+  if (xs.size() < static_cast<size_t>(kMemoryFitMinPoints)) {
+    xs = all_xs;
+    ys = all_ys;
+  }
+  fit.line_points = static_cast<int>(xs.size());
+  const LineFit line = theil_sen(xs, ys);
   fit.fixed_bytes = line.intercept;
   fit.bytes_per_sample = line.slope;
-  fit.points = static_cast<int>(xs.size());
-  fit.first_batch = *sizes.begin();
-  fit.last_batch = *sizes.rbegin();
+  fit.steps.clear();
+  find_steps(fit, by_batch);
   for (size_t i = 0; i < xs.size(); ++i) {
     const double deviation = std::fabs(ys[i] - (line.intercept + line.slope * xs[i])) / ys[i];
     if (deviation > fit.worst_deviation || fit.worst_at == 0) {
@@ -56,6 +126,21 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
     }
   }
   return fit;
+}
+
+void memory_at_changes(MemoryFit& fit, const std::vector<std::pair<int64_t, int64_t>>& peaks,
+                       const std::vector<Jump>& jumps, const std::vector<Jump>& drops) {
+  const std::map<int64_t, int64_t> by_batch = peaks_by_batch(peaks);
+  fit.at_changes.clear();
+  for (const std::vector<Jump>* changes : {&jumps, &drops}) {
+    for (const Jump& j : *changes) {
+      const auto from = by_batch.find(j.from_batch), to = by_batch.find(j.to_batch);
+      if (from == by_batch.end() || to == by_batch.end()) continue;
+      const double move = beyond_line(fit, from->first, from->second, to->first, to->second);
+      fit.at_changes.push_back(
+          {j.from_batch, j.to_batch, changes == &drops, move, std::fabs(move) > fit.step_threshold_bytes});
+    }
+  }
 }
 
 }  // namespace batchscope

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "lib/analysis/jump_detector.h"
+
 namespace batchscope {
 
 // How a group's peak memory grows with its batch size: a straight line through the measured peaks
@@ -27,18 +29,47 @@ struct MemoryReach {
   std::optional<int64_t> largest_batch;  // none where the line passes the memory before batch 1
 };
 
+// A step of the peak off the line between two neighbouring measured sizes: the peak moved by more, or
+// less, than the line grows over them, beyond the peaks' own scatter. On a GPU it is a library's
+// workspace that changed with its algorithm (cuDNN chooses one per batch size); on the CPU, an
+// operator's scratch memory.
+struct MemoryStep {
+  int64_t from_batch = 0, to_batch = 0;
+  int64_t from_bytes = 0, to_bytes = 0;  // the measured peaks
+  double beyond_line_bytes = 0;          // (to - from) - slope * (to_batch - from_batch)
+};
+
+// How the peak moved across a change of the step time (a jump or a drop), beyond the line's growth.
+struct MemoryAtChange {
+  int64_t from_batch = 0, to_batch = 0;
+  bool drop = false;
+  double beyond_line_bytes = 0;
+  bool stepped = false;  // by more than the fit's step threshold: the time changed with a workspace
+};
+
 struct MemoryFit {
   double fixed_bytes = 0;       // the line at batch 0
   double bytes_per_sample = 0;  // its slope
-  int points = 0;               // the batch sizes it was fitted to
+  int points = 0;               // the batch sizes with a peak
   int64_t first_batch = 0, last_batch = 0;
-  // The measured peak farthest from the line, as |measured - line| / measured, and its batch size: a
-  // size whose library workspace differs (cuDNN's algorithm choice) stands out here.
+  // The sizes the line runs through: those whose peaks sit at the largest size's level, the steps off
+  // it between them summed (the workspaces larger batches run with), where they are at least
+  // kMemoryFitMinPoints; else all of them.
+  int line_points = 0;
+  // The measured peak of the line's sizes farthest from it, as |measured - line| / measured, and its
+  // batch size: a size whose library workspace differs (cuDNN's algorithm choice) stands out here.
   double worst_deviation = 0;
   int64_t worst_at = 0;
   // The device's own memory first where known, then the common GPU sizes (GPU groups only) but those
   // within 5% of it; empty where the line does not rise with the batch.
   std::vector<MemoryReach> reach;
+  // How far a step must move the peak beyond the line to count: 8 times the median of that move over
+  // all neighbouring sizes (the peaks' own scatter: an allocator's rounding), and at least 1% of the
+  // median peak.
+  double step_threshold_bytes = 0;
+  std::vector<MemoryStep> steps;  // ascending batch size
+  // Each step-time jump, then each drop, whose two sizes both have a peak (memory_at_changes).
+  std::vector<MemoryAtChange> at_changes;
 };
 
 // The fit needs this many batch sizes with a peak; fewer give no line worth extending.
@@ -48,10 +79,16 @@ inline constexpr int kMemoryFitMinPoints = 3;
 // L4), 40 and 80 (A100, H100), 48 (L40S).
 inline constexpr int64_t kCommonGpuMemoryGiB[] = {16, 24, 40, 48, 80};
 
-// Theil–Sen through (batch size, peak bytes), robust to the odd size whose workspace differs; none with
-// fewer than kMemoryFitMinPoints distinct sizes.
+// The line through (batch size, peak bytes): the steps off it found with the median growth between
+// neighbouring sizes, then Theil–Sen through the sizes at the largest size's level (line_points), robust
+// to the odd size whose workspace differs; none with fewer than kMemoryFitMinPoints distinct sizes.
 std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t>>& peaks,
                                     const std::optional<MemoryCapacity>& own, bool gpu);
+
+// How the peak moved across each jump and drop of the step time whose sizes both have one in `peaks`,
+// into fit.at_changes.
+void memory_at_changes(MemoryFit& fit, const std::vector<std::pair<int64_t, int64_t>>& peaks,
+                       const std::vector<Jump>& jumps, const std::vector<Jump>& drops);
 
 // The largest batch size b >= 1 whose line value fixed + slope * b stays within memory_bytes; none where
 // batch 1 passes it or the line does not rise.

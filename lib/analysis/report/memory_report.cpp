@@ -1,6 +1,7 @@
 #include "lib/analysis/report/memory_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -29,6 +30,62 @@ const MemoryReach* own_reach(const MemoryFit& fit) {
   return !fit.reach.empty() && fit.reach.front().own ? &fit.reach.front() : nullptr;
 }
 
+// "+839 MiB", "−433 MiB".
+std::string signed_bytes_text(double bytes) { return (bytes < 0 ? "−" : "+") + bytes_text(std::fabs(bytes)); }
+
+std::string pair_name(int64_t from, int64_t to) { return std::to_string(from) + "→" + std::to_string(to); }
+
+// "the drop 22→23 (−433 MiB)", or without the amount: "the jumps 16→17 and 24→25".
+std::string changes_text(const std::vector<const MemoryAtChange*>& changes, bool amounts) {
+  std::vector<std::string> jumps, drops;
+  for (const MemoryAtChange* c : changes) {
+    const std::string name = pair_name(c->from_batch, c->to_batch) +
+                             (amounts ? " (" + signed_bytes_text(c->beyond_line_bytes) + ")" : "");
+    (c->drop ? drops : jumps).push_back(name);
+  }
+  std::vector<std::string> parts;
+  if (!jumps.empty()) parts.push_back((jumps.size() == 1 ? "the jump " : "the jumps ") + listed(jumps));
+  if (!drops.empty()) parts.push_back((drops.size() == 1 ? "the drop " : "the drops ") + listed(drops));
+  return listed(parts);
+}
+
+// Where the peak steps off the line between neighbouring sizes, and which changes of the step time came
+// with such a step.
+void write_memory_steps(std::ostream& out, const MemoryFit& fit, bool gpu) {
+  const std::string threshold = bytes_text(fit.step_threshold_bytes);
+  if (fit.steps.empty()) {
+    out << "No two neighbouring sizes move the peak more than " << threshold
+        << " beyond the line's growth (8 × the peaks' own scatter, or 1% of their median).";
+  } else {
+    std::vector<std::string> steps;
+    for (const MemoryStep& s : fit.steps)
+      steps.push_back(pair_name(s.from_batch, s.to_batch) + " (" + signed_bytes_text(s.beyond_line_bytes) +
+                      ")");
+    out << "The peak steps off the line "
+        << (fit.steps.size() == 1 ? "once" : std::to_string(fit.steps.size()) + " times") << ", by more than "
+        << threshold
+        << " beyond its growth (8 × the peaks' own scatter, or 1% of their median): " << listed(steps) << ". "
+        << (gpu ? "There a library's workspace changed with its algorithm (cuDNN chooses one per batch size)."
+                : "There an operator's scratch memory changed with its algorithm.");
+  }
+  std::vector<const MemoryAtChange*> stepped, followed;
+  for (const MemoryAtChange& c : fit.at_changes) (c.stepped ? stepped : followed).push_back(&c);
+  if (!stepped.empty() && followed.empty()) {
+    out << " Every change of the step time came with a step of the peak: " << changes_text(stepped, true)
+        << ".";
+  } else if (!stepped.empty()) {
+    out << " Of the step time's changes, " << changes_text(stepped, true) << " came with a step of the peak; "
+        << changes_text(followed, false)
+        << " did not: the time changed there, the memory grew as the line does.";
+  } else if (!followed.empty()) {
+    std::string text = changes_text(followed, false);
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+    out << " " << text << " came with no step of the peak (within " << threshold
+        << " of the line's growth): what changed the time left the memory as it was.";
+  }
+  out << "\n\n";
+}
+
 }  // namespace
 
 void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& plots,
@@ -37,8 +94,12 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
   const MemoryFit& fit = *g.memory;
   const bool gpu = g.identity.contains("cuda");
   out << "**Memory** (the most LibTorch's " << (gpu ? "caching allocator" : "CPU allocator")
-      << " held during each batch size's steps; Theil–Sen over " << fit.points << " sizes, "
-      << fit.first_batch << "–" << fit.last_batch << "):\n\n";
+      << " held during each batch size's steps at " << fit.points << " sizes, " << fit.first_batch << "–"
+      << fit.last_batch << "; the line by Theil–Sen through "
+      << (fit.line_points < fit.points
+              ? "the " + std::to_string(fit.line_points) + " whose peaks sit at the largest size's level"
+              : std::string("all of them"))
+      << "):\n\n";
   embed_plot(out, plots, plot_dir, g.id + "_memory", "peak memory vs batch size");
   if (!(fit.bytes_per_sample > 0)) {
     out << "Peak memory does not grow with the batch size here (" << bytes_text(fit.fixed_bytes)
@@ -47,8 +108,11 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
     return;
   }
   out << "Peak memory ≈ " << line_text(fit, " × batch size") << ", i.e. " << bytes_text(fit.bytes_per_sample)
-      << " per extra sample; every measured peak lies within " << significant(100 * fit.worst_deviation, 2)
-      << "% of the line (the farthest at batch " << fit.worst_at << ").";
+      << " per extra sample; every peak " << (fit.line_points < fit.points ? "it runs through" : "measured")
+      << " lies within " << significant(100 * fit.worst_deviation, 2)
+      << "% of the line (the farthest at batch " << fit.worst_at << ")"
+      << (fit.line_points < fit.points ? "; the other sizes ran with other workspaces (the steps below)" : "")
+      << ".";
   // "Extended, it reaches batch 1979 within NVIDIA H200's memory (140 GiB), and on a GPU of 16 GiB
   // batch 212, 24 GiB 326, ..."
   const MemoryReach* own = own_reach(fit);
@@ -64,6 +128,7 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
   if (!others.empty()) out << (own ? ", and" : " Extended, it reaches") << " on a GPU of " << listed(others);
   if (!fit.reach.empty()) out << ".";
   out << "\n\n";
+  write_memory_steps(out, fit, gpu);
   if (own && g.first_oom) {
     out << "The sweep ran out of memory from batch " << *g.first_oom << ", where the line put "
         << reach_text(*own) << " within " << own->what << ".\n\n";
@@ -86,7 +151,21 @@ void write_memory_terminal(std::ostream& out, const GroupAnalysis& g) {
   if (const MemoryReach* own = own_reach(*g.memory))
     out << "; the line reaches " << reach_text(*own) << " in " << own->what << " ("
         << format_memory_size(own->memory_bytes) << ")";
+  if (!g.memory->steps.empty()) {
+    std::vector<std::string> steps;
+    for (const MemoryStep& s : g.memory->steps) steps.push_back(pair_name(s.from_batch, s.to_batch));
+    out << "; the peak steps off it at " << listed(steps);
+  }
   out << "\n";
+}
+
+std::string memory_at_change_text(const GroupAnalysis& g, const Jump& change) {
+  if (!g.memory) return "";
+  for (const MemoryAtChange& c : g.memory->at_changes) {
+    if (c.from_batch == change.from_batch && c.to_batch == change.to_batch)
+      return signed_bytes_text(c.beyond_line_bytes) + (c.stepped ? ", a step" : "");
+  }
+  return "";
 }
 
 std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
@@ -129,10 +208,34 @@ Json memory_json(const MemoryFit& fit) {
                      {"own", r.own},
                      {"largest_batch", optional_json(r.largest_batch)}});
   }
-  return Json{{"fixed_bytes", fit.fixed_bytes}, {"bytes_per_sample", fit.bytes_per_sample},
-              {"points", fit.points},           {"first_batch", fit.first_batch},
-              {"last_batch", fit.last_batch},   {"worst_deviation", fit.worst_deviation},
-              {"worst_at", fit.worst_at},       {"reach", reach}};
+  Json steps = Json::array();
+  for (const MemoryStep& st : fit.steps) {
+    steps.push_back({{"from", st.from_batch},
+                     {"to", st.to_batch},
+                     {"from_bytes", st.from_bytes},
+                     {"to_bytes", st.to_bytes},
+                     {"beyond_line_bytes", st.beyond_line_bytes}});
+  }
+  Json at_changes = Json::array();
+  for (const MemoryAtChange& c : fit.at_changes) {
+    at_changes.push_back({{"from", c.from_batch},
+                          {"to", c.to_batch},
+                          {"change", c.drop ? "drop" : "rise"},
+                          {"beyond_line_bytes", c.beyond_line_bytes},
+                          {"stepped", c.stepped}});
+  }
+  return Json{{"fixed_bytes", fit.fixed_bytes},
+              {"bytes_per_sample", fit.bytes_per_sample},
+              {"points", fit.points},
+              {"first_batch", fit.first_batch},
+              {"last_batch", fit.last_batch},
+              {"line_points", fit.line_points},
+              {"worst_deviation", fit.worst_deviation},
+              {"worst_at", fit.worst_at},
+              {"reach", reach},
+              {"step_threshold_bytes", fit.step_threshold_bytes},
+              {"steps", steps},
+              {"at_changes", at_changes}};
 }
 
 }  // namespace batchscope

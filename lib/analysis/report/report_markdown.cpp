@@ -132,8 +132,11 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
     out << "**Jumps:** " << j.jumps.size() << " where the step time rises beyond the local trend (slope "
         << significant(j.slope_ms_per_sample, 3) << " ms per sample) and the noise ("
         << significant(j.noise_ms, 3) << " ms):\n\n";
-    out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise (%) | z | confidence |\n"
-        << "|---|---:|---:|---:|---:|---:|---|\n";
+    // Beside each jump, how the peak memory moved beyond its line (the Memory paragraph below).
+    const bool memory = g.memory && !g.memory->at_changes.empty();
+    out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise (%) | z | confidence |"
+        << (memory ? " peak memory beyond its line |" : "") << "\n"
+        << "|---|---:|---:|---:|---:|---:|---|" << (memory ? "---:|" : "") << "\n";
     for (const Jump& x : j.jumps) {
       out << "| " << jump_name(x) << " | " << significant(x.from_ms) << " | " << significant(x.to_ms) << " | "
           << significant(x.delta_ms, 3) << " | " << significant(x.delta_pct, 3) << " | "
@@ -141,14 +144,21 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
           << (x.passes > 0
                   ? ", in " + std::to_string(x.passes_with) + " of " + std::to_string(x.passes) + " passes"
                   : "")
-          << " |\n";
+          << " |";
+      if (memory) {
+        const std::string moved = memory_at_change_text(g, x);
+        out << " " << (moved.empty() ? "–" : moved) << " |";
+      }
+      out << "\n";
     }
     out << "\n";
   }
   if (!j.drops.empty()) {
     out << "**Drops** (step time falls beyond the noise, e.g. a faster algorithm from this size on): ";
     for (size_t i = 0; i < j.drops.size(); ++i) {
-      out << (i ? ", " : "") << jump_name(j.drops[i]) << " (" << significant(j.drops[i].delta_pct, 3) << "%)";
+      const std::string moved = memory_at_change_text(g, j.drops[i]);
+      out << (i ? ", " : "") << jump_name(j.drops[i]) << " (" << significant(j.drops[i].delta_pct, 3) << "%"
+          << (moved.empty() ? "" : "; peak memory beyond its line " + moved) << ")";
     }
     out << ".\n\n";
   }
