@@ -12,11 +12,13 @@ measured is copied to --copy-to. Exit codes: 0 all done, 3 stopped at the budget
 import argparse
 import concurrent.futures
 import gzip
+import hashlib
 import json
 import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -48,6 +50,10 @@ FALLBACK_RATE = (15e12, 50e12)
 # IEEE fp32 (tf32: off) runs on the GPU's fp32 units instead of its tensor cores: an H100's are about a
 # third of what its VGG16 reached in TF32.
 IEEE_FP32_SHARE = 0.35
+
+
+# The sweeps' plans (sweep --plan) of the last plan made, in the campaign's state directory.
+SWEEP_PLAN_CACHE = "sweep_plans.cache.json"
 
 
 class Campaign:
@@ -341,10 +347,20 @@ class Campaign:
             it["needs_data"] = it["id"] in ("mnist_train_vs_infer", "train_compare", "mnist_time_to_accuracy",
                                             "train_loop_b64", "train_loop_b8")
         # Each sweep's plan is a process of its own, most of it LibTorch's start: side by side, one a core.
+        # A plan made again (a command changed, an item added, --replan) takes the plans of the commands
+        # that did not change from the last one, made by the same batchscope on this machine.
+        cache_path = os.path.join(self.state_dir, SWEEP_PLAN_CACHE)
+        cached = load_json(cache_path, {})
+        identity = self.binary_identity()
+        cache = dict(cached.get("plans", {})) if cached.get("binary") == identity else {}
         sweeps = [it for it in fresh if it["kind"] == "sweep"]
+        taken = sum(self.plan_key(self.plan_args(it["argv"])) in cache for it in sweeps)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for it, plan in zip(sweeps, pool.map(lambda it: self.sweep_plan(it["argv"]), sweeps)):
+            for it, plan in zip(sweeps, pool.map(lambda it: self.sweep_plan(it["argv"], cache), sweeps)):
                 it["plan"] = plan
+        if sweeps:
+            self.log(f"sweep plans: {taken} of {len(sweeps)} taken from the last plan's, {len(sweeps) - taken} asked for")
+        save_json(cache_path, {"binary": identity, "plans": cache})
         # What is left of the kept items counts whole: a stopped sweep's remaining sizes are not known here.
         left_kept = sum(it["estimate_s"] for it in kept.values() if self.state.get(it["id"]) != "done")
         steps = None
@@ -382,12 +398,33 @@ class Campaign:
         gpus = env.get("gpus") or []
         return gpus[0]["name"] if gpus else "no GPU"
 
-    def sweep_plan(self, argv):
+    @staticmethod
+    def plan_args(argv):
+        """A sweep's command as its plan is asked for: without its output and --quiet."""
         args = [a for a in argv if a != "--quiet"]
         if "--out" in args:
             i = args.index("--out")
             del args[i:i + 2]
-        return json.loads(run_capture([self.bin] + args + ["--plan"]))
+        return args
+
+    @staticmethod
+    def plan_key(args):
+        # An experiment file named in the command is part of it: its text too.
+        files = {a: hashlib.sha256(open(a, "rb").read()).hexdigest() for a in args if os.path.isfile(a)}
+        return json.dumps([args, files], sort_keys=True)
+
+    def sweep_plan(self, argv, cache):
+        args = self.plan_args(argv)
+        key = self.plan_key(args)
+        if key not in cache:
+            cache[key] = json.loads(run_capture([self.bin] + args + ["--plan"]))
+        return cache[key]
+
+    def binary_identity(self):
+        """What a sweep's plan depends on besides its command: this machine and this build of batchscope."""
+        path = shutil.which(self.bin) or self.bin
+        st = os.stat(path)
+        return [socket.gethostname(), os.path.realpath(path), st.st_size, st.st_mtime_ns]
 
     # ---- running -----------------------------------------------------------------------------------
 
@@ -595,10 +632,11 @@ class Campaign:
 
     def kept_files(self):
         """The results' logs, records and reports: not pictures (plots are redrawn from their data), nor
-        weights (a training run's checkpoints and resume states, megabytes each; checkpoint.json stays)."""
+        weights (a training run's checkpoints and resume states, megabytes each; checkpoint.json stays),
+        nor the sweeps' plans kept for planning again on this machine."""
         for base, _, files in os.walk(self.results):
             for name in sorted(files):
-                if not name.endswith((".png", ".svg", ".pt")):
+                if not name.endswith((".png", ".svg", ".pt")) and name != SWEEP_PLAN_CACHE:
                     yield os.path.join(base, name)
 
     def copy_back(self):

@@ -75,9 +75,13 @@ json.dump(plan, open(sys.argv[1], "w"))
 PY
 "${campaign[@]}" --plan-only > "$work/changed.out" 2>&1
 rc=$?
+# The sweeps' commands are the campaign's as before, so their plans are the last plan's: no sweep is
+# asked for its plan again.
 if [ "$rc" -eq 0 ] && grep -q "commands changed for items not started (microbatch_resnet18, energy_zoo): planning again" "$work/changed.out" &&
-   ! grep -q -- "--an-old-option" "$work/r/campaign/plan.json"; then
-  ok "a command changed since the plan was made is planned again"
+   ! grep -q -- "--an-old-option" "$work/r/campaign/plan.json" &&
+   grep -Eq "sweep plans: ([0-9]+) of \1 taken from the last plan's, 0 asked for" "$work/changed.out" &&
+   grep -Eq "sweep plans: 0 of ([0-9]+) taken from the last plan's, \1 asked for" "$work/plan.out"; then
+  ok "a command changed since the plan was made is planned again, the sweeps' plans of the same commands kept"
 else
   fail "changed command: exit $rc, $(head -3 "$work/changed.out")"
 fi
@@ -130,7 +134,8 @@ cp "$jsonl" "$work/first.jsonl" 2>/dev/null
 listing="$(tar tzf "$work/copy.tar.gz" 2>&1)"
 grep -qx "r/vgg16_jumps/steps.jsonl" <<< "$listing" && grep -qx "r/campaign/plan.json" <<< "$listing" &&
   ! grep -q '\.png$' <<< "$listing" && [ ! -e "$work/copy.tar.gz.tmp" ] &&
-  ok "... and archived in one file, plots left out" || fail "--archive after the first run: $(head -3 <<< "$listing")"
+  [ -s "$work/r/campaign/sweep_plans.cache.json" ] && ! grep -q "sweep_plans.cache.json" <<< "$listing" &&
+  ok "... and archived in one file, plots and the kept sweep plans left out" || fail "--archive after the first run: $(head -3 <<< "$listing")"
 
 # Planning again keeps the commands of what was started (the stopped sweep resumes with its own) and
 # plans the rest anew: a mark put on one started and one untouched item shows which entries were kept.
