@@ -350,9 +350,14 @@ class Campaign:
         # A plan made again (a command changed, an item added, --replan) takes the plans of the commands
         # that did not change from the last one, made by the same batchscope on this machine.
         cache_path = os.path.join(self.state_dir, SWEEP_PLAN_CACHE)
-        cached = load_json(cache_path, {})
+        try:
+            cached = load_json(cache_path, {})
+        except ValueError:  # damaged: it is only a cache, made again below
+            cached = {}
+        if not isinstance(cached, dict):
+            cached = {}
         identity = self.binary_identity()
-        cache = dict(cached.get("plans", {})) if cached.get("binary") == identity else {}
+        cache = dict(cached.get("plans", {})) if identity is not None and cached.get("binary") == identity else {}
         sweeps = [it for it in fresh if it["kind"] == "sweep"]
         taken = sum(self.plan_key(self.plan_args(it["argv"])) in cache for it in sweeps)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -423,7 +428,10 @@ class Campaign:
     def binary_identity(self):
         """What a sweep's plan depends on besides its command: this machine and this build of batchscope."""
         path = shutil.which(self.bin) or self.bin
-        st = os.stat(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None  # no batchscope there: asking for a plan says so
         return [socket.gethostname(), os.path.realpath(path), st.st_size, st.st_mtime_ns]
 
     # ---- running -----------------------------------------------------------------------------------
