@@ -267,6 +267,14 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
       << report;
   EXPECT_NE(terminal_of(a).find("; the peak steps off it at 11→12, 12→13 and 16→17\n"), std::string::npos)
       << terminal_of(a);
+  // The plot marks each step at the first size after it.
+  const std::optional<PlotScript> plot = memory_plot(g);
+  ASSERT_TRUE(plot.has_value());
+  EXPECT_NE(plot->body.find("set arrow from first 17, graph 0 to first 17, graph 1 nohead"),
+            std::string::npos)
+      << plot->body;
+  EXPECT_NE(plot->body.find("set label '16→17 +400 MiB' at first 17"), std::string::npos) << plot->body;
+
   const Json json = analysis_to_json(a, {});
   const Json& memory = json["groups"][0]["memory"];
   ASSERT_EQ(memory["steps"].size(), 3u);
@@ -286,6 +294,7 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
   EXPECT_NE(plain_report.find("The jump 16→17 came with no step of the peak (within"), std::string::npos)
       << plain_report;
   EXPECT_EQ(terminal_of(plain).find("steps off it"), std::string::npos) << terminal_of(plain);
+  EXPECT_EQ(memory_plot(plain.groups[0])->body.find("set arrow"), std::string::npos);
 }
 
 // Logs without peaks (a CPU sweep before they were counted) get no memory line anywhere.

@@ -188,8 +188,20 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
   body += "set title " + gp_string(g.label) + "\n";
   body += std::string("set ylabel 'peak memory (") + (gib ? "GiB" : "MiB") + ")'\n";
   body += "set yrange [0:*]\n";
-  body += "set key left top opaque\n";
+  body += "set key right bottom opaque\n";  // below the line, clear of the steps' labels
   body += x_range(g.memory->first_batch, g.memory->last_batch);
+  // Each step off the line marked at the first size after it, as the time plot marks its jumps.
+  for (size_t i = 0; i < g.memory->steps.size(); ++i) {
+    const MemoryStep& step = g.memory->steps[i];
+    const std::string x = gp_number(static_cast<double>(step.to_batch));
+    const std::string text =
+        pair_name(step.from_batch, step.to_batch) + " " + signed_bytes_text(step.beyond_line_bytes);
+    const std::string y = gp_number(0.95 - 0.05 * static_cast<double>(i % 3));  // close steps' labels apart
+    body += "set arrow from first " + x + ", graph 0 to first " + x +
+            ", graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'\n";
+    body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
+            " left offset character 0.5,0 front tc rgb '#d62728'\n";
+  }
   std::vector<std::string> items = {
       gp_string(plot.name + ".dat") +
       " using 1:2 with linespoints pt 7 ps 0.9 lw 2 lc rgb '#9467bd' title 'peak memory'"};

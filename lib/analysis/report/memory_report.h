@@ -27,7 +27,7 @@ void write_memory_terminal(std::ostream& out, const GroupAnalysis& g);
 // step" where it passed the fit's step threshold; "" where a side has no peak or there is no line.
 std::string memory_at_change_text(const GroupAnalysis& g, const Jump& change);
 
-// "<id>_memory": the peaks against the batch size, with the line.
+// "<id>_memory": the peaks against the batch size, with the line and each step off it marked.
 std::optional<PlotScript> memory_plot(const GroupAnalysis& g);
 
 // analysis.json's "memory" object of a group.
