@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lib/analysis/robust_fit.h"
+#include "lib/common/statistics.h"
 
 namespace batchscope {
 namespace {
@@ -24,17 +25,10 @@ double beyond_line(const MemoryFit& fit, int64_t from_batch, int64_t from_bytes,
          fit.bytes_per_sample * static_cast<double>(to_batch - from_batch);
 }
 
-double median_of(std::vector<double> xs) {
-  if (xs.empty()) return 0;
-  const size_t half = xs.size() / 2;
-  std::nth_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(half), xs.end());
-  if (xs.size() % 2 == 1) return xs[half];
-  const double upper = xs[half];
-  return (*std::max_element(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(half)) + upper) / 2;
-}
-
-// The steps of the peak off the line between neighbouring sizes, and the threshold they passed.
+// The steps of the peak off the line of fit's slope between neighbouring sizes (at least two), and the
+// threshold they passed.
 void find_steps(MemoryFit& fit, const std::map<int64_t, int64_t>& peaks) {
+  fit.steps.clear();
   std::vector<MemoryStep> pairs;
   std::vector<double> moves, bytes;
   for (auto it = peaks.begin(), next = std::next(it); next != peaks.end(); ++it, ++next) {
@@ -43,7 +37,7 @@ void find_steps(MemoryFit& fit, const std::map<int64_t, int64_t>& peaks) {
     moves.push_back(std::fabs(move));
   }
   for (const auto& [batch, peak] : peaks) bytes.push_back(static_cast<double>(peak));
-  fit.step_threshold_bytes = std::max(8 * median_of(moves), 0.01 * median_of(bytes));
+  fit.step_threshold_bytes = std::max(8 * median(moves), 0.01 * median(bytes));
   for (const MemoryStep& s : pairs) {
     if (std::fabs(s.beyond_line_bytes) > fit.step_threshold_bytes) fit.steps.push_back(s);
   }
@@ -75,7 +69,7 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
   for (auto it = by_batch.begin(), next = std::next(it); next != by_batch.end(); ++it, ++next)
     slopes.push_back(static_cast<double>(next->second - it->second) /
                      static_cast<double>(next->first - it->first));
-  fit.bytes_per_sample = median_of(slopes);
+  fit.bytes_per_sample = median(slopes);
   find_steps(fit, by_batch);
   // The line through the sizes whose peaks sit at the level of the largest size's, the steps between
   // them summed (the workspaces that larger batches run with; an odd size's step up and back cancel),
@@ -104,8 +98,7 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
   const LineFit line = theil_sen(xs, ys);
   fit.fixed_bytes = line.intercept;
   fit.bytes_per_sample = line.slope;
-  fit.steps.clear();
-  find_steps(fit, by_batch);
+  find_steps(fit, by_batch);  // again, beyond the line's own slope
   for (size_t i = 0; i < xs.size(); ++i) {
     const double deviation = std::fabs(ys[i] - (line.intercept + line.slope * xs[i])) / ys[i];
     if (deviation > fit.worst_deviation || fit.worst_at == 0) {

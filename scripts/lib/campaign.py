@@ -359,9 +359,10 @@ class Campaign:
         identity = self.binary_identity()
         cache = dict(cached.get("plans", {})) if identity is not None and cached.get("binary") == identity else {}
         sweeps = [it for it in fresh if it["kind"] == "sweep"]
-        taken = sum(self.plan_key(self.plan_args(it["argv"])) in cache for it in sweeps)
+        asks = [(args, self.plan_key(args)) for args in (self.plan_args(it["argv"]) for it in sweeps)]
+        taken = sum(key in cache for _, key in asks)
         with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for it, plan in zip(sweeps, pool.map(lambda it: self.sweep_plan(it["argv"], cache), sweeps)):
+            for it, plan in zip(sweeps, pool.map(lambda ask: self.sweep_plan(*ask, cache), asks)):
                 it["plan"] = plan
         if sweeps:
             self.log(f"sweep plans: {taken} of {len(sweeps)} taken from the last plan's, {len(sweeps) - taken} asked for")
@@ -418,9 +419,7 @@ class Campaign:
         files = {a: hashlib.sha256(open(a, "rb").read()).hexdigest() for a in args if os.path.isfile(a)}
         return json.dumps([args, files], sort_keys=True)
 
-    def sweep_plan(self, argv, cache):
-        args = self.plan_args(argv)
-        key = self.plan_key(args)
+    def sweep_plan(self, args, key, cache):
         if key not in cache:
             cache[key] = json.loads(run_capture([self.bin] + args + ["--plan"]))
         return cache[key]
