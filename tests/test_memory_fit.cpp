@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <utility>
@@ -47,7 +48,8 @@ TEST(MemoryFit, TheLineIsRecoveredPastAnOddSizeAndReadAtEachMemory) {
   ASSERT_EQ(fit->steps.size(), 2u);
   EXPECT_EQ(fit->steps[0].to_batch, 12);
   EXPECT_EQ(fit->steps[1].from_batch, 12);
-  EXPECT_EQ(fit->line_points, 31);
+  ASSERT_EQ(fit->line_batches.size(), 31u);
+  EXPECT_FALSE(std::binary_search(fit->line_batches.begin(), fit->line_batches.end(), 12));
   EXPECT_EQ(fit->worst_deviation, 0.0);
   // The device's own memory first, (12288 - 500) / 20 = 589.4, then 16, 24, 40, 48 and 80 GiB.
   ASSERT_EQ(fit->reach.size(), 6u);
@@ -164,7 +166,7 @@ TEST_F(AnalyzeTest, PeakMemoryIsALineReadAtTheGpusMemory) {
   EXPECT_NE(report.find("Peak memory ≈ 500 MiB + 20.0 MiB × batch size"), std::string::npos) << report;
   EXPECT_NE(
       report.find("at 32 sizes, 1–32; the line by Theil–Sen through the 31 whose peaks sit at the largest "
-                  "size's level):"),
+                  "size's level, 1–11 and 13–32):"),
       std::string::npos)
       << report;
   EXPECT_NE(
@@ -243,14 +245,16 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
   // of the larger workspace (17 on, and 12, which sits at its level), which a line through all of them
   // would tilt towards.
   ASSERT_EQ(g.memory->steps.size(), 3u);
-  EXPECT_EQ(g.memory->line_points, 17);
+  std::vector<int64_t> line_batches = {12};
+  for (int64_t b = 17; b <= 32; ++b) line_batches.push_back(b);
+  EXPECT_EQ(g.memory->line_batches, line_batches);
   EXPECT_DOUBLE_EQ(g.memory->bytes_per_sample, 20.0 * kMiB);
   EXPECT_DOUBLE_EQ(g.memory->fixed_bytes, 900.0 * kMiB);
 
   const std::string report = report_of(a);
   EXPECT_NE(
       report.find("steps at 32 sizes, 1–32; the line by Theil–Sen through the 17 whose peaks sit at the "
-                  "largest size's level):"),
+                  "largest size's level, 12 and 17–32):"),
       std::string::npos)
       << report;
   EXPECT_NE(report.find("Peak memory ≈ 900 MiB + 20.0 MiB × batch size"), std::string::npos) << report;
@@ -274,6 +278,10 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
             std::string::npos)
       << plot->body;
   EXPECT_NE(plot->body.find("set label '16→17 +400 MiB' at first 17"), std::string::npos) << plot->body;
+  // The sizes the line runs through filled, the others open: a third column says which.
+  EXPECT_NE(plot->data.find("\n11 720 0\n12 1140 1\n13 760 0\n"), std::string::npos) << plot->data;
+  EXPECT_NE(plot->data.find("\n17 1240 1\n"), std::string::npos) << plot->data;
+  EXPECT_NE(plot->body.find("using 1:($3 > 0 ? 1/0 : $2) with points pt 6"), std::string::npos) << plot->body;
 
   const Json json = analysis_to_json(a, {});
   const Json& memory = json["groups"][0]["memory"];
@@ -281,6 +289,8 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
   EXPECT_EQ(memory["steps"][2]["from"], 16);
   EXPECT_EQ(memory["at_changes"][0]["change"], "rise");
   EXPECT_EQ(memory["at_changes"][0]["stepped"], true);
+  EXPECT_EQ(memory["line_points"], 17);
+  EXPECT_EQ(memory["line_batches"], Json(line_batches));
 
   // The same jump with peaks on the line: no step anywhere, and the jump left the memory alone.
   log.point_fields = [](int64_t b) { return Json{{"peak_memory_bytes", 500 * kMiB + 20 * kMiB * b}}; };
@@ -295,6 +305,7 @@ TEST_F(AnalyzeTest, AJumpSaysWhetherThePeakMemoryStepsWithIt) {
       << plain_report;
   EXPECT_EQ(terminal_of(plain).find("steps off it"), std::string::npos) << terminal_of(plain);
   EXPECT_EQ(memory_plot(plain.groups[0])->body.find("set arrow"), std::string::npos);
+  EXPECT_EQ(memory_plot(plain.groups[0])->body.find("off the line"), std::string::npos);
 }
 
 // Logs without peaks (a CPU sweep before they were counted) get no memory line anywhere.

@@ -94,7 +94,7 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
     xs = all_xs;
     ys = all_ys;
   }
-  fit.line_points = static_cast<int>(xs.size());
+  fit.line_batches.assign(xs.begin(), xs.end());
   const LineFit line = theil_sen(xs, ys);
   fit.fixed_bytes = line.intercept;
   fit.bytes_per_sample = line.slope;

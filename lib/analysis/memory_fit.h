@@ -54,8 +54,8 @@ struct MemoryFit {
   int64_t first_batch = 0, last_batch = 0;
   // The sizes the line runs through: those whose peaks sit at the largest size's level, the steps off
   // it between them summed (the workspaces larger batches run with), where they are at least
-  // kMemoryFitMinPoints; else all of them.
-  int line_points = 0;
+  // kMemoryFitMinPoints; else all of them. Ascending.
+  std::vector<int64_t> line_batches;
   // The measured peak of the line's sizes farthest from it, as |measured - line| / measured, and its
   // batch size: a size whose library workspace differs (cuDNN's algorithm choice) stands out here.
   double worst_deviation = 0;
@@ -80,7 +80,7 @@ inline constexpr int kMemoryFitMinPoints = 3;
 inline constexpr int64_t kCommonGpuMemoryGiB[] = {16, 24, 40, 48, 80};
 
 // The line through (batch size, peak bytes): the steps off it found with the median growth between
-// neighbouring sizes, then Theil–Sen through the sizes at the largest size's level (line_points), robust
+// neighbouring sizes, then Theil–Sen through the sizes at the largest size's level (line_batches), robust
 // to the odd size whose workspace differs; none with fewer than kMemoryFitMinPoints distinct sizes.
 std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t>>& peaks,
                                     const std::optional<MemoryCapacity>& own, bool gpu);

@@ -35,6 +35,34 @@ std::string signed_bytes_text(double bytes) { return (bytes < 0 ? "−" : "+") +
 
 std::string pair_name(int64_t from, int64_t to) { return std::to_string(from) + "→" + std::to_string(to); }
 
+// The sizes with a whole peak, ascending: those the fit saw.
+std::vector<int64_t> peak_batches(const GroupAnalysis& g) {
+  std::vector<int64_t> batches;
+  for (const PointStats& p : g.points)
+    if (p.peak_memory_bytes && !p.chunk) batches.push_back(p.batch_size);
+  std::sort(batches.begin(), batches.end());
+  return batches;
+}
+
+// The line's sizes as runs of neighbouring measured sizes: "30–70", "1–22, 24–70".
+std::string line_batches_text(const MemoryFit& fit, const std::vector<int64_t>& measured) {
+  std::vector<std::string> runs;
+  size_t i = 0;
+  while (i < measured.size()) {
+    if (!std::binary_search(fit.line_batches.begin(), fit.line_batches.end(), measured[i])) {
+      ++i;
+      continue;
+    }
+    size_t last = i;
+    while (last + 1 < measured.size() &&
+           std::binary_search(fit.line_batches.begin(), fit.line_batches.end(), measured[last + 1]))
+      ++last;
+    runs.push_back(std::to_string(measured[i]) + (last > i ? "–" + std::to_string(measured[last]) : ""));
+    i = last + 1;
+  }
+  return listed(runs);
+}
+
 // "the drop 22→23 (−433 MiB)", or without the amount: "the jumps 16→17 and 24→25".
 std::string changes_text(const std::vector<const MemoryAtChange*>& changes, bool amounts) {
   std::vector<std::string> jumps, drops;
@@ -93,11 +121,13 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
   if (!g.memory) return;
   const MemoryFit& fit = *g.memory;
   const bool gpu = g.identity.contains("cuda");
+  const int line_points = static_cast<int>(fit.line_batches.size());
   out << "**Memory** (the most LibTorch's " << (gpu ? "caching allocator" : "CPU allocator")
       << " held during each batch size's steps at " << fit.points << " sizes, " << fit.first_batch << "–"
       << fit.last_batch << "; the line by Theil–Sen through "
-      << (fit.line_points < fit.points
-              ? "the " + std::to_string(fit.line_points) + " whose peaks sit at the largest size's level"
+      << (line_points < fit.points
+              ? "the " + std::to_string(line_points) + " whose peaks sit at the largest size's level, " +
+                    line_batches_text(fit, peak_batches(g))
               : std::string("all of them"))
       << "):\n\n";
   embed_plot(out, plots, plot_dir, g.id + "_memory", "peak memory vs batch size");
@@ -108,10 +138,10 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
     return;
   }
   out << "Peak memory ≈ " << line_text(fit, " × batch size") << ", i.e. " << bytes_text(fit.bytes_per_sample)
-      << " per extra sample; every peak " << (fit.line_points < fit.points ? "it runs through" : "measured")
+      << " per extra sample; every peak " << (line_points < fit.points ? "it runs through" : "measured")
       << " lies within " << significant(100 * fit.worst_deviation, 2)
       << "% of the line (the farthest at batch " << fit.worst_at << ")"
-      << (fit.line_points < fit.points ? "; the other sizes ran with other workspaces (the steps below)" : "")
+      << (line_points < fit.points ? "; the other sizes ran with other workspaces (the steps below)" : "")
       << ".";
   // "Extended, it reaches batch 1979 within NVIDIA H200's memory (140 GiB), and on a GPU of 16 GiB
   // batch 212, 24 GiB 326, ..."
@@ -177,13 +207,16 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
   }
   const bool gib = most > (int64_t{2} << 30);
   const double unit = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
-  PlotScript plot{g.id + "_memory", "# batch_size peak_memory_" + std::string(gib ? "gib" : "mib") + "\n",
-                  ""};
+  PlotScript plot{g.id + "_memory",
+                  "# batch_size peak_memory_" + std::string(gib ? "gib" : "mib") + " on_line\n", ""};
+  const std::vector<int64_t>& line = g.memory->line_batches;
   for (const PointStats& p : g.points) {
     if (p.peak_memory_bytes && !p.chunk)
       plot.data += std::to_string(p.batch_size) + " " +
-                   gp_number(static_cast<double>(*p.peak_memory_bytes) / unit) + "\n";
+                   gp_number(static_cast<double>(*p.peak_memory_bytes) / unit) + " " +
+                   (std::binary_search(line.begin(), line.end(), p.batch_size) ? "1" : "0") + "\n";
   }
+  const bool all_on_line = static_cast<int>(line.size()) == g.memory->points;
   std::string& body = plot.body;
   body += "set title " + gp_string(g.label) + "\n";
   body += std::string("set ylabel 'peak memory (") + (gib ? "GiB" : "MiB") + ")'\n";
@@ -202,9 +235,19 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
     body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
             " left offset character 0.5,0 front tc rgb '#d62728'\n";
   }
-  std::vector<std::string> items = {
-      gp_string(plot.name + ".dat") +
-      " using 1:2 with linespoints pt 7 ps 0.9 lw 2 lc rgb '#9467bd' title 'peak memory'"};
+  // Filled where the line runs through the size, open where the size ran with another workspace.
+  const std::string data = gp_string(plot.name + ".dat");
+  std::vector<std::string> items;
+  if (all_on_line) {
+    items.push_back(data +
+                    " using 1:2 with linespoints pt 7 ps 0.9 lw 2 lc rgb '#9467bd' title 'peak memory'");
+  } else {
+    items.push_back(data + " using 1:2 with lines lw 2 lc rgb '#9467bd' notitle");
+    items.push_back(data + " using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.9 lc rgb '#9467bd' " +
+                    "title 'peak memory, a size of the line'");
+    items.push_back(data + " using 1:($3 > 0 ? 1/0 : $2) with points pt 6 ps 1.1 lw 1.5 lc rgb '#9467bd' " +
+                    "title 'peak memory, off the line'");
+  }
   items.push_back("(" + gp_number(g.memory->fixed_bytes / unit) + ") + (" +
                   gp_number(g.memory->bytes_per_sample / unit) +
                   ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'line (Theil–Sen)'");
@@ -241,7 +284,8 @@ Json memory_json(const MemoryFit& fit) {
               {"points", fit.points},
               {"first_batch", fit.first_batch},
               {"last_batch", fit.last_batch},
-              {"line_points", fit.line_points},
+              {"line_points", fit.line_batches.size()},
+              {"line_batches", fit.line_batches},
               {"worst_deviation", fit.worst_deviation},
               {"worst_at", fit.worst_at},
               {"reach", reach},
