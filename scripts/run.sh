@@ -4,7 +4,7 @@
 # analysis against them (report, analysis.json, plots). Extra arguments go to `batchscope sweep`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/setup.sh
+scripts/setup.sh --program-only  # the tests and benchmarks are scripts/test.sh's
 out=runs/quick
 device=auto
 previous=""

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what batchscope needs from Debian's packages (only what is missing), then configures and
-# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--packages-only]
+# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--program-only | --packages-only]
 #   --bench adds PyTorch for Python (the reference of build/bench_overhead) and pandas (a test reads logs
 #   with it as the README shows); --cluster adds Slurm, munge and the Kubernetes client's models, which
-#   the cluster tests run a single-node Slurm with and check manifests against; --packages-only installs
+#   the cluster tests run a single-node Slurm with and check manifests against; --program-only builds
+#   build/batchscope alone (not the tests and benchmarks: about half the build); --packages-only installs
 #   and does not build.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -12,12 +13,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(g++ cmake make python3 libtorch-dev libyaml-cpp-dev libspdlog-dev libcxxopts-dev nlohmann-json3-dev
           libgtest-dev gnuplot-nox libopenblas0-openmp zlib1g-dev)
 build=1
+targets=()
 for a in "$@"; do
   case "$a" in
     --bench) packages+=(python3-torch python3-pandas) ;;
     --cluster) packages+=(slurmctld slurmd slurm-client munge python3-kubernetes) ;;
+    --program-only) targets=(--target batchscope) ;;
     --packages-only) build=0 ;;
-    *) echo "setup.sh: unknown option $a; use --bench, --cluster and/or --packages-only" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option $a; use --bench, --cluster, --program-only or --packages-only" >&2; exit 2 ;;
   esac
 done
 
@@ -27,7 +30,7 @@ install_missing "${packages[@]}"
 
 jobs="$(nproc)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null
-cmake --build build -j "$jobs"
+cmake --build build -j "$jobs" "${targets[@]}"
 echo "setup: built build/batchscope"
 # Bash completion made from the program's own options, where bash-completion looks for a user's own.
 completions="${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions"
