@@ -1,0 +1,24 @@
+set encoding utf8
+set terminal pngcairo size 1000,600 noenhanced font 'sans,10'
+set output 'transformer_train_fp32_nvidia_h200_memory.png'
+set grid
+set xlabel 'batch size (samples)'
+set offsets 0, 0, graph 0.05, 0
+set title 'transformer train fp32 · NVIDIA H200'
+set ylabel 'peak memory (GiB)'
+set yrange [0:*]
+set key right bottom opaque
+set logscale x
+set xrange [0.833333333333:614.4]
+set arrow from first 2, graph 0 to first 2, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
+set label '1→2 −137 MiB' at first 2, graph 0.95 left offset character 0.5,0 front tc rgb '#d62728'
+set arrow from first 4, graph 0 to first 4, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
+set label '2→4 −112 MiB' at first 4, graph 0.9 left offset character 0.5,0 front tc rgb '#d62728'
+plot 'transformer_train_fp32_nvidia_h200_memory.dat' using 1:2 with lines lw 2 lc rgb '#9467bd' notitle, \
+     'transformer_train_fp32_nvidia_h200_memory.dat' using 1:($3 > 0 ? $2 : 1/0) with points pt 7 ps 0.9 lc rgb '#9467bd' title 'peak memory, a size of the line', \
+     'transformer_train_fp32_nvidia_h200_memory.dat' using 1:($3 > 0 ? 1/0 : $2) with points pt 6 ps 1.1 lw 1.5 lc rgb '#9467bd' title 'peak memory, off the line', \
+     (0.311692021787) + (0.134261048585) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'line (Theil–Sen)'
+set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
+set output 'transformer_train_fp32_nvidia_h200_memory.svg'
+replot
+unset output
