@@ -14,19 +14,6 @@
 namespace batchscope {
 namespace {
 
-// The forward FLOPs of one sample of an experiment's model.
-double forward_flops(const ExperimentConfig& e) {
-  const models::ModelSpec* spec = experiment_model(e);
-  if (spec == nullptr)
-    throw UserError(
-        located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
-  try {
-    return spec->forward_flops(e.input_shape, e.classes);
-  } catch (const std::invalid_argument& error) {
-    throw UserError(located_value(e, "input", error.what(), ""));
-  }
-}
-
 // FNV-1a over the text: the same experiments and shard count give the same id on every machine.
 std::string hash_id(const std::string& text) {
   uint64_t h = 14695981039346656037ULL;
@@ -76,7 +63,7 @@ ShardPlanRecord plan_shards(const SweepConfig& config, int count) {
                                     "once a GPU has been searched, so they cannot be shared out in advance",
                                     "give its sizes (e.g. batch: 1:256), or run it without --shard"));
     }
-    const double forward = forward_flops(e);
+    const double forward = experiment_forward_flops(e);
     for (std::size_t p = 0; p < e.batch_sizes.size(); ++p) units.push_back({i, p, batch_cost(e, forward, e.batch_sizes[p])});
     experiments.push_back(to_json(e));
   }

@@ -68,6 +68,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,32 @@ std::string device_fix(const std::string& device) {
 const models::ModelSpec* experiment_model(const ExperimentConfig& e) {
   if (!e.model_file) return models::find_model(e.model);
   return models::find_model(e.model, e.model_file->input, e.model_file->vocab);
+}
+
+const models::ModelSpec& known_experiment_model(const ExperimentConfig& e) {
+  const models::ModelSpec* spec = experiment_model(e);
+  if (spec == nullptr)
+    throw UserError(
+        located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
+  return *spec;
+}
+
+std::string input_key(const ExperimentConfig& e) {
+  for (const char* key : {"input", "seq_len", "data"}) {
+    if (e.origins.count(key)) return key;
+  }
+  return "model";
+}
+
+double experiment_forward_flops(const ExperimentConfig& e) {
+  const models::ModelSpec& spec = known_experiment_model(e);
+  try {
+    return spec.forward_flops(e.input_shape, e.classes);
+  } catch (const std::invalid_argument& bad) {
+    std::string reason = bad.what();  // a sentence of the model's own that already says what it needs
+    if (!reason.empty() && reason.back() == '.') reason.pop_back();
+    throw UserError(located_value(e, input_key(e), reason, ""));
+  }
 }
 
 std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,

@@ -144,6 +144,17 @@ const models::ModelSpec* experiment_model(const ExperimentConfig& e);
 std::string located_value(const ExperimentConfig& e, const std::string& key, const std::string& problem,
                           const std::string& fix);
 
+// experiment_model, or a UserError at the experiment's `model` that names the nearest one.
+const models::ModelSpec& known_experiment_model(const ExperimentConfig& e);
+
+// One sample's forward FLOPs of the experiment's model at its input and classes, or a UserError, in the
+// model's own sentence of what it needs, at the line that set the input (input, seq_len or data; else
+// the model).
+double experiment_forward_flops(const ExperimentConfig& e);
+
+// The key of the line that set the experiment's input: input, seq_len or data, else model.
+std::string input_key(const ExperimentConfig& e);
+
 nlohmann::json to_json(const ExperimentConfig& e);
 ExperimentConfig experiment_from_json(const nlohmann::json& j);  // inverse of to_json
 // An experiment record (or an object holding them as "experiments") without what follows from a

@@ -14,13 +14,6 @@ namespace batchscope {
 namespace {
 
 // The key whose value decides the input shape: the input given, else the sequence length, else the model.
-std::string input_key(const ExperimentConfig& e) {
-  for (const char* key : {"input", "seq_len", "data"}) {
-    if (e.origins.count(key)) return key;
-  }
-  return "model";
-}
-
 // Whether `key`'s value (or, for a default, the experiment) came from the command line.
 bool from_command_line(const ExperimentConfig& e, const std::string& key) {
   auto found = e.origins.find(key);
@@ -38,20 +31,10 @@ std::string setting(const ExperimentConfig& e, const std::string& key, const std
 }
 
 void check_experiment(const ExperimentConfig& e) {
-  const models::ModelSpec* spec = experiment_model(e);
-  if (spec == nullptr) {
-    throw UserError(
-        located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
-  }
-  int64_t smallest = 1;
-  try {
-    spec->forward_flops(e.input_shape, e.classes);
-    if (e.phase == Phase::Train) smallest = models::smallest_train_batch(*spec, e.input_shape, e.classes);
-  } catch (const std::invalid_argument& bad) {
-    std::string reason = bad.what();  // a sentence of the model's own that already says what it needs
-    if (!reason.empty() && reason.back() == '.') reason.pop_back();
-    throw UserError(located_value(e, input_key(e), reason, ""));
-  }
+  experiment_forward_flops(e);  // refuses an unknown model, or an input the model cannot take
+  const int64_t smallest = e.phase == Phase::Train ? models::smallest_train_batch(known_experiment_model(e),
+                                                                                  e.input_shape, e.classes)
+                                                   : 1;
   const int64_t first = e.batch_to_max ? e.batch_to_max->from
                         : e.batch_sizes.empty() ? smallest
                                                 : *std::min_element(e.batch_sizes.begin(), e.batch_sizes.end());
