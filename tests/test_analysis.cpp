@@ -306,6 +306,12 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
   EXPECT_NE(report.str().find("| 32→33 |"), std::string::npos);
   EXPECT_NE(report.str().find("Plots were skipped: none wanted"), std::string::npos);
   EXPECT_NE(report.str().find("**Periodicity:** " + a.groups[0].periodicity.verdict), std::string::npos);
+  // The best of the 19 k tried (2..20): (2/39)² for k = 16 alone, 19 times that for the best of them.
+  EXPECT_EQ(a.groups[0].periodicity.periods_tried, 19);
+  EXPECT_NE(
+      report.str().find("| 16 (best fit) | 2 of 2 | 2 of 2 | 0.0026 (0.050 for the best of 19 k) | 1.0 |"),
+      std::string::npos)
+      << report.str();
   EXPECT_NE(terminal.str().find("16→17"), std::string::npos) << terminal.str();
   EXPECT_NE(
       report.str().find("**Multiples of 16:** the pattern holds: 2 of 2 jumps fall on a multiple of 16, and "

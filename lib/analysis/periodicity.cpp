@@ -253,6 +253,7 @@ Periodicity analyze_periodicity(const std::vector<Jump>& jumps,
   // The best of many k fits by chance more often than any one k: Bonferroni over the k tried.
   result.periodic = result.best && result.best->jumps_on_multiples >= kMinHits &&
                     result.best->score >= kMinScore && result.best->p_value * tried < kMaxPValue;
+  result.periods_tried = tried;
   result.verdict = verdict(jumps, measured_batches, result, tried);
   return result;
 }

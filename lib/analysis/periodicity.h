@@ -39,6 +39,7 @@ struct RisesAfterMultiples {
 struct Periodicity {
   std::vector<PeriodCheck> tested;  // k = 8, 16, 32, 64
   std::optional<PeriodCheck> best;  // the best-fitting k over 2..half the range, if any jump
+  int periods_tried = 0;            // the k that best was chosen among (its p_value is that of one k)
   // best is convincing: >= 2 hits, score >= 0.5, and p_value times the number of k tried < 0.01
   // (Bonferroni: without it, 3.3% of sets of 4 random jumps in 1..70 passed).
   bool periodic = false;

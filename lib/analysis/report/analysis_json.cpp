@@ -185,6 +185,7 @@ Json group_json(const GroupAnalysis& g) {
              {"periodicity",
               {{"tested", tested},
                {"best", g.periodicity.best ? period_json(*g.periodicity.best) : Json(nullptr)},
+               {"periods_tried", g.periodicity.periods_tried},
                {"periodic", g.periodicity.periodic},
                {"verdict", g.periodicity.verdict},
                {"after_multiples", after_multiples}}},

@@ -261,13 +261,18 @@ void write_periodicity(std::ostream& out, const Periodicity& p) {
   if (p.tested.empty() || p.tested.front().jumps == 0) return;
   out << "| k | jumps on multiples of k | multiples of k with a jump | p (chance) | score |\n"
       << "|---:|---:|---:|---:|---:|\n";
-  auto row = [&](const PeriodCheck& c, const char* note) {
+  auto row = [&](const PeriodCheck& c, const std::string& note, const std::string& p_note) {
     out << "| " << c.k << note << " | " << c.jumps_on_multiples << " of " << c.jumps << " | "
         << c.multiples_with_jump << " of " << c.multiples_in_range << " | " << significant(c.p_value, 2)
-        << " | " << significant(c.score, 2) << " |\n";
+        << p_note << " | " << significant(c.score, 2) << " |\n";
   };
-  for (const PeriodCheck& c : p.tested) row(c, "");
-  if (p.best) row(*p.best, " (best fit)");
+  for (const PeriodCheck& c : p.tested) row(c, "", "");
+  // The best of many k: its chance is that of any of them fitting as well (Bonferroni), as the verdict
+  // judges it.
+  if (p.best)
+    row(*p.best, " (best fit)",
+        " (" + significant(std::min(1.0, p.best->p_value * p.periods_tried), 2) + " for the best of " +
+            std::to_string(p.periods_tried) + " k)");
   out << "\n";
 }
 
