@@ -72,6 +72,8 @@ class Campaign:
     def log(self, message):
         line = f"[{time.strftime('%H:%M:%S')} +{time.monotonic() - self.start:5.0f}s] {message}"
         print(line, flush=True)
+        if self.a.analyze_only:  # the log is the runs' own: analysing them again here adds nothing to it
+            return
         with open(self.log_path, "a") as f:
             f.write(line + "\n")
 

@@ -346,9 +346,10 @@ rc=$?
 written_first="$(find "$work/r" -newer "$work/before-moved" -type f | head -3)"
 if [ "$rc" -eq 0 ] && [ -z "$written_first" ] && grep -q "^analysed $work/moved/vgg16_jumps$" "$work/moved.out" &&
    [ "$work/moved/energy_zoo/analysis/report.md" -nt "$work/before-moved" ] &&
+   cmp -s "$work/r/campaign/log.txt" "$work/moved/campaign/log.txt" &&
    grep -q "$work/moved/peak.jsonl:1" "$work/moved/mnist_train_vs_infer/analysis/report.md" &&
    ! grep -q "$work/r/peak" "$work/moved/mnist_train_vs_infer/analysis/report.md"; then
-  ok "moved results are analysed where they are, the first place untouched"
+  ok "moved results are analysed where they are, the first place untouched, the runs' log as it was"
 else
   fail "moved results: exit $rc, written in the first place: '$written_first', $(head -3 "$work/moved.out")"
 fi
