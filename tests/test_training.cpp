@@ -1451,7 +1451,10 @@ TEST_F(Training, EachEpochsEnergyAboveIdleIsItsEnergyLessTheIdleDrawOverItsTrain
   };
   const TrainingOutcome run = train_model(o);
   ASSERT_TRUE(run.idle.has_value());
-  EXPECT_NEAR(run.idle->avg_power_w, 30, 0.6);
+  // 30 W, and a little more where the baseline began late on a loaded machine (each ms of its 250 ms
+  // window taken from the 50 W after it adds 0.08 W): up to 25 ms late.
+  EXPECT_GE(run.idle->avg_power_w, 30 - 0.01);
+  EXPECT_LT(run.idle->avg_power_w, 32);
   ASSERT_EQ(run.epochs.size(), 2u);
   const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
   EXPECT_EQ(records[0]["power"]["idle"]["power_w"], run.idle->avg_power_w);
@@ -1460,7 +1463,9 @@ TEST_F(Training, EachEpochsEnergyAboveIdleIsItsEnergyLessTheIdleDrawOverItsTrain
     ASSERT_TRUE(e.energy_j && e.idle_power_w);
     EXPECT_EQ(*e.idle_power_w, run.idle->avg_power_w);
     ASSERT_TRUE(e.energy_above_idle_j());
-    EXPECT_NEAR(*e.energy_above_idle_j(), 20 * e.epoch_seconds, 0.05 * 20 * e.epoch_seconds);
+    // The epoch draws 50 W throughout: above the baseline, 50 W less what the baseline measured.
+    const double above_w = 50 - run.idle->avg_power_w;
+    EXPECT_NEAR(*e.energy_above_idle_j(), above_w * e.epoch_seconds, 0.05 * above_w * e.epoch_seconds);
     EXPECT_EQ(records[static_cast<std::size_t>(i) + 1]["energy_above_idle_j"], *e.energy_above_idle_j());
   }
   const EpochResult back = training_parts::read_earlier_run(o.out_dir).epochs[1];
