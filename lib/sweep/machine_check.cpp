@@ -13,7 +13,6 @@
 namespace batchscope {
 namespace {
 
-// The key whose value decides the input shape: the input given, else the sequence length, else the model.
 // Whether `key`'s value (or, for a default, the experiment) came from the command line.
 bool from_command_line(const ExperimentConfig& e, const std::string& key) {
   auto found = e.origins.find(key);
