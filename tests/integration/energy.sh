@@ -53,7 +53,7 @@ for p in points:
     assert abs(p["idle_power_w"] - idle) < 1e-9, p
 print("idle %.1f W, points %s W" % (idle, [round(p["avg_power_w"], 1) for p in points]))
 PY
-head -1 "$work/e/steps.csv" | grep -q "j_per_sample" || fail "steps.csv has no energy columns"
+grep -q "j_per_sample" <<< "$(head -1 "$work/e/steps.csv")" || fail "steps.csv has no energy columns"
 expect 0 "analyze shows the energy" "written: .*report.md" analyze "$work/e" --out "$work/e_analysis"
 grep -qi "^#.*energy" "$work/e_analysis/report.md" || fail "report.md has no energy section"
 python3 - "$work/e_analysis/analysis.json" <<'PY' || fail "analysis.json has no most energy-efficient batch size"

@@ -75,7 +75,7 @@ else
   fail "--version does not print $version: $(head -3 "$work/version")"
 fi
 sweep_rc="$(cat "$work/sweep.rc")"
-if [ "$sweep_rc" -eq 0 ] && tail -1 "$work/run/steps.jsonl" 2> /dev/null | grep -Eq '"type": ?"end"'; then
+if [ "$sweep_rc" -eq 0 ] && grep -Eq '"type": ?"end"' <<< "$(tail -1 "$work/run/steps.jsonl" 2> /dev/null)"; then
   ok "a one-step sweep on the CPU, its log complete"
 else
   fail "the sweep: exit $sweep_rc, $(tail -3 "$work/sweep.log"), last record: $(tail -1 "$work/run/steps.jsonl" 2>&1)"

@@ -76,16 +76,16 @@ export SLURM_CONF="$cluster/slurm.conf"
 slurmctld -f "$SLURM_CONF" || skip "slurmctld does not start here: $(tail -3 "$cluster/log/slurmctld.log")"
 slurmd -f "$SLURM_CONF" || skip "slurmd does not start here: $(tail -3 "$cluster/log/slurmd.log")"
 for _ in $(seq 1 60); do
-  sinfo -h -o %T 2> /dev/null | grep -q idle && break
+  grep -q idle <<< "$(sinfo -h -o %T 2> /dev/null)" && break
   sleep 0.5
 done
-sinfo -h -o %T | grep -q idle || skip "the node never became idle: $(tail -3 "$cluster/log/slurmctld.log")"
+grep -q idle <<< "$(sinfo -h -o %T)" || skip "the node never became idle: $(tail -3 "$cluster/log/slurmctld.log")"
 ok "a single-node Slurm on $host: $(sinfo -h -o '%P %D node(s) %c CPUs %T')"
 
 # wait_job ID: until the job has left the queue (at most 5 minutes).
 wait_job() {
   for _ in $(seq 1 600); do
-    squeue -h -j "$1" 2> /dev/null | grep -q . || return 0
+    [ -n "$(squeue -h -j "$1" 2> /dev/null)" ] || return 0
     sleep 0.5
   done
   fail "job $1 still queued after 5 minutes: $(squeue -j "$1")"
