@@ -60,6 +60,17 @@ struct PointStats {
   std::optional<int64_t> chunk, chunk_largest_fitting;
 };
 
+// (batch size, peak memory) of the points that ran whole and recorded a peak, in the points' order: what
+// the memory line is fitted to. A size run in micro-batches holds one micro-batch's activations at a
+// time, not the batch's, so it is left out.
+inline std::vector<std::pair<int64_t, int64_t>> whole_batch_peaks(const std::vector<PointStats>& points) {
+  std::vector<std::pair<int64_t, int64_t>> peaks;
+  for (const PointStats& p : points) {
+    if (!p.chunk && p.peak_memory_bytes) peaks.emplace_back(p.batch_size, *p.peak_memory_bytes);
+  }
+  return peaks;
+}
+
 // The share of a GPU step's time that the host's issuing time must reach for the step to count as
 // launch-bound: the device then idles between kernels for want of work.
 inline constexpr double kLaunchBoundShare = 0.9;

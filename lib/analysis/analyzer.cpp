@@ -368,11 +368,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   }
   if (g.accumulated.empty()) g.largest_whole.reset();
   if (!raw.oom.empty()) g.first_oom = *raw.oom.begin();
-  // A size in micro-batches holds one micro-batch's activations at a time, not the batch's.
-  std::vector<std::pair<int64_t, int64_t>> peaks;
-  for (const PointStats& p : g.points) {
-    if (!p.chunk && p.peak_memory_bytes) peaks.emplace_back(p.batch_size, *p.peak_memory_bytes);
-  }
+  const std::vector<std::pair<int64_t, int64_t>> peaks = whole_batch_peaks(g.points);
   g.memory = fit_memory(peaks, raw.memory_capacity, g.identity.contains("cuda"));
   if (g.memory) memory_at_changes(*g.memory, peaks, g.jumps.jumps, g.jumps.drops);
   g.skipped.assign(raw.skipped.begin(), raw.skipped.end());

@@ -38,8 +38,7 @@ std::string pair_name(int64_t from, int64_t to) { return std::to_string(from) + 
 // The sizes with a whole peak, ascending: those the fit saw.
 std::vector<int64_t> peak_batches(const GroupAnalysis& g) {
   std::vector<int64_t> batches;
-  for (const PointStats& p : g.points)
-    if (p.peak_memory_bytes && !p.chunk) batches.push_back(p.batch_size);
+  for (const auto& [batch, peak] : whole_batch_peaks(g.points)) batches.push_back(batch);
   std::sort(batches.begin(), batches.end());
   return batches;
 }
@@ -201,20 +200,17 @@ std::string memory_at_change_text(const GroupAnalysis& g, const Jump& change) {
 std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
   if (!g.memory) return std::nullopt;
   // GiB where the peaks pass 2 GiB, MiB below.
+  const std::vector<std::pair<int64_t, int64_t>> peaks = whole_batch_peaks(g.points);
   int64_t most = 0;
-  for (const PointStats& p : g.points) {
-    if (p.peak_memory_bytes && !p.chunk) most = std::max(most, *p.peak_memory_bytes);
-  }
+  for (const auto& [batch, peak] : peaks) most = std::max(most, peak);
   const bool gib = most > (int64_t{2} << 30);
   const double unit = gib ? 1024.0 * 1024 * 1024 : 1024.0 * 1024;
   PlotScript plot{g.id + "_memory",
                   "# batch_size peak_memory_" + std::string(gib ? "gib" : "mib") + " on_line\n", ""};
   const std::vector<int64_t>& line = g.memory->line_batches;
-  for (const PointStats& p : g.points) {
-    if (p.peak_memory_bytes && !p.chunk)
-      plot.data += std::to_string(p.batch_size) + " " +
-                   gp_number(static_cast<double>(*p.peak_memory_bytes) / unit) + " " +
-                   (std::binary_search(line.begin(), line.end(), p.batch_size) ? "1" : "0") + "\n";
+  for (const auto& [batch, peak] : peaks) {
+    plot.data += std::to_string(batch) + " " + gp_number(static_cast<double>(peak) / unit) + " " +
+                 (std::binary_search(line.begin(), line.end(), batch) ? "1" : "0") + "\n";
   }
   const bool all_on_line = static_cast<int>(line.size()) == g.memory->points;
   std::string& body = plot.body;
