@@ -169,6 +169,49 @@ experiments:
   EXPECT_DOUBLE_EQ(second.optimizer.momentum, 0.5);
 }
 
+// An experiment's own key replaces the default for that experiment alone: the experiments after it take
+// the default again (assigning to a copied YAML node would have written through to the default).
+TEST(Config, AnExperimentsOwnKeyLeavesTheDefaultForTheExperimentsAfterIt) {
+  const SweepConfig sweep = parse_sweep_config(R"(device: cpu
+defaults:
+  model: mnist_cnn
+  batch: 1:2
+  warmup: 5
+  precision: fp16
+  optimizer: {type: sgd, lr: 0.01}
+  loss_scale: {type: dynamic, growth_interval: 100}
+experiments:
+  - name: own
+    warmup: 2
+    device: auto
+    optimizer: {type: adam, lr: 0.5}
+    loss_scale: off
+  - name: defaulted
+  - name: own_again
+    warmup: 7
+  - name: defaulted_again
+)",
+                                               "exp.yaml");
+  ASSERT_EQ(sweep.experiments.size(), 4u);
+  const ExperimentConfig& own = sweep.experiments[0];
+  EXPECT_EQ(own.warmup_steps, 2);
+  EXPECT_EQ(own.device, "auto");
+  EXPECT_EQ(own.optimizer.kind, OptimizerKind::Adam);
+  EXPECT_DOUBLE_EQ(own.optimizer.lr, 0.5);
+  EXPECT_EQ(own.loss_scale, LossScale::Off);
+  EXPECT_EQ(sweep.experiments[2].warmup_steps, 7);
+  for (const size_t i : {size_t{1}, size_t{3}}) {
+    const ExperimentConfig& e = sweep.experiments[i];
+    SCOPED_TRACE(e.name);
+    EXPECT_EQ(e.warmup_steps, 5);
+    EXPECT_EQ(e.device, "cpu");
+    EXPECT_EQ(e.optimizer.kind, OptimizerKind::SGD);
+    EXPECT_DOUBLE_EQ(e.optimizer.lr, 0.01);
+    EXPECT_EQ(e.loss_scale, LossScale::Dynamic);
+    EXPECT_EQ(e.loss_scaler.growth_interval, 100);
+  }
+}
+
 TEST(Config, SingleExperimentAtTheTopLevel) {
   const ExperimentConfig e = only_experiment("model: vgg16\nbatch: [2, 4]\nphase: infer\ndevice: cuda:3\n");
   EXPECT_EQ(e.name, "vgg16_infer_fp32");

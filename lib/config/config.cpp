@@ -86,6 +86,7 @@ using yaml_fields::Entries;
 using yaml_fields::Entry;
 using yaml_fields::fail;
 using yaml_fields::line_of;
+using yaml_fields::set_entry;
 using yaml_fields::shown;
 using yaml_fields::Where;
 
@@ -229,7 +230,7 @@ Entries read_defaults(const Entries& top, const std::string& source) {
     if (defaults.count("device")) {
       fail(top.at("device").where, "device is given both here and under defaults:", "keep one of them");
     }
-    defaults.insert_or_assign("device", top.at("device"));
+    set_entry(defaults, "device", top.at("device"));
   }
   return defaults;
 }

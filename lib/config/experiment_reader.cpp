@@ -41,6 +41,7 @@ using yaml_fields::get_int;
 using yaml_fields::get_string;
 using yaml_fields::inside;
 using yaml_fields::join;
+using yaml_fields::set_entry;
 using yaml_fields::shown;
 using yaml_fields::value_fix;
 using yaml_fields::Where;
@@ -254,7 +255,7 @@ void check_products(const ExperimentConfig& c, const Entries& entries, const Whe
 
 void apply_overrides(const SweepOverrides& o, Entries& into) {
   const auto put = [&](const char* key, const char* flag, const YAML::Node& value) {
-    into.insert_or_assign(key, Entry{value, Where{kCommandLine, 0, flag}});
+    set_entry(into, key, Entry{value, Where{kCommandLine, 0, flag}});
   };
   if (o.model) put("model", "--model", YAML::Node(*o.model));
   if (o.device) put("device", "--device", YAML::Node(*o.device));
@@ -534,20 +535,22 @@ void read_loss_scale(const Keys& k, const SweepOverrides& o, ExperimentConfig& c
     const Entry& e = k["loss_scale"];
     if (e.node.IsMap()) {
       collect(e.node, e.where.source, kLossScaleKeys, "loss_scale", settings);
-      if (settings.count("type")) type = settings.at("type");
+      if (settings.count("type")) type.emplace(settings.at("type"));
       settings.erase("type");
     } else {
-      type = e;
+      type.emplace(e);
     }
   }
-  if (o.loss_scale) type = Entry{YAML::Node(*o.loss_scale), {kCommandLine, 0, "--loss-scale"}};
+  // emplace, not assignment, which would write the flag's value into the file's node (see set_entry).
+  if (o.loss_scale) type.emplace(Entry{YAML::Node(*o.loss_scale), {kCommandLine, 0, "--loss-scale"}});
   if (o.loss_scale_init) {
-    settings.insert_or_assign("init_scale",
-                              Entry{YAML::Node(*o.loss_scale_init), {kCommandLine, 0, "--loss-scale-init"}});
+    set_entry(settings, "init_scale",
+              Entry{YAML::Node(*o.loss_scale_init), {kCommandLine, 0, "--loss-scale-init"}});
   }
   if (o.loss_scale_growth_interval) {
-    settings.insert_or_assign("growth_interval", Entry{YAML::Node(*o.loss_scale_growth_interval),
-                                                       {kCommandLine, 0, "--loss-scale-growth-interval"}});
+    set_entry(
+        settings, "growth_interval",
+        Entry{YAML::Node(*o.loss_scale_growth_interval), {kCommandLine, 0, "--loss-scale-growth-interval"}});
   }
   std::optional<LossScale> chosen;
   if (type) chosen = get_enum(*type, kLossScaleWords);

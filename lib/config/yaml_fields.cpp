@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
@@ -145,6 +146,11 @@ bool get_bool(const Entry& e) {
   return value;
 }
 
+void set_entry(Entries& into, const std::string& key, Entry entry) {
+  into.erase(key);
+  into.emplace(key, std::move(entry));
+}
+
 void collect(const YAML::Node& map, const std::string& source, const std::vector<std::string>& accepted,
              const std::string& context, Entries& into, const std::set<std::string>& skip) {
   std::map<std::string, int> seen;
@@ -165,7 +171,7 @@ void collect(const YAML::Node& map, const std::string& source, const std::vector
            choose_from(key, accepted, "accepted keys"));
     }
     const int value_line = item.second.IsNull() ? key_at.line : line_of(item.second);
-    into.insert_or_assign(key, Entry{item.second, Where{source, value_line, key}});
+    set_entry(into, key, Entry{item.second, Where{source, value_line, key}});
   }
 }
 

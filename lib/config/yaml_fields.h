@@ -64,6 +64,11 @@ int64_t get_int(const Entry& e, int64_t min, int64_t max, const std::string& fix
 double get_double(const Entry& e, double min, bool min_allowed, double max, const std::string& fix);
 bool get_bool(const Entry& e);
 
+// Sets into[key] to `entry`, replacing the entry there. Never by assigning to that entry: assigning to a
+// YAML::Node writes through to every copy of it, so an experiment's own value would overwrite the
+// default it was copied from, and the experiments after it would take that value instead of the default.
+void set_entry(Entries& into, const std::string& key, Entry entry);
+
 // Adds a YAML map's entries over those already in `into`, rejecting unknown and repeated keys; keys in
 // `skip` are checked for repeats only and left out.
 void collect(const YAML::Node& map, const std::string& source, const std::vector<std::string>& accepted,
