@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Help and completion: every option's default in --help, positional options listed, `help COMMAND`,
-# --version in the usage, parse errors that name the option, and the bash completion script made from
-# the same option definitions, run in bash.
+# --version in the usage, parse errors that name the option, every command's options named in README,
+# and the bash completion script made from the same option definitions, run in bash.
 set -uo pipefail
 bin="$1"
+project="$2"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }
@@ -34,6 +35,22 @@ grep -Eq "^batchscope [0-9]" <<< "$("$bin" --version)" && ok "--version" || fail
 "$bin" sweep --model mnist_cnn --steps > /dev/null 2> "$work/err"; rc=$?
 [ "$rc" -eq 2 ] && grep -q "steps" "$work/err" && ok "a missing value is named: $(cat "$work/err")" \
   || fail "missing value: exit $rc, $(cat "$work/err")"
+
+# README names every option of every command's --help (README says what the program does, all of it).
+readme="$project/README.md"
+commands=()
+while read -r command; do
+  if [ "$command" = submit ]; then commands+=("submit slurm" "submit k8s"); else commands+=("$command"); fi
+done <<< "$(sed -n '/^commands:/,/^$/p' <<< "$("$bin" --help)" | grep -Eo '^  [a-z]+' | tr -d ' ')"
+undocumented=""
+for command in "${commands[@]}"; do
+  # $command unquoted: "submit slurm" is two words
+  for option in $(grep -Eo -- "^ +(-[a-zA-Z], )?--[a-z0-9-]+" <<< "$("$bin" $command --help)" | grep -Eo -- "--[a-z0-9-]+"); do
+    grep -Eq -- "$option([^a-z0-9-]|\$)" "$readme" || undocumented+=" $command $option;"
+  done
+done
+[ "${#commands[@]}" -ge 12 ] && [ -z "$undocumented" ] && ok "README names every option of the ${#commands[@]} commands' --help" ||
+  fail "README lacks options of ${#commands[@]} commands:$undocumented"
 
 # The completion script: valid bash, every option of sweep --help in it, and completing in bash.
 "$bin" completion bash > "$work/completion.bash" || fail "completion bash"
