@@ -82,8 +82,9 @@ struct StepRecord {
 // RAPL for the CPU). Counters update only every few milliseconds, so the energy is read once over the
 // timed steps of the batch size together (extended by more steps when they take less than the source
 // needs), never per step; j_per_step is that energy divided by the steps it covered. The *_above_idle
-// figures take the idle baseline measured before the sweep away (empty without one, or where the
-// draw above idle is not positive). start and end are the device's telemetry just before the first
+// figures take the idle baseline measured before the sweep away (all empty without one);
+// avg_power_above_idle_w is kept as it comes out, zero or negative included, and the J and samples per
+// J above idle stay empty where it is not positive. start and end are the device's telemetry just before the first
 // and just after the last step of the window. A number the record leaves null stays empty.
 struct PointEnergy {
   std::string method, scope;
