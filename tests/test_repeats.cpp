@@ -271,6 +271,81 @@ TEST(Repeats, TheSummaryTablePoolsThePasses) {
   EXPECT_EQ(summary_json(records).at(0).at("skipped_steps"), 3);
 }
 
+// analyze reads a batch size measured in two passes as one: its peak memory the higher pass's, its
+// skipped steps and energy windows added up, its host median over all the steps; the sweep's own table
+// pools them the same way. (Each of these was once the last pass's alone.)
+TEST(RepeatsAnalysis, ABatchSizesPassesCountTogetherBeyondItsStepTimes) {
+  const testing_support::TempDir dir;
+  const std::string path = dir / "passes.jsonl";
+  std::vector<SweepRecord> records;
+  for (int pass = 1; pass <= 2; ++pass) {
+    BatchKey key{"g", "vgg16", "train", "fp16", "cuda:0", "excluded", 8, pass};
+    std::vector<double> times;
+    for (int i = 0; i < 6; ++i) {
+      const double ms = pass == 1 ? 10.0 + 0.01 * i : 12.0 + 0.01 * i;
+      times.push_back(ms);
+      // Host times: pass 1's at 1 ms, pass 2's at 5 ms; over both the median is 3 ms.
+      records.push_back(StepRecord{key, i, ms, 1.0, std::nullopt, pass == 1 ? 1.0 : 5.0});
+    }
+    PointRecord point = point_record(key, times, 1e9, pass == 1 ? 300 : 100);
+    point.host_median_ms = pass == 1 ? 1.0 : 5.0;
+    point.skipped_steps = pass;  // 1, then 2
+    PointEnergy e;
+    e.method = "nvml energy counter";
+    e.scope = "GPU board";
+    e.resolution_ms = 1.0;
+    e.joules = pass == 1 ? 10.0 : 30.0;
+    e.window_ms = pass == 1 ? 100.0 : 200.0;
+    e.steps = 6;
+    e.idle_power_w = pass == 1 ? 40.0 : 60.0;
+    e.start.sm_clock_mhz = 1980;
+    e.end.sm_clock_mhz = pass == 1 ? 1500 : 1950;  // the first pass's window ended throttled
+    derive_energy_figures(e, 8);
+    point.energy = e;
+    records.push_back(point);
+  }
+  {
+    std::ofstream out(path);
+    const Json config = {{"name", "g"},         {"model", "vgg16"},     {"phase", "train"},
+                         {"precision", "fp16"}, {"input", {3, 32, 32}}, {"classes", 10},
+                         {"data", "synthetic"}};
+    out << Json{{"type", "run"},
+                {"run_id", "r"},
+                {"libtorch_version", "1.13"},
+                {"config", {{"experiments", {config}}}}}
+               .dump()
+        << "\n";
+    for (const SweepRecord& r : records) out << to_json(r).dump() << "\n";
+    out << to_json(SweepRecord(end_record())).dump() << "\n";
+  }
+  const Analysis a = analyze_logs({path}, AnalyzeOptions{});
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_EQ(a.groups[0].points.size(), 1u);
+  const PointStats& p = a.groups[0].points[0];
+  EXPECT_EQ(p.samples, 12);
+  EXPECT_EQ(p.peak_memory_bytes, 300);
+  EXPECT_EQ(p.skipped_steps, 3);
+  EXPECT_DOUBLE_EQ(p.host_median_ms.value_or(0), 3.0);
+  ASSERT_TRUE(p.energy.has_value());
+  const PointEnergyStats& e = *p.energy;
+  EXPECT_DOUBLE_EQ(e.joules.value_or(0), 40.0);
+  EXPECT_DOUBLE_EQ(e.window_ms.value_or(0), 300.0);
+  EXPECT_EQ(e.steps, 12);
+  EXPECT_NEAR(e.j_per_sample.value_or(0), 40.0 / 12 / 8, 1e-12);
+  EXPECT_NEAR(e.avg_power_w.value_or(0), 40.0 / 0.3, 1e-9);
+  // Idle weighted by window: (40 W x 0.1 s + 60 W x 0.2 s) / 0.3 s; the energy above it is each
+  // window's above its own idle, added up: (10 - 4) + (30 - 12) = 24 J.
+  EXPECT_NEAR(e.idle_power_w.value_or(0), 16.0 / 0.3, 1e-9);
+  EXPECT_NEAR(e.j_per_step_above_idle.value_or(0), 24.0 / 12, 1e-9);
+  EXPECT_EQ(e.end.sm_clock_mhz, 1500.0);
+  EXPECT_TRUE(e.throttled);
+
+  const Json table = summary_json(records).at(0);
+  EXPECT_EQ(table.at("samples"), 12);
+  EXPECT_EQ(table.at("skipped_steps"), 3);
+  EXPECT_NEAR(table.at("samples_per_j").get<double>(), 12.0 * 8 / 40, 1e-9);
+}
+
 namespace {
 
 // A log of one batch size whose passes' steps lie at the given levels, each pass's steps spread

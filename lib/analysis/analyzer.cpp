@@ -54,6 +54,9 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
       p.tflops = *raw.point->flops_per_step / (p.median_ms / 1e3) / 1e12;
     p.peak_memory_bytes = raw.point->peak_memory_bytes;
     p.host_median_ms = raw.point->host_median_ms;
+    // Several passes: the median of all their steps' host times, as the step times' median is.
+    if (raw.pass_points.size() > 1 && !raw.host_ms.empty() && raw.host_ms.size() == raw.times_ms.size())
+      p.host_median_ms = median(raw.host_ms);
     p.skipped_steps = raw.point->skipped_steps;
     if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
     if (raw.point->chunk) {

@@ -201,8 +201,11 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
   if (const auto* step = std::get_if<StepRecord>(&r)) {
     point->second.times_ms.push_back(step->time_ms);
     point->second.pass_times[key.pass.value_or(1)].push_back(step->time_ms);
+    if (step->host_ms) point->second.host_ms.push_back(*step->host_ms);
   } else {
-    point->second.point = std::get<PointRecord>(r);
+    std::vector<PointRecord>& passes = point->second.pass_points;
+    passes.push_back(std::get<PointRecord>(r));
+    point->second.point = passes.size() == 1 ? passes.front() : merge_pass_points(passes);
   }
 }
 

@@ -17,6 +17,10 @@ struct RawPoint {
   int64_t batch_size = 0;
   std::vector<double> times_ms;                       // from the step records
   std::map<int64_t, std::vector<double>> pass_times;  // the same by pass (repeats: R; 1 without)
+  std::vector<double> host_ms;                        // the steps' that have one
+  // The point record of each pass (one without repeats), and the one record of them all: the last
+  // alone, or with repeats their merge (merge_pass_points: peaks, skipped steps and energy of every pass).
+  std::vector<PointRecord> pass_points;
   std::optional<PointRecord> point;
   std::string log;
 };

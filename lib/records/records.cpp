@@ -142,6 +142,69 @@ void derive_energy_figures(PointEnergy& e, int64_t batch_size) {
   e.samples_per_j_above_idle = 1.0 / above_per_sample;
 }
 
+PointEnergy merge_energy(const std::vector<PointEnergy>& windows, int64_t batch_size) {
+  PointEnergy merged = windows.back();
+  merged.joules = merged.window_ms = std::nullopt;
+  merged.steps = std::nullopt;
+  merged.idle_power_w = std::nullopt;
+  double joules = 0, window_ms = 0, idle_joules = 0;
+  int64_t steps = 0;
+  bool complete = true, idle_everywhere = true;
+  const PointEnergy* lowest_end = &windows.back();
+  for (const PointEnergy& w : windows) {
+    if (w.resolution_ms) merged.resolution_ms = std::max(merged.resolution_ms.value_or(0), *w.resolution_ms);
+    if (w.end.sm_clock_mhz &&
+        (!lowest_end->end.sm_clock_mhz || *w.end.sm_clock_mhz < *lowest_end->end.sm_clock_mhz))
+      lowest_end = &w;
+    if (!w.joules || !w.window_ms || !w.steps) {
+      complete = false;
+      continue;
+    }
+    joules += *w.joules;
+    window_ms += *w.window_ms;
+    steps += *w.steps;
+    if (w.idle_power_w) {
+      idle_joules += *w.idle_power_w * *w.window_ms;
+    } else {
+      idle_everywhere = false;
+    }
+  }
+  merged.start = lowest_end->start;
+  merged.end = lowest_end->end;
+  merged.avg_power_w = merged.j_per_step = merged.j_per_sample = merged.samples_per_j = std::nullopt;
+  merged.avg_power_above_idle_w = merged.j_per_step_above_idle = merged.j_per_sample_above_idle =
+      merged.samples_per_j_above_idle = std::nullopt;
+  if (!complete || window_ms <= 0) return merged;
+  merged.joules = joules;
+  merged.window_ms = window_ms;
+  merged.steps = steps;
+  if (idle_everywhere) merged.idle_power_w = idle_joules / window_ms;
+  derive_energy_figures(merged, batch_size);
+  return merged;
+}
+
+PointRecord merge_pass_points(const std::vector<PointRecord>& passes) {
+  PointRecord merged = passes.back();
+  merged.key.pass.reset();
+  std::vector<double> host_medians;
+  std::vector<PointEnergy> windows;
+  for (const PointRecord& p : passes) {
+    if (!merged.flops_per_step) merged.flops_per_step = p.flops_per_step;
+    if (p.peak_memory_bytes)
+      merged.peak_memory_bytes = std::max(merged.peak_memory_bytes.value_or(0), *p.peak_memory_bytes);
+    if (p.host_median_ms) host_medians.push_back(*p.host_median_ms);
+    if (p.energy) windows.push_back(*p.energy);
+  }
+  merged.skipped_steps.reset();
+  for (const PointRecord& p : passes) {
+    if (p.skipped_steps) merged.skipped_steps = merged.skipped_steps.value_or(0) + *p.skipped_steps;
+  }
+  merged.host_median_ms = host_medians.empty() ? std::nullopt : std::optional<double>(median(host_medians));
+  merged.energy = windows.empty() ? std::nullopt
+                                  : std::optional<PointEnergy>(merge_energy(windows, merged.key.batch_size));
+  return merged;
+}
+
 Json key_json(const char* type, const BatchKey& k) {
   Json j = {{"type", type},          {"experiment", k.experiment}, {"model", k.model},
             {"phase", k.phase},      {"precision", k.precision},   {"device", k.device}};

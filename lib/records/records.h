@@ -189,6 +189,20 @@ PointRecord point_record(const BatchKey& key, const std::vector<double>& times_m
                          std::optional<int64_t> peak_memory_bytes);
 EndRecord end_record(std::optional<SweepTimeSpent> time_spent = std::nullopt);  // now, complete
 
+// One point record for a batch size measured in several passes (repeats: R), for what is not in the step
+// times (those the caller pools itself): the work per step, chunk and loss scale as the last pass has
+// them; the highest peak memory; the skipped steps added up; the host median the median of the passes'
+// (pool the steps' host_ms where they have it); the energy windows added up (merge_energy). Its key has
+// no pass, and its step-time statistics are the last pass's. `passes` must not be empty.
+PointRecord merge_pass_points(const std::vector<PointRecord>& passes);
+
+// The energy of one batch size over several windows (one a pass): their joules, lengths and steps added
+// up, the idle power weighted by each window's length (so that the energy above idle is the sum of the
+// windows'), the coarsest resolution, and the figures derived again. start and end are the telemetry
+// of the window that ended on the lowest SM clock, the one a throttling check must see (else the last
+// window's). A window without joules, length or steps leaves the figures out. `windows` must not be empty.
+PointEnergy merge_energy(const std::vector<PointEnergy>& windows, int64_t batch_size);
+
 // The record that opens the logs of the other commands (train, compare, maxbatch, microbatch).
 Json context_record(const char* type, const std::string& command_line, const Json& config);
 

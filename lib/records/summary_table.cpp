@@ -53,13 +53,13 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
   SummaryRows out;
   // With repeated passes, a batch size's row pools the steps of all its passes.
   std::map<std::pair<std::string, int64_t>, std::vector<double>> pooled_times;
-  std::map<std::pair<std::string, int64_t>, int64_t> pooled_skipped;
+  std::map<std::pair<std::string, int64_t>, std::vector<PointRecord>> pass_points;
   for (const SweepRecord& r : records) {
     if (const auto* step = std::get_if<StepRecord>(&r); step != nullptr && step->key.pass) {
       pooled_times[{step->key.experiment, step->key.batch_size}].push_back(step->time_ms);
     }
-    if (const auto* point = std::get_if<PointRecord>(&r); point != nullptr && point->skipped_steps) {
-      pooled_skipped[{point->key.experiment, point->key.batch_size}] += *point->skipped_steps;
+    if (const auto* point = std::get_if<PointRecord>(&r); point != nullptr && point->key.pass) {
+      pass_points[{point->key.experiment, point->key.batch_size}].push_back(*point);
     }
   }
   for (const SweepRecord& r : records) {
@@ -69,13 +69,13 @@ SummaryRows summary_rows(const std::vector<SweepRecord>& records) {
     if (out.rows.find(key->experiment) == out.rows.end()) out.order.push_back(key->experiment);
     const auto* point = std::get_if<PointRecord>(&r);
     const auto times = pooled_times.find({key->experiment, key->batch_size});
-    if (point != nullptr && times != pooled_times.end()) {
-      BatchKey all = point->key;
-      all.pass.reset();
-      PointRecord pooled =
-          point_record(all, times->second, point->flops_per_step.value_or(0), point->peak_memory_bytes);
-      if (point->skipped_steps) pooled.skipped_steps = pooled_skipped[{key->experiment, key->batch_size}];
-      pooled.chunk = point->chunk;
+    if (point != nullptr && point->key.pass && times != pooled_times.end()) {
+      const PointRecord passes = merge_pass_points(pass_points[{key->experiment, key->batch_size}]);
+      PointRecord pooled = point_record(passes.key, times->second, passes.flops_per_step.value_or(0),
+                                        passes.peak_memory_bytes);
+      pooled.skipped_steps = passes.skipped_steps;
+      pooled.chunk = passes.chunk;
+      pooled.energy = passes.energy;
       out.rows[key->experiment].insert_or_assign(key->batch_size, pooled);
       continue;
     }
