@@ -113,8 +113,17 @@ TEST(SweepChunkAuto, ASizeThatDoesNotFitWholeRunsInTheLargestEvenMicroBatchesTha
                               std::to_string(at150.chunk) + " (chunk: auto)"),
             std::string::npos);
   EXPECT_NE(report.str().find("chunk: auto (a batch that does not fit whole"), std::string::npos);
+  // One size ran whole (and with too few steps): no jumps looked for, and the report counts only that one.
+  EXPECT_NE(report.str().find("**Jumps:** not tested. Finding one needs at least three batch sizes with "
+                              "enough timed steps, and 0 of 1 run whole have them"),
+            std::string::npos)
+      << report.str();
+  EXPECT_EQ(report.str().find("no jumps"), std::string::npos) << "untested is not \"no jumps\"";
+  EXPECT_EQ(report.str().find("Multiples of 16"), std::string::npos);
+  EXPECT_NE(report.str().find("| not tested |"), std::string::npos);
   std::ostringstream terminal;
   write_terminal_summary(terminal, a);
+  EXPECT_NE(terminal.str().find("jumps: not tested"), std::string::npos) << terminal.str();
   EXPECT_NE(terminal.str().find("did not fit whole, in micro-batches (chunk: auto): 150, 300"),
             std::string::npos)
       << terminal.str();

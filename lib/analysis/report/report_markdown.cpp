@@ -114,9 +114,15 @@ void write_environment(std::ostream& out, const Analysis& a) {
 void write_jumps(std::ostream& out, const GroupAnalysis& g) {
   const JumpAnalysis& j = g.jumps;
   if (j.tested_pairs == 0) {
-    const std::size_t usable = g.points.size() - g.flagged.size();
+    // The sizes that ran whole: those run in micro-batches are no part of the trend and the jumps.
+    std::size_t whole = 0, usable = 0;
+    for (const PointStats& p : g.points) {
+      if (p.chunk) continue;
+      ++whole;
+      if (!p.too_few_samples) ++usable;
+    }
     out << "**Jumps:** not tested. Finding one needs at least three batch sizes with enough timed steps, and "
-        << usable << " of " << g.points.size() << " have them";
+        << usable << " of " << whole << (g.accumulated.empty() ? "" : " run whole") << " have them";
     if (!g.flagged.empty()) {
       out << " (too few timed steps: " << joined_numbers(g.flagged, ", ")
           << "; sweep with more `--steps`, or lower `analyze --min-samples`)";
@@ -129,7 +135,8 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
         << " consecutive pairs the step time follows its trend within the noise (noise "
         << significant(j.noise_ms, 3) << " ms).\n\n";
   } else {
-    out << "**Jumps:** " << j.jumps.size() << " where the step time rises beyond the local trend (slope "
+    out << "**Jumps:** " << j.jumps.size()
+        << " where the step time rises beyond the local trend (median slope "
         << significant(j.slope_ms_per_sample, 3) << " ms per sample) and the noise ("
         << significant(j.noise_ms, 3) << " ms):\n\n";
     // Beside each jump, how the peak memory moved beyond its line (the Memory paragraph below).
@@ -251,8 +258,9 @@ std::string after_multiples_of_16(const Periodicity& p) {
   return "";
 }
 
-void write_periodicity(std::ostream& out, const Periodicity& p) {
+void write_periodicity(std::ostream& out, const Periodicity& p, bool jumps_tested) {
   out << "**Periodicity:** " << p.verdict << "\n\n";
+  if (!jumps_tested) return;  // no pairs of sizes to judge: neither "no jumps" nor a pattern
   if (const std::string sixteen = multiples_of_16(p); !sixteen.empty()) {
     const std::string after = after_multiples_of_16(p);
     out << "**Multiples of 16:** " << sixteen << (after.empty() ? "" : "; " + after) << ".\n\n";
@@ -374,7 +382,7 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   }
   write_jumps(out, g);
   write_prediction(out, g);
-  write_periodicity(out, g.periodicity);
+  write_periodicity(out, g.periodicity, g.jumps.tested_pairs > 0);
   out << "**Best batch sizes:**\n\n";
   if (g.fastest) {
     out << "- highest throughput: batch " << g.fastest->batch_size << ", "
@@ -571,7 +579,11 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
         << (g.points.empty() ? "none"
                              : std::to_string(g.points.front().batch_size) + "–" +
                                    std::to_string(g.points.back().batch_size))
-        << " | " << (jumps.empty() ? "none" : jumps) << " | "
+        << " | "
+        << (g.jumps.tested_pairs == 0 ? "not tested"
+            : jumps.empty()           ? "none"
+                                      : jumps)
+        << " | "
         << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
                                                          : "no")
         << " | " << (g.fastest ? std::to_string(g.fastest->batch_size) : "–") << " | "
@@ -639,7 +651,10 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     if (!g.accumulated.empty())
       out << "\n  did not fit whole, in micro-batches (chunk: auto): " << batch_list(g.accumulated);
     out << "\n  jumps: ";
-    if (g.jumps.jumps.empty()) out << "none";
+    if (g.jumps.tested_pairs == 0)
+      out << "not tested";
+    else if (g.jumps.jumps.empty())
+      out << "none";
     for (size_t i = 0; i < g.jumps.jumps.size(); ++i) {
       const Jump& j = g.jumps.jumps[i];
       out << (i ? ", " : "") << jump_name(j) << " +" << significant(j.delta_pct, 3) << "%";
@@ -650,7 +665,8 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     if (const std::string sixteen = multiples_of_16(g.periodicity);
         !sixteen.empty() && !g.jumps.jumps.empty())
       out << "  multiples of 16: " << sixteen << "\n";
-    if (const std::string after = after_multiples_of_16(g.periodicity); !after.empty())
+    if (const std::string after = after_multiples_of_16(g.periodicity);
+        !after.empty() && g.jumps.tested_pairs > 0)
       out << "  after multiples of 16: " << after << "\n";
     if (g.fastest) {
       out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
