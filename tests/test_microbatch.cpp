@@ -230,6 +230,16 @@ TEST(WorkloadMicroBatches, ATrainingChunkAccumulatesTheWholeBatchsGradients) {
   EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{3}));  // the whole batch
   workload.stage();
   EXPECT_NO_THROW(workload.step());
+  // chunk: auto after a size it split (shuffled or in a later pass): a smaller size that fits whole
+  // runs whole, not in the micro-batches left from before (once: "the micro-batches add up to more").
+  workload.set_chunk(6);
+  workload.prepare_batch(12);
+  EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{6, 6}));
+  workload.set_chunk(0);
+  workload.prepare_batch(2);
+  EXPECT_TRUE(workload.micro_batches().empty());
+  workload.stage();
+  EXPECT_NO_THROW(workload.step());
 }
 
 TEST(WorkloadMicroBatches, AccumulateToTheGradientsOfTheWholeBatch) {

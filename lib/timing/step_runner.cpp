@@ -61,6 +61,10 @@ void Workload::prepare_batch(int64_t batch_size) {
     // Gradient accumulation: micro-batches of `chunk` samples and the rest, one optimizer step.
     micro_batches_.assign(static_cast<std::size_t>(batch_size / experiment_.chunk), experiment_.chunk);
     if (batch_size % experiment_.chunk != 0) micro_batches_.push_back(batch_size % experiment_.chunk);
+  } else {
+    // Whole: not the micro-batches of a chunked size before it (chunk: auto sets chunk 0 for a size
+    // that fits, and a smaller batch than those micro-batches would not add up).
+    micro_batches_.clear();
   }
   // Each batch size gets the same data stream for a given seed, whatever ran before it.
   const uint64_t seed = experiment_.seed + static_cast<uint64_t>(batch_size);
