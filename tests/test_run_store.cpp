@@ -98,6 +98,40 @@ TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {
   EXPECT_EQ(batch_key_of(all[3])->batch_size, 2);
 }
 
+// A batch size's records go out in one write; a kill in the middle of it leaves some of its steps and no
+// point. Those steps are cut off with the half line after them, so that the size's rerun alone counts.
+TEST_F(RunStoreTest, StepsCutOffBeforeTheirPointAreRemovedAndTheirSizeRunsAgain) {
+  const Json step = {{"type", "step"},  {"experiment", "a"}, {"model", "mnist_cnn"},
+                     {"batch_size", 2}, {"step", 0},         {"time_ms", 9.0}};
+  std::uintmax_t whole_bytes = 0;
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write(typed({run_record(experiments_)}));
+    Json first = step;
+    first["batch_size"] = 1;
+    store.write(typed({first, first, point("a", 1)}));
+    whole_bytes = fs::file_size(dir_ + "/steps.jsonl");
+    EXPECT_EQ(store.cut_steps(), 0u);
+  }
+  std::ofstream(dir_ + "/steps.jsonl", std::ios::app) << step.dump() << "\n"
+                                                      << step.dump() << "\n{\"type\":\"st";
+
+  RunStore store(dir_, experiments_, false);
+  EXPECT_TRUE(store.resuming());
+  EXPECT_EQ(store.cut_steps(), 2u);
+  EXPECT_TRUE(store.done("a", 1));
+  EXPECT_FALSE(store.done("a", 2));
+  EXPECT_EQ(fs::file_size(dir_ + "/steps.jsonl"), whole_bytes)
+      << "the cut-off steps and the half line are gone";
+  std::ifstream csv(dir_ + "/steps.csv");
+  const std::string text((std::istreambuf_iterator<char>(csv)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.find(",2,"), std::string::npos) << "steps.csv has no row of batch 2: " << text;
+  store.write(typed({step, point("a", 2)}));
+  const auto all = store.read_all();
+  ASSERT_EQ(all.size(), 6u);  // run, the two steps and point of 1, the new step and point of 2
+  EXPECT_EQ(batch_key_of(all[4])->batch_size, 2);
+}
+
 TEST_F(RunStoreTest, ACompressedLogIsRefusedUntouchedForASweepAppendsToAPlainOne) {
   {
     RunStore store(dir_, experiments_, false);

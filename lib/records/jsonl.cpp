@@ -96,6 +96,7 @@ JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
       break;
     }
     const std::string_view content(text.data() + begin, end - begin);
+    const std::uintmax_t line_begin = begin;
     begin = end + 1;
     out.complete_lines = line;
     if (content.find_first_not_of(" \t\r") == std::string_view::npos) {
@@ -116,6 +117,7 @@ JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
     }
     out.records.push_back(std::move(j));
     out.record_lines.push_back(line);
+    out.record_offsets.push_back(line_begin);
     out.complete_bytes = begin;
   }
   return out;

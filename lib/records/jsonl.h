@@ -44,6 +44,7 @@ class JsonlWriter {
 struct JsonlContents {
   std::vector<Json> records;
   std::vector<int> record_lines;  // the 1-based line of each record
+  std::vector<std::uintmax_t> record_offsets;  // the byte at which each record's line begins
   // Lines that are not records, with their line numbers; filled only when reading leniently.
   std::vector<int> bad_lines;
   // Byte length of the file's complete lines: an interrupted write leaves a tail after it.

@@ -267,7 +267,13 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
                                 "repair or remove that line to resume, or pass --force to start again"));
       }
     }
-    for (const Json& r : records) {
+    // A batch size's records go out in one write, its steps and then its point (or what happened
+    // instead). Step records at the end with nothing after them are a batch size cut off mid-write: it
+    // runs again, and its first attempt's steps must not count beside the new ones.
+    std::size_t whole = records.size();
+    while (whole > 0 && records[whole - 1].value("type", "") == record::kStep) --whole;
+    for (std::size_t i = 0; i < whole; ++i) {
+      const Json& r = records[i];
       if (r.value("type", "") == record::kEnd) {
         throw UserError(
             located(jsonl_path_, 0, "already holds a complete sweep of these experiments",
@@ -278,8 +284,12 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
       kept.push_back(sweep_record_from_json(r));
       note(kept.back());
     }
-    if (contents.truncated_tail)
+    if (whole < records.size()) {
+      cut_steps_ = records.size() - whole;
+      fs::resize_file(jsonl_path_, contents.record_offsets[whole]);  // and any half line after them
+    } else if (contents.truncated_tail) {
       fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
+    }
     resuming_ = true;
   }
   writer_ = std::make_unique<JsonlWriter>(jsonl_path_);

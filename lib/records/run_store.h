@@ -53,6 +53,9 @@ class RunStore {
   RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits = Json());
 
   bool resuming() const { return resuming_; }
+  // Resuming: the step records of a batch size that a killed write cut off before its point record,
+  // removed from the end of the log (that size runs again, and only its new steps count).
+  std::size_t cut_steps() const { return cut_steps_; }
   // Whether an earlier session of this run already finished this batch size in this pass (point, oom or
   // skipped); records without a pass are pass 1.
   bool done(const std::string& experiment, int64_t batch_size, int64_t pass = 1) const;
@@ -80,6 +83,7 @@ class RunStore {
 
   std::string dir_, jsonl_path_, csv_path_;
   bool resuming_ = false;
+  std::size_t cut_steps_ = 0;
   std::set<std::tuple<std::string, int64_t, int64_t>> done_;
   std::vector<std::pair<std::string, int64_t>> ooms_;
   std::map<std::string, std::map<int64_t, PointChunk>> chunks_;  // by experiment

@@ -323,6 +323,12 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
     return RunStore(options.out_dir, experiments, options.force, options.memory_limits);
   });
   if (store.resuming()) spdlog::info("resuming the interrupted sweep in {}", options.out_dir);
+  if (store.cut_steps() > 0) {
+    spdlog::warn(
+        "{}: the last batch size's {} step record(s) were cut off before its point record; "
+        "they are removed, and that size runs again",
+        store.jsonl_path(), store.cut_steps());
+  }
   warn_of_too_few_steps(config);
   say_filled_arguments(config);
   PowerByDevice power = spent.measure("idle_baseline", [&] { return open_power(config, options); });
