@@ -21,6 +21,7 @@
 #include "lib/analysis/report/profile_report.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/analysis/tile_model.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/records/jsonl.h"
 #include "lib/records/profile_records.h"
 #include "lib/sweep/sweep_runner.h"
@@ -663,6 +664,79 @@ TEST(ProfiledSweep, LeavesTheTimedStepsAsTheyAreAndWritesOneProfilePerSize) {
   }
   EXPECT_EQ(sizes, (std::set<int64_t>{2, 3}));
   EXPECT_FALSE(fs::exists(dir / "plain/profile.jsonl"));
+}
+
+// A profiled step that runs out of memory leaves no profiler running (the next profile starts) and the
+// weights as they were before the profiled steps.
+TEST(ProfiledSteps, AStepOutOfMemoryLeavesTheWeightsAndNoProfilerBehind) {
+  const ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(4);
+  w.warm_up(2);
+  const Workload::State before = w.save_state();
+  int64_t weight_bytes = 0;
+  for (const torch::Tensor& t : before.parameters) weight_bytes += t.nbytes();
+  for (const torch::Tensor& t : before.buffers) weight_bytes += t.nbytes();
+  {
+    // Room for the copy of the weights and not for a step's activations (a batch of 4 holds 346 KiB
+    // in its first convolution's output alone).
+    const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + weight_bytes + (64 << 10));
+    try {
+      profile_steps(w, batch_key(e, "cpu", 4), 2, "");
+      FAIL() << "the profiled step fit in the limit";
+    } catch (const std::exception& error) {
+      EXPECT_TRUE(is_out_of_memory(error)) << error.what();
+    }
+  }
+  EXPECT_FALSE(models::layer_scopes_on.load());
+  const Workload::State after = w.save_state();
+  ASSERT_EQ(after.parameters.size(), before.parameters.size());
+  for (std::size_t i = 0; i < before.parameters.size(); ++i)
+    EXPECT_TRUE(torch::equal(after.parameters[i], before.parameters[i])) << "parameter " << i;
+  const ProfileRecord r = profile_steps(w, batch_key(e, "cpu", 4), 2, "");
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_FALSE(r.layers.empty());
+}
+
+// A size whose timed steps fit and whose profiled steps do not keeps its point, has no profile, and the
+// sizes after it are measured.
+TEST(ProfiledSweep, ASizeWhoseProfiledStepsRunOutOfMemoryKeepsItsPoint) {
+  const testing_support::TempDir dir;
+  ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});
+  e.batch_sizes = {2, 4};
+  e.warmup_steps = 1;
+  e.timed_steps = 2;
+  const auto points = [](const SweepOutcome& outcome) {
+    std::map<int64_t, int64_t> peaks;
+    for (const SweepRecord& r : outcome.records) {
+      if (const auto* p = std::get_if<PointRecord>(&r))
+        peaks[p->key.batch_size] = p->peak_memory_bytes.value_or(0);
+    }
+    return peaks;
+  };
+  std::ostringstream progress;
+  SweepOptions options;
+  options.out_dir = dir / "plain";
+  options.measure_energy = false;
+  const std::map<int64_t, int64_t> plain =
+      points(run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), options, progress));
+  ASSERT_EQ(plain.size(), 2u);
+  ASSERT_GT(plain.at(4), 0);
+
+  // 2 MiB above the larger size's peak: its steps fit again, and the profiled steps' copy of the weights
+  // (mnist_cnn's 1.2 million parameters, 4.6 MiB) does not.
+  e.profile = true;
+  e.profile_steps = 2;
+  options.out_dir = dir / "profiled";
+  SweepOutcome profiled;
+  {
+    const cpu_memory::ScopedLimit limit(std::max(plain.at(2), plain.at(4)) + (2 << 20));
+    profiled = run_sweep(resolve_for_machine(SweepConfig{"test", {e}}), options, progress);
+  }
+  EXPECT_EQ(points(profiled).size(), 2u) << "both sizes measured";
+  for (const SweepRecord& r : profiled.records) EXPECT_FALSE(std::holds_alternative<OomRecord>(r));
+  const fs::path profiles = dir / "profiled/profile.jsonl";
+  EXPECT_TRUE(!fs::exists(profiles) || read_jsonl(profiles).records.empty());
 }
 
 namespace {

@@ -225,7 +225,19 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
             // After the timed steps, never among them; in the first pass only.
             const std::string trace = s.options.trace ? s.store.trace_path(e.name, batch_size) : "";
             s.spent.measure("profiling", [&] {
-              s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+              try {
+                s.store.write_profile(profile_steps(*workload, key, e.profile_steps, trace));
+              } catch (const std::exception& error) {
+                // The profiler's own memory on top of a batch that fits: the timed steps stand, the
+                // size goes unprofiled, and larger sizes are still measured.
+                if (!is_out_of_memory(error)) throw;
+                workload->release_batch();
+                if (device.is_cuda()) gpu::empty_cache();
+                spdlog::warn(
+                    "{}: batch size {} was measured, but its profiled steps ran out of memory; it has "
+                    "no profile",
+                    e.name, batch_size);
+              }
             });
           }
           workload->release_batch();

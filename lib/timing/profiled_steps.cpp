@@ -128,8 +128,13 @@ std::vector<std::vector<ProfilerEvent>> cuda_event_steps(Workload& workload, int
   for (int i = 0; i < steps; ++i) {
     workload.stage();
     profiler::enableProfilerLegacy(ProfilerConfig(ProfilerState::CUDA));
-    workload.step();
-    workload.synchronize();
+    try {
+      workload.step();
+      workload.synchronize();
+    } catch (...) {
+      profiler::disableProfilerLegacy();  // so that a later session can start
+      throw;
+    }
     events.push_back(legacy_events(profiler::disableProfilerLegacy()));
   }
   return events;
@@ -269,7 +274,10 @@ std::map<std::string, std::pair<std::string, std::string>> kernel_launch_shapes(
   return out;
 }
 
-ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, const std::string& trace_path) {
+namespace {
+
+ProfileRecord profiled_steps(Workload& workload, const BatchKey& key, int steps,
+                             const std::string& trace_path) {
   const bool cuda = workload.device().is_cuda();
   std::set<ActivityType> activities{ActivityType::CPU};
   if (cuda) activities.insert(ActivityType::CUDA);
@@ -282,10 +290,16 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
   record.key = key;
   std::vector<std::vector<ProfilerEvent>> events(static_cast<std::size_t>(steps));
   double wall_ms = 0;
-  std::string launch_trace;  // a trace kept aside for the kernels' launch shapes, without --trace
-  // Profiled steps train too: the state before them comes back after, so that the next batch size
-  // starts where it would have without them.
-  const Workload::State before = workload.save_state();
+  // A trace kept aside for the kernels' launch shapes, without --trace; removed at the end, also where a
+  // step threw.
+  struct RemovedAtEnd {
+    std::string path;
+    ~RemovedAtEnd() {
+      std::error_code ignored;
+      if (!path.empty()) std::filesystem::remove(path, ignored);
+    }
+  } kept_aside;
+  std::string& launch_trace = kept_aside.path;
   {
     ScopesOn scopes;
     for (int i = 0; i < steps; ++i) {
@@ -295,8 +309,13 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
       profiler::prepareProfiler(config, activities);
       profiler::enableProfiler(config, activities);
       const auto start = std::chrono::steady_clock::now();
-      workload.step();
-      workload.synchronize();
+      try {
+        workload.step();
+        workload.synchronize();
+      } catch (...) {
+        profiler::disableProfiler();  // so that a later session can start
+        throw;
+      }
       wall_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       const std::unique_ptr<profiler::ProfilerResult> result = profiler::disableProfiler();
       auto& step_events = events[static_cast<std::size_t>(i)];
@@ -323,8 +342,6 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
       k.grid = found->second.first;
       k.block = found->second.second;
     }
-    std::error_code ignored;
-    if (!launch_trace.empty()) std::filesystem::remove(launch_trace, ignored);
   }
   record.method = "LibTorch profiler: CPU operators";
   if (cuda && record.kernel_ms) record.method += " and CUDA kernels";
@@ -336,8 +353,24 @@ ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps, 
     record.method += "; no CUDA kernels were recorded (no CUPTI), so each layer's GPU time is taken "
                      "between CUDA events at its start and end";
   }
-  workload.restore_state(before);
   return record;
+}
+
+}  // namespace
+
+ProfileRecord profile_steps(Workload& workload, const BatchKey& key, int steps,
+                            const std::string& trace_path) {
+  // Profiled steps train too: the state before them comes back after, so that the next batch size
+  // starts where it would have without them; after a step that threw (out of memory) as well.
+  const Workload::State before = workload.save_state();
+  try {
+    ProfileRecord record = profiled_steps(workload, key, steps, trace_path);
+    workload.restore_state(before);
+    return record;
+  } catch (...) {
+    workload.restore_state(before);
+    throw;
+  }
 }
 
 }  // namespace batchscope

@@ -226,8 +226,12 @@ void Workload::infer_step(const torch::Tensor& inputs) {
 Workload::State Workload::save_state() {
   torch::NoGradGuard no_grad;
   State state;
-  for (const torch::Tensor& p : model_->parameters()) state.parameters.push_back(p.detach().clone());
-  for (const torch::Tensor& b : model_->buffers()) state.buffers.push_back(b.detach().clone());
+  // Kept in host memory: a copy on the device would take the memory of the largest batch sizes' steps.
+  const auto host_copy = [](const torch::Tensor& t) {
+    return t.detach().to(torch::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  };
+  for (const torch::Tensor& p : model_->parameters()) state.parameters.push_back(host_copy(p));
+  for (const torch::Tensor& b : model_->buffers()) state.buffers.push_back(host_copy(b));
   if (optimizer_) {
     torch::serialize::OutputArchive archive;
     optimizer_->save(archive);
