@@ -70,14 +70,23 @@ std::string describe_workload(const ExperimentConfig& e, const MaxBatchResult& r
   if (e.device.rfind("cuda", 0) == 0) {
     for (const auto& [name, value] : cuda_allocator_environment()) text += " with " + name + "=" + value;
   }
-  if (result.cpu_memory_limit) text += " within " + format_memory_size(*result.cpu_memory_limit);
+  char share[32];
+  std::snprintf(share, sizeof share, "%g%%", 100 * result.margin);
+  // The CPU's limit is the one searched under, the margin already taken off; a GPU's cap is the memory
+  // before its margin.
+  if (result.cpu_memory_limit) {
+    text += " within " + format_memory_size(*result.cpu_memory_limit);
+    if (result.margin > 0) {
+      const auto whole =
+          static_cast<int64_t>(static_cast<double>(*result.cpu_memory_limit) / (1 - result.margin));
+      text += " (" + format_memory_size(whole) + " less a " + share + " margin)";
+    }
+    return text;
+  }
   if (result.gpu_memory_limit)
     text += " within " + format_memory_size(*result.gpu_memory_limit) + " of its memory";
-  if (result.margin > 0) {
-    char share[32];
-    std::snprintf(share, sizeof share, "%g%%", 100 * result.margin);
-    text += std::string(", leaving ") + share + " of the memory free";
-  }
+  if (result.margin > 0)
+    text += std::string(result.gpu_memory_limit ? " less" : ", leaving") + " a " + share + " margin";
   return text;
 }
 
@@ -85,7 +94,12 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
   if (!result.max_batch) {
     if (result.tries.empty())
       return "no batch size runs " + describe_workload(e, result) + ": " + result.error;
-    return "not even batch size 1 runs " + describe_workload(e, result) + ": " + result.error;
+    return "not even batch size " + std::to_string(result.smallest) + " runs " +
+           describe_workload(e, result) +
+           (result.smallest > 1
+                ? " (" + e.model + " trains from " + std::to_string(result.smallest) + " samples: batch norm)"
+                : std::string()) +
+           ": " + result.error;
   }
   const std::string confirmed = "confirmed with " + counted(result.confirm_steps, "step");
   std::string text = "largest batch size that runs " + describe_workload(e, result) + ": ";
@@ -103,8 +117,9 @@ std::string answer_sentence(const ExperimentConfig& e, const MaxBatchResult& res
       }
     }
     if (result.stopped_by == "granularity" || result.stopped_by == "tolerance" || result.stopped_by == "try limit") {
-      text += "; the search stopped at its " + result.stopped_by + ", so sizes up to " +
-              std::to_string(*result.first_failure - 1) + " were not tried";
+      text += "; the search stopped at its " + result.stopped_by + ", so sizes " +
+              std::to_string(*result.max_batch + 1) + " to " + std::to_string(*result.first_failure - 1) +
+              " were not tried";
     }
   } else if (result.stopped_by == "try limit") {
     text += "; the try limit stopped the growth, so larger sizes were not tried";
@@ -253,7 +268,8 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   if (result.count("help")) {
     std::cout
         << options.help()
-        << "\nExit codes: 0 found (or at least --upper), 3 not even batch size 1 fits, 2 bad input,\n"
+        << "\nExit codes: 0 found (or at least --upper), 3 not even the smallest batch size fits, 2 bad "
+           "input,\n"
            "130 stopped by Ctrl-C or SIGTERM after the running try (the same command with --out goes on).\n"
            "Example: batchscope maxbatch --model vgg16 --device cpu --memory-limit 2GiB\n";
     return 0;

@@ -115,6 +115,44 @@ TEST(FindMaxBatch, NothingFitsWhenBatchSizeOneFails) {
   EXPECT_FALSE(result.tries[0].fits);
 }
 
+// A model that cannot run a batch of 1 (batch norm in training): no try below the smallest size, by growth,
+// bisection or the confirmation's walk down; where the smallest does not fit, nothing does.
+TEST(FindMaxBatch, NeverTriesBelowTheSmallestSize) {
+  for (const auto& [capacity, repeated, start] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {0, 0, 2}, {1, 1, 8}, {100, 100, 1}, {7, 2, 1}, {5, 1, 4}, {3, 3, 16}}) {
+    SCOPED_TRACE("capacity " + std::to_string(capacity) + ", repeated " + std::to_string(repeated) +
+                 ", start " + std::to_string(start));
+    FakeDevice device{capacity, repeated, {}};
+    MaxBatchOptions options;
+    options.smallest = 2;
+    options.start = start;
+    const MaxBatchResult result = search(device, options);
+    for (const auto& [b, steps] : device.calls) EXPECT_GE(b, 2) << "tried " << b;
+    const std::set<std::pair<int64_t, int>> distinct(device.calls.begin(), device.calls.end());
+    EXPECT_EQ(distinct.size(), device.calls.size()) << "a try made twice";
+    EXPECT_EQ(result.smallest, 2);
+    if (repeated >= 2) {
+      EXPECT_EQ(result.max_batch, repeated);
+    } else {
+      EXPECT_FALSE(result.max_batch.has_value());
+      EXPECT_EQ(result.stopped_by, "nothing fits");
+    }
+  }
+  // A range wholly below the smallest size: nothing fits, and nothing is tried.
+  FakeDevice device{10, 10, {}};
+  MaxBatchOptions below;
+  below.smallest = 2;
+  below.upper_bound = 1;
+  const MaxBatchResult result = search(device, below);
+  EXPECT_FALSE(result.max_batch.has_value());
+  EXPECT_TRUE(device.calls.empty());
+  // A batch that runs one step at 1 and not three: batch 1 is not tried again with the same steps.
+  FakeDevice single{1, 0, {}};
+  search(single);
+  const std::set<std::pair<int64_t, int>> distinct(single.calls.begin(), single.calls.end());
+  EXPECT_EQ(distinct.size(), single.calls.size());
+}
+
 TEST(FindMaxBatch, StopsAtTheUpperBound) {
   for (int64_t k : {100, 101, 100000}) {
     FakeDevice device{k, k, {}};
@@ -516,6 +554,33 @@ TEST_F(CpuMemory, RunMaxBatchSaysWhenTheModelAloneDoesNotFit) {
   EXPECT_FALSE(result.max_batch.has_value());
   EXPECT_TRUE(result.tries.empty());
   EXPECT_NE(result.error.find("the model alone does not fit"), std::string::npos) << result.error;
+  EXPECT_EQ(result.stopped_by, "nothing fits");
+  options.margin = 0.1;
+  EXPECT_EQ(run_max_batch(e, torch::Device("cpu"), options, {}).margin, 0.1);
+}
+
+// ResNet-18 on 3x32x32 trains from 2 samples (its last batch norm sees a 1x1 plane): the search never runs
+// a batch of 1, and says where it could not go lower.
+TEST_F(CpuMemory, RunMaxBatchNeverTriesBelowTheSmallestBatchTheModelTrains) {
+  ExperimentConfig e = mnist_on_cpu("resnet18_small");
+  e.model = "resnet18";
+  e.input_shape = {3, 32, 32};
+  int64_t weights = 0;
+  {
+    Workload model(e, torch::Device("cpu"));
+    for (const torch::Tensor& p : model.network().parameters()) weights += p.nbytes();
+  }
+  // Room for the model and not for its gradients: a step of 2 does not fit, and a search that bisected
+  // below it would run a batch of 1 (a c10::Error, not out of memory).
+  MaxBatchOptions options;
+  options.start = 2;
+  options.cpu_memory_limit = cpu_memory::current_bytes() + weights + (4 << 20);
+  std::vector<int64_t> tried;
+  const MaxBatchResult result = run_max_batch(e, torch::Device("cpu"), options,
+                                              [&](const MaxBatchTry& t) { tried.push_back(t.batch_size); });
+  EXPECT_EQ(tried, (std::vector<int64_t>{2}));
+  EXPECT_FALSE(result.max_batch.has_value());
+  EXPECT_EQ(result.smallest, 2);
 }
 
 TEST(RunMaxBatch, RefusesACpuMemoryLimitOnCuda) {
@@ -575,6 +640,20 @@ TEST_F(CpuMemory, ResolvingToMaxReusesTheSizesOfAResumedSweep) {
   ASSERT_GE(fresh.size(), 3u);
   EXPECT_EQ(fresh[0], 1);
   EXPECT_EQ(fresh[1], 2);
+}
+
+// batch: 64:max where fewer than 64 fit: refused at the batch key with the size that fits, not a sweep of
+// no batch size.
+TEST_F(CpuMemory, ARangeToMaxThatStartsAboveWhatFitsIsRefused) {
+  ExperimentConfig e = mnist_on_cpu("tomax_above");
+  e.batch_to_max = BatchToMax{64, 1, 2.0};
+  const testing_support::TempDir temp;
+  cpu_memory::set_limit(int64_t{32} << 20);
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] {
+        resolve_batch_maximum(SweepConfig{"test", {e}}, sweep_into(temp.path()));
+      },
+      {"the largest batch size that fits on cpu is", "below the range's start 64", "start the range at"}));
 }
 
 // A sweep's search for its largest batch size (batch: 1:max) is kept in OUT/maxbatch/EXPERIMENT.jsonl.

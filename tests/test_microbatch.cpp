@@ -7,10 +7,12 @@
 
 #include "lib/analysis/layer_rates.h"
 #include "lib/analysis/tile_model.h"
+#include "lib/common/micro_batches.h"
 #include "lib/microbatch/layer_peak.h"
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/microbatch_records.h"
 #include "lib/records/records.h"
+#include "lib/sweep/max_batch.h"
 #include "lib/timing/step_runner.h"
 #include "models/registry.h"
 #include "models/splittable_conv.h"
@@ -215,8 +217,43 @@ std::vector<torch::Tensor> gradients_of_step(ExperimentConfig e, const std::vect
   return grads_of(workload.network());
 }
 
-// A training sweep's chunk is gradient accumulation: micro-batches of that many samples and the rest
-// (8 in chunks of 3: 3, 3, 2), one optimizer step, the whole batch's gradients.
+// A batch at most `chunk` samples at a time: as few micro-batches as hold it, as even as can be (in eights
+// from a chunk of 64 on that is a multiple of 8), never a sliver of the batch.
+TEST(MicroBatchSizes, AreAsFewAsHoldTheBatchAndAsEvenAsCanBe) {
+  std::vector<int64_t> eights(26, 8);
+  eights.insert(eights.end(), 6, 7);
+  EXPECT_EQ(micro_batch_sizes(250, 8), eights);
+  EXPECT_EQ(micro_batch_sizes(4096, 1368), (std::vector<int64_t>{1368, 1368, 1360}));
+  EXPECT_EQ(micro_batch_sizes(40, 16), (std::vector<int64_t>{14, 13, 13}));
+  EXPECT_EQ(micro_batch_sizes(8, 3), (std::vector<int64_t>{3, 3, 2}));
+  EXPECT_EQ(micro_batch_sizes(8, 0), (std::vector<int64_t>{8}));
+  EXPECT_EQ(micro_batch_sizes(8, 8), (std::vector<int64_t>{8}));
+  EXPECT_EQ(micro_batch_text(micro_batch_sizes(250, 8)), "26×8 + 6×7");
+  EXPECT_EQ(micro_batch_text(micro_batch_sizes(4096, 1368)), "2×1368 + 1360");
+  EXPECT_EQ(micro_batch_text({5}), "5");
+  for (int64_t batch = 1; batch <= 700; ++batch) {
+    for (int64_t chunk = 1; chunk <= batch; ++chunk) {
+      const std::vector<int64_t> sizes = micro_batch_sizes(batch, chunk);
+      SCOPED_TRACE(std::to_string(batch) + " at most " + std::to_string(chunk));
+      ASSERT_EQ(static_cast<int64_t>(sizes.size()), (batch + chunk - 1) / chunk);
+      ASSERT_EQ(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}), batch);
+      ASSERT_TRUE(std::is_sorted(sizes.rbegin(), sizes.rend()));
+      ASSERT_LE(sizes.front(), chunk);
+      ASSERT_LE(sizes.front() - sizes.back(), chunk >= 64 && chunk % 8 == 0 ? 8 : 1);
+    }
+  }
+  // chunk: auto's choice for the largest micro-batch that fits runs as few passes as that one would.
+  for (const auto& [batch, fits] :
+       std::vector<std::pair<int64_t, int64_t>>{{4801, 200}, {4096, 1537}, {300, 13}, {250, 8}}) {
+    const std::vector<int64_t> sizes = micro_batch_sizes(batch, even_chunk(batch, fits));
+    EXPECT_EQ(static_cast<int64_t>(sizes.size()), (batch + fits - 1) / fits) << batch << " with " << fits;
+    EXPECT_LE(sizes.front() - sizes.back(), 8) << batch << " with " << fits;
+  }
+}
+
+// A training sweep's chunk is gradient accumulation: as few micro-batches of at most that many samples as
+// hold the batch, as even as can be (8 in chunks of 3: 3, 3, 2), one optimizer step, the whole batch's
+// gradients.
 TEST(WorkloadMicroBatches, ATrainingChunkAccumulatesTheWholeBatchsGradients) {
   ExperimentConfig e = tiny_experiment("mnist_cnn", {1, 28, 28}, 10);
   const auto whole = gradients_of_step(e, {});
@@ -227,7 +264,7 @@ TEST(WorkloadMicroBatches, ATrainingChunkAccumulatesTheWholeBatchsGradients) {
   workload.prepare_batch(8);
   EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{3, 3, 2}));
   workload.prepare_batch(3);
-  EXPECT_EQ(workload.micro_batches(), (std::vector<int64_t>{3}));  // the whole batch
+  EXPECT_TRUE(workload.micro_batches().empty());  // a chunk that holds the batch runs it whole
   workload.stage();
   EXPECT_NO_THROW(workload.step());
   // chunk: auto after a size it split (shuffled or in a later pass): a smaller size that fits whole

@@ -73,6 +73,7 @@
 #include <vector>
 
 #include "lib/common/errors.h"
+#include "lib/common/micro_batches.h"
 #include "lib/common/words.h"
 #include "lib/config/experiment_reader.h"
 #include "lib/config/yaml_fields.h"
@@ -155,6 +156,18 @@ const models::ModelSpec& known_experiment_model(const ExperimentConfig& e) {
     throw UserError(
         located_value(e, "model", e.model + " is not a known model", models::unknown_model_fix(e.model)));
   return *spec;
+}
+
+int64_t smallest_step_batch(const ExperimentConfig& e) {
+  if (e.phase != Phase::Train) return 1;
+  return models::smallest_train_batch(known_experiment_model(e), e.input_shape, e.classes);
+}
+
+int64_t smallest_chunk(const ExperimentConfig& e, int64_t batch) {
+  const int64_t smallest = smallest_step_batch(e);
+  int64_t chunk = smallest;
+  while (chunk < batch && micro_batch_sizes(batch, chunk).back() < smallest) ++chunk;
+  return chunk;
 }
 
 std::string input_key(const ExperimentConfig& e) {

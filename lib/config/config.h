@@ -147,6 +147,15 @@ std::string located_value(const ExperimentConfig& e, const std::string& key, con
 // experiment_model, or a UserError at the experiment's `model` that names the nearest one.
 const models::ModelSpec& known_experiment_model(const ExperimentConfig& e);
 
+// The smallest batch the experiment's step can run: in training, 2 for a model with batch norm on an input
+// where a layer's plane is 1x1 (a channel's normalisation over one value is undefined), else 1.
+int64_t smallest_step_batch(const ExperimentConfig& e);
+
+// The smallest chunk that runs a batch of `batch` in micro-batches none of which is below
+// smallest_step_batch(e) (a batch of 5 in chunks of at most 2 would run 2, 2 and 1): chunk: auto's
+// search starts no lower.
+int64_t smallest_chunk(const ExperimentConfig& e, int64_t batch);
+
 // One sample's forward FLOPs of the experiment's model at its input and classes, or a UserError, in the
 // model's own sentence of what it needs, at the line that set the input (input, seq_len or data; else
 // the model).

@@ -178,6 +178,13 @@ SweepConfig resolve_batch_maximum(const SweepConfig& config, const SweepOptions&
                             e.device + " (" + result.error + ")",
                         "start the batch range lower, or use a smaller input or a lower precision"));
     }
+    if (*result.max_batch < e.batch_to_max->from) {
+      throw UserError(located_value(e, "batch",
+                                    "the largest batch size that fits on " + e.device + " is " +
+                                        std::to_string(*result.max_batch) + ", below the range's start " +
+                                        std::to_string(e.batch_to_max->from),
+                                    "start the range at " + std::to_string(*result.max_batch) + " or lower"));
+    }
     e.batch_sizes = expand_to_max(*e.batch_to_max, *result.max_batch);
     spdlog::info("{}: the largest batch size that fits is {}{}", e.name, *result.max_batch,
                  result.hit_upper_bound ? " (the upper bound)" : "");

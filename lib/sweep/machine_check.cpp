@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lib/common/errors.h"
+#include "lib/common/micro_batches.h"
 #include "lib/config/experiment_reader.h"
 #include "lib/device/gpu.h"
 #include "models/flop_tally.h"
@@ -31,9 +32,7 @@ std::string setting(const ExperimentConfig& e, const std::string& key, const std
 
 void check_experiment(const ExperimentConfig& e) {
   experiment_forward_flops(e);  // refuses an unknown model, or an input the model cannot take
-  const int64_t smallest = e.phase == Phase::Train ? models::smallest_train_batch(known_experiment_model(e),
-                                                                                  e.input_shape, e.classes)
-                                                   : 1;
+  const int64_t smallest = smallest_step_batch(e);
   const int64_t first = e.batch_to_max ? e.batch_to_max->from
                         : e.batch_sizes.empty() ? smallest
                                                 : *std::min_element(e.batch_sizes.begin(), e.batch_sizes.end());
@@ -44,6 +43,17 @@ void check_experiment(const ExperimentConfig& e) {
             models::shape_text(e.input_shape) + " input: a batch norm layer sees a 1x1 activation there, "
             "and normalising one value per channel is undefined",
         "start the batch sizes at " + std::to_string(smallest) + ", or give a larger input"));
+  }
+  for (const int64_t batch : e.batch_sizes) {
+    if (e.chunk <= 0 || micro_batch_sizes(batch, e.chunk).back() >= smallest) continue;
+    throw UserError(located_value(
+        e, "chunk",
+        e.model + " cannot train batch size " + std::to_string(batch) + " in micro-batches of at most " +
+            std::to_string(e.chunk) + " (" + micro_batch_text(micro_batch_sizes(batch, e.chunk)) +
+            "): a batch norm layer sees a 1x1 activation in the one of " +
+            std::to_string(micro_batch_sizes(batch, e.chunk).back()) +
+            " sample, and normalising one value per channel is undefined",
+        "give a chunk of " + std::to_string(smallest_chunk(e, batch)) + " or more"));
   }
   const torch::Device device(e.device);
   if (device.is_cuda()) {

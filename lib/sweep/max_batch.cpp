@@ -16,6 +16,7 @@ namespace batchscope {
 void check_options(const MaxBatchOptions& o) {
   const auto refuse = [](const std::string& sentence) { throw std::invalid_argument(sentence); };
   if (o.start < 1) refuse("the search must start at batch size 1 or more, not " + std::to_string(o.start));
+  if (o.smallest < 1) refuse("the smallest batch size must be 1 or more, not " + std::to_string(o.smallest));
   if (o.upper_bound < o.start) {
     refuse("the upper bound " + std::to_string(o.upper_bound) + " is below the start " +
            std::to_string(o.start));
@@ -49,16 +50,19 @@ Json to_json(const MaxBatchResult& r) {
 }
 
 Json to_json(const MaxBatchOptions& o) {
-  return {{"start", o.start},
-          {"upper_bound", o.upper_bound},
-          {"search_steps", o.search_steps},
-          {"confirm_steps", o.confirm_steps},
-          {"cpu_memory_limit_bytes", optional_json(o.cpu_memory_limit)},
-          {"gpu_memory_limit_bytes", optional_json(o.gpu_memory_limit)},
-          {"granularity", o.granularity},
-          {"tolerance", o.tolerance},
-          {"max_tries", o.max_tries},
-          {"margin", o.margin}};
+  Json j = {{"start", o.start},
+            {"upper_bound", o.upper_bound},
+            {"search_steps", o.search_steps},
+            {"confirm_steps", o.confirm_steps},
+            {"cpu_memory_limit_bytes", optional_json(o.cpu_memory_limit)},
+            {"gpu_memory_limit_bytes", optional_json(o.gpu_memory_limit)},
+            {"granularity", o.granularity},
+            {"tolerance", o.tolerance},
+            {"max_tries", o.max_tries},
+            {"margin", o.margin}};
+  // Only where it says something: searches recorded before it existed read as the same search.
+  if (o.smallest > 1) j["smallest"] = o.smallest;
+  return j;
 }
 
 MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& options,
@@ -66,6 +70,7 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
   check_options(options);
   MaxBatchResult result;
   result.confirm_steps = options.confirm_steps;
+  result.smallest = options.smallest;
   const auto attempt = [&](int64_t batch_size, TryStage stage, int steps) {
     MaxBatchTry t;
     const std::size_t index = result.tries.size();
@@ -109,9 +114,12 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
   const auto out_of_tries = [&] {
     return options.max_tries > 0 && static_cast<int>(result.tries.size()) >= options.max_tries;
   };
+  // Below the smallest size the step runs, nothing is tried: the size under it stands in for "fits" where
+  // nothing has fit yet.
+  const int64_t below_smallest = options.smallest - 1;
   // Close enough to stop bisecting: why, or empty to go on.
   const auto close_enough = [&](int64_t fit, int64_t fail) -> std::string {
-    if (fail - fit <= 1) return "exact";
+    if (fail - std::max(fit, below_smallest) <= 1) return "exact";
     if (fit == 0) return "";  // nothing has fit yet (a start above the answer): search on down
     if (fail - fit <= options.granularity) return "granularity";
     if (static_cast<double>(fail - fit) <= options.tolerance * static_cast<double>(fail)) return "tolerance";
@@ -121,7 +129,11 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
   // `fit` ran search_steps steps (0: nothing yet); `fail` is the smallest size that did not fit.
   int64_t fit = 0;
   std::optional<int64_t> fail;
-  for (int64_t b = options.start;;) {
+  if (options.upper_bound < options.smallest) {
+    result.stopped_by = "nothing fits";
+    return result;
+  }
+  for (int64_t b = std::max(options.start, options.smallest);;) {
     if (!attempt(b, TryStage::Grow, options.search_steps)) {
       fail = b;
       break;
@@ -136,10 +148,11 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
   const auto bisect = [&](TryStage stage, int steps) {
     while (fail && (result.stopped_by = close_enough(fit, *fail)).empty()) {
       // Halfway, on a multiple of the granularity where that lies strictly between the two.
-      int64_t middle = fit + (*fail - fit) / 2;
+      const int64_t lower = std::max(fit, below_smallest);
+      int64_t middle = lower + (*fail - lower) / 2;
       if (options.granularity > 1) {
         const int64_t aligned = middle / options.granularity * options.granularity;
-        if (aligned > fit) middle = aligned;
+        if (aligned > lower) middle = aligned;
       }
       if (attempt(middle, stage, steps)) {
         fit = middle;
@@ -174,10 +187,14 @@ MaxBatchResult find_max_batch(const BatchProbe& probe, const MaxBatchOptions& op
     fail = fit;
     fit = 0;
     for (int64_t stride = 1; fit == 0; stride *= 2) {
-      const int64_t b = std::max<int64_t>(*fail - stride, 1);
+      const int64_t b = std::max<int64_t>(*fail - stride, options.smallest);
+      if (b == *fail) {  // the confirmation failed at the smallest size: nothing runs its steps
+        result.stopped_by = "nothing fits";
+        return finished();
+      }
       if (attempt(b, TryStage::Confirm, options.confirm_steps)) {
         fit = b;
-      } else if (b == 1) {
+      } else if (b == options.smallest) {
         result.stopped_by = "nothing fits";
         return finished();
       } else {
@@ -243,9 +260,12 @@ std::optional<int64_t> default_cpu_memory_limit() {
 }
 
 MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::Device& device,
-                             const MaxBatchOptions& options, const TryObserver& on_try,
+                             const MaxBatchOptions& asked, const TryObserver& on_try,
                              const SearchSession& session) {
-  check_options(options);
+  check_options(asked);
+  // No try below the smallest batch the step runs at (batch norm in training).
+  MaxBatchOptions options = asked;
+  options.smallest = std::max(options.smallest, smallest_step_batch(experiment));
   if (options.cpu_memory_limit && !device.is_cpu()) {
     throw std::invalid_argument("a CPU memory limit does not apply to " + device.str() +
                                 ", where the GPU's own memory is the limit");
@@ -301,8 +321,11 @@ MaxBatchResult run_max_batch(const ExperimentConfig& experiment, const torch::De
     if (!is_out_of_memory(error)) throw;
     MaxBatchResult result;
     result.confirm_steps = options.confirm_steps;
+    result.smallest = options.smallest;
     result.cpu_memory_limit = limit_used;
     result.gpu_memory_limit = gpu_limit_used;
+    result.margin = options.margin;
+    result.stopped_by = "nothing fits";
     result.error = "the model alone does not fit: " + short_error_message(error);
     return result;
   }

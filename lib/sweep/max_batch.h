@@ -19,6 +19,10 @@ class Workload;
 
 struct MaxBatchOptions {
   int64_t start = 1;            // the first size tried; the search grows from it by doubling
+  // The smallest size the step can run at all (a model with batch norm trains from 2 samples, where a
+  // channel's normalisation has more than one value; models::smallest_train_batch): no smaller size is
+  // tried, and where it does not fit, nothing does. A start below it starts there.
+  int64_t smallest = 1;
   int64_t upper_bound = 65536;  // no size above it is tried; reaching it means "at least upper_bound"
   int search_steps = 1;         // steps per try while growing and bisecting
   int confirm_steps = 3;        // steps in a row the answer must run (the safety margin)
@@ -59,8 +63,9 @@ struct ProbeOutcome {
 };
 
 struct MaxBatchResult {
-  // The largest size that ran confirm_steps steps in a row; nullopt when not even batch size 1 fits.
+  // The largest size that ran confirm_steps steps in a row; nullopt when not even the smallest fits.
   std::optional<int64_t> max_batch;
+  int64_t smallest = 1;  // the smallest size the search could try (MaxBatchOptions::smallest)
   // The smallest size that ran out of memory (max_batch + 1 at the end of a search that found a
   // failure next to the answer); nullopt when nothing failed, i.e. the upper bound was reached.
   std::optional<int64_t> first_failure;

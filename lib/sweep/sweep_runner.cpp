@@ -96,6 +96,7 @@ std::optional<PointChunk> search_chunk(Workload& workload, const ExperimentConfi
     }
   }
   search.granularity = batch_size >= 64 ? 8 : 1;
+  search.smallest = smallest_chunk(e, batch_size);  // no micro-batch that batch norm cannot train
   spdlog::info("{}: searching for the largest {} that run batch size {} on {} (chunk: auto){}", e.name, parts,
                batch_size, e.device,
                found.bound_from_batch
@@ -205,11 +206,14 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
               workload.reset();
               if (device.is_cuda()) gpu::empty_cache();
               oom_at = batch_size;
-              const std::string parts = e.phase == Phase::Train ? "micro-batches" : "slices";
-              spdlog::warn(
-                  "{}: batch size {} does not fit on {} even in {} of one sample; larger sizes are skipped",
-                  e.name, batch_size, e.device, parts);
-              records = {OomRecord{key, "not even " + parts + " of one sample fit (chunk: auto): " + error}};
+              const int64_t least = smallest_chunk(e, batch_size);
+              const std::string parts = std::string(e.phase == Phase::Train ? "micro-batches" : "slices") +
+                                        " of " +
+                                        (least == 1 ? "one sample" : std::to_string(least) + " samples");
+              spdlog::warn("{}: batch size {} does not fit on {} even in {}; larger sizes are skipped",
+                           e.name, batch_size, e.device, parts);
+              records = {OomRecord{
+                  key, "not even " + parts + " fit (chunk: auto)" + (error.empty() ? "" : ": " + error)}};
               break;
             }
           }

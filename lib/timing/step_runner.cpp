@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "lib/common/micro_batches.h"
 #include "lib/device/gpu.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/optimizer.h"
@@ -57,10 +58,9 @@ bool Workload::timed_copy() const { return experiment_.transfer == Transfer::Inc
 
 void Workload::prepare_batch(int64_t batch_size) {
   release_batch();
-  if (training() && experiment_.chunk > 0) {
-    // Gradient accumulation: micro-batches of `chunk` samples and the rest, one optimizer step.
-    micro_batches_.assign(static_cast<std::size_t>(batch_size / experiment_.chunk), experiment_.chunk);
-    if (batch_size % experiment_.chunk != 0) micro_batches_.push_back(batch_size % experiment_.chunk);
+  if (training() && experiment_.chunk > 0 && experiment_.chunk < batch_size) {
+    // Gradient accumulation: even micro-batches of at most `chunk` samples, one optimizer step.
+    micro_batches_ = micro_batch_sizes(batch_size, experiment_.chunk);
   } else {
     // Whole: not the micro-batches of a chunked size before it (chunk: auto sets chunk 0 for a size
     // that fits, and a smaller batch than those micro-batches would not add up).
@@ -217,7 +217,9 @@ void Workload::infer_step(const torch::Tensor& inputs) {
   AutocastScope autocast(experiment_.precision, device_);
   models::LayerScope scope("step.forward");
   if (experiment_.chunk > 0 && inputs.size(0) > experiment_.chunk) {
-    for (const torch::Tensor& part : inputs.split(experiment_.chunk)) model_->forward(part);
+    for (const torch::Tensor& part :
+         inputs.split_with_sizes(micro_batch_sizes(inputs.size(0), experiment_.chunk)))
+      model_->forward(part);
     return;
   }
   model_->forward(inputs);

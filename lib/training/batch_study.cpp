@@ -8,6 +8,7 @@
 #include "lib/analysis/report/plots.h"
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
+#include "lib/common/micro_batches.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/training/training_parts.h"
@@ -63,14 +64,12 @@ int64_t samples_counted(const BatchStudyRow& row) {
 // Whether a batch of this size runs as micro-batches of the chunk (train --chunk; 0: none).
 bool accumulated(int64_t batch, int64_t chunk) { return chunk > 0 && chunk < batch; }
 
-// A batch as the study's micro-batches run it: "4096 (8×512)", "1000 (3×300 + 100)"; the size alone where it
+// A batch as the study's micro-batches run it: "4096 (8×512)", "1000 (4×250)"; the size alone where it
 // trains whole.
 std::string batch_text(int64_t batch, int64_t chunk) {
   std::string text = std::to_string(batch);
   if (!accumulated(batch, chunk)) return text;
-  text += " (" + std::to_string(batch / chunk) + "×" + std::to_string(chunk);
-  if (batch % chunk != 0) text += " + " + std::to_string(batch % chunk);
-  return text + ")";
+  return text + " (" + micro_batch_text(micro_batch_sizes(batch, chunk)) + ")";
 }
 
 // S(B) = S_min (1 + B_crit / B) fitted to the steps each batch size took to the target.
@@ -479,8 +478,8 @@ std::string format_batch_study(const BatchStudy& study) {
     text += study.chunk_auto
                 ? "; batches that did not fit accumulated in the largest even micro-batches that "
                   "did (--chunk auto)"
-                : "; batches above " + std::to_string(study.chunk) + " accumulated in micro-batches of " +
-                      std::to_string(study.chunk);
+                : "; batches above " + std::to_string(study.chunk) +
+                      " accumulated in micro-batches of at most " + std::to_string(study.chunk);
   }
   if (study.eval_every > 0)
     text += "; the test split evaluated every " + std::to_string(study.eval_every) + " steps too";

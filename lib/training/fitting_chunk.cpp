@@ -53,6 +53,7 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
   search.start = bounded ? o.chunk_fits : o.batch_size;
   search.upper_bound = search.start;
   search.granularity = o.batch_size >= 64 ? 8 : 1;
+  search.smallest = smallest_chunk(e, o.batch_size);  // no micro-batch that batch norm cannot train
   search.margin = kChunkSearchMargin;
   if (device.is_cpu() && !cpu_memory::limit()) {
     // What LibTorch holds already (the dataset's images) counts against the limit too.
@@ -85,10 +86,13 @@ ChunkSearch search_fitting_chunk(const TrainingOptions& o, const std::string& de
   }
   if (device.is_cuda()) gpu::empty_cache();
   if (!result.max_batch) {
+    const std::string least = search.smallest == 1
+                                  ? "one sample"
+                                  : std::to_string(search.smallest) + " samples (batch norm's least)";
     throw UserError(located("command line", 0,
-                            "--chunk auto: not even a micro-batch of one sample trains in " + device_name +
-                                "'s memory beside the batch of " + std::to_string(o.batch_size) + " (" +
-                                result.error + ")",
+                            "--chunk auto: not even a micro-batch of " + least + " trains in " + device_name +
+                                "'s memory beside the batch of " + std::to_string(o.batch_size) +
+                                (result.error.empty() ? "" : " (" + result.error + ")"),
                             "give a smaller --batch, a smaller model, or --precision bf16"));
   }
   found.largest_fitting = *result.max_batch;

@@ -16,6 +16,7 @@
 #include "data/batch_loader.h"
 #include "data/datasets.h"
 #include "lib/common/errors.h"
+#include "lib/common/micro_batches.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
@@ -497,10 +498,9 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     for (auto& p : parameters) p.mutable_grad().reset();
     const int64_t samples = batch.labels.size(0);
     const bool whole = chunk <= 0 || chunk >= samples;
-    const std::vector<torch::Tensor> images =
-        whole ? std::vector<torch::Tensor>{batch.images} : batch.images.split(chunk);
-    const std::vector<torch::Tensor> labels =
-        whole ? std::vector<torch::Tensor>{batch.labels} : batch.labels.split(chunk);
+    const std::vector<int64_t> parts = micro_batch_sizes(samples, chunk);
+    const std::vector<torch::Tensor> images = batch.images.split_with_sizes(parts);
+    const std::vector<torch::Tensor> labels = batch.labels.split_with_sizes(parts);
     for (std::size_t i = 0; i < images.size(); ++i) {
       torch::Tensor logits, loss;
       {
@@ -825,6 +825,45 @@ void check_earlier_options(const TrainingOptions& options, const std::string& de
   check_same_options(earlier, o, start_run(o, device_name, data, determinism).config);
 }
 
+// A model with batch norm on an input where a layer's plane is 1x1 cannot train a batch of one sample
+// (normalising one value per channel is undefined): a last batch, a micro-batch or the noise scale's
+// small batch of one is refused before training, naming the option that makes it.
+void check_smallest_batches(const TrainingOptions& o, const LoadedData& data) {
+  const models::ModelSpec* spec = models::find_model(o.model);
+  if (spec == nullptr) return;  // build_network refuses it
+  const data::DatasetKind kind = data.location.kind();
+  const int64_t smallest = models::smallest_train_batch(*spec, kind.image, kind.classes);
+  if (smallest <= 1) return;
+  const auto refuse = [&](const std::string& what, const std::string& fix) {
+    throw UserError(located("command line", 0,
+                            o.model + " cannot train " + what + " on " + models::shape_text(kind.image) +
+                                " images: a batch norm layer sees a 1x1 activation there, and normalising "
+                                "one value per channel is undefined",
+                            fix));
+  };
+  const int64_t images = data.splits.train.size();
+  const int64_t rest = images % o.batch_size;
+  if (rest > 0 && rest < smallest) {
+    refuse("the last batch of each epoch, " + counted(rest, "image") + " (" + std::to_string(images) +
+               " training images in batches of " + std::to_string(o.batch_size) + ")",
+           "give another --batch, or --limit-train " + std::to_string(images - rest));
+  }
+  for (const int64_t batch : {o.batch_size, rest}) {
+    if (batch == 0 || !o.accumulates()) continue;
+    const std::vector<int64_t> parts = micro_batch_sizes(batch, o.chunk);
+    if (parts.back() >= smallest) continue;
+    int64_t chunk = o.chunk;
+    while (micro_batch_sizes(batch, chunk).back() < smallest) ++chunk;
+    refuse("a batch of " + std::to_string(batch) + " in micro-batches of at most " + std::to_string(o.chunk) +
+               " (" + micro_batch_text(parts) + ")",
+           "give --chunk " + std::to_string(chunk) + " or more");
+  }
+  if (o.noise_scale.on() && o.noise_scale.small_batch(o.pass_batch()) < smallest) {
+    refuse("the noise scale's small batch of " + std::to_string(o.noise_scale.small_batch(o.pass_batch())),
+           "give --noise-batch " + std::to_string(smallest) + " or more");
+  }
+}
+
 TrainingOutcome train_on(const TrainingOptions& options, const std::string& device_name,
                          const LoadedData& data) {
   const data::Dataset& train = data.splits.train;
@@ -858,6 +897,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                  chosen.accumulates() ? "micro-batches of " + std::to_string(chosen.chunk) : "whole batches");
   }
   const TrainingOptions o = as_run(chosen, device_name, data);
+  check_smallest_batches(o, data);
   outcome.chunk = o.accumulates() ? o.chunk : 0;
   outcome.device = device_name;
   outcome.train_samples = train.size();
@@ -913,10 +953,11 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                  data::describe(augment, data.location.kind()));
   }
   if (o.accumulates()) {
-    const int64_t rest = o.batch_size % o.chunk;
-    spdlog::info("gradient accumulation: each batch of {} as {} of {}{}, then one optimizer step",
-                 o.batch_size, counted(o.batch_size / o.chunk, "micro-batch", "micro-batches"), o.chunk,
-                 rest > 0 ? " and one of " + std::to_string(rest) : "");
+    const std::vector<int64_t> parts = micro_batch_sizes(o.batch_size, o.chunk);
+    const std::string sizes = parts.front() == parts.back() ? " of " + std::to_string(parts.front())
+                                                            : " (" + micro_batch_text(parts) + ")";
+    spdlog::info("gradient accumulation: each batch of {} as {}{}, then one optimizer step", o.batch_size,
+                 counted(static_cast<int64_t>(parts.size()), "micro-batch", "micro-batches"), sizes);
   } else if (o.chunk > 0) {
     spdlog::info("--chunk {} holds the batch of {}: each step runs it whole", o.chunk, o.batch_size);
   }

@@ -92,6 +92,7 @@ expect batchnorm_yaml "bn_batch.yaml:4.*resnet18 cannot train at batch size 1.*s
 for model in resnet50 mobilenet mobilenet_v2; do
   expect "batchnorm_$model" "command line: --batch: $model cannot train at batch size 1" sweep --model "$model" --input 3,32,32 --batch 1 --device cpu --out "$work/new1"
 done
+expect batchnorm_chunk "command line: --chunk: resnet18 cannot train batch size 5 in micro-batches of at most 2 \\(2×2 \\+ 1\\).*give a chunk of 3 or more" sweep --model resnet18 --input 3,32,32 --batch 4,5 --chunk 2 --device cpu --out "$work/new1"
 expect maxbatch_infer_loss_scale "command line: --loss-scale applies to phase: train only; remove it" maxbatch --model mnist_cnn --phase infer --loss-scale dynamic --memory-limit 1GiB
 expect sweep_loss_scale_init "command line: --loss-scale-init 0 is too small; give a first scale above 0, such as 65536" sweep --model mnist_cnn --batch 1 --precision fp16 --loss-scale-init 0
 expect batchnorm_maxbatch "--start: resnet18 cannot train at batch size 1" maxbatch --model resnet18 --input 3,32,32 --device cpu --memory-limit 1GiB
