@@ -78,17 +78,49 @@ cxxopts::Options submit_options(const std::string& engine) {
   return options;
 }
 
-// A value that goes into the script as it is: no newline, no quote that could end it early.
-std::string plain_value(const cxxopts::ParseResult& result, const std::string& name, const std::string& allowed) {
+const std::string kNameCharacters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:";
+
+// A value that goes into the script as it is: no newline, no quote that could end it early. `described`
+// says in words what `allowed` holds.
+std::string plain_value(const cxxopts::ParseResult& result, const std::string& name,
+                        const std::string& allowed, const std::string& described) {
   const std::string value = result[name].as<std::string>();
   if (value.empty() || value.find_first_not_of(allowed) != std::string::npos) {
     refuse("--" + name + " '" + printable(value) + "' has characters a cluster does not take there",
-           "use letters, digits and " + allowed.substr(62));
+           "use " + described);
   }
   return value;
 }
 
-const std::string kNameCharacters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:";
+// A Kubernetes object's name as given, where it is one (RFC 1123: lowercase letters, digits and '-',
+// beginning and ending with a letter or digit; with `dots`, several such labels joined by '.'); refused
+// otherwise, never changed into another name that the cluster would not find.
+std::string kubernetes_name(const cxxopts::ParseResult& result, const std::string& name, bool dots) {
+  const std::string value = result[name].as<std::string>();
+  const std::size_t longest = dots ? 253 : 63;
+  bool ok = !value.empty() && value.size() <= longest;
+  std::size_t label = 0;  // characters of the label so far
+  for (std::size_t i = 0; ok && i < value.size(); ++i) {
+    const char c = value[i];
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (c == '.' && dots) {
+      ok = label > 0 && value[i - 1] != '-';
+      label = 0;
+    } else if (alnum || (c == '-' && label > 0)) {
+      ++label;
+    } else {
+      ok = false;
+    }
+  }
+  ok = ok && label > 0 && value.back() != '-';
+  if (!ok) {
+    refuse("--" + name + " '" + printable(value) + "' is not a Kubernetes name",
+           std::string("use lowercase letters, digits and '-'") + (dots ? " (and '.' between parts)" : "") +
+               ", beginning and ending with a letter or digit, at most " + std::to_string(longest) +
+               " characters, as the " + (dots ? "claim" : "namespace") + " is named in the cluster");
+  }
+  return value;
+}
 
 struct Submission {
   SweepConfig config;
@@ -129,17 +161,21 @@ Submission prepare(const cxxopts::ParseResult& result, const std::vector<std::st
 
 int submit_slurm(const cxxopts::ParseResult& result, const std::vector<std::string>& args,
                  const std::vector<std::string>& sweep_args) {
-  Submission s = prepare(result, args, sweep_args, "slurm");
+  // The options first: nothing is written for a command that is refused.
   SlurmOptions slurm;
   slurm.workdir = fs::current_path().string();
-  if (result.count("partition")) slurm.partition = plain_value(result, "partition", kNameCharacters);
-  if (result.count("time")) slurm.time_limit = plain_value(result, "time", "0123456789:-");
+  if (result.count("partition"))
+    slurm.partition = plain_value(result, "partition", kNameCharacters, "letters, digits and - _ . , :");
+  if (result.count("time"))
+    slurm.time_limit =
+        plain_value(result, "time", "0123456789:-", "digits, ':' and '-', as in 2:00:00 or 1-12:00");
   if (result.count("cpus-per-task")) slurm.cpus_per_task = static_cast<int>(whole_option(result, "cpus-per-task", 1, 4096));
   if (result.count("container")) slurm.container = result["container"].as<std::string>();
   slurm.container_runtime = result["container-runtime"].as<std::string>();
   if (slurm.container_runtime != "pyxis" && slurm.container_runtime != "apptainer") {
     refuse("--container-runtime " + printable(slurm.container_runtime) + " is not one batchscope writes for", "use pyxis or apptainer");
   }
+  Submission s = prepare(result, args, sweep_args, "slurm");
   s.job.out_dir = s.out.string();
   s.job.program = slurm.container.empty() ? own_program() : "batchscope";
   slurm.log_dir = (s.out / "slurm-logs").string();
@@ -191,12 +227,13 @@ int submit_slurm(const cxxopts::ParseResult& result, const std::vector<std::stri
 int submit_k8s(const cxxopts::ParseResult& result, const std::vector<std::string>& args,
                const std::vector<std::string>& sweep_args) {
   if (!result.count("image")) refuse("submit k8s needs the container image with batchscope", "give it with --image, e.g. --image registry.example.com/batchscope:latest");
-  Submission s = prepare(result, args, sweep_args, "k8s");
+  // The options first: nothing is written for a command that is refused.
   K8sOptions k8s;
-  k8s.image = plain_value(result, "image", kNameCharacters + "/@");
-  if (result.count("namespace")) k8s.namespace_name = dns_name(result["namespace"].as<std::string>());
-  k8s.claim = dns_name(result["claim"].as<std::string>());
+  k8s.image = plain_value(result, "image", kNameCharacters + "/@", "letters, digits and - _ . , : / @");
+  if (result.count("namespace")) k8s.namespace_name = kubernetes_name(result, "namespace", /*dots=*/false);
+  k8s.claim = kubernetes_name(result, "claim", /*dots=*/true);
   k8s.backoff_limit_per_index = static_cast<int>(whole_option(result, "backoff-limit-per-index", 0, 1000));
+  Submission s = prepare(result, args, sweep_args, "k8s");
   k8s.config_file_name = fs::path(s.job.config_path).filename().string();
   k8s.config_text = read_text(s.job.config_path);
   s.job.program = result["program"].as<std::string>();

@@ -5,6 +5,7 @@
 
 #include "app/command_line.h"
 #include "app/commands.h"
+#include "lib/analysis/analyzer.h"
 #include "lib/analysis/log_reader.h"
 #include "lib/analysis/run_comparison.h"
 #include "lib/common/errors.h"
@@ -16,12 +17,21 @@
 namespace batchscope::app {
 namespace {
 
+// One run's records: its log, or a sharded sweep's directory (its shards' logs together), as analyze
+// reads them. Every warning is printed (a damaged line, a shard not complete); a log that holds no
+// batchscope records is refused, naming it.
 LoadedLog load_or_refuse(const std::string& argument) {
   std::vector<std::string> warnings;
-  std::optional<LoadedLog> log = load_log(argument, warnings);
-  for (std::size_t i = log ? 0 : 1; i < warnings.size(); ++i) std::cerr << "batchscope: warning: " << warnings[i] << "\n";
-  if (!log) throw UserError(warnings.empty() ? argument + ": cannot be read" : warnings.front());
-  return *log;
+  std::vector<LoadedLog> logs = load_logs({argument}, warnings);
+  LoadedLog run;
+  run.summary.path = argument;
+  for (LoadedLog& log : logs) {
+    warnings.insert(warnings.end(), log.summary.warnings.begin(), log.summary.warnings.end());
+    run.records.insert(run.records.end(), log.records.begin(), log.records.end());
+    run.summary.records += log.summary.records;
+  }
+  for (const std::string& w : warnings) std::cerr << "batchscope: warning: " << w << "\n";
+  return run;
 }
 
 Json comparison_json(const RunComparison& c) {
@@ -48,9 +58,9 @@ Json comparison_json(const RunComparison& c) {
     fast.push_back(
         {{"experiment", f.experiment}, {"baseline", ranges(f.baseline)}, {"contender", ranges(f.contender)}});
   }
-  return Json{{"threshold", c.threshold}, {"z", c.z},       {"slower", c.slower},
-              {"faster", c.faster},       {"sizes", sizes}, {"unmatched", c.unmatched},
-              {"fast_sizes", fast}};
+  return Json{{"threshold", c.threshold}, {"z", c.z},           {"slower", c.slower},
+              {"faster", c.faster},       {"sizes", sizes},     {"unmatched", c.unmatched},
+              {"lost", c.lost},           {"gained", c.gained}, {"fast_sizes", fast}};
 }
 
 }  // namespace
@@ -61,8 +71,10 @@ int run_compare_command(const std::vector<std::string>& args) {
       "Set a contender sweep against a baseline, batch size by batch size: the ratio of their median step\n"
       "times, a noise band from the spread of each run's steps, or of its passes' medians where the sweep\n"
       "repeated them (repeats: R) and that is wider (z standard errors of the ratio), and a verdict. A\n"
-      "size is slower or faster only beyond both its noise and the threshold. Exit code 1 when any size\n"
-      "is slower, so that a CI job can gate on it; 0 otherwise.");
+      "size is slower or faster only beyond both its noise and the threshold. A size the baseline measured\n"
+      "that the contender ran out of memory at (or skipped after one did) is lost. Exit code 1 when any\n"
+      "size is slower or lost, so that a CI job can gate on it; 0 otherwise. A sharded sweep's directory\n"
+      "stands for all its shards.");
   options.positional_help("BASELINE CONTENDER  (steps.jsonl files or their sweep directories)");
   // clang-format off
   options.add_options()
@@ -76,9 +88,11 @@ int run_compare_command(const std::vector<std::string>& args) {
   options.parse_positional({"logs"});
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
-    std::cout << options.help()
-              << "\nExit codes: 0 no size slower, 1 a size slower beyond the noise and the threshold, 2 bad input.\n"
-                 "Example: batchscope compare runs/main runs/branch --threshold 5%\n";
+    std::cout
+        << options.help()
+        << "\nExit codes: 0 no size slower or lost, 1 a size slower beyond the noise and the threshold, or\n"
+           "lost (out of memory in the contender), 2 bad input.\n"
+           "Example: batchscope compare runs/main runs/branch --threshold 5%\n";
     return 0;
   }
   const auto logs = result.count("logs") ? result["logs"].as<std::vector<std::string>>() : std::vector<std::string>{};
@@ -89,7 +103,7 @@ int run_compare_command(const std::vector<std::string>& args) {
   const LoadedLog baseline = load_or_refuse(logs[0]);
   const LoadedLog contender = load_or_refuse(logs[1]);
   const RunComparison c = compare_runs(baseline, contender, threshold, z, min_samples);
-  if (c.sizes.empty()) {
+  if (c.sizes.empty() && c.lost.empty()) {
     throw UserError(located(logs[1], 0, "has no batch size in common with " + logs[0] + " (by experiment name, with " +
                                             std::to_string(min_samples) + " timed steps or more in each)",
                             "compare two sweeps of the same experiments"));
@@ -99,7 +113,8 @@ int run_compare_command(const std::vector<std::string>& args) {
   } else {
     std::cout << format_run_comparison(c);
   }
-  return c.slower > 0 ? 1 : 0;
+  // A size the contender no longer fits is a regression as much as a slower one.
+  return c.slower > 0 || !c.lost.empty() ? 1 : 0;
 }
 
 }  // namespace batchscope::app

@@ -384,6 +384,16 @@ TEST(JobScripts, SlurmScriptIsAJobArrayThatRunsTheSweep) {
             std::string::npos)
       << script;
   EXPECT_EQ(slurm_script(job(0), slurm).find("--gres"), std::string::npos) << "no GPU asked for";
+  // sbatch splits an #SBATCH line at blanks and ends it at '#': such a path goes in double quotes, and one
+  // with a double quote is refused.
+  SlurmOptions spaced = slurm;
+  spaced.log_dir = "/home/me/my runs/#1/slurm-logs";
+  EXPECT_NE(
+      slurm_script(job(1), spaced).find("#SBATCH --output=\"/home/me/my runs/#1/slurm-logs/%A_%a.out\"\n"),
+      std::string::npos)
+      << slurm_script(job(1), spaced);
+  spaced.log_dir = "/home/me/a\"b";
+  EXPECT_THROW(slurm_script(job(1), spaced), UserError);
   ShardedJob newline = job(1);
   newline.written_by = "batchscope submit slurm 'a\nrm -rf ~'";
   EXPECT_EQ(slurm_script(newline, slurm).find("\nrm -rf"), std::string::npos) << "a newline stays in its comment";

@@ -811,6 +811,27 @@ TEST(JumpCauses, APlantedJumpIsPutOnItsLayerAndItsKernelSwitch) {
   EXPECT_EQ(g.layers.size(), 3u);
 }
 
+// A switch is named by the heaviest kernels on each side, not the alphabetically first.
+TEST(JumpCauses, AKernelSwitchIsNamedByItsHeaviestKernels) {
+  std::map<int64_t, ProfileRecord> profiles;
+  profiles[16] = planted_profile(16, {{"classifier.0", "backward", 9.0, "b_gemm"}}, true);
+  profiles[17] = planted_profile(17, {{"classifier.0", "backward", 9.4, "c_gemm"}}, true);
+  profiles[16].kernels.push_back({"classifier.0", "backward", "a_aux", "kernel", 1, 1.0, 1.0, "", ""});
+  profiles[17].kernels.push_back({"classifier.0", "backward", "a_aux2", "kernel", 1, 0.6, 0.6, "", ""});
+  profiles[16].layers[0].device_ms = 10.0;
+  profiles[17].layers[0].device_ms = 10.0 + 6.0;
+  profiles[17].kernels[0].total_ms = profiles[17].kernels[0].mean_ms = 15.4;
+  Jump jump;
+  jump.from_batch = 16;
+  jump.to_batch = 17;
+  const GroupProfile g = explain_jumps(profiles, {jump}, {}, {{16, 10.0}, {17, 16.0}});
+  ASSERT_EQ(g.causes.size(), 1u);
+  ASSERT_FALSE(g.causes[0].layers.empty());
+  EXPECT_EQ(g.causes[0].layers[0].vanished, (std::vector<std::string>{"b_gemm", "a_aux"}));
+  EXPECT_NE(g.causes[0].summary.find("kernel switch: b_gemm → c_gemm"), std::string::npos)
+      << g.causes[0].summary;
+}
+
 TEST(JumpCauses, KernelNamesAreCutToTheirFunctionsName) {
   EXPECT_EQ(short_kernel_name("ampere_sgemm_128x64_tn"), "ampere_sgemm_128x64_tn");
   EXPECT_EQ(
@@ -829,6 +850,27 @@ TEST(JumpCauses, KernelNamesAreCutToTheirFunctionsName) {
       "at::native::(anonymous namespace)::max_pool_forward_nchw");
   EXPECT_EQ(short_kernel_name("Memcpy HtoD (Pageable -> Device)"), "Memcpy HtoD");
   EXPECT_EQ(short_kernel_name("aten::addmm"), "aten::addmm");
+}
+
+// The per-layer table shows every profiled size where there are 8 or fewer (it showed 4 of 6), and
+// otherwise 8 spread from the smallest to the largest.
+TEST(ProfileReport, TheLayerTableShowsUpToEightSizesFromTheSmallestToTheLargest) {
+  const auto header = [](int64_t last) {
+    std::map<int64_t, ProfileRecord> profiles;
+    for (const auto& [b, r] : planted_profiles(true))
+      if (b <= last) profiles[b] = r;
+    GroupAnalysis g;
+    g.id = "planted";
+    g.profile = explain_jumps(profiles, {}, {}, {});
+    std::ostringstream out;
+    write_profile_section(out, g, PlotOutcome{}, "");
+    const std::string text = out.str();
+    const std::size_t start = text.find("| layer (ms per step) |");
+    return text.substr(start, text.find('\n', start) - start);
+  };
+  EXPECT_EQ(header(15), "| layer (ms per step) | 10 | 11 | 12 | 13 | 14 | 15 |");
+  EXPECT_EQ(header(17), "| layer (ms per step) | 10 | 11 | 12 | 13 | 14 | 15 | 16 | 17 |");
+  EXPECT_EQ(header(24), "| layer (ms per step) | 10 | 12 | 14 | 16 | 18 | 20 | 22 | 24 |");
 }
 
 TEST(JumpCauses, GrowthWithoutASwitchIsNamedAsSuch) {
@@ -1613,7 +1655,11 @@ TEST(TileModel, ReadsTilesFromKernelNames) {
   for (const char* name :
        {"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)",
         "gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false>",
-        "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", "aten::addmm"}) {
+        "implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>", "aten::addmm",
+        // Only look like tiles: a side of 0 (analyze divided by it), digits beyond any tile (std::stoll
+        // threw).
+        "ampere_sgemm_0x64_tn", "tilesize99999999999999999999x64x32",
+        "sm90_xmma_gemm_tilesize8192x64x32_kernel"}) {
     EXPECT_FALSE(tile_from_kernel_name(name).has_value()) << name;
   }
 }

@@ -661,6 +661,8 @@ std::vector<std::string> expand_shards(const std::vector<std::string>& arguments
   return expanded;
 }
 
+}  // namespace
+
 std::vector<LoadedLog> load_logs(const std::vector<std::string>& given, std::vector<std::string>& warnings) {
   const std::vector<std::string> arguments = expand_shards(given, warnings);
   std::vector<LoadedLog> logs;
@@ -689,6 +691,8 @@ std::vector<LoadedLog> load_logs(const std::vector<std::string>& given, std::vec
   }
   return logs;
 }
+
+namespace {
 
 // The micro-batch studies among the logs, with their configuration.
 std::vector<MicroBatchLog> microbatch_studies(const std::vector<LoadedLog>& logs) {

@@ -40,4 +40,11 @@ Analysis analyze_groups(const std::vector<RawGroup>& groups, const AnalyzeOption
 // analyse become warnings; throws UserError when nothing can be analysed.
 Analysis analyze_logs(const std::vector<std::string>& arguments, const AnalyzeOptions& options);
 
+// The logs the arguments name, read: a directory of shards (sweep --shard, submit) stands for its shards'
+// logs, a log given twice is read once, and one that holds no batchscope records is left out; each of
+// these says so in `warnings`. The logs' own warnings (damaged lines) stay in their summaries. Throws
+// UserError, naming the first argument's problem, where no log is left.
+std::vector<LoadedLog> load_logs(const std::vector<std::string>& arguments,
+                                 std::vector<std::string>& warnings);
+
 }  // namespace batchscope

@@ -188,13 +188,12 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
     return;
   }
   auto [point, new_point] = g.points.emplace(batch, RawPoint{});
-  if (new_point) {
-    point->second.batch_size = batch;
-    point->second.log = path;
-  } else if (point->second.log != path) {
+  if (new_point) point->second.batch_size = batch;
+  const auto [log, new_log] = point->second.logs.emplace(key.experiment, path);
+  if (!new_log && log->second != path) {
     throw UserError(located(path, line,
                             "batch size " + std::to_string(batch) + " of " + describe_identity(id) +
-                                " was already measured in " + point->second.log,
+                                " (experiment " + key.experiment + ") was already measured in " + log->second,
                             "a sweep split across logs covers each batch size once: pass only one of the "
                             "two, or add --separate to compare them instead of merging"));
   }

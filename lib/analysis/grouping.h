@@ -22,7 +22,9 @@ struct RawPoint {
   // alone, or with repeats their merge (merge_pass_points: peaks, skipped steps and energy of every pass).
   std::vector<PointRecord> pass_points;
   std::optional<PointRecord> point;
-  std::string log;
+  // The log each experiment measured it in: two experiments of the same settings pool their steps, in one
+  // log or in the shards of one sweep; one experiment measured in two logs is two sweeps.
+  std::map<std::string, std::string> logs;
 };
 
 // The records of one group, before any statistics.

@@ -25,13 +25,28 @@ std::string signed_ms(double ms) {
   return text;
 }
 
-// The kernels of one layer and pass that carry weight there.
-std::set<std::string> weighty_kernels(const ProfileRecord& p, const LayerKey& key, double layer_total_ms) {
-  std::set<std::string> names;
+// The kernels of one layer and pass that carry weight there, with their time.
+std::map<std::string, double> weighty_kernels(const ProfileRecord& p, const LayerKey& key,
+                                              double layer_total_ms) {
+  std::map<std::string, double> names;
   for (const KernelTime& k : p.kernels) {
     if (k.layer != key.first || k.pass != key.second || k.name == "(other)") continue;
-    if (layer_total_ms <= 0 || k.total_ms >= kKernelShare * layer_total_ms) names.insert(k.name);
+    if (layer_total_ms <= 0 || k.total_ms >= kKernelShare * layer_total_ms) names[k.name] += k.total_ms;
   }
+  return names;
+}
+
+// The kernels of `side` that `other` does not have, the most time first: a switch is named by its
+// heaviest kernels, not by the alphabetically first.
+std::vector<std::string> only_in(const std::map<std::string, double>& side,
+                                 const std::map<std::string, double>& other) {
+  std::vector<std::pair<std::string, double>> found;
+  for (const auto& [name, ms] : side)
+    if (!other.count(name)) found.emplace_back(name, ms);
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::vector<std::string> names;
+  for (const auto& [name, ms] : found) names.push_back(name);
   return names;
 }
 
@@ -81,10 +96,10 @@ JumpCause cause_of(const Jump& jump, bool drop, const std::map<int64_t, ProfileR
     l.to_ms = after.count(k) ? after.at(k) : 0.0;
     l.delta_ms = l.to_ms - l.from_ms;
     l.share = c.step_delta_ms != 0 ? l.delta_ms / c.step_delta_ms : 0.0;
-    const std::set<std::string> k0 = weighty_kernels(p0->second, k, l.from_ms);
-    const std::set<std::string> k1 = weighty_kernels(p1->second, k, l.to_ms);
-    std::set_difference(k1.begin(), k1.end(), k0.begin(), k0.end(), std::back_inserter(l.appeared));
-    std::set_difference(k0.begin(), k0.end(), k1.begin(), k1.end(), std::back_inserter(l.vanished));
+    const std::map<std::string, double> k0 = weighty_kernels(p0->second, k, l.from_ms);
+    const std::map<std::string, double> k1 = weighty_kernels(p1->second, k, l.to_ms);
+    l.appeared = only_in(k1, k0);
+    l.vanished = only_in(k0, k1);
     c.profiled_delta_ms += l.delta_ms;
     changes.push_back(std::move(l));
   }

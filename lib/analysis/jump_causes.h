@@ -25,7 +25,8 @@ struct LayerChange {
   std::string layer, pass;
   double from_ms = 0, to_ms = 0, delta_ms = 0;
   double share = 0;  // of the step's change, from the timed medians (can exceed 1, or be negative)
-  // The kernels (operators on the CPU) that carry at least 5% of the layer's time on one side only.
+  // The kernels (operators on the CPU) that carry at least 5% of the layer's time on one side only, the
+  // most time first.
   std::vector<std::string> appeared, vanished;
   bool switched() const { return !appeared.empty() || !vanished.empty(); }
 };

@@ -21,12 +21,17 @@ using SizeKey = std::pair<std::string, int64_t>;
 struct StepTimes {
   std::vector<std::string> order;
   std::map<SizeKey, std::vector<double>> times;
+  std::map<SizeKey, std::string> lost;  // "out of memory" or "skipped" (after a smaller size ran out)
   std::map<SizeKey, std::map<int64_t, std::vector<double>>> pass_times;  // by pass (0: a sweep of one)
 };
 
 StepTimes step_times(const LoadedLog& log) {
   StepTimes out;
   for (const SweepRecord& r : log.records) {
+    if (const auto* oom = std::get_if<OomRecord>(&r))
+      out.lost[{oom->key.experiment, oom->key.batch_size}] = "out of memory";
+    if (const auto* skipped = std::get_if<SkippedRecord>(&r))
+      out.lost.emplace(SizeKey{skipped->key.experiment, skipped->key.batch_size}, "skipped");
     const auto* step = std::get_if<StepRecord>(&r);
     if (step == nullptr) continue;
     const std::string& experiment = step->key.experiment;
@@ -130,6 +135,10 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
          it != base.times.end() && it->first.first == experiment; ++it) {
       const auto found = other.times.find(it->first);
       const std::vector<double>& b = it->second;
+      if (found == other.times.end() && other.lost.count(it->first)) {
+        c.lost.push_back(size_name(it->first) + " (" + other.lost.at(it->first) + ")");
+        continue;
+      }
       if (found == other.times.end() || static_cast<int>(b.size()) < min_samples ||
           static_cast<int>(found->second.size()) < min_samples) {
         c.unmatched.push_back(size_name(it->first));
@@ -167,7 +176,12 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
     }
   }
   for (const auto& [key, times] : other.times) {
-    if (base.times.find(key) == base.times.end()) c.unmatched.push_back(size_name(key));
+    if (base.times.find(key) != base.times.end()) continue;
+    if (base.lost.count(key)) {
+      c.gained.push_back(size_name(key) + " (" + base.lost.at(key) + " in the baseline)");
+    } else {
+      c.unmatched.push_back(size_name(key));
+    }
   }
   c.fast_sizes = fast_sizes_of(c.sizes, errors);
   return c;
@@ -188,12 +202,21 @@ std::string format_run_comparison(const RunComparison& c) {
   char threshold[32];
   std::snprintf(threshold, sizeof threshold, "%g%%", 100 * c.threshold);
   out += "\n" + counted(static_cast<long long>(c.sizes.size()), "batch size") + " compared";
+  const auto rest = static_cast<long long>(c.sizes.size()) - c.slower - c.faster;
   if (c.slower == 0 && c.faster == 0) {
     out += ": no difference beyond the noise and " + std::string(threshold) + ".\n";
   } else {
     out += ": " + std::to_string(c.slower) + " slower and " + std::to_string(c.faster) +
-           " faster beyond the noise and " + threshold + "; the rest the same.\n";
+           " faster beyond the noise and " + threshold + (rest > 0 ? "; the rest the same.\n" : ".\n");
   }
+  const auto listed = [&](const std::string& label, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    out += label;
+    for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+    out += ".\n";
+  };
+  listed("Lost in the contender (measured in the baseline): ", c.lost);
+  listed("Fit in the contender only: ", c.gained);
   if (!c.unmatched.empty()) {
     out += "Not compared (measured in one run only, or with too few steps): ";
     for (std::size_t i = 0; i < c.unmatched.size(); ++i) out += (i ? ", " : "") + c.unmatched[i];

@@ -38,13 +38,16 @@ struct RunComparison {
   std::vector<SizeComparison> sizes;  // by experiment (the baseline's order), then batch size
   // "experiment batch N" measured in one run only, or with fewer steps than min_samples in either.
   std::vector<std::string> unmatched;
+  // "experiment batch N (out of memory)": sizes the baseline measured that the contender ran out of memory
+  // at, or skipped after a smaller size did; a loss that counts as slower. `gained` the other way round.
+  std::vector<std::string> lost, gained;
   int slower = 0, faster = 0;
   std::vector<FastSizesInBoth> fast_sizes;  // experiments with fast sizes in either run
 };
 
 // Sets the contender's sweep against the baseline's, batch size by batch size, matching experiments by
 // name (passes of a repeated sweep pooled). Sizes with fewer than min_samples timed steps in either run
-// are left out and listed.
+// are left out and listed; sizes that fit in one run and not in the other are listed apart.
 RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender, double threshold,
                            double z = 3, int min_samples = 5);
 

@@ -75,21 +75,38 @@ std::vector<GemmLayer> gemm_layers(const std::string& model, const std::vector<i
   return out;
 }
 
+namespace {
+
+// A tile whose sides are each 1 to 4096, as --tile takes them; else none (a name that only looks like one,
+// "sgemm_0x64_tn", or digits beyond any tile).
+std::optional<Tile> plausible(const std::string& m, const std::string& n, const std::string& k) {
+  const auto side = [](const std::string& digits) -> int64_t {
+    return digits.empty() || digits.size() > 4 ? 0 : std::stoll(digits);
+  };
+  const Tile t{side(m), side(n), side(k)};
+  const auto within = [](int64_t v) { return v >= 1 && v <= 4096; };
+  if (!within(t.m) || !within(t.n) || !within(t.k)) return std::nullopt;
+  return t;
+}
+
+}  // namespace
+
 std::optional<Tile> tile_from_kernel_name(const std::string& name) {
+  const std::string k = std::to_string(kDefaultTile.k);
   std::smatch m;
   // cuDNN and cuBLAS xmma kernels: "tilesize128x256x32".
   static const std::regex tilesize(R"(tilesize(\d+)x(\d+)(?:x(\d+))?)");
   if (std::regex_search(name, m, tilesize)) {
-    return Tile{std::stoll(m[1]), std::stoll(m[2]), m[3].matched ? std::stoll(m[3]) : kDefaultTile.k};
+    return plausible(m[1], m[2], m[3].matched ? m[3].str() : k);
   }
   // CUTLASS 3: "..._f16_128x128x64_1x1x1_..." (the tile, then the cluster shape).
   static const std::regex cutlass3(R"(_(\d+)x(\d+)x(\d+)_\d+x\d+x\d+_)");
-  if (std::regex_search(name, m, cutlass3)) return Tile{std::stoll(m[1]), std::stoll(m[2]), std::stoll(m[3])};
+  if (std::regex_search(name, m, cutlass3)) return plausible(m[1], m[2], m[3]);
   // cuBLAS and CUTLASS 2 GEMMs: the first MxN after "gemm" ("sgemm_128x64_tn", "s1688gemm_128x128_32x3",
   // "s1688gemm_fp16_256x128_ldg8").
   static const std::regex gemm(R"(gemm(?:_[a-z0-9]+)*?_(\d+)x(\d+)(?:_(\d+)x\d+)?(?:_|$))");
   if (name.find('<') == std::string::npos && std::regex_search(name, m, gemm)) {
-    return Tile{std::stoll(m[1]), std::stoll(m[2]), m[3].matched ? std::stoll(m[3]) : kDefaultTile.k};
+    return plausible(m[1], m[2], m[3].matched ? m[3].str() : k);
   }
   return std::nullopt;
 }

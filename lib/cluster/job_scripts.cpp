@@ -103,6 +103,25 @@ std::string dns_name(const std::string& text) {
   return name;
 }
 
+namespace {
+
+// A value of an #SBATCH line. sbatch splits those lines at blanks and ends them at a '#' outside double
+// quotes, so a value with either goes in double quotes; one with a double quote or a line break cannot be
+// written there at all.
+std::string sbatch_value(const std::string& text) {
+  if (text.find_first_of("\"\n\r") != std::string::npos) {
+    throw UserError(located("command line", 0,
+                            "--out " + printable(text) +
+                                " holds a double quote or a line break, which an #SBATCH "
+                                "line of the Slurm script cannot take",
+                            "choose an output directory without one"));
+  }
+  if (text.find_first_of(" \t#'\\") == std::string::npos) return text;
+  return "\"" + text + "\"";
+}
+
+}  // namespace
+
 std::string slurm_script(const ShardedJob& job, const SlurmOptions& slurm) {
   std::ostringstream s;
   // The comments quote the user's words: a newline in them must not start a line of the script.
@@ -123,12 +142,13 @@ std::string slurm_script(const ShardedJob& job, const SlurmOptions& slurm) {
   if (job.gpus_per_task > 0) s << "#SBATCH --gres=gpu:" << job.gpus_per_task << "\n";
   if (!slurm.partition.empty()) s << "#SBATCH --partition=" << slurm.partition << "\n";
   if (!slurm.time_limit.empty()) s << "#SBATCH --time=" << slurm.time_limit << "\n";
-  s << "#SBATCH --output=" << slurm.log_dir << "/%A_%a.out\n"
+  s << "#SBATCH --output=" << sbatch_value(slurm.log_dir + "/%A_%a.out") << "\n"
     << "#SBATCH --open-mode=append\n"
     << "#SBATCH --requeue\n"
     << "set -euo pipefail\n"
     << "cd " << shell_quote(slurm.workdir) << "\n"
-    << "echo \"batchscope: task ${SLURM_ARRAY_TASK_ID} of job ${SLURM_ARRAY_JOB_ID} on $(hostname) at $(date -u +%FT%TZ)\"\n";
+    << "echo \"batchscope: task ${SLURM_ARRAY_TASK_ID} of job ${SLURM_ARRAY_JOB_ID} on $(hostname) at $(date "
+       "-u +%FT%TZ)\"\n";
   const std::string sweep = joined_words(sweep_words(job, job.config_path, job.out_dir));
   if (slurm.container.empty()) {
     s << "exec " << shell_quote(job.program) << " " << sweep << "\n";

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "lib/cluster/job_scripts.h"
 #include "lib/common/errors.h"
 #include "lib/common/words.h"
 
@@ -170,7 +171,7 @@ void write_status(std::ostream& out, const RunStatus& status) {
   if (counts[ShardState::Stopped] + counts[ShardState::Missing] + counts[ShardState::NotStarted] == 0) return;
   out << "A stopped or missing shard resumes where it stopped when it runs again";
   if (!status.slurm_script.empty()) {
-    out << ": sbatch --array=" << joined(left) << " " << status.slurm_script
+    out << ": sbatch --array=" << joined(left) << " " << shell_quote(status.slurm_script)
         << "\n(shards that are running or complete are safe to include: a complete one ends at once)";
   } else if (!status.k8s_manifest.empty()) {
     out << ": delete the Job and apply " << status.k8s_manifest << " again (complete shards end at once)";

@@ -124,6 +124,15 @@ expect2 only_oom "oom.jsonl: holds only out-of-memory records: even batch size 1
 expect2 not_a_log "text.jsonl: holds no batchscope records" "$work/text.jsonl"
 cp "$work/part2.jsonl" "$work/copy.jsonl"
 expect2 measured_twice "copy.jsonl:[0-9]+: batch size 36 .* already measured in .*part2.jsonl.*--separate" "$work/part2.jsonl" "$work/copy.jsonl"
+# Two experiments of the same settings in two logs (a sharded sweep's shards each ran part of both): one
+# group, as in one log; only the same experiment measured twice is two sweeps.
+python3 "$make_log" --experiment first --batches 30:40 --seed 5 > "$work/shard_a.jsonl"
+python3 "$make_log" --experiment second --batches 30:40 --seed 6 > "$work/shard_b.jsonl"
+if "$bin" analyze "$work/shard_a.jsonl" "$work/shard_b.jsonl" --out "$work/two_experiments" > /dev/null 2> "$work/err"; then
+  ok "two experiments of the same settings across logs pool"
+else
+  fail "two experiments of the same settings across logs: $(cat "$work/err")"
+fi
 expect2 split_across_gpus "elsewhere.jsonl:1: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
 expect2 no_logs "at least one log" --out "$work/x"
 expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0

@@ -72,6 +72,24 @@ assert all(abs(s["ratio"] - 1.3) < 0.05 and s["verdict"] == "slower" for s in c[
 assert all(s["baseline_passes"] == s["contender_passes"] == 1 for s in c["sizes"]), c["sizes"]' "$work/cmp.json" \
   && ok "compare --json" || fail "compare --json: $(head -c 400 "$work/cmp.json")"
 
+# A size the baseline measured and the contender ran out of memory at (or skipped after): lost, exit 1.
+python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 2 --oom-from 9 > "$work/oom.jsonl"
+expect 1 "lost in the contender" "Lost in the contender \(measured in the baseline\): .*batch 9 \(out of memory\), .*batch 10 \(skipped\)" \
+  compare "$work/base.jsonl" "$work/oom.jsonl"
+expect 0 "fit in the contender only" "Fit in the contender only: .*batch 9 \(out of memory in the baseline\)" \
+  compare "$work/oom.jsonl" "$work/base.jsonl"
+# A sharded sweep's directory stands for its shards, as in analyze.
+for i in 0 1; do
+  "$bin" sweep --model mnist_cnn --batch 1,2,4,8 --device cpu --steps 5 --warmup 1 --threads 1 --shard "$i/2" \
+    --out "$work/sharded" --quiet > /dev/null || fail "sweep shard $i"
+done
+expect 0 "a sharded sweep against itself" "4 batch sizes compared: no difference" compare "$work/sharded" "$work/sharded"
+# A damaged line is warned about; a log of no batchscope records is refused, naming it.
+{ head -3 "$work/base.jsonl"; echo 'not a record'; tail -n +4 "$work/base.jsonl"; } > "$work/damaged.jsonl"
+expect 0 "a damaged contender" "warning: .*damaged.jsonl:4: " compare "$work/base.jsonl" "$work/damaged.jsonl"
+: > "$work/empty.jsonl"
+expect 2 "an empty baseline" "empty.jsonl: holds no batchscope records" compare "$work/empty.jsonl" "$work/base.jsonl"
+
 expect 2 "one log" "compare takes two logs" compare "$work/base.jsonl"
 python3 "$make_log" --batches 1:4 --experiment other --steps 10 > "$work/other.jsonl"
 expect 2 "nothing in common" "has no batch size in common" compare "$work/base.jsonl" "$work/other.jsonl"

@@ -88,6 +88,15 @@ done
 grep -q -- "--gres" "$script" && fail "a CPU sweep asks for a GPU" || ok "a CPU sweep asks for no GPU"
 bash -n "$script" && ok "bash reads the script" || fail "bash cannot read the script"
 expect 2 "submit with --out among the sweep options" "belongs to submit itself" submit slurm "$work/cluster.yaml" --dry-run -- --out x
+# Options are checked before anything is written, and the fix says which characters each takes.
+expect 2 "submit slurm --time 2h" "--time '2h' has characters a cluster does not take there; use digits, ':' and '-'" \
+  submit slurm "$work/cluster.yaml" --out "$work/bad_time" --time 2h --dry-run
+[ ! -e "$work/bad_time" ] || fail "a refused submit wrote $work/bad_time"
+expect 2 "submit k8s --claim a_b" "--claim 'a_b' is not a Kubernetes name" \
+  submit k8s "$work/cluster.yaml" --out "$work/bad_claim" --image r.example/b:1 --claim a_b
+expect 0 "submit k8s --claim 2024-results" "on the claim 2024-results" \
+  submit k8s "$work/cluster.yaml" --out "$work/claim" --image r.example/b:1 --claim 2024-results --namespace ml-team
+grep -q "claimName: 2024-results" "$work/claim/k8s-job.yaml" || fail "the claim is not named as given: $(grep claimName "$work/claim/k8s-job.yaml")"
 expect 2 "submit to an unknown cluster" "not a cluster batchscope submits to" submit pbs "$work/cluster.yaml"
 expect 2 "submit more shards than work" "use at most 28 shards" submit slurm "$work/cluster.yaml" --shards 40 --out "$work/s40" --dry-run
 

@@ -62,11 +62,13 @@ std::vector<int64_t> tabled_sizes(const GroupProfile& p) {
     chosen.insert(c.to_batch);
   }
   const std::vector<int64_t>& all = p.batch_sizes;
-  for (std::size_t i = 0; chosen.size() < kSizesTabled && i < all.size(); ++i) {
-    const std::size_t spread = (all.size() - 1) * i / std::max<std::size_t>(1, kSizesTabled - 1);
-    chosen.insert(all[std::min(spread, all.size() - 1)]);
-    if (chosen.size() >= all.size()) break;
-  }
+  if (all.size() <= kSizesTabled) return all;
+  // The rest spread evenly from the smallest size to the largest; where one falls on a size already
+  // chosen, the nearest sizes not yet chosen fill the table.
+  const std::size_t free_slots = kSizesTabled - chosen.size();
+  for (std::size_t i = 0; i < free_slots; ++i)
+    chosen.insert(all[(all.size() - 1) * i / std::max<std::size_t>(1, free_slots - 1)]);
+  for (std::size_t i = 0; chosen.size() < kSizesTabled && i < all.size(); ++i) chosen.insert(all[i]);
   return {chosen.begin(), chosen.end()};
 }
 
