@@ -214,10 +214,14 @@ const DatasetKind& kind_of_data(const std::string& spec) {
   for (const char* name : {"cifar10", "cifar100"}) {
     if (holds_any(spec, dataset_kind(name))) return dataset_kind(name);
   }
-  fs::path last = fs::path(spec).lexically_normal();
-  if (last.filename().empty()) last = last.parent_path();
-  return dataset_kind(last.filename().string().find("fashion") != std::string::npos ? "fashion-mnist"
-                                                                                    : "mnist");
+  // Fashion-MNIST's files are named as MNIST's: its directory's name says which, in any case
+  // ("Fashion-MNIST"), or the name of the one above torchvision's "raw" ("FashionMNIST/raw").
+  fs::path directory = fs::path(spec).lexically_normal();
+  if (directory.filename().empty()) directory = directory.parent_path();
+  if (lowercase(directory.filename().string()) == "raw") directory = directory.parent_path();
+  return dataset_kind(lowercase(directory.filename().string()).find("fashion") != std::string::npos
+                          ? "fashion-mnist"
+                          : "mnist");
 }
 
 DatasetLocation locate_dataset(const std::string& spec) {

@@ -281,6 +281,12 @@ TEST(Datasets, KindsByNameAndByTheFilesADirectoryHolds) {
   EXPECT_FALSE(is_dataset_name("imagenet"));
   EXPECT_EQ(kind_of_data("cifar100").image, (std::vector<int64_t>{3, 32, 32}));
   EXPECT_EQ(kind_of_data("cifar100").classes, 100);
+  // Fashion-MNIST by its directory's name in any case, or the one above torchvision's raw/.
+  for (const char* fashion :
+       {"/x/fashion-mnist", "/x/Fashion-MNIST/", "/x/FashionMNIST/raw", "fashion_mnist"})
+    EXPECT_EQ(kind_of_data(fashion).name, "fashion-mnist") << fashion;
+  for (const char* digits : {"/x/MNIST/raw", "/home/fashion-lab/mnist", "/x/mnist"})
+    EXPECT_EQ(kind_of_data(digits).name, "mnist") << digits;
   EXPECT_EQ(kind_of_data("mnist").train_images, 60000);
   EXPECT_EQ(kind_of_data("cifar10").train_images, 50000);
   // A directory that is not there is read by its name, as before any file is looked at.

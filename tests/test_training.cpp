@@ -14,6 +14,7 @@
 #include "lib/common/program_runner.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
+#include "lib/timing/autocast.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/determinism.h"
 #include "lib/training/device_comparison.h"
@@ -37,6 +38,57 @@ TEST(AgreeingSignificantDigits, CountsTheDigitsThatRoundAlike) {
   EXPECT_EQ(agreeing_significant_digits(0.0, 1e-300), 0);
   EXPECT_EQ(agreeing_significant_digits(123456.0, 123457.0), 5);
   EXPECT_EQ(agreeing_significant_digits(-0.5, -0.5000001), 6);
+  EXPECT_EQ(agreeing_significant_digits(NAN, 1.0), 0);
+}
+
+// Under bf16 the test loss is taken in fp32, as training takes its loss: from bf16 logits it had 3
+// significant digits (two samples read 2.28125 alike).
+TEST(Evaluate, TakesTheLossInFp32UnderAutocast) {
+  torch::manual_seed(3);
+  const std::shared_ptr<models::Network> network =
+      training_parts::build_network("mnist_cnn", data::dataset_kind("mnist"));
+  const data::Dataset test{"mnist", torch::randn({3, 1, 28, 28}), torch::tensor({1, 7, 4}, torch::kLong)};
+  const Evaluation e =
+      training_parts::evaluate(*network, test, 3, torch::Device("cpu"), Precision::BF16, false);
+  torch::Tensor logits;
+  {
+    torch::NoGradGuard no_grad;
+    const AutocastScope autocast(Precision::BF16, torch::Device("cpu"));
+    logits = network->forward(test.images);
+  }
+  ASSERT_EQ(logits.scalar_type(), torch::kBFloat16) << "the forward pass runs in bf16";
+  const double expected =
+      torch::nn::functional::cross_entropy(logits.to(torch::kFloat), test.labels).item<double>();
+  EXPECT_NEAR(e.loss, expected, 1e-6 * expected);
+}
+
+// A run that diverged ends there: only the epochs both runs trained are compared (the second run's
+// missing epoch was read past its end), and the table says which trained on alone.
+TEST(CompareEpochs, OnlyTheEpochsBothRunsTrainedAreCompared) {
+  DeviceComparison c;
+  c.first_device = "cpu";
+  c.second_device = "cuda:0";
+  EpochResult one;
+  one.epoch = 1;
+  one.train_loss = NAN;
+  one.train_accuracy = 0.1;
+  one.test.loss = NAN;
+  one.test.accuracy = 0.1;
+  EpochResult two = one;
+  two.epoch = 2;
+  c.first.epochs = {one, two};
+  c.second.epochs = {one};
+  c.second.diverged_epoch = 1;
+  const std::vector<Json> records = compare_epochs(c);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(c.rows.size(), 4u);
+  EXPECT_EQ(c.min_digits, 17);
+  const std::string table = format_comparison_table(c);
+  EXPECT_NE(
+      table.find("cuda:0 stopped after epoch 1 (diverged) and cpu trained 2: only the epochs both trained "
+                 "are compared"),
+      std::string::npos)
+      << table;
 }
 
 TEST(AgreeingSignificantDigits, IdenticalValuesGiveSeventeenAndNeighboursSixteen) {
@@ -47,7 +99,7 @@ TEST(AgreeingSignificantDigits, IdenticalValuesGiveSeventeenAndNeighboursSixteen
   EXPECT_EQ(agreeing_significant_digits(inf, inf), 17);
   EXPECT_EQ(agreeing_significant_digits(inf, 1e308), 0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_EQ(agreeing_significant_digits(nan, nan), 0);
+  EXPECT_EQ(agreeing_significant_digits(nan, nan), 17);  // both diverged alike: bit-identical runs agree
 }
 
 // A learnable stand-in for MNIST: class k lights up the k-th of the 7x7 cells of a 4x4 grid, on noise.
@@ -1154,6 +1206,30 @@ std::string save_plain_cnn(const fs::path& dir) {
   const std::string path = (dir / "plain_cnn.pt").string();
   m.save(path);
   return path;
+}
+
+// A TorchScript file given by a relative path: eval from another directory rebuilds the module from where
+// the file was (it refused: "cannot be read now; restore the TorchScript file").
+TEST_F(Training, ACheckpointOfARelativeTorchScriptFileIsEvaluatedFromAnotherDirectory) {
+  const fs::path file = save_plain_cnn(*root_);
+  TrainingOptions o = options("relative_model");
+  o.model = "./" + file.filename().string();
+  o.epochs = 1;
+  const fs::path before = fs::current_path();
+  struct Back {
+    fs::path to;
+    ~Back() { fs::current_path(to); }
+  } back{before};
+  fs::current_path(file.parent_path());
+  const TrainingOutcome run = train_model(o);
+  fs::current_path("/");
+  EvalOptions eval;
+  eval.checkpoint =
+      fs::absolute(fs::path(file.parent_path()) / fs::path(run.jsonl_path).parent_path()).string();
+  eval.device = "cpu";
+  const CheckpointEvaluation e = evaluate_checkpoint(eval);
+  ASSERT_EQ(run.epochs.size(), 1u);
+  EXPECT_EQ(e.test.loss, run.epochs[0].test.loss);
 }
 
 // train --chunk: a batch of 40 run as micro-batches of at most 16 (14, 13 and 13) takes the undivided batch's

@@ -238,6 +238,16 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
   CheckpointInfo info;
   info.model = text(json, "model");
   const models::ModelSpec* spec = models::find_model(info.model);
+  // A TorchScript file given by a relative path, read from another directory: where it was.
+  if (spec == nullptr && models::is_model_file_name(info.model) && json.contains("model_file") &&
+      json["model_file"].is_object() && json["model_file"].contains("path") &&
+      json["model_file"]["path"].is_string()) {
+    const std::string where = json["model_file"]["path"].get<std::string>();
+    if (const models::ModelSpec* found = models::find_model(where)) {
+      spec = found;
+      info.model = where;
+    }
+  }
   if (spec == nullptr) {
     if (models::is_model_file_name(info.model)) {
       throw UserError(located(path, 0,

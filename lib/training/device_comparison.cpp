@@ -35,7 +35,8 @@ std::string significant(double v) {
 }  // namespace
 
 int agreeing_significant_digits(double a, double b) {
-  if (a == b) return 17;
+  // Two runs that both diverged to NaN agree there as much as two equal numbers do.
+  if (a == b || (std::isnan(a) && std::isnan(b))) return 17;
   if (!std::isfinite(a) || !std::isfinite(b)) return 0;
   int best = 0;
   for (int digits = 1; digits <= 16; ++digits) {
@@ -45,6 +46,48 @@ int agreeing_significant_digits(double a, double b) {
     if (std::string(ta) == tb) best = digits;
   }
   return best;
+}
+
+std::vector<Json> compare_epochs(DeviceComparison& c) {
+  std::vector<Json> records;
+  c.rows.clear();
+  c.unequal.clear();
+  c.min_digits = 17;
+  // A run that diverged ends there: only the epochs both trained are compared, and the table says which
+  // trained on alone.
+  const std::size_t both = std::min(c.first.epochs.size(), c.second.epochs.size());
+  if (c.first.epochs.size() != c.second.epochs.size()) {
+    const bool first_longer = c.first.epochs.size() > c.second.epochs.size();
+    const TrainingOutcome& shorter = first_longer ? c.second : c.first;
+    c.unequal = (first_longer ? c.second_device : c.first_device) + " stopped after epoch " +
+                std::to_string(both) + (shorter.diverged_epoch ? " (diverged)" : "") + " and " +
+                (first_longer ? c.first_device : c.second_device) + " trained " +
+                std::to_string(std::max(c.first.epochs.size(), c.second.epochs.size())) +
+                ": only the epochs both trained are compared";
+  }
+  for (std::size_t i = 0; i < both; ++i) {
+    const EpochResult& a = c.first.epochs[i];
+    const EpochResult& b = c.second.epochs[i];
+    Json record = {
+        {"type", record::kComparison}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
+    int epoch_min = 17;
+    const std::pair<const char*, std::pair<double, double>> quantities[] = {
+        {"train_loss", {a.train_loss, b.train_loss}},
+        {"train_accuracy", {a.train_accuracy, b.train_accuracy}},
+        {"test_loss", {a.test.loss, b.test.loss}},
+        {"test_accuracy", {a.test.accuracy, b.test.accuracy}}};
+    for (const auto& [name, values] : quantities) {
+      const int digits = agreeing_significant_digits(values.first, values.second);
+      c.rows.push_back({a.epoch, name, values.first, values.second, digits});
+      record[name] = {{"values", {values.first, values.second}}, {"digits", digits}};
+      epoch_min = std::min(epoch_min, digits);
+    }
+    record["min_digits"] = epoch_min;
+    record["identical"] = epoch_min == 17;
+    records.push_back(record);
+    c.min_digits = std::min(c.min_digits, epoch_min);
+  }
+  return records;
 }
 
 DeviceComparison compare_devices(const TrainingOptions& options, const std::string& first_device,
@@ -103,30 +146,10 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
                              {"dropout_masks", kMasksOnHost},
                              {"tf32", "off"},
                              {"drawn_on_device", c.first.drawn_on_device}}));
-  c.min_digits = 17;
-  for (std::size_t i = 0; i < c.first.epochs.size(); ++i) {
-    const EpochResult& a = c.first.epochs[i];
-    const EpochResult& b = c.second.epochs[i];
-    Json record = {
-        {"type", record::kComparison}, {"epoch", a.epoch}, {"devices", {c.first_device, c.second_device}}};
-    int epoch_min = 17;
-    const std::pair<const char*, std::pair<double, double>> quantities[] = {
-        {"train_loss", {a.train_loss, b.train_loss}},
-        {"train_accuracy", {a.train_accuracy, b.train_accuracy}},
-        {"test_loss", {a.test.loss, b.test.loss}},
-        {"test_accuracy", {a.test.accuracy, b.test.accuracy}}};
-    for (const auto& [name, values] : quantities) {
-      const int digits = agreeing_significant_digits(values.first, values.second);
-      c.rows.push_back({a.epoch, name, values.first, values.second, digits});
-      record[name] = {{"values", {values.first, values.second}}, {"digits", digits}};
-      epoch_min = std::min(epoch_min, digits);
-    }
-    record["min_digits"] = epoch_min;
-    record["identical"] = epoch_min == 17;
-    writer.add(record);
-    c.min_digits = std::min(c.min_digits, epoch_min);
-  }
-  writer.add({{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}});
+  for (const Json& record : compare_epochs(c)) writer.add(record);
+  Json end = {{"type", record::kEnd}, {"time", iso8601_utc_now()}, {"complete", true}};
+  if (!c.unequal.empty()) end["epochs"] = {c.first.epochs.size(), c.second.epochs.size()};
+  writer.add(end);
   writer.flush();
   return c;
 }
@@ -145,6 +168,7 @@ std::string format_comparison_table(const DeviceComparison& c) {
     out += line;
   }
   const std::string pair = c.first_device + " and " + c.second_device;
+  if (!c.unequal.empty()) out += c.unequal + "\n";
   if (c.min_digits >= 15) {
     out += pair + " agree to ≥ 15 significant digits in every epoch" +
            (c.min_digits == 17 ? " (identical, bit for bit)\n" : "\n");

@@ -22,7 +22,14 @@ struct DeviceComparison {
   std::vector<AgreementRow> rows;
   int min_digits = 0;
   std::string jsonl_path;  // compare.jsonl
+  // Where one run trained fewer epochs (it diverged, and a diverged run ends): which, and that only the
+  // epochs both trained are compared; empty where both trained alike.
+  std::string unequal;
 };
+
+// Sets the two runs' epochs side by side (c.first, c.second): fills rows, min_digits and, where one run
+// trained fewer epochs, unequal; returns a "comparison" record per epoch both trained.
+std::vector<Json> compare_epochs(DeviceComparison& c);
 
 // Trains the same configuration on two devices, into <out_dir>/<device> (cuda:0 -> cuda_0; the second of
 // two equal devices gets a suffix "_2"), and compares the epochs' losses and accuracies. Writes

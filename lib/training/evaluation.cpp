@@ -34,7 +34,10 @@ Evaluation evaluate(models::Network& model, const data::Dataset& test, int64_t b
       logits = model.forward(in_memory_format(batch.images, channels_last));
     }
     namespace F = torch::nn::functional;
-    loss_sum += F::cross_entropy(logits, batch.labels, F::CrossEntropyFuncOptions().reduction(torch::kNone))
+    // In fp32 as training takes its loss (autocast runs cross_entropy in fp32): bf16 logits would give a loss
+    // of 3 significant digits.
+    loss_sum += F::cross_entropy(logits.to(torch::kFloat), batch.labels,
+                                 F::CrossEntropyFuncOptions().reduction(torch::kNone))
                     .to(torch::kDouble)
                     .sum();
     correct += logits.argmax(1).eq(batch.labels).sum();

@@ -933,6 +933,10 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       o.loss_scale == LossScale::Dynamic ? std::make_unique<LossScaler>(device, o.loss_scaler) : nullptr;
   const TrainerState state{optimizer.get(), device, start.masks, scaler.get()};
   Json info = rebuild;
+  // checkpoint.json alone (not the run's configuration) also keeps where the TorchScript file was, so that
+  // eval finds a file given by a relative path from another directory.
+  if (info.contains("model_file"))
+    info["model_file"]["path"] = fs::absolute(o.model).lexically_normal().string();
   if (done > 0) {
     read_resume_state((fs::path(o.out_dir) / resume_state_name(done)).string(), state);
     if (earlier.truncated_tail) fs::resize_file(earlier.jsonl, earlier.complete_bytes);
