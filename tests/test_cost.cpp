@@ -107,8 +107,25 @@ TEST(Cost, PricesFileMatchesExactlyBeforeAPartAndIgnoresCase) {
   EXPECT_EQ(price_for(with_fallback, {"Tesla T4"})->from, "--price");
   // Two keys that are both parts of one name, and neither the whole of it: ambiguous.
   const PriceList two = read_prices(write(dir, "two.yaml", "prices:\n  H100: 2.0\n  HBM3: 2.5\n"));
-  EXPECT_TRUE(testing_support::refuses_with([&] { price_for(two, {"NVIDIA H100 80GB HBM3"}); },
-                                            {"two.yaml:3", "\"H100\" (line 2) and \"HBM3\" both match"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { price_for(two, {"NVIDIA H100 80GB HBM3"}); },
+      {"two.yaml:3",
+       "\"H100\" (line 2) matches the device NVIDIA H100 80GB HBM3 and \"HBM3\" matches it too"}));
+  // A key matches a whole word of the name, not part of one: L4 is not an L40S, A100 not an A1000.
+  const PriceList words = read_prices(write(dir, "words.yaml", "prices:\n  L4: 0.8\n  A100: 1.2\n"));
+  EXPECT_FALSE(price_for(words, {"NVIDIA L40S"}).has_value());
+  EXPECT_FALSE(price_for(words, {"NVIDIA RTX A1000"}).has_value());
+  EXPECT_DOUBLE_EQ(price_for(words, {"NVIDIA L4"})->usd_per_hour, 0.8);
+  // Two keys that each match one of a group's names exactly (the device and its CPU model): refused, naming
+  // what each matched, not the last one taken silently.
+  const PriceList both = read_prices(write(dir, "both.yaml", "prices:\n  cpu: 0.1\n  AMD EPYC 7B13: 0.3\n"));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] {
+        price_for(both, {"cpu", "AMD EPYC 7B13"});
+      },
+      {"both.yaml:3",
+       "\"cpu\" (line 2) matches the device cpu and "
+       "\"AMD EPYC 7B13\" matches AMD EPYC 7B13"}));
 }
 
 TEST(Cost, BadPricesFilesAreRefusedWithTheirLine) {

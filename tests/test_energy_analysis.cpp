@@ -91,6 +91,19 @@ TEST_F(EnergyAnalysisTest, IdleCorrectedNumbersHaveTheirOwnBest) {
   EXPECT_NEAR(*g.energy->most_efficient_above_idle->avg_power_w, 20, 1e-12);
 }
 
+// A draw above idle within what the idle baseline drifts (below 2% of it) makes samples/J above idle a
+// quotient of noise: such a size is not chosen the most efficient above idle.
+TEST_F(EnergyAnalysisTest, ADrawAboveIdleWithinItsNoiseIsNotChosenTheMostEfficient) {
+  PowerModel model;
+  model.w_per_sample = 0.5;  // 60.5 W at batch 1 (0.8% above idle), 61 W at 2, 61.5 W (2.5%) at 3
+  const Analysis a = analyze_logs({write("steps.jsonl", energy_log(model).text())}, {});
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.energy->most_efficient_above_idle.has_value());
+  EXPECT_EQ(g.energy->most_efficient_above_idle->batch_size, 3);
+  EXPECT_GT(*g.points[0].energy->samples_per_j_above_idle, g.energy->most_efficient_above_idle->samples_per_j)
+      << "batch 1 reads higher, and is not chosen";
+}
+
 TEST_F(EnergyAnalysisTest, WindowsTooShortToTrustAreShownButNotChosen) {
   PowerModel model;
   model.resolution_ms = 12;         // 10 updates need 120 ms

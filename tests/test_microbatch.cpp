@@ -8,6 +8,7 @@
 #include "lib/analysis/layer_rates.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/common/micro_batches.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/microbatch/layer_peak.h"
 #include "lib/microbatch/microbatch.h"
 #include "lib/records/microbatch_records.h"
@@ -155,6 +156,25 @@ TEST(LayerCosts, MeasureEveryConvolutionAtEverySize) {
   }
   for (const LayerCost& c : costs.entries) EXPECT_LE(c.p10_ms, c.p90_ms);
   for (auto& p : network->parameters()) EXPECT_FALSE(p.grad().defined());
+}
+
+// A size that runs out of memory in layer mode is skipped for that layer with its reason, as in model mode,
+// and the study goes on (it ended the study with an internal error).
+TEST(LayerCosts, ASizeOutOfMemoryIsSkippedAndTheRestMeasured) {
+  auto network = build("mnist_cnn", {1, 28, 28}, 10);
+  network->train();
+  record_convolution_inputs(*network, {1, 28, 28}, torch::kCPU);
+  CostMeasurement costs;
+  {
+    // Room for micro-batches of 1 and 2, not for 4096 (a first convolution's output alone is 44 MiB).
+    const cpu_memory::ScopedLimit limit(cpu_memory::current_bytes() + (8 << 20));
+    costs = measure_layer_costs(*network, {1, 28, 28}, torch::kCPU, {1, 2, 4096}, 0, 2);
+  }
+  ASSERT_FALSE(costs.skipped.empty());
+  EXPECT_NE(costs.skipped.front().find("micro-batch 4096: "), std::string::npos) << costs.skipped.front();
+  ASSERT_FALSE(costs.tables.empty());
+  EXPECT_EQ(costs.tables.front().ms.count(1), 1u);
+  EXPECT_EQ(costs.tables.front().ms.count(4096), 0u);
 }
 
 // A study stopped on request keeps what it measured; given those costs back, it measures only the rest
@@ -384,6 +404,14 @@ void check_written_study(MicroBatchMode mode) {
     if (type == "layer_cost") {
       ++costs;
       EXPECT_GT(r["median_ms"].get<double>(), 0);
+      EXPECT_NO_THROW(layer_cost_from_json(r));
+      // A kept cost no measurement gives is refused at its record, before a stopped study measures on.
+      for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
+               {"median_ms", -1.0}, {"p90_ms", -0.5}, {"micro_batch", 0}}) {
+        Json damaged = r;
+        damaged[key] = value;
+        EXPECT_THROW(layer_cost_from_json(damaged), BadRecord) << key;
+      }
     } else if (type == "layer_plan") {
       ++plans;
       EXPECT_EQ(to_json(layer_plan_from_json(r)).dump(), r.dump()) << "read back, it writes the same line";

@@ -57,29 +57,55 @@ PriceList read_prices(const std::string& path) {
   return list;
 }
 
+namespace {
+
+// Whether `key` is the whole of `name` or a whole word of it: "H100" matches "NVIDIA H100 80GB HBM3" and
+// "A100" matches "NVIDIA A100-SXM4-80GB", but "L4" does not match "NVIDIA L40S" nor "A100" "NVIDIA RTX
+// A1000".
+bool names(const std::string& name, const std::string& key) {
+  const std::string n = lower(name), k = lower(key);
+  if (k.empty()) return false;
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t at = n.find(k); at != std::string::npos; at = n.find(k, at + 1)) {
+    const bool starts = at == 0 || !word(n[at - 1]) || !word(k.front());
+    const bool ends = at + k.size() == n.size() || !word(n[at + k.size()]) || !word(k.back());
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<Price> price_for(const PriceList& prices, const std::vector<std::string>& device_names) {
-  const PriceEntry* exact = nullptr;
-  std::vector<const PriceEntry*> contained;
+  // Each key that matches, with the device name it matched: exact matches first, then whole words.
+  std::vector<std::pair<const PriceEntry*, std::string>> exact, contained;
   for (const PriceEntry& e : prices.entries) {
     for (const std::string& name : device_names) {
       if (name.empty()) continue;
-      if (lower(name) == lower(e.key)) exact = &e;
-      else if (lower(name).find(lower(e.key)) != std::string::npos &&
-               std::find(contained.begin(), contained.end(), &e) == contained.end())
-        contained.push_back(&e);
+      if (lower(name) == lower(e.key)) {
+        exact.emplace_back(&e, name);
+        break;
+      }
+      if (names(name, e.key)) {
+        contained.emplace_back(&e, name);
+        break;
+      }
     }
   }
   const auto from = [&](const PriceEntry& e) {
     return Price{e.usd_per_hour, prices.file + ":" + std::to_string(e.line) + " (" + e.key + ")"};
   };
-  if (exact != nullptr) return from(*exact);
-  if (contained.size() > 1) {
-    throw UserError(located(prices.file, contained[1]->line,
-                            "\"" + contained[0]->key + "\" (line " + std::to_string(contained[0]->line) + ") and \"" +
-                                contained[1]->key + "\" both match the device " + device_names.front(),
-                            "give the device's full name as it appears in the report, so that one key matches it"));
+  const std::vector<std::pair<const PriceEntry*, std::string>>& found = exact.empty() ? contained : exact;
+  if (found.size() > 1) {
+    const auto& [a, a_name] = found[0];
+    const auto& [b, b_name] = found[1];
+    throw UserError(located(prices.file, b->line,
+                            "\"" + a->key + "\" (line " + std::to_string(a->line) + ") matches the device " +
+                                a_name + " and \"" + b->key + "\" matches " +
+                                (b_name == a_name ? "it too" : b_name) + ", one device",
+                            "keep one key for the device, its full name as it appears in the report"));
   }
-  if (contained.size() == 1) return from(*contained.front());
+  if (found.size() == 1) return from(*found.front().first);
   if (prices.fallback) return Price{*prices.fallback, "--price"};
   return std::nullopt;
 }

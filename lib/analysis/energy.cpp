@@ -122,7 +122,9 @@ void analyze_energy(GroupAnalysis& g) {
       energy.most_efficient = EnergyChoice{p.batch_size,  *e.samples_per_j, e.j_per_sample,
                                            e.avg_power_w, p.samples_per_s,  p.median_ms};
     }
-    if (e.samples_per_j_above_idle &&
+    const bool above_idle_measurable = e.avg_power_above_idle_w && e.idle_power_w &&
+                                       *e.avg_power_above_idle_w >= kMinAboveIdleShare * *e.idle_power_w;
+    if (e.samples_per_j_above_idle && above_idle_measurable &&
         (!energy.most_efficient_above_idle ||
          *e.samples_per_j_above_idle > energy.most_efficient_above_idle->samples_per_j)) {
       energy.most_efficient_above_idle = EnergyChoice{p.batch_size,

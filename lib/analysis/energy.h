@@ -14,6 +14,10 @@ inline constexpr double kMinUpdatesPerWindow = 10;
 // An SM clock below this share of its reference (the window's start, or the group's highest start)
 // counts as throttling.
 inline constexpr double kThrottleShare = 0.9;
+// A window whose draw above idle is below this share of the idle draw is within what the idle baseline
+// itself drifts (a device's idle power moves a few percent with its temperature): its samples/J above
+// idle, a quotient of that small difference, can be any size, and it is not chosen the most efficient.
+inline constexpr double kMinAboveIdleShare = 0.02;
 
 // Marks the group's low-confidence windows and throttled batch sizes, and picks the most
 // energy-efficient batch size with and without the idle draw. Leaves g.energy empty where no point

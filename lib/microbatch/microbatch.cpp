@@ -177,34 +177,43 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
         continue;
       }
       stop_if_asked(keeping, measured, total);
-      // The input in the type the layer sees in a step; its forward under autocast as in the step.
-      const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
-      torch::Tensor x =
-          in_memory_format(torch::randn(with_batch(m, shape), options), channels_last).requires_grad_(true);
-      torch::Tensor grad;
-      {
-        torch::NoGradGuard no_grad;
-        AutocastScope autocast(precision, device);
-        grad = torch::randn_like(conv->forward(x));
+      try {
+        // The input in the type the layer sees in a step; its forward under autocast as in the step.
+        const auto options = torch::TensorOptions(device).dtype(conv->input_dtype());
+        torch::Tensor x =
+            in_memory_format(torch::randn(with_batch(m, shape), options), channels_last).requires_grad_(true);
+        torch::Tensor grad;
+        {
+          torch::NoGradGuard no_grad;
+          AutocastScope autocast(precision, device);
+          grad = torch::randn_like(conv->forward(x));
+        }
+        const auto times = time_runs(
+            device, warmup, repeats,
+            [&] {
+              x.mutable_grad().reset();
+              clear_gradients(*conv);
+            },
+            [&] {
+              torch::Tensor output;
+              {
+                AutocastScope autocast(precision, device);
+                output = conv->forward(x);
+              }
+              output.backward(grad);
+            });
+        out.entries.push_back(cost_entry(name, shape, m, times));
+        table.ms[m] = out.entries.back().median_ms;
+        keep(keeping, out.entries.back());
+        ++measured;
+      } catch (const c10::Error& error) {
+        // Out of memory at a large size, as model mode: the size is skipped for this layer, with the reason,
+        // and the study goes on (it ended with an internal error).
+        clear_gradients(*conv);
+        if (device.is_cuda()) gpu::empty_cache();
+        out.skipped.push_back(name + " micro-batch " + std::to_string(m) + ": " +
+                              error.what_without_backtrace());
       }
-      const auto times = time_runs(
-          device, warmup, repeats,
-          [&] {
-            x.mutable_grad().reset();
-            clear_gradients(*conv);
-          },
-          [&] {
-            torch::Tensor output;
-            {
-              AutocastScope autocast(precision, device);
-              output = conv->forward(x);
-            }
-            output.backward(grad);
-          });
-      out.entries.push_back(cost_entry(name, shape, m, times));
-      table.ms[m] = out.entries.back().median_ms;
-      keep(keeping, out.entries.back());
-      ++measured;
     }
     clear_gradients(*conv);
     conv->set_micro_batches(saved);

@@ -1,5 +1,7 @@
 #include "lib/records/microbatch_records.h"
 
+#include <cmath>
+
 #include "lib/records/field_check.h"
 
 namespace batchscope {
@@ -119,8 +121,19 @@ MicroBatchResultRecord microbatch_result_from_json(const Json& j) {
 }
 
 LayerCostRecord layer_cost_from_json(const Json& j) {
-  return {read_text(j, "layer"),       read_sizes(j, "input_shape"), read_whole(j, "micro_batch"),
-          read_number(j, "median_ms"), read_number(j, "p10_ms"),     read_number(j, "p90_ms")};
+  const LayerCostRecord r{read_text(j, "layer"),        read_sizes(j, "input_shape"),
+                          read_whole(j, "micro_batch"), read_number(j, "median_ms"),
+                          read_number(j, "p10_ms"),     read_number(j, "p90_ms")};
+  // A time no measurement gives, or a micro-batch of no samples: the planner would throw on it later, far
+  // from the record.
+  if (r.micro_batch < 1) throw BadRecord("has a micro_batch below 1");
+  for (const auto& [key, ms] : {std::pair<const char*, double>{"median_ms", r.median_ms},
+                                {"p10_ms", r.p10_ms},
+                                {"p90_ms", r.p90_ms}}) {
+    if (!std::isfinite(ms) || ms < 0)
+      throw BadRecord(std::string("has a ") + key + " that is not a time (" + std::to_string(ms) + ")");
+  }
+  return r;
 }
 
 void check_layer_cost(const Json& j) {
