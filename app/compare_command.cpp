@@ -60,7 +60,8 @@ Json comparison_json(const RunComparison& c) {
   }
   return Json{{"threshold", c.threshold}, {"z", c.z},           {"slower", c.slower},
               {"faster", c.faster},       {"sizes", sizes},     {"unmatched", c.unmatched},
-              {"lost", c.lost},           {"gained", c.gained}, {"fast_sizes", fast}};
+              {"lost", c.lost},           {"gained", c.gained}, {"differences", c.differences},
+              {"fast_sizes", fast}};
 }
 
 }  // namespace

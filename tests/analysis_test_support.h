@@ -201,6 +201,7 @@ struct PowerModel {
   double w_per_sample = 20;
   double resolution_ms = 1;
   bool idle_baseline = true;
+  std::string scope = "GPU 0000:3B:00.0 board";
   std::map<int64_t, double> window_ms;                       // windows other than steps x step time
   std::map<int64_t, std::pair<double, double>> sm_clock;     // start, end; 1980 -> 1980 elsewhere
   std::map<int64_t, std::pair<double, double>> temperature;  // start, end; 40 -> 45 elsewhere
@@ -215,7 +216,7 @@ struct PowerModel {
     const auto clock = sm_clock.count(b) ? sm_clock.at(b) : std::make_pair(1980.0, 1980.0);
     const auto temp = temperature.count(b) ? temperature.at(b) : std::make_pair(40.0, 45.0);
     Json f = {{"energy_method", "nvml energy counter"},
-              {"energy_scope", "GPU 0000:3B:00.0 board"},
+              {"energy_scope", scope},
               {"energy_resolution_ms", resolution_ms},
               {"energy_window_ms", ms},
               {"energy_steps", steps},

@@ -86,6 +86,30 @@ TEST_F(EnergyComparisonTest, RatioThatGrowsWithTheBatchHasItsLowestAndHighestAtT
   EXPECT_NEAR(*e.points[0].ratio_above_idle, 2.0, 1e-9);  // above idle: 10 W against 20 W per sample
 }
 
+// A ratio across scopes of energy (a GPU board against CPU packages) says so; two GPU boards on other
+// buses are the same scope.
+TEST_F(EnergyComparisonTest, ARatioAcrossScopesOfEnergySaysSo) {
+  EXPECT_TRUE(two_gpus(analysis_test::energy_log({}), half_power_log())
+                  .comparisons[0]
+                  .curves[0]
+                  .energy->scopes_differ.empty());
+  analysis_test::PowerModel other_bus;
+  other_bus.scope = "GPU 0000:5E:00.0 board";
+  EXPECT_TRUE(two_gpus(analysis_test::energy_log({}), half_power_log(other_bus))
+                  .comparisons[0]
+                  .curves[0]
+                  .energy->scopes_differ.empty());
+  analysis_test::PowerModel packages;
+  packages.scope = "CPU packages package-0, package-1";
+  const Analysis a = two_gpus(analysis_test::energy_log({}), half_power_log(packages));
+  const EnergyRatioCurve& e = *a.comparisons[0].curves[0].energy;
+  EXPECT_EQ(e.scopes_differ, "CPU packages vs GPU board");
+  EXPECT_TRUE(mentions(report_of(a), "Not the same scope of energy (CPU packages vs GPU board)"))
+      << report_of(a);
+  EXPECT_EQ(analysis_to_json(a, {})["comparisons"][0]["curves"][0]["energy"]["scopes_differ"],
+            "CPU packages vs GPU board");
+}
+
 TEST_F(EnergyComparisonTest, AnalysisJsonCarriesTheRatioBesideTheSpeedup) {
   const Analysis a = two_gpus(analysis_test::energy_log({}), half_power_log());
   const Json j = analysis_to_json(a, {});

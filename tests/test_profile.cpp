@@ -701,6 +701,7 @@ TEST(ProfiledSteps, AStepOutOfMemoryLeavesTheWeightsAndNoProfilerBehind) {
 // A size whose timed steps fit and whose profiled steps do not keeps its point, has no profile, and the
 // sizes after it are measured.
 TEST(ProfiledSweep, ASizeWhoseProfiledStepsRunOutOfMemoryKeepsItsPoint) {
+  cpu_memory::install();  // so that the plain sweep's points have their peak memory
   const testing_support::TempDir dir;
   ExperimentConfig e = cpu_experiment("mnist_cnn", {1, 28, 28});
   e.batch_sizes = {2, 4};

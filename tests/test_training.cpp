@@ -11,6 +11,7 @@
 #include "data/cifar.h"
 #include "data/idx.h"
 #include "lib/common/errors.h"
+#include "lib/common/micro_batches.h"
 #include "lib/common/program_runner.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
@@ -1457,8 +1458,7 @@ TEST_F(Training, ChunkAutoTrainsInTheLargestEvenMicroBatchesThatFit) {
       << table;
   EXPECT_NE(table.find("| 8 |"), std::string::npos) << table;
   const int64_t c = at_300->chunk;
-  const std::string row_300 = "| 300 (" + std::to_string(300 / c) + "×" + std::to_string(c) +
-                              (300 % c ? " + " + std::to_string(300 % c) : std::string()) + ") |";
+  const std::string row_300 = "| 300 (" + micro_batch_text(micro_batch_sizes(300, c)) + ") |";
   EXPECT_NE(table.find(row_300), std::string::npos) << table;
   std::ifstream json_file(study->json_path);
   const Json json = Json::parse(json_file);

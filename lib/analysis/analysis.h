@@ -196,6 +196,9 @@ struct EnergyRatioCurve {
   double min_ratio = 0, max_ratio = 0;
   int64_t min_at = 0, max_at = 0;
   std::optional<EnergyChoice> best, baseline_best;
+  // Where the two sides read different scopes of energy (a GPU board against a CPU's packages: the GPU's
+  // figure leaves out the host that drove it): "GPU 0 board vs CPU package 0", else empty.
+  std::string scopes_differ;
 };
 
 // Speedup of each group over a baseline that runs the same workload, per common batch size:

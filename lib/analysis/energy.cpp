@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lib/common/statistics.h"
 
@@ -53,6 +54,21 @@ std::optional<EnergyRatioCurve> energy_ratio(const GroupAnalysis& baseline, cons
   curve.median_ratio = median(ratios);
   curve.best = g.energy->most_efficient;
   curve.baseline_best = baseline.energy->most_efficient;
+  // What a scope covers, apart from which device it is: "GPU board" (NVML) or "CPU packages" (RAPL).
+  const auto kinds = [](const GroupEnergy& e) {
+    std::set<std::string> out;
+    for (const std::string& s : e.scopes) {
+      out.insert(s.rfind("GPU ", 0) == 0 && s.size() > 6 && s.compare(s.size() - 6, 6, " board") == 0
+                     ? "GPU board"
+                 : s.rfind("CPU packages", 0) == 0 ? "CPU packages"
+                                                   : s);
+    }
+    std::string text;
+    for (const std::string& k : out) text += (text.empty() ? "" : ", ") + k;
+    return text;
+  };
+  if (kinds(*g.energy) != kinds(*baseline.energy))
+    curve.scopes_differ = kinds(*g.energy) + " vs " + kinds(*baseline.energy);
   return curve;
 }
 

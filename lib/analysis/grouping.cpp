@@ -258,6 +258,25 @@ std::string describe_identity(const Json& id) {
   return out + " · " + device;
 }
 
+std::map<std::string, Json> experiment_identities(const LoadedLog& log) {
+  std::map<std::string, Json> out;
+  ConfigByName configs;
+  Json environment;
+  for (const SweepRecord& r : log.records) {
+    if (const auto* run = std::get_if<RunRecord>(&r); run != nullptr && run->type == record::kRun) {
+      configs = configs_of(*run);
+      environment = run->environment;
+      continue;
+    }
+    const BatchKey* key = batch_key_of(r);
+    if (key == nullptr || out.count(key->experiment)) continue;
+    const auto config = configs.find(key->experiment);
+    out[key->experiment] = identity_of(*key, config == configs.end() ? nullptr : &config->second, environment,
+                                       log.summary.path, false);
+  }
+  return out;
+}
+
 std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const GroupingOptions& options,
                                     std::vector<std::string>& warnings) {
   std::vector<RawGroup> groups;

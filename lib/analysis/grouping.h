@@ -67,4 +67,9 @@ std::string loss_scaler_words(const Json& settings);
 // "vgg16 train fp32 · NVIDIA H100" and the like, from an identity.
 std::string describe_identity(const Json& identity);
 
+// Each experiment's identity in a log (what makes its step times comparable: its settings that change a
+// step, the device by name, the library versions), from its first batch record and the run record before
+// it; keyed by experiment name.
+std::map<std::string, Json> experiment_identities(const LoadedLog& log);
+
 }  // namespace batchscope

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <utility>
 
+#include "lib/analysis/grouping.h"
 #include "lib/analysis/jump_detector.h"
 #include "lib/common/statistics.h"
 #include "lib/common/words.h"
@@ -184,6 +186,27 @@ RunComparison compare_runs(const LoadedLog& baseline, const LoadedLog& contender
     }
   }
   c.fast_sizes = fast_sizes_of(c.sizes, errors);
+  // An experiment of the same name that measured another thing: said, so that a difference is not read as
+  // the code's when the setting explains it.
+  const std::map<std::string, Json> was = experiment_identities(baseline),
+                                    is = experiment_identities(contender);
+  const auto shown = [](const Json& v) {
+    return v.is_null() ? std::string("none") : v.is_string() ? v.get<std::string>() : v.dump();
+  };
+  for (const std::string& experiment : base.order) {
+    const auto a = was.find(experiment), b = is.find(experiment);
+    if (a == was.end() || b == is.end() || a->second == b->second) continue;
+    std::set<std::string> keys;
+    for (const auto& [key, value] : a->second.items()) keys.insert(key);
+    for (const auto& [key, value] : b->second.items()) keys.insert(key);
+    std::string changes;
+    for (const std::string& key : keys) {
+      const Json before = a->second.value(key, Json()), after = b->second.value(key, Json());
+      if (before == after) continue;
+      changes += (changes.empty() ? "" : ", ") + key + " " + shown(before) + " → " + shown(after);
+    }
+    c.differences.push_back(experiment + ": " + changes);
+  }
   return c;
 }
 
@@ -216,6 +239,7 @@ std::string format_run_comparison(const RunComparison& c) {
     out += ".\n";
   };
   listed("Lost in the contender (measured in the baseline): ", c.lost);
+  for (const std::string& d : c.differences) out += "The runs did not measure the same thing: " + d + ".\n";
   listed("Fit in the contender only: ", c.gained);
   if (!c.unmatched.empty()) {
     out += "Not compared (measured in one run only, or with too few steps): ";

@@ -41,6 +41,9 @@ struct RunComparison {
   // "experiment batch N (out of memory)": sizes the baseline measured that the contender ran out of memory
   // at, or skipped after a smaller size did; a loss that counts as slower. `gained` the other way round.
   std::vector<std::string> lost, gained;
+  // Where an experiment of both runs did not measure the same thing: "mnist: optimizer {...} → {...}", per
+  // setting that changes a step (the device by name, the optimizer, the precision, the library versions).
+  std::vector<std::string> differences;
   int slower = 0, faster = 0;
   std::vector<FastSizesInBoth> fast_sizes;  // experiments with fast sizes in either run
 };

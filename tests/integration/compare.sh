@@ -72,6 +72,13 @@ assert all(abs(s["ratio"] - 1.3) < 0.05 and s["verdict"] == "slower" for s in c[
 assert all(s["baseline_passes"] == s["contender_passes"] == 1 for s in c["sizes"]), c["sizes"]' "$work/cmp.json" \
   && ok "compare --json" || fail "compare --json: $(head -c 400 "$work/cmp.json")"
 
+# An experiment of the same name that measured another thing (another optimizer) is said to, with the setting.
+"$bin" sweep --model mnist_cnn --batch 1,4,16 --device cpu --steps 10 --warmup 2 --threads 1 --optimizer adam \
+  --out "$work/adam" --quiet > /dev/null || fail "sweep adam"
+expect_any() { "$bin" "$@" > "$work/out" 2> "$work/err"; }
+expect_any compare "$work/a" "$work/adam"
+grep -Eq "The runs did not measure the same thing: mnist_cnn_train_fp32: optimizer .*sgd.* → .*adam" "$work/out" \
+  && ok "another optimizer under the same name is named" || fail "another optimizer: $(cat "$work/out")"
 # A size the baseline measured and the contender ran out of memory at (or skipped after): lost, exit 1.
 python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 2 --oom-from 9 > "$work/oom.jsonl"
 expect 1 "lost in the contender" "Lost in the contender \(measured in the baseline\): .*batch 9 \(out of memory\), .*batch 10 \(skipped\)" \

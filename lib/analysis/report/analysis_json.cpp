@@ -232,12 +232,14 @@ Json energy_ratio_json(const EnergyRatioCurve& e) {
   auto best = [](const std::optional<EnergyChoice>& c) {
     return c ? Json{{"batch_size", c->batch_size}, {"samples_per_j", c->samples_per_j}} : Json();
   };
-  return Json{{"median_ratio", e.median_ratio},
-              {"min", {{"ratio", e.min_ratio}, {"batch_size", e.min_at}}},
-              {"max", {{"ratio", e.max_ratio}, {"batch_size", e.max_at}}},
-              {"points", points},
-              {"best", best(e.best)},
-              {"baseline_best", best(e.baseline_best)}};
+  Json j{{"median_ratio", e.median_ratio},
+         {"min", {{"ratio", e.min_ratio}, {"batch_size", e.min_at}}},
+         {"max", {{"ratio", e.max_ratio}, {"batch_size", e.max_at}}},
+         {"points", points},
+         {"best", best(e.best)},
+         {"baseline_best", best(e.baseline_best)}};
+  if (!e.scopes_differ.empty()) j["scopes_differ"] = e.scopes_differ;
+  return j;
 }
 
 Json comparison_json(const Comparison& c) {

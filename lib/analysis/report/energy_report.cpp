@@ -163,7 +163,11 @@ void write_energy_comparison(std::ostream& out, const Comparison& c) {
         << c.baseline_label << " (median of " << e.points.size() << " batch size(s); "
         << significant(e.min_ratio, 3) << "× at " << e.min_at << " to " << significant(e.max_ratio, 3)
         << "× at " << e.max_at << "); its most efficient is " << best_of(e.best) << ", " << c.baseline_label
-        << "'s " << best_of(e.baseline_best) << ".\n";
+        << "'s " << best_of(e.baseline_best) << "."
+        << (e.scopes_differ.empty() ? ""
+                                    : " Not the same scope of energy (" + e.scopes_differ +
+                                          "): a GPU board's figure leaves out the host that drove it.")
+        << "\n";
   }
   out << "\n<details><summary>Samples/J ratio per batch size</summary>\n\n| batch |";
   std::string rule = "|---:|";
@@ -191,7 +195,8 @@ void write_energy_ratio_terminal(std::ostream& out, const Comparison& c, const S
   out << c.workload << ": " << s.label << " vs " << c.baseline_label << ": median samples/J ratio "
       << significant(e.median_ratio, 3) << "x (" << significant(e.min_ratio, 3) << "x at " << e.min_at
       << " to " << significant(e.max_ratio, 3) << "x at " << e.max_at << "); most efficient "
-      << best_of(e.best) << " vs " << best_of(e.baseline_best) << "\n";
+      << best_of(e.best) << " vs " << best_of(e.baseline_best)
+      << (e.scopes_differ.empty() ? "" : " (not the same scope: " + e.scopes_differ + ")") << "\n";
 }
 
 void write_energy_bests(std::ostream& out, const GroupAnalysis& g) {
