@@ -95,7 +95,6 @@ class EnergyMeter {
   double begin_ms_ = 0;
   double begin_j_ = 0;
   double last_read_ms_ = 0;  // the counter's last reading
-  double longest_unread_ms_ = 0;  // the longest time between two readings in the window
   std::unique_ptr<PowerSampler> sampler_;
 };
 
