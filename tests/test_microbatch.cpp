@@ -251,6 +251,9 @@ TEST(MicroBatchSizes, AreAsFewAsHoldTheBatchAndAsEvenAsCanBe) {
   EXPECT_EQ(micro_batch_text(micro_batch_sizes(250, 8)), "26×8 + 6×7");
   EXPECT_EQ(micro_batch_text(micro_batch_sizes(4096, 1368)), "2×1368 + 1360");
   EXPECT_EQ(micro_batch_text({5}), "5");
+  EXPECT_EQ(smallest_chunk_for(5, 2), 3);  // at most 2: 2, 2, 1; at most 3: 3, 2
+  EXPECT_EQ(smallest_chunk_for(8, 2), 2);
+  EXPECT_EQ(smallest_chunk_for(7, 1), 1);
   for (int64_t batch = 1; batch <= 700; ++batch) {
     for (int64_t chunk = 1; chunk <= batch; ++chunk) {
       const std::vector<int64_t> sizes = micro_batch_sizes(batch, chunk);

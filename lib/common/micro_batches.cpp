@@ -18,6 +18,12 @@ std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t chunk) {
   return sizes;
 }
 
+int64_t smallest_chunk_for(int64_t batch, int64_t least_part) {
+  int64_t chunk = least_part;
+  while (chunk < batch && micro_batch_sizes(batch, chunk).back() < least_part) ++chunk;
+  return chunk;
+}
+
 std::string micro_batch_text(const std::vector<int64_t>& sizes) {
   std::string text;
   for (std::size_t i = 0; i < sizes.size();) {

@@ -15,6 +15,11 @@ namespace batchscope {
 // are in descending order.
 std::vector<int64_t> micro_batch_sizes(int64_t batch, int64_t chunk);
 
+// The smallest chunk whose micro_batch_sizes for `batch` are none below `least_part` samples (a batch of 5
+// at most 2 at a time runs 2, 2 and 1; at most 3, 3 and 2): the parts only grow with the chunk, so every
+// chunk from it on holds too.
+int64_t smallest_chunk_for(int64_t batch, int64_t least_part);
+
 // "3×1368" or "2×1368 + 1360", "26×8 + 6×7": the sizes of micro_batch_sizes, counted.
 std::string micro_batch_text(const std::vector<int64_t>& sizes);
 

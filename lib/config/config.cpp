@@ -164,10 +164,7 @@ int64_t smallest_step_batch(const ExperimentConfig& e) {
 }
 
 int64_t smallest_chunk(const ExperimentConfig& e, int64_t batch) {
-  const int64_t smallest = smallest_step_batch(e);
-  int64_t chunk = smallest;
-  while (chunk < batch && micro_batch_sizes(batch, chunk).back() < smallest) ++chunk;
-  return chunk;
+  return smallest_chunk_for(batch, smallest_step_batch(e));
 }
 
 std::string input_key(const ExperimentConfig& e) {

@@ -45,13 +45,14 @@ void check_experiment(const ExperimentConfig& e) {
         "start the batch sizes at " + std::to_string(smallest) + ", or give a larger input"));
   }
   for (const int64_t batch : e.batch_sizes) {
-    if (e.chunk <= 0 || micro_batch_sizes(batch, e.chunk).back() >= smallest) continue;
+    if (e.chunk <= 0) break;
+    const std::vector<int64_t> parts = micro_batch_sizes(batch, e.chunk);
+    if (parts.back() >= smallest) continue;
     throw UserError(located_value(
         e, "chunk",
         e.model + " cannot train batch size " + std::to_string(batch) + " in micro-batches of at most " +
-            std::to_string(e.chunk) + " (" + micro_batch_text(micro_batch_sizes(batch, e.chunk)) +
-            "): a batch norm layer sees a 1x1 activation in the one of " +
-            std::to_string(micro_batch_sizes(batch, e.chunk).back()) +
+            std::to_string(e.chunk) + " (" + micro_batch_text(parts) +
+            "): a batch norm layer sees a 1x1 activation in the one of " + std::to_string(parts.back()) +
             " sample, and normalising one value per channel is undefined",
         "give a chunk of " + std::to_string(smallest_chunk(e, batch)) + " or more"));
   }

@@ -58,8 +58,10 @@ bool Workload::timed_copy() const { return experiment_.transfer == Transfer::Inc
 
 void Workload::prepare_batch(int64_t batch_size) {
   release_batch();
-  if (training() && experiment_.chunk > 0 && experiment_.chunk < batch_size) {
-    // Gradient accumulation: even micro-batches of at most `chunk` samples, one optimizer step.
+  if (experiment_.chunk > 0 && experiment_.chunk < batch_size) {
+    // Training: gradient accumulation over even micro-batches of at most `chunk` samples, one optimizer
+    // step. Inference: the forward pass over slices of those sizes. Worked out here, once per batch size,
+    // not inside a timed step.
     micro_batches_ = micro_batch_sizes(batch_size, experiment_.chunk);
   } else {
     // Whole: not the micro-batches of a chunked size before it (chunk: auto sets chunk 0 for a size
@@ -216,10 +218,8 @@ void Workload::infer_step(const torch::Tensor& inputs) {
   torch::NoGradGuard no_grad;
   AutocastScope autocast(experiment_.precision, device_);
   models::LayerScope scope("step.forward");
-  if (experiment_.chunk > 0 && inputs.size(0) > experiment_.chunk) {
-    for (const torch::Tensor& part :
-         inputs.split_with_sizes(micro_batch_sizes(inputs.size(0), experiment_.chunk)))
-      model_->forward(part);
+  if (!micro_batches_.empty()) {
+    for (const torch::Tensor& part : inputs.split_with_sizes(micro_batches_)) model_->forward(part);
     return;
   }
   model_->forward(inputs);

@@ -44,7 +44,8 @@ class Workload {
 
   // Makes this batch size's data (outside any timed region): synthetic batches once, on the device,
   // or in host memory (pinned for a GPU) when the copy is timed; for a dataset, a shuffled loader.
-  // Training with a chunk: the micro-batches of at most that many samples (set_micro_batches).
+  // With a chunk below the batch: the even micro-batches (inference: slices) of at most that many samples
+  // (micro_batch_sizes; set_micro_batches).
   void prepare_batch(int64_t batch_size);
   // Before each step, untimed: the next batch of a dataset, copied to the device and waited for
   // unless the copy is timed. Nothing for synthetic data.

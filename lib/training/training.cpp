@@ -852,11 +852,9 @@ void check_smallest_batches(const TrainingOptions& o, const LoadedData& data) {
     if (batch == 0 || !o.accumulates()) continue;
     const std::vector<int64_t> parts = micro_batch_sizes(batch, o.chunk);
     if (parts.back() >= smallest) continue;
-    int64_t chunk = o.chunk;
-    while (micro_batch_sizes(batch, chunk).back() < smallest) ++chunk;
     refuse("a batch of " + std::to_string(batch) + " in micro-batches of at most " + std::to_string(o.chunk) +
                " (" + micro_batch_text(parts) + ")",
-           "give --chunk " + std::to_string(chunk) + " or more");
+           "give --chunk " + std::to_string(smallest_chunk_for(batch, smallest)) + " or more");
   }
   if (o.noise_scale.on() && o.noise_scale.small_batch(o.pass_batch()) < smallest) {
     refuse("the noise scale's small batch of " + std::to_string(o.noise_scale.small_batch(o.pass_batch())),
