@@ -83,6 +83,7 @@ int run_compare_command(const std::vector<std::string>& args) {
       ("threshold", "the least difference that counts, e.g. 5%", cxxopts::value<std::string>()->default_value("5%"))
       ("sigmas", "the noise band's width in standard errors of the ratio", cxxopts::value<std::string>()->default_value("3"))
       ("min-samples", "timed steps a batch size needs in each run to be compared", cxxopts::value<std::string>()->default_value(std::to_string(limits::kMinAnalyzedSteps)))
+      ("strict", "refuse (exit 2) an experiment of the same name that measured another thing (device, optimizer, precision, ...) instead of saying so")
       ("json", "print the comparison as JSON")
       ("h,help", "this help");
   // clang-format on
@@ -92,7 +93,8 @@ int run_compare_command(const std::vector<std::string>& args) {
     std::cout
         << options.help()
         << "\nExit codes: 0 no size slower or lost, 1 a size slower beyond the noise and the threshold, or\n"
-           "lost (out of memory in the contender), 2 bad input.\n"
+           "lost (out of memory in the contender), 2 bad input (with --strict, runs that measured another "
+           "thing).\n"
            "Example: batchscope compare runs/main runs/branch --threshold 5%\n";
     return 0;
   }
@@ -108,6 +110,13 @@ int run_compare_command(const std::vector<std::string>& args) {
     throw UserError(located(logs[1], 0, "has no batch size in common with " + logs[0] + " (by experiment name, with " +
                                             std::to_string(min_samples) + " timed steps or more in each)",
                             "compare two sweeps of the same experiments"));
+  }
+  if (result.count("strict") && !c.differences.empty()) {
+    std::string all;
+    for (const std::string& d : c.differences) all += (all.empty() ? "" : "; ") + d;
+    throw UserError(
+        located(logs[1], 0, "did not measure what " + logs[0] + " measured (" + all + ")",
+                "compare sweeps run with the same settings, or leave out --strict to compare them anyway"));
   }
   if (result.count("json")) {
     std::cout << comparison_json(c).dump(2) << "\n";

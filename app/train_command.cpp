@@ -385,8 +385,8 @@ int run_train_command(const std::vector<std::string>& args) {
   print_epochs(outcome);
   if (outcome.stopped) return say_stopped(outcome, o.out_dir);
   if (outcome.diverged_epoch) {
-    std::cout << "diverged in epoch " << *outcome.diverged_epoch
-              << ": its training loss was not finite, and the run ended there\n";
+    std::cout << "diverged in epoch " << *outcome.diverged_epoch << ": " << divergence_cause(outcome.epochs)
+              << ", and the run ended there\n";
   } else if (outcome.target_epoch && outcome.target_step) {
     std::printf(
         "reached %g%% test accuracy at step %lld of epoch %d, after %.2f s of that epoch's training\n",

@@ -341,6 +341,12 @@ TEST_F(ShardDirs, StatusSaysWhichShardsAreCompleteRunningStoppedOrMissing) {
   const Json j = status_json(status);
   EXPECT_EQ(j["per_shard"][2]["state"], "stopped");
   EXPECT_EQ(j["unfinished"], Json::array({1, 2, 3}));
+  // What is counted is points (a batch size of an experiment in a pass), and said so.
+  EXPECT_NE(text.str().find(" of 76 points done (a point: one batch size of one experiment in one pass)"),
+            std::string::npos)
+      << text.str();
+  EXPECT_EQ(j["points_planned"], 76);
+  EXPECT_EQ(j["per_shard"][1]["points_done"], 1);
 }
 
 TEST_F(ShardDirs, StatusOfADirectoryWithoutShardsIsRefused) {

@@ -290,40 +290,43 @@ TEST_F(FakePowercap, ReadsOftenEnoughForTheSmallestRange) {
   EXPECT_DOUBLE_EQ(rapl->read_every_ms(), 500.0);
 }
 
-TEST_F(FakePowercap, AWindowThatKeepsUpSeesEveryWrapAround) {
+// One long step: nothing calls the meter between begin() and end(), and package-1's counter wraps
+// three times. The meter's own thread reads it often enough to see every wrap-around.
+TEST_F(FakePowercap, AWindowsOwnThreadSeesEveryWrapAroundInOneLongStep) {
+  write("intel-rapl:1/max_energy_range_uj", "20000000\n");  // 20 J: read every 10 ms
+  set_energy("intel-rapl:1", 19900000);                     // 0.1 J below the top
   auto rapl = open();
   ASSERT_TRUE(rapl);
-  double now_ms = 0;
-  EnergyMeter meter(*rapl, 10, [&now_ms] { return now_ms; });
-  meter.begin();  // package-1 at 999900000 uJ, 0.1 J below the top
-  // Three wrap-arounds of package-1, each seen by a reading between steps.
-  const uint64_t readings[] = {500000000, 999000000, 200000000, 900000000, 100000000};
+  ASSERT_DOUBLE_EQ(rapl->read_every_ms(), 10.0);
+  EnergyMeter meter(*rapl);
+  meter.begin();
+  const uint64_t readings[] = {10000000, 19000000, 2000000, 18000000, 1000000};
   for (const uint64_t uj : readings) {
     set_energy("intel-rapl:1", uj);
-    now_ms += 600;
-    meter.keep_up();
+    // Two reads finished after the write: the second began after it.
+    const int64_t before = meter.watch_reads();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (meter.watch_reads() < before + 2 && std::chrono::steady_clock::now() < give_up) sleep_ms(1);
+    ASSERT_GE(meter.watch_reads(), before + 2) << "the watching thread stopped reading";
   }
-  set_energy("intel-rapl:1", 300000000);
+  set_energy("intel-rapl:1", 3000000);
   const EnergyWindow window = meter.end();
-  // 0.1 + 1e-6 to the first wrap, three whole ranges less what remains, and 0.3 J after the last.
-  const double expected = (1e9 - 999900000 + 1 + 999000000 + (1e9 - 999000000) + 1 + 900000000 +
-                           (1e9 - 900000000) + 1 + 300000000) / 1e6;
+  EXPECT_EQ(meter.watch_reads(), 0);  // its thread ended with the window
+  // 0.1 J + 1 uJ to the first wrap, then three climbs through the range less what each left, 3 J after.
+  const double expected =
+      (20e6 - 19900000 + 1 + 19000000 + (20e6 - 19000000) + 1 + 18000000 + (20e6 - 18000000) + 1 + 3000000) /
+      1e6;
   EXPECT_NEAR(window.joules, expected, 1e-6);
-  EXPECT_GT(window.joules, 2000.0);
+  EXPECT_GT(window.joules, 40.0);
 }
 
-TEST_F(FakePowercap, KeepingUpReadsNoSoonerThanNeeded) {
-  auto rapl = open();
-  ASSERT_TRUE(rapl);
-  double now_ms = 0;
-  EnergyMeter meter(*rapl, 10, [&now_ms] { return now_ms; });
+TEST(CounterWatch, OnlyACounterThatWrapsIsWatched) {
+  FakePowerSource counter(PowerCurve::constant(10), steady_now_ms, 1);  // never wraps
+  EnergyMeter meter(counter);
   meter.begin();
-  set_energy("intel-rapl:1", 500000000);  // past the top
-  now_ms = 100;                           // less than read_every_ms(): not read
-  meter.keep_up();
-  set_energy("intel-rapl:1", 999950000);
-  // Unread, the wrap-around is invisible: the window holds only the 0.05 J between the two edges.
-  EXPECT_NEAR(meter.end().joules, 0.05, 1e-9);
+  sleep_ms(5);
+  EXPECT_EQ(meter.watch_reads(), 0);
+  EXPECT_GT(meter.end().joules, 0.0);
 }
 
 TEST_F(FakePowercap, PowerIsTheEnergyRateSinceTheLastCall) {

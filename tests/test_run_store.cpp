@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -71,6 +72,27 @@ TEST_F(RunStoreTest, OneSweepAtATimeAndTheLockFileGoesWithTheLastOne) {
     EXPECT_TRUE(fs::exists(dir_ + "/.lock"));
   }
   EXPECT_FALSE(fs::exists(dir_ + "/.lock"));
+}
+
+// Where the filesystem cannot lock at all, the sweep goes on (with a warning); only a lock held by
+// another process refuses it.
+TEST_F(RunStoreTest, AFilesystemThatCannotLockIsNotTakenForAnotherSweep) {
+  const auto cannot_lock = [](int, int) {
+    errno = ENOLCK;
+    return -1;
+  };
+  const auto held_elsewhere = [](int, int) {
+    errno = EWOULDBLOCK;
+    return -1;
+  };
+  {
+    const OutputDirectoryLock unlocked(dir_, cannot_lock);
+    EXPECT_TRUE(fs::exists(dir_ + "/.lock"));
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/.lock")) << "the unlocked file is still removed at the end";
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { const OutputDirectoryLock busy(dir_, held_elsewhere); },
+                                    {dir_, "is being written by another batchscope sweep right now"}));
 }
 
 TEST_F(RunStoreTest, InterruptedRunResumesWithItsFinishedBatchSizes) {

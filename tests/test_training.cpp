@@ -780,6 +780,31 @@ TEST_F(Training, AScheduledRateReachesEachStepAndAStoppedRunGoesOnWithIt) {
   EXPECT_DOUBLE_EQ(more.epochs[2].lr.value_or(0), 0.002);
 }
 
+// An update beyond float's range in an epoch of one step: that step's loss was finite, its update made
+// the weights infinite. The run diverged in that epoch, not one epoch later when the loss shows it.
+TEST_F(Training, ARunWhoseWeightsAreNotFiniteAtAnEpochsEndDivergedThere) {
+  TrainingOptions o = options("diverged_weights");
+  o.epochs = 3;
+  o.limit_train = 32;  // one step an epoch
+  // Within float's range; the decay term (100 times a weight) makes every update of a weight above 0.012
+  // overflow, so that the step's loss is finite and the weights after it are not.
+  o.optimizer.lr = 3e38;
+  o.optimizer.weight_decay = 100;
+  const TrainingOutcome run = train_model(o);
+  ASSERT_EQ(run.epochs.size(), 1u);
+  EXPECT_TRUE(std::isfinite(run.epochs[0].train_loss));
+  EXPECT_FALSE(run.epochs[0].weights_finite);
+  EXPECT_EQ(run.diverged_epoch, 1);
+  const std::vector<Json> records = read_jsonl(run.jsonl_path).records;
+  EXPECT_EQ(records[1]["weights_finite"], false);
+  EXPECT_EQ(records.back()["diverged_epoch"], 1);
+  // Read back, the run is complete and diverged in epoch 1.
+  o.epochs = 4;
+  EXPECT_TRUE(testing_support::refuses_with([&] { train_model(o); }, {"which diverged in epoch 1"}));
+  // A healthy epoch's record does not carry the field.
+  EXPECT_FALSE(read_jsonl(trained().jsonl_path).records[1].contains("weights_finite"));
+}
+
 // A rate far too large: the training loss overflows to NaN, the run ends after that epoch, complete (its
 // weights are lost whatever follows), and its records read back, the loss written as null, so that more
 // epochs are refused naming the divergence and a batch study takes the run as it is and says so.

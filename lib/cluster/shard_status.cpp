@@ -141,8 +141,8 @@ void write_status(std::ostream& out, const RunStatus& status) {
   if (status.plan_known) out << " of " << status.plan.source << " (plan " << status.plan.plan_id << ")";
   out << "\n\n";
   char line[200];
-  std::snprintf(line, sizeof line, "%5s  %-11s  %11s  %-32s  %9s\n", "shard", "state", "batch sizes", "last record",
-                "work left");
+  std::snprintf(line, sizeof line, "%5s  %-11s  %11s  %-32s  %9s\n", "shard", "state", "points",
+                "last record", "work left");
   out << line;
   std::map<ShardState, int> counts;
   for (const ShardStatus& s : status.shards) {
@@ -159,7 +159,8 @@ void write_status(std::ostream& out, const RunStatus& status) {
     if (counts[state] > 0) out << ", " << counts[state] << " " << to_string(state);
   }
   if (status.plan_known) {
-    out << ": " << status.done << " of " << status.planned << " batch sizes done, "
+    out << ": " << status.done << " of " << status.planned
+        << " points done (a point: one batch size of one experiment in one pass), "
         << percent(status.cost_left, status.cost) << " of the estimated work left";
   }
   out << ".\n";
@@ -187,8 +188,8 @@ Json status_json(const RunStatus& status) {
   for (const ShardStatus& s : status.shards) {
     Json j = {{"index", s.index}, {"state", to_string(s.state)}, {"dir", s.dir}};
     if (status.plan_known) {
-      j["batch_sizes_done"] = s.done;
-      j["batch_sizes_planned"] = s.planned;
+      j["points_done"] = s.done;
+      j["points_planned"] = s.planned;
       j["work_left"] = status.cost > 0 ? Json(s.cost_left / status.cost) : Json(nullptr);
     }
     j["last_record_time"] = optional_json(s.last_record_time);
@@ -201,8 +202,8 @@ Json status_json(const RunStatus& status) {
             {"shards", status.plan.count},
             {"complete", status.complete}};
   if (status.plan_known) {
-    j["batch_sizes_done"] = status.done;
-    j["batch_sizes_planned"] = status.planned;
+    j["points_done"] = status.done;
+    j["points_planned"] = status.planned;
     j["work_left"] = status.cost > 0 ? Json(status.cost_left / status.cost) : Json(nullptr);
   }
   j["unfinished"] = unfinished_shards(status);

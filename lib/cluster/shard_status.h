@@ -24,7 +24,7 @@ std::string to_string(ShardState state);
 struct ShardStatus {
   int index = 0;
   ShardState state = ShardState::Missing;
-  int64_t done = 0, planned = 0;  // batch sizes (times passes) done and planned
+  int64_t done = 0, planned = 0;   // points (a batch size of an experiment in a pass) done and planned
   double cost = 0, cost_left = 0;  // estimated work, in the plan's units
   std::optional<std::string> last_record_time;
   double seconds_since_last_record = 0;

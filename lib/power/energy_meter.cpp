@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 namespace batchscope::power {
@@ -78,6 +79,32 @@ void PowerSampler::run() {
   }
 }
 
+CounterWatch::CounterWatch(PowerSource& source, double period_ms) : source_(source), period_(period_ms) {
+  TORCH_CHECK(period_ms > 0, "a CounterWatch needs a positive period, not ", period_ms, " ms");
+  thread_ = std::thread(&CounterWatch::run, this);
+}
+
+CounterWatch::~CounterWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void CounterWatch::run() {
+  using Steady = std::chrono::steady_clock;
+  const auto period = std::chrono::duration_cast<Steady::duration>(period_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!wake_.wait_until(lock, Steady::now() + period, [this] { return stopping_; })) {
+    // The reading itself is not needed: reading is what undoes a wrap-around. A source that stopped
+    // answering is found at the window's end.
+    source_.energy_j();
+    ++reads_;
+  }
+}
+
 EnergyMeter::EnergyMeter(PowerSource& source, double sample_period_ms, Clock clock)
     : source_(source), sample_period_ms_(sample_period_ms), clock_(std::move(clock)) {}
 
@@ -86,13 +113,15 @@ EnergyMeter::~EnergyMeter() = default;
 void EnergyMeter::begin() {
   // A window left open (an exception between begin() and end()) is dropped here.
   sampler_.reset();
+  watch_.reset();
   open_ = true;
   begin_ms_ = clock_();
-  last_read_ms_ = begin_ms_;
   const auto joules = source_.energy_j();
   sampled_ = !joules;
   if (joules) {
     begin_j_ = *joules;
+    if (std::isfinite(source_.read_every_ms()))
+      watch_ = std::make_unique<CounterWatch>(source_, source_.read_every_ms());
     return;
   }
   sampler_ = std::make_unique<PowerSampler>(source_, sample_period_ms_, clock_);
@@ -100,15 +129,6 @@ void EnergyMeter::begin() {
 }
 
 double EnergyMeter::elapsed_ms() const { return clock_() - begin_ms_; }
-
-void EnergyMeter::keep_up() {
-  if (!open_ || sampled_) return;
-  const double now_ms = clock_();
-  if (now_ms - last_read_ms_ < source_.read_every_ms()) return;
-  // The reading itself is not needed: the source undoes a wrap-around only when it sees one.
-  source_.energy_j();
-  last_read_ms_ = now_ms;
-}
 
 EnergyWindow EnergyMeter::end() {
   TORCH_CHECK(open_, "EnergyMeter::end() without begin()");
@@ -136,6 +156,7 @@ EnergyWindow EnergyMeter::end() {
     window.joules = integrate_power(span);
     window.power_samples = static_cast<int>(readings.size());
   } else {
+    watch_.reset();
     const auto joules = source_.energy_j();
     window.window_ms = clock_() - begin_ms_;
     if (!joules) {
@@ -152,13 +173,7 @@ EnergyWindow EnergyMeter::end() {
 EnergyWindow measure_idle(PowerSource& source, double seconds, Clock clock) {
   EnergyMeter meter(source, kIdleSamplePeriodMs, std::move(clock));
   meter.begin();
-  // In pieces no longer than the counter may go unread, so that its wrap-arounds are seen.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  const std::chrono::duration<double, std::milli> piece(std::max(source.read_every_ms(), 1.0));
-  for (auto now = std::chrono::steady_clock::now(); now < until; now = std::chrono::steady_clock::now()) {
-    std::this_thread::sleep_for(std::min<std::chrono::duration<double, std::milli>>(until - now, piece));
-    meter.keep_up();
-  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   return meter.end();
 }
 

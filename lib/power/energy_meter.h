@@ -1,7 +1,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -62,9 +64,35 @@ class PowerSampler {
   std::vector<std::pair<double, double>> samples_;
 };
 
+// Reads a counter that wraps on a background thread every period_ms between start and destruction, so
+// that however long a step runs no wrap-around goes unseen (the source undoes a wrap only when it reads
+// one). The source must allow energy_j() from two threads. The thread sleeps between reads; a read
+// takes microseconds, once every couple of minutes for RAPL's usual range.
+class CounterWatch {
+ public:
+  CounterWatch(PowerSource& source, double period_ms);
+  ~CounterWatch();
+  CounterWatch(const CounterWatch&) = delete;
+  CounterWatch& operator=(const CounterWatch&) = delete;
+
+  // Reads finished so far.
+  int64_t reads() const { return reads_; }
+
+ private:
+  void run();
+
+  PowerSource& source_;
+  std::chrono::duration<double, std::milli> period_;
+  bool stopping_ = false;  // under mutex_
+  std::atomic<int64_t> reads_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
 // The energy between begin() and end(): the difference of the source's counter where it has one,
-// else the integral of power sampled every sample_period_ms. Reading happens at the edges, in
-// keep_up() between steps, or on the sampler thread, never inside a timed step.
+// else the integral of power sampled every sample_period_ms. Reading happens at the edges, on the
+// sampler thread, or (for a counter that wraps) on a watching thread, never by the timed steps.
 class EnergyMeter {
  public:
   explicit EnergyMeter(PowerSource& source, double sample_period_ms = 10, Clock clock = steady_now_ms);
@@ -75,10 +103,8 @@ class EnergyMeter {
   void begin();
   // Milliseconds since begin().
   double elapsed_ms() const;
-  // Called between steps: reads a counter that wraps when its source's read_every_ms() has passed
-  // since the last reading, so that no wrap-around between begin() and end() goes unseen. Costs one
-  // clock reading otherwise.
-  void keep_up();
+  // Reads of a wrapping counter by the watching thread in the open window; 0 where it has none.
+  int64_t watch_reads() const { return watch_ ? watch_->reads() : 0; }
   // Throws std::runtime_error when the source stopped answering during the window.
   EnergyWindow end();
 
@@ -94,8 +120,8 @@ class EnergyMeter {
   bool open_ = false;  // between begin() and end()
   double begin_ms_ = 0;
   double begin_j_ = 0;
-  double last_read_ms_ = 0;  // the counter's last reading
   std::unique_ptr<PowerSampler> sampler_;
+  std::unique_ptr<CounterWatch> watch_;
 };
 
 // Average power of a device left alone for `seconds` (the caller makes sure nothing runs on it).

@@ -1,6 +1,7 @@
 #include "lib/records/run_store.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,14 +139,24 @@ void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front
 // at once (a shard resubmitted while its first task still runs). The lock goes with the process; the
 // store removes the file while still holding it, so a sweep that locked a file just removed (opened
 // before the removal, locked after) sees that the path no longer names it and locks the new one.
-int lock_directory(const std::string& path, const std::string& dir) {
+int lock_directory(const std::string& path, const std::string& dir,
+                   OutputDirectoryLock::FlockCall flock_call) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
       throw UserError(located(path, 0, std::string("cannot be opened (") + std::strerror(errno) + ")",
                               "choose an --out directory you can write to"));
     }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (flock_call(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      if (error != EWOULDBLOCK && error != EINTR) {
+        // Not held by anyone: this filesystem does not lock (ENOLCK, EOPNOTSUPP, EINVAL, ...).
+        spdlog::warn(
+            "{} cannot be locked on its filesystem ({}), so nothing stops two sweeps writing into {} at "
+            "once: make sure only one runs there at a time",
+            path, std::strerror(error), dir);
+        return fd;
+      }
       ::close(fd);
       throw UserError(located(dir, 0, "is being written by another batchscope sweep right now",
                               "wait for it to end (or stop it) before running this one there"));
@@ -163,10 +174,11 @@ int lock_directory(const std::string& path, const std::string& dir) {
 
 }  // namespace
 
-OutputDirectoryLock::OutputDirectoryLock(const std::string& dir) : path_((fs::path(dir) / ".lock").string()) {
+OutputDirectoryLock::OutputDirectoryLock(const std::string& dir, FlockCall flock_call)
+    : path_((fs::path(dir) / ".lock").string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  fd_ = lock_directory(path_, dir);
+  fd_ = lock_directory(path_, dir, flock_call);
 }
 
 OutputDirectoryLock::~OutputDirectoryLock() {

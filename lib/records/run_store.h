@@ -1,5 +1,7 @@
 #pragma once
 
+#include <sys/file.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,10 +20,13 @@ namespace batchscope {
 // OUT/.lock held for as long as the object lives, so that two sweeps never write into one directory at
 // once: the search for the largest batch size (batch: 1:max) holds it, then the RunStore. The file is
 // removed when the lock is let go, so that a finished sweep leaves only its records. Throws UserError
-// where another process holds it. The directory is made where it is missing.
+// where another process holds it. Where the filesystem cannot lock at all (some network filesystems), it
+// warns and goes on unlocked. The directory is made where it is missing.
 class OutputDirectoryLock {
  public:
-  explicit OutputDirectoryLock(const std::string& dir);
+  // flock(2), or a stand-in that fails in tests.
+  using FlockCall = int (*)(int fd, int operation);
+  explicit OutputDirectoryLock(const std::string& dir, FlockCall flock_call = ::flock);
   ~OutputDirectoryLock();
   OutputDirectoryLock(const OutputDirectoryLock&) = delete;
   OutputDirectoryLock& operator=(const OutputDirectoryLock&) = delete;

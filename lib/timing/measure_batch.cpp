@@ -16,13 +16,13 @@ namespace {
 // Counters tick every few milliseconds: a window shorter than power.min_window_ms is lengthened with
 // more of the same steps, run as the timed ones are, so the energy per step is read to within a few
 // percent. Returns the steps the window covered.
-int64_t lengthen_window(Workload& workload, StepTimer& timer, const power::EnergyMeter& meter, double min_window_ms,
-                        int timed_steps, double median_ms, const StepObserver& keep_up) {
+int64_t lengthen_window(Workload& workload, StepTimer& timer, const power::EnergyMeter& meter,
+                        double min_window_ms, int timed_steps, double median_ms) {
   int64_t steps = timed_steps;
   while (meter.elapsed_ms() < min_window_ms) {
     const double remaining_ms = min_window_ms - meter.elapsed_ms();
     const int more = static_cast<int>(std::clamp(std::ceil(remaining_ms / std::max(median_ms, 1e-3)), 1.0, 1000.0));
-    run_timed_steps(workload, timer, more, &keep_up);
+    run_timed_steps(workload, timer, more, nullptr);
     steps += more;
   }
   return steps;
@@ -116,23 +116,14 @@ BatchMeasurement measure_batch(Workload& workload, StepTimer& timer, const Exper
     meter.emplace(*power.source);
     meter->begin();
   }
-  // Between steps, the meter reads a counter that wraps often enough to see every wrap-around.
-  // The window's lengthening steps are not shown as progress.
-  const StepObserver keep_up = [&meter](StepPart, int, int) {
-    if (meter) meter->keep_up();
-  };
-  const StepObserver keep_up_and_report = [&meter, observer](StepPart part, int done, int total) {
-    if (meter) meter->keep_up();
-    if (observer != nullptr) (*observer)(part, done, total);
-  };
   result.energy_s = lap();  // the meter's start reading
-  result.steps = e.auto_steps ? run_auto_steps(workload, timer, e, &keep_up_and_report, result.steps_stopped_by)
-                               : run_timed_steps(workload, timer, e.timed_steps, &keep_up_and_report);
+  result.steps = e.auto_steps ? run_auto_steps(workload, timer, e, observer, result.steps_stopped_by)
+                              : run_timed_steps(workload, timer, e.timed_steps, observer);
   result.timed_s = lap();
   if (meter) {
     energy.steps = lengthen_window(workload, timer, *meter, power.min_window_ms,
                                    static_cast<int>(result.steps.times_ms.size()),
-                                   summarize(result.steps.times_ms).median, keep_up);
+                                   summarize(result.steps.times_ms).median);
     try {
       const power::EnergyWindow window = meter->end();
       energy.end = power.source->telemetry();

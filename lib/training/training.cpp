@@ -151,6 +151,11 @@ EpochResult epoch_from_json(const Json& r, const fs::path& dir) {
   if (r.contains("skipped_steps")) e.skipped_steps = fields.whole("skipped_steps");
   if (r.contains("loss_scale")) e.loss_scale = fields.number("loss_scale");
   if (r.contains("lr")) e.lr = fields.number("lr");  // written only where a schedule moves the rate
+  if (r.contains("weights_finite")) {                // written only where they were not
+    if (!r["weights_finite"].is_boolean())
+      throw BadRecord("has \"weights_finite\" that is not true or false");
+    e.weights_finite = r["weights_finite"].get<bool>();
+  }
   if (r.contains("noise_scale")) e.noise_scale = noise_scale_from_json(r["noise_scale"]);
   if (r.contains("peak_memory_bytes")) e.peak_memory_bytes = fields.whole("peak_memory_bytes");
   if (r.contains("energy_j")) e.energy_j = fields.number("energy_j");  // written only where measured
@@ -293,8 +298,8 @@ void check_output_dir(const TrainingOptions& o) {
     const std::optional<int> diverged = batchscope::diverged_epoch(earlier.epochs);
     std::string why;
     if (diverged) {
-      why = ", which diverged in epoch " + std::to_string(*diverged) +
-            " (its training loss was not finite, so no epoch can follow)";
+      why = ", which diverged in epoch " + std::to_string(*diverged) + " (" +
+            divergence_cause(earlier.epochs) + ", so no epoch can follow)";
     } else if (decays_along_a_cosine(earlier.config) && epochs.is_number_integer() &&
                epochs.get<int64_t>() != o.epochs) {
       why = " whose cosine schedule ends at epoch " + epochs.dump() +
@@ -365,6 +370,7 @@ Json epoch_record(const EpochResult& r) {
   if (r.skipped_steps) j["skipped_steps"] = *r.skipped_steps;
   if (r.loss_scale) j["loss_scale"] = *r.loss_scale;
   if (r.lr) j["lr"] = *r.lr;
+  if (!r.weights_finite) j["weights_finite"] = false;
   if (r.noise_scale) j["noise_scale"] = to_json(*r.noise_scale);
   if (r.peak_memory_bytes) j["peak_memory_bytes"] = *r.peak_memory_bytes;
   if (r.energy_j) j["energy_j"] = *r.energy_j;
@@ -396,8 +402,8 @@ struct EpochTotals {
 
 // An epoch's training time, the device's energy over it and the most memory it held, measured in the
 // segments between its evaluations: each starts and ends with the device synchronised, the energy counter
-// read at its edges (and between steps, where a counter wraps), never inside a step, and the memory's peak
-// set anew at its start, so that the evaluations' memory is not the training's.
+// read at its edges (and by the meter's own thread, where a counter wraps), never by a step, and the memory's
+// peak set anew at its start, so that the evaluations' memory is not the training's.
 class TrainingMeter {
  public:
   TrainingMeter(const torch::Device& device, power::PowerSource* source) : device_(device) {
@@ -421,9 +427,6 @@ class TrainingMeter {
       lost_ = true;
       meter_.reset();
     }
-  }
-  void between_steps() {
-    if (meter_) meter_->keep_up();
   }
   double seconds() const { return seconds_; }
   // None where no source was read, or it stopped answering in the epoch.
@@ -523,7 +526,6 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
     } else {
       optimizer.step();
     }
-    meter.between_steps();
     if (eval_every > 0 && ++in_epoch % eval_every == 0 && in_epoch < steps_per_epoch) {
       meter.pause();
       evaluate_at(in_epoch, meter.seconds(), meter.joules());
@@ -677,6 +679,22 @@ UserError out_of_memory(const TrainingOptions& o, const std::string& device_name
           (o.precision != Precision::FP32 ? " --precision " + to_string(o.precision) : std::string()) +
           (o.channels_last ? " --channels-last" : "") + " --device " + device_name +
           " finds the largest), or a smaller --batch"));
+}
+
+// Whether every weight and floating-point buffer of the model is a number: one reduction per tensor,
+// once an epoch.
+bool all_finite(models::Network& model) {
+  torch::NoGradGuard no_grad;
+  const auto finite = [](const torch::Tensor& t) {
+    return !t.is_floating_point() || torch::isfinite(t).all().item<bool>();
+  };
+  for (const torch::Tensor& p : model.parameters()) {
+    if (!finite(p)) return false;
+  }
+  for (const torch::Tensor& b : model.buffers()) {
+    if (!finite(b)) return false;
+  }
+  return true;
 }
 
 // The earlier session's files that the next epoch does not go on from: stale resume states.
@@ -1097,6 +1115,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
       r.loss_scale = scaler->current_scale();
     }
     if (rates) r.lr = totals.last_lr;
+    r.weights_finite = all_finite(*model);
     r.test = evaluate_test();
     if (o.noise_scale.on()) {
       r.noise_scale = measure_noise_scale(*model, parameters, o, train, data.location.kind(), state, epoch);
@@ -1108,12 +1127,12 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     writer.flush();
     remove_other_resume_states(o.out_dir, epoch);
     finished(r);
-    if (!std::isfinite(r.train_loss)) {
+    if (!std::isfinite(r.train_loss) || !r.weights_finite) {
       outcome.diverged_epoch = epoch;
       spdlog::warn(
-          "epoch {}: the training loss is not finite: the run diverged and ends here; a smaller --lr, "
-          "a --lr-warmup or a --lr-decay may keep it finite",
-          epoch);
+          "epoch {}: {}: the run diverged and ends here; a smaller --lr, a --lr-warmup or a --lr-decay may "
+          "keep it finite",
+          epoch, divergence_cause({r}));
       break;
     }
     if (epoch < o.epochs && !outcome.target_epoch && o.stop_requested && o.stop_requested()) {
@@ -1179,9 +1198,17 @@ std::optional<TargetReached> first_reaching(double target, const std::vector<Epo
 
 std::optional<int> diverged_epoch(const std::vector<EpochResult>& epochs) {
   for (const EpochResult& r : epochs) {
-    if (!std::isfinite(r.train_loss)) return r.epoch;
+    if (!std::isfinite(r.train_loss) || !r.weights_finite) return r.epoch;
   }
   return std::nullopt;
+}
+
+std::string divergence_cause(const std::vector<EpochResult>& epochs) {
+  for (const EpochResult& r : epochs) {
+    if (!std::isfinite(r.train_loss)) return "its training loss was not finite";
+    if (!r.weights_finite) return "its weights were not finite at its end";
+  }
+  return "";
 }
 
 data::Augmentation augmentation_of(const TrainingOptions& options) {

@@ -149,6 +149,9 @@ struct EpochResult {
   std::optional<int64_t> skipped_steps;
   std::optional<double> loss_scale;
   std::optional<double> lr;  // where a schedule moves the rate: the rate of the epoch's last step
+  // False where a weight or a floating-point buffer (batch norm's running statistics) is not a number at
+  // the epoch's end, which a finite training loss misses when the last steps' updates overflowed.
+  bool weights_finite = true;
   // With options.noise_scale: the gradient noise scale at the epoch's end weights.
   std::optional<NoiseScale> noise_scale;
   // With options.eval_every: the evaluations within the epoch, in order (its end's is `test`).
@@ -214,8 +217,8 @@ struct TrainingOutcome {
   std::optional<int64_t> target_step;
   std::optional<double> target_seconds;  // and that epoch's training seconds up to it
   bool stopped = false;             // stop_requested ended it before its last epoch
-  // The epoch whose training loss was not finite (NaN or infinite): the run diverged and ended there,
-  // complete, since its weights are lost whatever follows.
+  // The epoch whose training loss or end weights were not finite (NaN or infinite): the run diverged and
+  // ended there, complete, since its weights are lost whatever follows.
   std::optional<int> diverged_epoch;
   // With device_independent: the modules that still draw random numbers on the device (dropout inside
   // attention or between recurrent layers), by their path; empty for the planned networks.
@@ -235,8 +238,12 @@ struct TrainingOutcome {
 // UserError for the user's mistakes.
 TrainingOutcome train_model(const TrainingOptions& options);
 
-// The first of the epochs whose training loss is not finite: where a run diverged; none if none.
+// The first of the epochs whose training loss is not finite, or that ended with weights that are not:
+// where a run diverged; none if none.
 std::optional<int> diverged_epoch(const std::vector<EpochResult>& epochs);
+// Why the run of these epochs diverged (diverged_epoch): "its training loss was not finite" or "its
+// weights were not finite at its end"; empty where it did not.
+std::string divergence_cause(const std::vector<EpochResult>& epochs);
 
 // The augmentation a run of these options trains with: options.augment, else its data's default.
 data::Augmentation augmentation_of(const TrainingOptions& options);

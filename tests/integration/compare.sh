@@ -79,6 +79,9 @@ expect_any() { "$bin" "$@" > "$work/out" 2> "$work/err"; }
 expect_any compare "$work/a" "$work/adam"
 grep -Eq "The runs did not measure the same thing: mnist_cnn_train_fp32: optimizer .*sgd.* → .*adam" "$work/out" \
   && ok "another optimizer under the same name is named" || fail "another optimizer: $(cat "$work/out")"
+expect 2 "--strict refuses another optimizer" "adam: did not measure what .*/a measured \(mnist_cnn_train_fp32: optimizer .*sgd.* → .*adam.*\); compare sweeps run with the same settings" \
+  compare "$work/a" "$work/adam" --strict
+expect 0 "--strict on the same settings" "3 batch sizes compared" compare "$work/a" "$work/a" --strict
 # A size the baseline measured and the contender ran out of memory at (or skipped after): lost, exit 1.
 python3 "$make_log" --batches 1:12 --base 10 --slope 0.5 --noise 0.005 --steps 10 --seed 2 --oom-from 9 > "$work/oom.jsonl"
 expect 1 "lost in the contender" "Lost in the contender \(measured in the baseline\): .*batch 9 \(out of memory\), .*batch 10 \(skipped\)" \

@@ -43,10 +43,10 @@ expect 3 "status of a killed shard" "2 of 3 shards complete, 1 stopped" status "
 python3 -c "
 import json; s=json.load(open('$work/status.json'))
 assert s['complete'] is False and s['unfinished'] == [2], s
-assert s['per_shard'][2]['batch_sizes_done'] == $before, s
+assert s['per_shard'][2]['points_done'] == $before, s
 assert 0 < s['work_left'] < 1, s" && ok "status --json: shard 2 unfinished with $before done" || fail "status --json: $(cat "$work/status.json")"
 JOB_COMPLETION_INDEX=2 expect 0 "shard 2 resumes" "resum" "${common[@]}" --shards 3
-expect 0 "status when every shard is complete" "3 of 3 shards complete: .* batch sizes done, 0.0% of the estimated work left" status "$out"
+expect 0 "status when every shard is complete" "3 of 3 shards complete: ([0-9]+) of \\1 points done \\(a point: one batch size of one experiment in one pass\\), 0.0% of the estimated work left" status "$out"
 expect 0 "a complete shard run again ends at once" "complete already" "${common[@]}" --shard 1/3
 
 expect 0 "analyze merges the shards" "written: .*report.md" analyze "$out" --no-plots
