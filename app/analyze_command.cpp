@@ -122,7 +122,7 @@ cxxopts::Options analyze_options() {
       ("peak", "the JSON-lines file of batchscope peak --out (again, or comma-separated, for more files): each group's highest TFLOP/s as a share of its device's measured peaks, and a profiled sweep's layers' TFLOP/s against its convolution peak and, where peak --model timed them, against each layer alone", cxxopts::value<std::vector<std::string>>())
       ("epoch-samples", "samples in an epoch, for $ per epoch (default: the training set of a known dataset, 60000 for mnist and fashion-mnist, 50000 for cifar10 and cifar100, or of a dataset directory's files where they are here; none for synthetic data)", cxxopts::value<std::string>())
       ("noise-scale", "the gradient noise scale B_noise, or a train --noise-scale run (its directory or train.jsonl; its last epoch's, or RUN:EPOCH): each training group's predicted time to an accuracy per batch size, steps S_min (1 + B_noise / B) at its median step time (McCandlish et al.), and the batch size of least time", cxxopts::value<std::string>())
-      ("separate", "compare every log on its own instead of merging logs of the same experiment")
+      ("separate", "compare every log, and every experiment in it, on its own instead of merging logs of the same experiment and pooling experiments of the same settings")
       ("no-plots", "write the report and analysis.json only")
       ("gnuplot", "the gnuplot program to draw with", cxxopts::value<std::string>()->default_value("gnuplot"))
       ("q,quiet", "no summary on the terminal")

@@ -30,7 +30,7 @@ StepProcess::StepProcess(const std::vector<std::string>& argv, const std::vector
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    execv(args[0], args.data());
+    execvp(args[0], args.data());  // a bare name ("python3") is looked up on PATH
     std::perror(("cannot start " + argv[0]).c_str());
     _exit(127);
   }

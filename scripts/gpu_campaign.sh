@@ -22,6 +22,7 @@
 #   and renamed, so a run killed mid-write leaves the last whole one), for hosts that hand back few files.
 #   --python: the Python with PyTorch that the benchmark items (batchscope's train loop against PyTorch's)
 #   run (default: $PYTHON, else python3).
+#   --budget-s: seconds for the whole command, the build and the tests included (0: no limit).
 #   --reserve-s: seconds kept back at the end for stopping a command, analysing and copying.
 #   --replan: make the plan again; the items the old plan started or finished keep their commands.
 #   --plan-only: print the plan (every command and its estimate) and run nothing; with --bin and
@@ -57,6 +58,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu_campaign.sh: --budget-s takes whole seconds, e.g. 540" >&2; exit 2; }
+# The benchmark items start their Python by its path (no search of PATH): a bare name is looked up here.
+if [[ "$python" != */* ]]; then
+  found="$(command -v "$python" || true)"
+  [ -n "$found" ] && python="$found"
+fi
 start=$SECONDS
 note() { echo "[campaign +$((SECONDS - start))s] $*"; }
 
@@ -132,6 +138,9 @@ fi
 
 mkdir -p "$results"
 left=$((budget - (SECONDS - start)))
+# A budget the build and tests spent already leaves the experiments 1 s (they start nothing, copy and
+# exit 3): 0 or less would mean no budget at all to campaign.py.
+[ "$budget" -eq 0 ] || [ "$left" -ge 1 ] || left=1
 [ "${#plan_only[@]}" -gt 0 ] || note "running the experiments with $left s of the budget left"
 rc=0
 python3 scripts/lib/campaign.py --bin "$bin" --results "$results" --python "$python" --budget-s "$left" --reserve-s "$reserve" --target-s "$target" \

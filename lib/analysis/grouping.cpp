@@ -117,7 +117,10 @@ Json identity_of(const BatchKey& r, const Json* config, const Json& environment,
   // A memory limit (--memory-limit) decides which sizes fit whole: a sweep under one is not one without.
   if (const std::optional<int64_t> limit = memory_limit_of(device, env))
     id["memory_limit"] = format_memory_size(*limit);
-  if (separate) id["log"] = log;
+  if (separate) {
+    id["log"] = log;
+    id["experiment"] = r.experiment;
+  }
   return id;
 }
 
@@ -177,7 +180,7 @@ std::string machine_difference(const Json& a, const Json& b) {
 // Adds one per-batch record to its group: an out-of-memory or skipped size, a step time, or the point.
 // Throws UserError where two logs measured the same batch size of the same group.
 void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const Json& id,
-                  const std::string& path, int line) {
+                  const std::string& path, const std::string& sweep, int line) {
   const int64_t batch = key.batch_size;
   if (std::holds_alternative<OomRecord>(r)) {
     g.oom.insert(batch);
@@ -188,7 +191,10 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
     return;
   }
   auto [point, new_point] = g.points.emplace(batch, RawPoint{});
-  if (new_point) point->second.batch_size = batch;
+  if (new_point) {
+    point->second.batch_size = batch;
+    point->second.sweep = sweep;
+  }
   const auto [log, new_log] = point->second.logs.emplace(key.experiment, path);
   if (!new_log && log->second != path) {
     throw UserError(located(path, line,
@@ -196,6 +202,18 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
                                 " (experiment " + key.experiment + ") was already measured in " + log->second,
                             "a sweep split across logs covers each batch size once: pass only one of the "
                             "two, or add --separate to compare them instead of merging"));
+  }
+  if (new_log && point->second.sweep != sweep) {
+    // Another experiment of the same settings, in another sweep's log: two sweeps, not one split.
+    const auto& logs = point->second.logs;
+    const auto& [other_experiment, other_log] =
+        *std::find_if(logs.begin(), logs.end(), [&](const auto& e) { return e.first != key.experiment; });
+    throw UserError(
+        located(path, line,
+                "batch size " + std::to_string(batch) + " of " + describe_identity(id) + " (experiment " +
+                    key.experiment + ") was already measured in " + other_log + " (experiment " +
+                    other_experiment + "), by another sweep of the same settings",
+                "pass only one of the two, or add --separate to compare them instead of merging"));
   }
   if (const auto* step = std::get_if<StepRecord>(&r)) {
     point->second.times_ms.push_back(step->time_ms);
@@ -206,6 +224,15 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
     passes.push_back(std::get<PointRecord>(r));
     point->second.point = passes.size() == 1 ? passes.front() : merge_pass_points(passes);
   }
+}
+
+// The sweep a log belongs to: the shard plan's id for a shard of a sharded sweep (its shards' logs are
+// one sweep), else the log itself.
+std::string sweep_of(const RunRecord& run, const std::string& path) {
+  const Json* shard = run.config.is_object() && run.config.contains("shard") ? &run.config["shard"] : nullptr;
+  if (shard != nullptr && shard->is_object() && shard->contains("plan_id") && (*shard)["plan_id"].is_string())
+    return "plan " + (*shard)["plan_id"].get<std::string>();
+  return path;
 }
 
 // Parts of one sweep run on different machines cannot be merged, and with no batch size in common
@@ -287,6 +314,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
     ConfigByName configs;
     Json environment;
     int environment_line = 0;  // the run record's line
+    std::string sweep = path;  // the sweep the log belongs to (sweep_of)
     std::set<std::string> warned_experiments;
     for (size_t i = 0; i < log.records.size(); ++i) {
       const SweepRecord& r = log.records[i];
@@ -294,6 +322,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         configs = configs_of(*run);
         environment = run->environment;
         environment_line = log.lines[i];
+        sweep = sweep_of(*run, path);
         continue;
       }
       const BatchKey* key = batch_key_of(r);
@@ -325,7 +354,7 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
         g.logs.push_back(path);
         for (const std::string& run : log.summary.run_ids) g.run_ids.push_back(run);
       }
-      add_to_group(g, r, *key, id, path, log.lines[i]);
+      add_to_group(g, r, *key, id, path, sweep, log.lines[i]);
     }
     // Profiles join the group of their batch key; one of a size the log has no group for is dropped.
     for (const ProfileRecord& profile : log.profiles) {
@@ -346,6 +375,20 @@ std::vector<RawGroup> group_records(const std::vector<LoadedLog>& logs, const Gr
   }
 
   if (!options.separate) refuse_parts_from_other_machines(groups);
+  // Experiments of other names but the same settings, in one sweep, pool their steps: said, since their
+  // names suggest that someone wanted them apart.
+  for (const RawGroup& g : groups) {
+    std::set<std::string> names;
+    for (const auto& [batch, point] : g.points) {
+      for (const auto& [experiment, log] : point.logs) names.insert(experiment);
+    }
+    if (names.size() < 2) continue;
+    warnings.push_back(located(g.logs.front(), g.identity_line,
+                               "experiments " + listed({names.begin(), names.end()}) +
+                                   " ran with the same settings (" + describe_identity(g.identity) +
+                                   "), so their step times are pooled into one group",
+                               "add --separate to see each experiment apart"));
+  }
   return groups;
 }
 

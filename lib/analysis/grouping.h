@@ -23,8 +23,10 @@ struct RawPoint {
   std::vector<PointRecord> pass_points;
   std::optional<PointRecord> point;
   // The log each experiment measured it in: two experiments of the same settings pool their steps, in one
-  // log or in the shards of one sweep; one experiment measured in two logs is two sweeps.
+  // log or in the shards of one sweep; one experiment measured in two logs is two sweeps, and so are two
+  // experiments measured in logs of two sweeps.
   std::map<std::string, std::string> logs;
+  std::string sweep;  // the sweep it was first measured in: its shard plan's id, or its log's path
 };
 
 // The records of one group, before any statistics.

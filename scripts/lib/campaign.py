@@ -146,14 +146,6 @@ class Campaign:
                         "argv": ["peak", "--model", "vgg16", "--phase", "train", "--out", path] + args + dev[:2],
                         "out": path, "resumable": False})
 
-        for item_id, batch, precisions in (("peak_layers", "64", "fp32,tf32"), ("peak_layers_ieee", "32", "fp32")):
-            # Smoke: the second at a batch the profiled sweep lacks, so that the first's file is the one read;
-            # fewer runs under the profiler (a CPU's profiler sessions take a third of a second each).
-            layers = (["--batch", "1,2,3,4,5,6" if item_id == "peak_layers" else "7", "--input", "3,64,64",
-                       "--classes", "10", "--profiled-runs", "2" if item_id == "peak_layers" else "1"] + tiny
-                      if smoke
-                      else ["--batch", batch, "--precision", precisions, "--cudnn-benchmark", "off,on"])
-            layers_alone(item_id, layers)
         # 2. Where MNIST's training and inference stop gaining, and the same numbers on both devices.
         mnist_args = ["configs/mnist_train_vs_infer.yaml"] + data
         if smoke:
@@ -220,6 +212,16 @@ class Campaign:
         contrast = "on" if loop else "off"
         sweep(f"resnet50_foreach_{contrast}", ["--model", "resnet50"] + image + ["--foreach", contrast],
               os.path.join(jumps, f"resnet50_foreach_{contrast}"))
+        # 5. Each of VGG16's layers alone (peak --model): refinements of the measured peak, after every claim's
+        # first answer (they took 35 s and 15 s on an H200 and are planned at more).
+        for item_id, batch, precisions in (("peak_layers", "64", "fp32,tf32"), ("peak_layers_ieee", "32", "fp32")):
+            # Smoke: the second at a batch the profiled sweep lacks, so that the first's file is the one read;
+            # fewer runs under the profiler (a CPU's profiler sessions take a third of a second each).
+            layers = (["--batch", "1,2,3,4,5,6" if item_id == "peak_layers" else "7", "--input", "3,64,64",
+                       "--classes", "10", "--profiled-runs", "2" if item_id == "peak_layers" else "1"] + tiny
+                      if smoke
+                      else ["--batch", batch, "--precision", precisions, "--cudnn-benchmark", "off,on"])
+            layers_alone(item_id, layers)
         # 1. What IEEE fp32, bf16, the PCIe copy and benchmark mode change (cuDNN's search costs about 5 s
         # a batch size: VGG16 first, the other nets last). The blog's GPUs had no TF32: with tf32 off,
         # cuDNN picks fp32 kernels, whose tiles differ from the TF32 ones LibTorch allows by default.
@@ -509,6 +511,9 @@ class Campaign:
                       f"  {command_line(it, 'batchscope')}")
             print(f"estimated {plan['estimate_s']:.0f} s in all on {plan['device']}")
             return 0
+        # The plan, the tests' log and env.json reach --copy-to and --archive before the first item, so a
+        # run that ends in its first item still brings them back.
+        self.copy_back()
         failed = []
         stopped = False
         for i, it in enumerate(plan["items"], 1):
@@ -707,8 +712,8 @@ def estimate(it, rate, steps):
     floor = 0.012 if gpu else 0.002
     if it["kind"] == "sweep":
         # The shortest energy window (20 counter updates) where energy is measured; a GPU's counter
-        # updates every 10 to 100 ms.
-        window = 1.0 if gpu and "--no-energy" not in it["argv"] else 0.0
+        # updates every 10 to 100 ms (an H200's 100 ms: windows of 2 s).
+        window = 2.0 if gpu and "--no-energy" not in it["argv"] else 0.0
         total = 6.0  # CUDA's start, the model's build and the idle baseline
         for e in it["plan"]["experiments"]:
             r = half if e["precision"] in ("fp16", "bf16") else fp32

@@ -124,15 +124,24 @@ expect2 only_oom "oom.jsonl: holds only out-of-memory records: even batch size 1
 expect2 not_a_log "text.jsonl: holds no batchscope records" "$work/text.jsonl"
 cp "$work/part2.jsonl" "$work/copy.jsonl"
 expect2 measured_twice "copy.jsonl:[0-9]+: batch size 36 .* already measured in .*part2.jsonl.*--separate" "$work/part2.jsonl" "$work/copy.jsonl"
-# Two experiments of the same settings in two logs (a sharded sweep's shards each ran part of both): one
-# group, as in one log; only the same experiment measured twice is two sweeps.
-python3 "$make_log" --experiment first --batches 30:40 --seed 5 > "$work/shard_a.jsonl"
-python3 "$make_log" --experiment second --batches 30:40 --seed 6 > "$work/shard_b.jsonl"
-if "$bin" analyze "$work/shard_a.jsonl" "$work/shard_b.jsonl" --out "$work/two_experiments" > /dev/null 2> "$work/err"; then
-  ok "two experiments of the same settings across logs pool"
+# Two experiments of the same settings in two shards of one sweep (each ran part of both): one group, as in
+# one log, and a warning that says so; with --separate, a group each.
+python3 "$make_log" --experiment first --batches 30:40 --seed 5 --shard 0/2 > "$work/shard_a.jsonl"
+python3 "$make_log" --experiment second --batches 30:40 --seed 6 --shard 1/2 > "$work/shard_b.jsonl"
+if "$bin" analyze "$work/shard_a.jsonl" "$work/shard_b.jsonl" --out "$work/two_experiments" > /dev/null 2> "$work/err" &&
+   grep -q "experiments first and second ran with the same settings (.*), so their step times are pooled into one group; add --separate" "$work/err" &&
+   python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["groups"]) == 1' "$work/two_experiments/analysis.json" &&
+   "$bin" analyze "$work/shard_a.jsonl" "$work/shard_b.jsonl" --separate --out "$work/two_apart" > /dev/null 2>&1 &&
+   python3 -c 'import json, sys; assert len(json.load(open(sys.argv[1]))["groups"]) == 2' "$work/two_apart/analysis.json"; then
+  ok "two experiments of the same settings across one sweep's shards pool, said so; --separate keeps them apart"
 else
-  fail "two experiments of the same settings across logs: $(cat "$work/err")"
+  fail "two experiments of the same settings across shards: $(cat "$work/err")"
 fi
+# The same in the logs of two sweeps (no shard plan in common): two sweeps, refused as one measured twice.
+python3 "$make_log" --experiment first --batches 30:40 --seed 5 > "$work/sweep_a.jsonl"
+python3 "$make_log" --experiment second --batches 30:40 --base 20 --seed 6 > "$work/sweep_b.jsonl"
+expect2 two_sweeps_same_settings "sweep_b.jsonl:[0-9]+: batch size 30 .*\(experiment second\) was already measured in .*sweep_a.jsonl \(experiment first\), by another sweep of the same settings; .*--separate" \
+  "$work/sweep_a.jsonl" "$work/sweep_b.jsonl"
 expect2 split_across_gpus "elsewhere.jsonl:1: .*NVIDIA Test GPU vs Third GPU" "$work/part1.jsonl" "$work/elsewhere.jsonl" --out "$work/x"
 expect2 no_logs "at least one log" --out "$work/x"
 expect2 bad_option "--threshold: '0' is not a number above 0" "$work/part1.jsonl" --threshold 0

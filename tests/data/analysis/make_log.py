@@ -81,6 +81,8 @@ def main():
     p.add_argument("--oom-from", type=int, default=0, help="sizes from here on run out of memory")
     p.add_argument("--run-id", default="run-1")
     p.add_argument("--no-end", action="store_true")
+    p.add_argument("--shard", default=None, help="I/N: the log is shard I of N of one sweep (with --plan-id)")
+    p.add_argument("--plan-id", default="plan-1", help="the sharded sweep's plan id")
     p.add_argument("--energy", action="store_true", help="add energy fields to the point records")
     p.add_argument("--idle-w", type=float, default=60.0)
     p.add_argument("--dynamic-w", type=float, default=240.0, help="power above idle as the batch grows")
@@ -108,6 +110,10 @@ def main():
                                     "sm_count": 132, "compute_capability": "9.0"}],
            "host": "testhost", "libtorch_version": a.libtorch, "os": "Linux",
            "command": "batchscope sweep (synthetic)", "config": {"source": "make_log.py", "experiments": [config]}}
+    if a.shard:
+        index, count = (int(x) for x in a.shard.split("/"))
+        run["config"]["shard"] = {"plan_id": a.plan_id, "count": count, "index": index, "from": "--shard",
+                                  "source": "make_log.py", "shares": [{"cost": 0, "parts": []}] * count}
     rng = Lcg(a.seed)
     lines = [run]
     common = {"experiment": experiment, "model": a.model, "phase": a.phase, "precision": a.precision,
