@@ -146,6 +146,31 @@ TEST_F(AnalyzeTest, StraightLineHasNoJumps) {
   EXPECT_EQ(a.groups[0].saturation->batch_size, 47);
 }
 
+// A sawtooth: sizes past the first that reaches 90% of the fastest fall below it again, and the report
+// names them instead of saying that larger batches gain little more.
+TEST_F(AnalyzeTest, SizesBelowNinetyPercentAfterTheFirstAreNamed) {
+  FakeLog log;
+  log.batches = range(1, 40);
+  // 1 ms a sample, with every size past 16 but 24 and 32..34 twice as slow.
+  log.level = [](int64_t b) {
+    const bool slow = b > 16 && b != 24 && (b < 32 || b > 34);
+    return static_cast<double>(b) * (slow ? 2.0 : 1.0);
+  };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_TRUE(a.groups[0].saturation.has_value());
+  EXPECT_EQ(a.groups[0].saturation->batch_size, 1);
+  std::ostringstream report;
+  PlotOutcome plots;
+  plots.skipped_reason = "none wanted";
+  write_report(report, a, plots, "plots");
+  EXPECT_NE(report.str().find("- 90% of the highest throughput first at batch 1 ("), std::string::npos);
+  EXPECT_NE(
+      report.str().find(" samples/s); larger sizes below 90% again: 17\u201323, 25\u201331, 35\u201340\n"),
+      std::string::npos)
+      << report.str();
+}
+
 TEST_F(AnalyzeTest, SplitSweepIsMergedIntoOneGroup) {
   FakeLog first, second;
   first.batches = range(1, 30);
@@ -306,16 +331,18 @@ TEST_F(AnalyzeTest, ReportNamesJumpsPeriodAndWarnings) {
   EXPECT_NE(report.str().find("| 32→33 |"), std::string::npos);
   EXPECT_NE(report.str().find("Plots were skipped: none wanted"), std::string::npos);
   EXPECT_NE(report.str().find("**Periodicity:** " + a.groups[0].periodicity.verdict), std::string::npos);
-  // The best of the 19 k tried (2..20): (2/39)² for k = 16 alone, 19 times that for the best of them.
-  EXPECT_EQ(a.groups[0].periodicity.periods_tried, 19);
+  // The best of the 18 k tried (2..19; 20 has one multiple, 20 itself, in 1..40): (2/39)² for k = 16
+  // alone, 18 times that for the best of them.
+  EXPECT_EQ(a.groups[0].periodicity.periods_tried, 18);
   EXPECT_NE(
-      report.str().find("| 16 (best fit) | 2 of 2 | 2 of 2 | 0.0026 (0.050 for the best of 19 k) | 1.0 |"),
+      report.str().find("| 16 (best fit) | 2 of 2 | 2 of 2 | 0.0026 (0.047 for the best of 18 k) | 1.0 |"),
       std::string::npos)
       << report.str();
   EXPECT_NE(terminal.str().find("16→17"), std::string::npos) << terminal.str();
   EXPECT_NE(
       report.str().find("**Multiples of 16:** the pattern holds: 2 of 2 jumps fall on a multiple of 16, and "
-                        "2 of 2 multiples of 16 in the range have a jump; the step after each multiple of 16 "
+                        "2 of the 2 steps between measured sizes across a multiple of 16 have one; the step "
+                        "after each multiple of 16 "
                         "rises more than the others (mean percentile 99 of 39 steps, p = 0.0013)."),
       std::string::npos)
       << report.str();

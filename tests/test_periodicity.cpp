@@ -68,7 +68,7 @@ TEST(Periodicity, VggPatternIsPeriodicWithSixteenNotEightOrThirtyTwo) {
   EXPECT_EQ(
       p.verdict,
       "4 of 4 jumps fall on multiples of 16 (16, 32, 48, 64), and every multiple of 16 in 1\u201370 has "
-      "one: periodic with k = 16 (p < 0.001 over 34 periods tried).");
+      "one: periodic with k = 16 (p < 0.001 over 33 periods tried).");
 
   // Every jump is on a multiple of 8 too, but only half the multiples of 8 have one; 32 explains
   // only half the jumps.
@@ -112,14 +112,14 @@ TEST(Periodicity, WideGapsRaiseTheChanceOfAHit) {
   EXPECT_TRUE(p.periodic);
 
   // Four hits where each step had a 7 in 31 chance is p = 0.0026 for k = 16 alone, but not
-  // convincing once 61 periods (2..62) have been tried.
+  // convincing once 59 periods (those of 2..62 whose multiples two steps cross) have been tried.
   const Periodicity four = analyze_periodicity({all.begin(), all.begin() + 4}, sizes);
   ASSERT_TRUE(four.best.has_value());
   EXPECT_EQ(four.best->k, 16);
   EXPECT_NEAR(four.best->p_value, std::pow(7.0 / 31, 4), 1e-12);
   EXPECT_FALSE(four.periodic);
   EXPECT_EQ(four.verdict,
-            "4 of 4 jumps fall on multiples of 16 (16, 32, 48, 64), but with 61 periods tried that is within "
+            "4 of 4 jumps fall on multiples of 16 (16, 32, 48, 64), but with 59 periods tried that is within "
             "chance (p = 0.0026 for k = 16 alone): not periodic.");
 }
 
@@ -164,10 +164,10 @@ TEST(Periodicity, AllOnMultiplesButMostMultiplesEmptyIsNotPeriodic) {
   // Jumps at 8 and 16 only, in a range holding eight multiples of 8.
   const Periodicity p = analyze_periodicity(jumps_between({{8, 9}, {16, 17}}), measured(1, 70));
   EXPECT_FALSE(p.periodic);
-  EXPECT_EQ(
-      p.verdict,
-      "2 of 2 jumps fall on multiples of 8 (8, 16), but only 2 of the 8 multiples in 1\u201370 have one: "
-      "not periodic.");
+  EXPECT_EQ(p.verdict,
+            "2 of 2 jumps fall on multiples of 8 (8, 16), but only 2 of the 8 steps across its multiples in "
+            "1\u201370 have one: "
+            "not periodic.");
 }
 
 TEST(Periodicity, RejectsUnsortedSizes) {

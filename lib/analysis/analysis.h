@@ -82,6 +82,9 @@ struct Trend {
   int points = 0;
 };
 
+// The share of the highest throughput from which a size "gains little more".
+constexpr double kSaturationShare = 0.9;
+
 struct BatchChoice {
   int64_t batch_size = 0;
   double median_ms = 0;
@@ -150,7 +153,7 @@ struct GroupAnalysis {
   std::optional<BatchChoice> fastest;  // highest samples/s
   // The smallest batch size that reaches 90% of the highest samples/s: where the gains of a larger
   // batch run out (training and inference reach it at very different sizes).
-  std::optional<BatchChoice> saturation;
+  std::optional<BatchChoice> saturation;   // the first size at kSaturationShare of the fastest's samples/s
   std::vector<BatchChoice> before_jumps;   // the largest batch size before each jump
   std::optional<int64_t> largest_fitting;  // largest batch size measured
   std::optional<int64_t> first_oom;        // smallest batch size that ran out of memory

@@ -20,7 +20,6 @@ namespace batchscope {
 namespace {
 
 // The share of the best throughput that counts as having reached it.
-constexpr double kSaturation = 0.9;
 
 PointStats stats_of(const RawPoint& raw, int min_samples) {
   PointStats p;
@@ -341,7 +340,7 @@ GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) 
   }
   if (g.fastest) {
     for (const PointStats& p : g.points) {
-      if (!p.too_few_samples && p.samples_per_s >= kSaturation * g.fastest->samples_per_s) {
+      if (!p.too_few_samples && p.samples_per_s >= kSaturationShare * g.fastest->samples_per_s) {
         g.saturation = BatchChoice{p.batch_size, p.median_ms, p.samples_per_s};
         break;
       }

@@ -56,23 +56,23 @@ PeriodCheck check_period(int k, const std::vector<Jump>& jumps, const std::vecto
     if (crosses_multiple(j.from_batch, j.to_batch, k)) ++check.jumps_on_multiples;
   }
   if (measured.size() < 2) return check;
-  for (int64_t m = first_multiple_at_or_above(std::max<int64_t>(measured.front(), 1), k); m < measured.back();
-       m += k) {
+  // Each step between measured neighbours that crosses a multiple is one place a jump on a multiple
+  // could show; it has one where a jump spans it.
+  for (size_t i = 0; i + 1 < measured.size(); ++i) {
+    const int64_t from = measured[i], to = measured[i + 1];
+    if (!crosses_multiple(from, to, k)) continue;
     ++check.multiples_in_range;
     const bool hit = std::any_of(jumps.begin(), jumps.end(),
-                                 [m](const Jump& j) { return j.from_batch <= m && m < j.to_batch; });
+                                 [&](const Jump& j) { return j.from_batch < to && from < j.to_batch; });
     if (hit) {
       ++check.multiples_with_jump;
-      if (multiples_hit) multiples_hit->push_back(m);
+      if (multiples_hit) multiples_hit->push_back(first_multiple_at_or_above(std::max<int64_t>(from, 1), k));
     }
   }
   // Under the null a jump is as likely between any two measured neighbours; with gaps wider than
   // one, more of those steps cross a multiple of k than 1 in k.
-  int crossing_steps = 0;
-  for (size_t i = 0; i + 1 < measured.size(); ++i) {
-    if (crosses_multiple(measured[i], measured[i + 1], k)) ++crossing_steps;
-  }
-  const double chance = static_cast<double>(crossing_steps) / static_cast<double>(measured.size() - 1);
+  const double chance =
+      static_cast<double>(check.multiples_in_range) / static_cast<double>(measured.size() - 1);
   check.p_value = binomial_upper_tail(check.jumps, check.jumps_on_multiples, chance);
   if (check.jumps > 0 && check.multiples_in_range > 0) {
     const double on = static_cast<double>(check.jumps_on_multiples) / check.jumps;
@@ -80,6 +80,17 @@ PeriodCheck check_period(int k, const std::vector<Jump>& jumps, const std::vecto
     check.score = on + covered > 0 ? 2 * on * covered / (on + covered) : 0.0;
   }
   return check;
+}
+
+// Whether the measured sizes can show a period of k: as many steps between neighbours no wider than k
+// cross a multiple of it as a period needs hits (a wider gap may cross several, and a jump there could
+// follow any).
+bool resolves(const std::vector<int64_t>& measured, int k) {
+  int crossing = 0;
+  for (size_t i = 0; i + 1 < measured.size(); ++i) {
+    if (measured[i + 1] - measured[i] <= k && crosses_multiple(measured[i], measured[i + 1], k)) ++crossing;
+  }
+  return crossing >= kMinHits;
 }
 
 bool better(const PeriodCheck& a, const PeriodCheck& b) {
@@ -112,7 +123,10 @@ std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& 
         << "): too few to show a period.";
     return out.str();
   }
-  if (!result.best) return "The batch-size range is too narrow to test the jumps for a period.";
+  if (!result.best)
+    return "The measured batch sizes are too few or too far apart to test the jumps for a period (no k has "
+           "two "
+           "steps between neighbours no wider than k that cross a multiple of it).";
   const PeriodCheck& b = *result.best;
   const std::string range = std::to_string(measured.front()) + "\u2013" + std::to_string(measured.back());
   std::vector<int64_t> hit;
@@ -125,17 +139,27 @@ std::string verdict(const std::vector<Jump>& jumps, const std::vector<int64_t>& 
     if (b.multiples_with_jump == b.multiples_in_range) {
       out << "every multiple of " << b.k << " in " << range << " has one";
     } else {
-      out << b.multiples_with_jump << " of the " << b.multiples_in_range << " multiples in " << range
-          << " have one";
+      out << b.multiples_with_jump << " of the " << b.multiples_in_range << " steps across its multiples in "
+          << range << " have one";
     }
     out << ": periodic with k = " << b.k << " (" << format_p(std::min(1.0, b.p_value * tried)) << " over "
         << tried << " periods tried).";
   } else if (b.jumps_on_multiples < kMinHits || (b.jumps_on_multiples < b.jumps && b.p_value >= kMaxPValue)) {
     out << "The " << b.jumps << " jumps do not fall on a common multiple (best k = " << b.k << ": "
-        << b.jumps_on_multiples << " of " << b.jumps << ", " << format_p(b.p_value) << ").";
+        << b.jumps_on_multiples << " of " << b.jumps << ", " << format_p(b.p_value) << ")";
+    // A small k can hold every jump and still be no period: most of its multiples have none.
+    for (const PeriodCheck& t : result.tested) {
+      if (t.jumps_on_multiples == t.jumps && t.jumps >= kMinHits) {
+        out << "; all " << t.jumps << " fall on multiples of " << t.k << ", but only "
+            << t.multiples_with_jump << " of the " << t.multiples_in_range
+            << " steps across its multiples in " << range << " have one";
+        break;
+      }
+    }
+    out << ".";
   } else if (b.score < kMinScore) {
     out << on_multiples << ", but only " << b.multiples_with_jump << " of the " << b.multiples_in_range
-        << " multiples in " << range << " have one: not periodic.";
+        << " steps across its multiples in " << range << " have one: not periodic.";
   } else if (b.p_value >= kMaxPValue) {
     out << on_multiples << ", but that is within chance (" << format_p(b.p_value) << "): not periodic.";
   } else {
@@ -245,7 +269,9 @@ Periodicity analyze_periodicity(const std::vector<Jump>& jumps,
   int tried = 0;
   if (!jumps.empty() && measured_batches.size() >= 2) {
     const int64_t largest_k = (measured_batches.back() - measured_batches.front() + 1) / 2;
-    for (int64_t k = 2; k <= largest_k; ++k, ++tried) {
+    for (int64_t k = 2; k <= largest_k; ++k) {
+      if (!resolves(measured_batches, static_cast<int>(k))) continue;
+      ++tried;
       const PeriodCheck check = check_period(static_cast<int>(k), jumps, measured_batches, nullptr);
       if (!result.best || better(check, *result.best)) result.best = check;
     }

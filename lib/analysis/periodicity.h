@@ -16,7 +16,10 @@ struct PeriodCheck {
   int k = 0;
   int jumps = 0;                // jumps found
   int jumps_on_multiples = 0;   // of them, on a multiple of k
-  int multiples_in_range = 0;   // multiples of k where a jump could have been seen
+  // Where a jump on a multiple could have been seen: the steps between measured neighbours that cross a
+  // multiple of k (on a ladder of every size, one per multiple; a wide gap that crosses many counts once,
+  // as one jump there is all it can show).
+  int multiples_in_range = 0;
   int multiples_with_jump = 0;  // of them, with a jump
   // Chance of as many hits for this k alone if the jumps fell between random measured neighbours
   // (binomial; a gap wider than one size crosses a multiple more often than 1 in k).

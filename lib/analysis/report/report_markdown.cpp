@@ -206,18 +206,45 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
   }
 }
 
+// The sizes above the first that reaches 90% of the highest throughput that fall below it again (a
+// sawtooth's slow sizes), as runs: "33–47, 49–54"; empty where none does.
+std::string sizes_below_saturation(const GroupAnalysis& g) {
+  std::string text;
+  int64_t first = -1, last = -1;
+  const auto close_run = [&] {
+    if (first < 0) return;
+    text += (text.empty() ? "" : ", ") + std::to_string(first) +
+            (last != first ? "–" + std::to_string(last) : "");
+    first = -1;
+  };
+  for (const PointStats& p : g.points) {
+    if (p.batch_size <= g.saturation->batch_size || p.too_few_samples) continue;
+    if (p.samples_per_s < kSaturationShare * g.fastest->samples_per_s) {
+      if (first < 0) first = p.batch_size;
+      last = p.batch_size;
+    } else {
+      close_run();
+    }
+  }
+  close_run();
+  return text;
+}
+
 // The pattern the batch-size literature reports for VGG-like nets, answered for every group.
 std::string multiples_of_16(const Periodicity& p) {
   for (const PeriodCheck& c : p.tested) {
     if (c.k != 16) continue;
     if (c.jumps == 0) return "no jumps, so no multiples-of-16 pattern";
+    if (c.multiples_in_range == 0)
+      return "not testable: no step between the measured sizes crosses a multiple of 16";
     const bool holds = c.jumps_on_multiples >= 2 && c.score >= 0.75;
     return std::string(holds                      ? "the pattern holds"
                        : c.jumps_on_multiples > 0 ? "the pattern holds in part"
                                                   : "the pattern does not hold") +
            ": " + std::to_string(c.jumps_on_multiples) + " of " + std::to_string(c.jumps) +
-           " jumps fall on a multiple of 16, and " + std::to_string(c.multiples_with_jump) + " of " +
-           std::to_string(c.multiples_in_range) + " multiples of 16 in the range have a jump";
+           " jumps fall on a multiple of 16, and " + std::to_string(c.multiples_with_jump) + " of the " +
+           std::to_string(c.multiples_in_range) +
+           " steps between measured sizes across a multiple of 16 have one";
   }
   return "";
 }
@@ -267,7 +294,7 @@ void write_periodicity(std::ostream& out, const Periodicity& p, bool jumps_teste
   }
   write_after_multiples(out, p);
   if (p.tested.empty() || p.tested.front().jumps == 0) return;
-  out << "| k | jumps on multiples of k | multiples of k with a jump | p (chance) | score |\n"
+  out << "| k | jumps on multiples of k | steps across a multiple of k with a jump | p (chance) | score |\n"
       << "|---:|---:|---:|---:|---:|\n";
   auto row = [&](const PeriodCheck& c, const std::string& note, const std::string& p_note) {
     out << "| " << c.k << note << " | " << c.jumps_on_multiples << " of " << c.jumps << " | "
@@ -397,8 +424,11 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   write_cost_best(out, g);
   write_time_to_accuracy_best(out, g);
   if (g.saturation) {
-    out << "- 90% of the highest throughput from batch " << g.saturation->batch_size << " on ("
-        << significant(g.saturation->samples_per_s) << " samples/s): larger batches gain little more\n";
+    const std::string below = sizes_below_saturation(g);
+    out << "- 90% of the highest throughput first at batch " << g.saturation->batch_size << " ("
+        << significant(g.saturation->samples_per_s) << " samples/s)"
+        << (below.empty() ? ": larger batches gain little more" : "; larger sizes below 90% again: " + below)
+        << "\n";
   }
   for (const BatchChoice& c : g.before_jumps) {
     out << "- the largest size before a jump: batch " << c.batch_size << ", " << significant(c.samples_per_s)
@@ -671,7 +701,7 @@ void write_terminal_summary(std::ostream& out, const Analysis& a) {
     if (g.fastest) {
       out << "  fastest: batch " << g.fastest->batch_size << " at " << significant(g.fastest->samples_per_s)
           << " samples/s";
-      if (g.saturation) out << "; 90% of that from batch " << g.saturation->batch_size;
+      if (g.saturation) out << "; 90% of that first at batch " << g.saturation->batch_size;
       out << "\n";
       if (g.peak) {
         out << "  highest rate: " << significant(g.peak->tflops) << " TFLOP/s at batch " << g.peak->batch_size
