@@ -145,6 +145,7 @@ PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyz
   PlotOutcome plots;
   if (result.count("no-plots")) {
     plots.skipped_reason = "--no-plots was given.";
+    plots.removed = remove_plot_files((out_dir / "plots").string());
   } else {
     plots =
         write_plots(analysis, (out_dir / "plots").string(), PlotOptions{result["gnuplot"].as<std::string>()});

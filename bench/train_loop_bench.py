@@ -102,11 +102,22 @@ def python_side(args):
     return 0
 
 
+# Both sides run with the same fixed glibc malloc thresholds (as bench_overhead gives its two sides), unless
+# the environment sets them: batchscope fixes its own otherwise and Python's would move with its history, a
+# difference of up to 14% in a CPU step that is the allocator's, not the loop's.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": os.environ.get("MALLOC_MMAP_THRESHOLD_", "33554432"),
+              "MALLOC_TRIM_THRESHOLD_": os.environ.get("MALLOC_TRIM_THRESHOLD_", "4294967296")}
+
+
+def side_environment():
+    return {**os.environ, **MALLOC_ENV}
+
+
 def python_round(args, seed):
     command = [sys.executable, os.path.abspath(__file__), "--python-side", "--seed", str(seed), "--data", args.data,
                "--batch", str(args.batch), "--lr", str(args.lr), "--limit-train", str(args.limit_train),
                "--device", args.device, "--threads", str(args.threads)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=side_environment())
     if done.returncode != 0:
         raise RuntimeError("the PyTorch side failed: " + (done.stderr.strip().splitlines() or ["no output"])[-1])
     epoch = json.loads(done.stdout.strip().splitlines()[-1])
@@ -119,7 +130,7 @@ def batchscope_epoch(args, out):
                "--limit-test", "100", "--out", out, "--force", "--quiet", "--deterministic", "off"]
     if args.limit_train:
         command += ["--limit-train", str(args.limit_train)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=side_environment())
     if done.returncode != 0:
         raise RuntimeError("batchscope train failed: " + done.stderr.strip().splitlines()[-1])
     with open(os.path.join(out, "train.jsonl")) as f:
@@ -152,7 +163,8 @@ def main():
         return 2
     steps = (images.size(0) + args.batch - 1) // args.batch
     print(f"mnist_cnn on {images.size(0)} MNIST images, batch {args.batch} ({steps} steps), SGD momentum 0.9, "
-          f"lr {args.lr}, {args.device}, {args.threads} thread(s); PyTorch {torch.__version__}")
+          f"lr {args.lr}, {args.device}, {args.threads} thread(s); PyTorch {torch.__version__}; glibc malloc of both "
+          f"sides: {' '.join(f'{k}={v}' for k, v in MALLOC_ENV.items())}")
     rounds = []
     with tempfile.TemporaryDirectory() as work:
         for r in range(args.rounds):
@@ -182,7 +194,7 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"batch": args.batch, "images": images.size(0), "steps": steps, "device": args.device,
-                       "threads": args.threads, "pytorch": torch.__version__, "rounds": rounds,
+                       "threads": args.threads, "pytorch": torch.__version__, "malloc": MALLOC_ENV, "rounds": rounds,
                        "median_ratio": median, "goal_met": met}, f, indent=2)
     return 0 if met else 1
 

@@ -18,10 +18,10 @@ using analysis_test::FakeLog;
 using analysis_test::user_error_of;
 
 // A peak record as batchscope peak writes it: the device, its GPUs, and a rate per precision.
-std::string peak_line(const std::string& device, const std::string& gpu_name,
-                      const std::vector<Json>& rates) {
+std::string peak_line(const std::string& device, const std::string& gpu_name, const std::vector<Json>& rates,
+                      int threads = 4) {
   Json r = {{"type", "peak"},
-            {"cpu", {{"model", "Test CPU"}}},
+            {"cpu", {{"model", "Test CPU"}, {"torch_threads", threads}}},
             {"gpus", gpu_name.empty() ? Json::array() : Json::array({{{"index", 0}, {"name", gpu_name}}})},
             {"config", {{"device", device}}},
             {"rates", Json(rates)}};
@@ -43,6 +43,30 @@ Json conv_rate(const std::string& precision, const std::string& layout, double t
 
 class PeakShareTest : public AnalyzeTest {};
 
+// A CPU's peak is matched by its model and threads: a sweep at 4 threads is read against the peak at 4,
+// not against a later record at 1 (which once replaced it), and one at 2 has none and is told so.
+TEST_F(PeakShareTest, ACpuPeakIsReadOnlyAtItsOwnThreadCount) {
+  FakeLog four;
+  four.gpu = "cpu";
+  four.batches = range(1, 8);
+  AnalyzeOptions options;
+  options.peaks = read_peak_table(write("peak.jsonl", peak_line("cpu", "", {rate("fp32", 1)}, 4) +
+                                                          peak_line("cpu", "", {rate("fp32", 0.25)}, 1)));
+  ASSERT_EQ(options.peaks.entries.size(), 2u);
+  const Analysis a = analyze_logs({write("four.jsonl", four.text())}, options);
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_TRUE(a.groups[0].peak);
+  ASSERT_EQ(a.groups[0].peak->shares.size(), 1u);
+  EXPECT_EQ(a.groups[0].peak->shares[0].peak_tflops, 1.0);
+  options.peaks = read_peak_table(write("peak2.jsonl", peak_line("cpu", "", {rate("fp32", 1)}, 2)));
+  const Analysis none = analyze_logs({write("four.jsonl", four.text())}, options);
+  EXPECT_FALSE(none.groups[0].peak);
+  const bool told = std::any_of(none.warnings.begin(), none.warnings.end(), [](const std::string& w) {
+    return w.find("no fp32 peak of this CPU (Test CPU \u00b7 4 threads)") != std::string::npos;
+  });
+  EXPECT_TRUE(told) << listed(none.warnings);
+}
+
 TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPrecision) {
   const std::string path =
       write("peak.jsonl",
@@ -58,7 +82,7 @@ TEST_F(PeakShareTest, ALaterMeasurementReplacesAnEarlierOneOfTheSameDeviceAndPre
   EXPECT_EQ(t.entries[1].precision, "tf32");
   EXPECT_EQ(t.entries[1].line, 1);
   EXPECT_EQ(t.entries[2].device, "cpu");
-  EXPECT_EQ(t.entries[2].cpu, "Test CPU");
+  EXPECT_EQ(t.entries[2].cpu, "Test CPU \u00b7 4 threads");  // matched by model and threads
 }
 
 TEST_F(PeakShareTest, AFileThatIsNotAPeakFileIsRefusedWithItsLine) {

@@ -521,7 +521,7 @@ void read_layers_against_alone(GroupAnalysis& g, const Json& id, const PeakTable
                                std::vector<std::string>& warnings) {
   LayerQuery q;
   q.device = id.value("device", "");
-  q.cpu = id.value("cpu", "");
+  q.cpu = cpu_key(id.value("cpu", ""), id.value("threads", 0));
   q.model = id.value("model", "");
   if (!id.contains("input") || !id["input"].is_array() || !id.contains("classes")) return;
   q.input = id["input"].get<std::vector<int64_t>>();
@@ -565,7 +565,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
         id.contains("tf32") && id["tf32"].is_string() ? id["tf32"].get<std::string>() : "";
     const std::vector<std::string> precisions =
         peak_precisions_for(id.value("precision", ""), tf32, id.contains("cuda"));
-    const std::string cpu = id.value("cpu", ""), phase = id.value("phase", "");
+    const std::string cpu = cpu_key(id.value("cpu", ""), id.value("threads", 0)),
+                      phase = id.value("phase", "");
     g.peak = peak_for_group(options.peaks, g.points, device, cpu, precisions, phase);
     if (g.layer_rates) {
       const std::string conv = convolution_precision(id.value("precision", ""), tf32, id.contains("cuda"));
@@ -578,7 +579,8 @@ void read_against_peaks(const std::vector<RawGroup>& raw, Analysis& a, const Ana
       for (const std::string& p : precisions) wanted += (wanted.empty() ? "" : " or ") + p;
       const std::string files = listed(options.peaks.files);
       a.warnings.push_back(g.label + ": " + files + (options.peaks.files.size() > 1 ? " have" : " has") +
-                           " no " + wanted + " peak of " + (device == "cpu" ? "this CPU" : device) +
+                           " no " + wanted + " peak of " +
+                           (device == "cpu" ? "this CPU (" + cpu + ")" : device) +
                            "; run batchscope peak --out " + options.peaks.files.front() +
                            " on that device to read its rate against one");
     }

@@ -126,8 +126,13 @@ PeakTable read_peak_table(const std::string& path) {
     }
     PeakEntry base;
     base.device = device_name(r, path, line);
-    if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object())
-      base.cpu = r["cpu"].value("model", "");
+    if (base.device == "cpu" && r.contains("cpu") && r["cpu"].is_object()) {
+      const Json& cpu = r["cpu"];
+      const int64_t threads = cpu.contains("torch_threads") && cpu["torch_threads"].is_number_integer()
+                                  ? cpu["torch_threads"].get<int64_t>()
+                                  : 0;
+      base.cpu = cpu_key(cpu.value("model", ""), threads);
+    }
     base.file = path;
     base.line = line;
     if (!r.contains("rates") || !r["rates"].is_array())
@@ -188,6 +193,11 @@ PeakTable read_peak_tables(const std::vector<std::string>& paths) {
     for (const PeakEntry& entry : one.entries) add_entry(table, entry);
   }
   return table;
+}
+
+std::string cpu_key(const std::string& model, int64_t threads) {
+  return threads > 0 ? model + " \u00b7 " + std::to_string(threads) + (threads == 1 ? " thread" : " threads")
+                     : model;
 }
 
 std::vector<std::string> peak_precisions_for(const std::string& precision, const std::string& tf32,

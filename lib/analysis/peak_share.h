@@ -14,7 +14,7 @@ struct PointStats;
 
 struct PeakEntry {
   std::string device;  // the GPU's name as the run records give it, or "cpu"
-  std::string cpu;     // the CPU's model, for "cpu"
+  std::string cpu;     // for "cpu": the CPU's model and LibTorch's threads, as cpu_key() gives them
   std::string operation = "matmul";  // or "conv" or "layer"; records from before the convolution are matmul's
   std::string precision;
   std::string memory_format;  // conv and layer: contiguous or channels_last
@@ -41,6 +41,10 @@ struct PeakTable {
   // precision, phase and layout (and for a layer, of the same model, input, classes, batch, layer and pass).
   std::vector<PeakEntry> entries;
 };
+
+// What a CPU's peak is matched by: its model and the threads LibTorch ran with ("AMD EPYC · 2 threads"),
+// since a peak at 2 threads is no roof for a sweep at 1; the model alone where threads is 0 (unknown).
+std::string cpu_key(const std::string& model, int64_t threads);
 
 // Reads peak files; throws UserError naming the file, the line and the fix.
 PeakTable read_peak_table(const std::string& path);

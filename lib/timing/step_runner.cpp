@@ -143,7 +143,8 @@ void Workload::step() {
     // From pinned host memory, asynchronously on the current stream, as a data loader would.
     models::LayerScope scope("step.copy");
     inputs = in_memory_format(inputs.to(device_, /*non_blocking=*/true), experiment_.channels_last);
-    targets = targets.to(device_, /*non_blocking=*/true);
+    // Inference reads no labels: only a training step copies them.
+    if (experiment_.phase == Phase::Train) targets = targets.to(device_, /*non_blocking=*/true);
   }
   if (experiment_.phase == Phase::Train) {
     train_step(inputs, targets);

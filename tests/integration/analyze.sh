@@ -83,6 +83,13 @@ if "$bin" analyze "$work/cpu" --out "$work/cmp" > "$work/out" 2> "$work/err"; th
 else
   fail "the second analysis into the same --out: $(cat "$work/err")"
 fi
+# ... and a third that draws none (--no-plots): no earlier plot stays beside a report that has none.
+if "$bin" analyze "$work/cpu" --out "$work/cmp" --no-plots > "$work/out" 2> "$work/err" &&
+   [ -z "$(ls "$work/cmp/plots")" ] && grep -q "(removed [0-9]* files of plots an earlier analysis drew there)" "$work/out"; then
+  ok "an analysis with --no-plots removes the earlier plots"
+else
+  fail "--no-plots into an --out with plots: $(cat "$work/out" "$work/err") / $(ls "$work/cmp/plots" | tr '\n' ' ')"
+fi
 
 # Damaged logs: analysed with a warning each, exit 0.
 { head -n 5 "$work/part2.jsonl"; echo "garbage line"; echo '{"type":"mystery"}'; tail -n +6 "$work/part2.jsonl" | head -n 40; printf '{"type":"step","ba'; } > "$work/damaged.jsonl"

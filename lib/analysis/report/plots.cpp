@@ -380,14 +380,25 @@ void draw(const std::vector<PlotScript>& plots, const std::string& dir,
 
 }  // namespace
 
+std::vector<std::string> remove_plot_files(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return {};
+  return remove_stale_plot_files(fs::path(dir), {});
+}
+
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options) {
   make_plot_dir(dir);
   PlotOutcome outcome;
   const std::optional<std::string> program = gnuplot_program(options, outcome);
-  if (!program) return outcome;
+  // Drawing nothing, this analysis leaves none of an earlier one's plots beside its report.
+  if (!program) {
+    outcome.removed = remove_plot_files(dir);
+    return outcome;
+  }
   const std::vector<PlotScript> plots = plots_of(analysis);
   if (plots.empty()) {
     outcome.skipped_reason = "there is nothing to plot: no group has a measured batch size";
+    outcome.removed = remove_plot_files(dir);
     return outcome;
   }
   outcome.removed = remove_stale_plot_files(fs::path(dir), plots);

@@ -26,9 +26,13 @@ struct PlotOutcome {
 // per comparison: speedup vs batch size ("<id>_speedup"); and, where the logs carry energy, the plots
 // of energy_plots.h; each as .png and .svg, with the .dat and .gp files gnuplot ran on kept beside them.
 // The files of plots that an earlier analysis into the same directory drew and this one does not are
-// removed, so that the directory holds this analysis's plots only. Without gnuplot nothing is drawn
-// (and nothing removed), and the reason is given.
+// removed, so that the directory holds this analysis's plots only. Without gnuplot (or with nothing to
+// plot) nothing is drawn, an earlier analysis's plots are removed all the same, and the reason is given.
 PlotOutcome write_plots(const Analysis& analysis, const std::string& dir, const PlotOptions& options = {});
+
+// Removes every plot file (.png, .svg, .gp, .dat) an earlier analysis drew into dir, where dir exists, for
+// an analysis that draws none (analyze --no-plots); returns their names.
+std::vector<std::string> remove_plot_files(const std::string& dir);
 
 // Draws the given figures into dir (created if missing), each as .png and .svg beside its .dat and .gp
 // files, and removes nothing else; without gnuplot the .dat and .gp files alone are written (gnuplot -d
