@@ -22,7 +22,7 @@ class StepProcess {
   StepProcess& operator=(const StepProcess&) = delete;
 
   const nlohmann::json& header() const { return header_; }
-  // Makes the data of this batch size and runs `warmup` untimed steps; returns their median in ms.
+  // Makes the data of this batch size and runs `warmup` untimed steps; returns the last one's time in ms.
   double prepare(int64_t batch, int warmup);
   // Runs `n` timed steps; their times in ms.
   std::vector<double> steps(int n);

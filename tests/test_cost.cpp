@@ -172,6 +172,7 @@ TEST(Cost, AnalyzeNamesTheCheapestBatchAndComparesDevicesByCost) {
   EXPECT_NE(text.find("## What it costs"), std::string::npos);
   // The cheapest group comes first in the table, and the other is priced against it.
   EXPECT_LT(text.find("| vgg16 train fp32 · fast gpu"), text.find("| vgg16 train fp32 · slow gpu"));
+  EXPECT_NE(text.find("| × cheapest of the same work |"), std::string::npos);
   EXPECT_NE(text.find("cheapest: batch 32"), std::string::npos);
   // The terminal summary names each group's cheapest size too.
   std::ostringstream terminal;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/report/gnuplot_script.h"
 #include "lib/analysis/report/plots.h"
 #include "lib/analysis/report/report_markdown.h"
 #include "lib/common/errors.h"
@@ -212,6 +213,30 @@ TEST_F(PlotsTest, AGroupGivenANoiseScaleGetsItsTimeToAnAccuracy) {
   write_report(report, analysis, outcome, "plots");
   EXPECT_NE(report.str().find("![time to an accuracy vs batch size](plots/vgg16_fp32_time_to_accuracy.png)"),
             std::string::npos);
+}
+
+// A label's side: the middle of a log axis (1..60000) is its geometric one, 245, not 30000, so a label
+// at 1000 or 32768 is set to the left of its point and stays inside the plot.
+TEST(PlotLabels, TheRightHalfOfALogAxisStartsAtItsGeometricMiddle) {
+  EXPECT_TRUE(in_right_half(1, 60000, 32768));
+  EXPECT_TRUE(in_right_half(1, 60000, 1000));
+  EXPECT_FALSE(in_right_half(1, 60000, 64));
+  EXPECT_TRUE(in_right_half(1, 70, 40));  // a linear axis: its arithmetic middle, 35.5
+  EXPECT_FALSE(in_right_half(1, 70, 30));
+}
+
+// Without gnuplot, an earlier analysis's plots in the directory go all the same: none of them belongs
+// to this report.
+TEST_F(PlotsTest, AnAnalysisThatDrawsNothingLeavesNoEarlierPlot) {
+  const fs::path out = dir_ / "plots";
+  fs::create_directories(out);
+  std::ofstream(out / "old_time.png") << "png";
+  std::ofstream(out / "old_time.gp") << "plot";
+  std::ofstream(out / "notes.txt") << "mine";
+  const PlotOutcome outcome = write_plots(make_analysis(), out.string(), PlotOptions{"/nonexistent/gnuplot"});
+  EXPECT_FALSE(outcome.made);
+  EXPECT_EQ(outcome.removed, (std::vector<std::string>{"old_time.gp", "old_time.png"}));
+  EXPECT_TRUE(fs::exists(out / "notes.txt"));  // not a plot: left alone
 }
 
 TEST_F(PlotsTest, MissingGnuplotSkipsWithAReason) {

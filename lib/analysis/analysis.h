@@ -152,7 +152,7 @@ struct GroupAnalysis {
   Periodicity periodicity;
   std::optional<BatchChoice> fastest;  // highest samples/s
   // The smallest batch size that reaches 90% of the highest samples/s: where the gains of a larger
-  // batch run out (training and inference reach it at very different sizes).
+  // batch run out.
   std::optional<BatchChoice> saturation;   // the first size at kSaturationShare of the fastest's samples/s
   std::vector<BatchChoice> before_jumps;   // the largest batch size before each jump
   std::optional<int64_t> largest_fitting;  // largest batch size measured

@@ -283,7 +283,7 @@ void predict(GroupAnalysis& g, const RawGroup& raw, const std::vector<GemmLayer>
     return;
   }
   if (measured.size() < 3) {
-    g.no_prediction = "too few batch sizes were measured";
+    g.no_prediction = "fewer than 3 batch sizes that ran whole have enough timed steps";
     return;
   }
   if (layers.empty()) {
@@ -459,7 +459,14 @@ std::vector<TransferVerdict> transfer_verdicts(const std::vector<RawGroup>& raw,
     wanted["transfer"] = "excluded";
     for (std::size_t j = 0; j < raw.size(); ++j) {
       if (raw[j].identity != wanted || groups[j].points.empty() || groups[i].points.empty()) continue;
-      out.push_back(transfer_verdict(groups[i].id, groups[i].jumps.jumps, groups[j].id, groups[j].jumps.jumps));
+      const auto side = [](const GroupAnalysis& g) {
+        TransferSide s{g.id, g.label, g.jumps.jumps, {}};
+        for (const PointStats& p : g.points) {
+          if (!p.too_few_samples) s.medians[p.batch_size] = p.median_ms;
+        }
+        return s;
+      };
+      out.push_back(transfer_verdict(side(groups[i]), side(groups[j])));
     }
   }
   return out;

@@ -6,6 +6,8 @@
 #include <set>
 #include <utility>
 
+#include "lib/common/words.h"
+
 namespace batchscope {
 namespace {
 
@@ -194,33 +196,75 @@ GroupProfile explain_jumps(const std::map<int64_t, ProfileRecord>& profiles, con
   return g;
 }
 
-TransferVerdict transfer_verdict(const std::string& included_id, const std::vector<Jump>& included,
-                                 const std::string& excluded_id, const std::vector<Jump>& excluded) {
-  TransferVerdict v;
-  v.included_group = included_id;
-  v.excluded_group = excluded_id;
-  for (const Jump& j : included) v.with_copy.push_back(j.to_batch);
-  for (const Jump& j : excluded) v.on_device.push_back(j.to_batch);
-  for (int64_t b : v.with_copy) {
-    const bool found = std::any_of(v.on_device.begin(), v.on_device.end(),
-                                   [&](int64_t d) { return std::llabs(d - b) <= 1; });
-    if (found) v.both.push_back(b);
+namespace {
+
+// Whether `other` rises across the jump's pair by at least half of the jump's own rise.
+bool rises_alike(const Jump& j, const std::map<int64_t, double>& other) {
+  const auto from = other.find(j.from_batch), to = other.find(j.to_batch);
+  if (from == other.end() || to == other.end() || from->second <= 0 || j.from_ms <= 0) return false;
+  const double own = j.to_ms / j.from_ms - 1, theirs = to->second / from->second - 1;
+  return own > 0 && theirs >= own / 2;
+}
+
+// The jumps of `side` that the other side has too: found within one batch size, or seen rising alike.
+std::vector<int64_t> shared_jumps(const TransferSide& side, const TransferSide& other,
+                                  std::vector<int64_t>& below_threshold) {
+  std::vector<int64_t> shared;
+  for (const Jump& j : side.jumps) {
+    const bool found = std::any_of(other.jumps.begin(), other.jumps.end(),
+                                   [&](const Jump& o) { return std::llabs(o.to_batch - j.to_batch) <= 1; });
+    if (found) {
+      shared.push_back(j.to_batch);
+    } else if (rises_alike(j, other.medians)) {
+      shared.push_back(j.to_batch);
+      below_threshold.push_back(j.to_batch);
+    }
   }
+  return shared;
+}
+
+}  // namespace
+
+TransferVerdict transfer_verdict(const TransferSide& included, const TransferSide& excluded) {
+  TransferVerdict v;
+  v.included_group = included.id;
+  v.excluded_group = excluded.id;
+  v.included_label = included.label;
+  v.excluded_label = excluded.label;
+  for (const Jump& j : included.jumps) v.with_copy.push_back(j.to_batch);
+  for (const Jump& j : excluded.jumps) v.on_device.push_back(j.to_batch);
+  v.both = shared_jumps(included, excluded, v.below_threshold);
+  std::vector<int64_t> device_below;
+  const std::size_t device_shared = shared_jumps(excluded, included, device_below).size();
   const std::size_t copy_only = v.with_copy.size() - v.both.size();
+  const std::size_t device_only = v.on_device.size() - device_shared;
+  for (int64_t b : device_below) {
+    if (std::find(v.below_threshold.begin(), v.below_threshold.end(), b) == v.below_threshold.end())
+      v.below_threshold.push_back(b);
+  }
+  std::sort(v.below_threshold.begin(), v.below_threshold.end());
   if (v.with_copy.empty() && v.on_device.empty()) {
     v.verdict = "no jumps with or without the copy: nothing for the copy to explain";
-  } else if (v.with_copy.empty()) {
-    v.verdict =
-        "jumps only with the data already on the device: the timed copy hides them, it does not cause them";
-  } else if (!v.on_device.empty() && copy_only == 0) {
+  } else if (copy_only == 0 && device_only == 0) {
     v.verdict =
         "the jumps survive with the data already on the device: the copy over PCIe does not cause them";
-  } else if (v.on_device.empty()) {
+  } else if (v.both.empty() && device_shared == 0 && v.with_copy.empty()) {
+    v.verdict =
+        "jumps only with the data already on the device: the timed copy hides them, it does not cause them";
+  } else if (v.both.empty() && device_shared == 0 && v.on_device.empty()) {
     v.verdict = "the jumps appear only when the copy is timed: they come with the host-to-device transfer";
   } else {
-    v.verdict =
-        std::to_string(v.both.size()) + " of " + std::to_string(v.with_copy.size()) +
-        " jumps with the copy also appear with the data on the device; the others come with the transfer";
+    v.verdict = std::to_string(v.both.size()) + " of " + std::to_string(v.with_copy.size()) +
+                " jumps with the copy also appear with the data on the device";
+    if (copy_only > 0) v.verdict += "; the others come with the transfer";
+    if (device_only > 0)
+      v.verdict +=
+          "; " + std::to_string(device_only) + " with the data on the device do not show with the copy";
+  }
+  if (!v.below_threshold.empty()) {
+    v.verdict += " (before " + joined_numbers(v.below_threshold, ", ") +
+                 " found on one side only: the other side's medians rise across the same sizes by at least "
+                 "half as much, below its threshold)";
   }
   return v;
 }

@@ -67,12 +67,22 @@ GroupProfile explain_jumps(const std::map<int64_t, ProfileRecord>& profiles, con
 // host-to-device copy (transfer: included) set against those of the same workload that did not.
 struct TransferVerdict {
   std::string included_group, excluded_group;  // group ids
+  std::string included_label, excluded_label;  // as the report names the groups
   std::vector<int64_t> with_copy, on_device;   // the first batch size after each jump
-  std::vector<int64_t> both;                   // on both sides, within one batch size
+  std::vector<int64_t> both;                   // on both sides, within one batch size, or seen (below)
+  // Of `both`: found on one side only, while the other side's medians rise across the same pair by at
+  // least half as much (a rise its noise kept below the threshold, not an absent one).
+  std::vector<int64_t> below_threshold;
   std::string verdict;
 };
 
-TransferVerdict transfer_verdict(const std::string& included_id, const std::vector<Jump>& included,
-                                 const std::string& excluded_id, const std::vector<Jump>& excluded);
+// One side of the comparison: its group's id and label, its jumps, its median step time per batch size.
+struct TransferSide {
+  std::string id, label;
+  std::vector<Jump> jumps;
+  std::map<int64_t, double> medians;
+};
+
+TransferVerdict transfer_verdict(const TransferSide& included, const TransferSide& excluded);
 
 }  // namespace batchscope

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "lib/common/errors.h"
 
@@ -131,6 +132,36 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
   }
 }
 
+// Profiles written before the profiler's copies of our scopes on the GPU's timeline (device events
+// named after a layer, or step.*) were told from kernels hold them as kernels of "(unattributed)", the
+// smaller of them folded into its "(other)": that part's whole device time is those copies, counted on
+// top of the layers' own. It is left out, and the step's kernel time with it. True where there were any.
+bool drop_scope_copies(ProfileRecord& r) {
+  const std::string unattributed = "(unattributed)";
+  std::set<std::string> scopes;
+  for (const LayerTime& l : r.layers) scopes.insert(l.layer);
+  const auto in_part = [&](const auto& x) {
+    return x.layer == unattributed && x.pass == profile_pass::kStep;
+  };
+  const bool copies = std::any_of(r.kernels.begin(), r.kernels.end(), [&](const KernelTime& k) {
+    return in_part(k) && k.kind == "kernel" && (scopes.count(k.name) > 0 || k.name.rfind("step.", 0) == 0);
+  });
+  if (!copies) return false;
+  double dropped = 0;
+  r.kernels.erase(std::remove_if(r.kernels.begin(), r.kernels.end(),
+                                 [&](const KernelTime& k) {
+                                   if (!in_part(k) || k.kind != "kernel") return false;
+                                   dropped += k.total_ms;
+                                   return true;
+                                 }),
+                  r.kernels.end());
+  for (LayerTime& l : r.layers) {
+    if (in_part(l) && l.device_ms) l.device_ms = 0.0;
+  }
+  if (r.kernel_ms) r.kernel_ms = std::max(0.0, *r.kernel_ms - dropped);
+  return true;
+}
+
 // One profile file of a sweep's directory; damaged lines are warnings.
 void load_profile_file(LoadedLog& log, const fs::path& path) {
   std::error_code ec;
@@ -143,12 +174,22 @@ void load_profile_file(LoadedLog& log, const fs::path& path) {
     return;
   }
   std::map<std::string, std::vector<int>> damaged;
+  std::vector<int> with_copies;
   for (std::size_t i = 0; i < contents.records.size(); ++i) {
     try {
       log.profiles.push_back(profile_record_from_json(contents.records[i]));
+      if (drop_scope_copies(log.profiles.back())) with_copies.push_back(contents.record_lines[i]);
     } catch (const BadRecord& damage) {
       damaged[damage.what()].push_back(contents.record_lines[i]);
     }
+  }
+  if (!with_copies.empty()) {
+    log.summary.warnings.push_back(located(
+        path.string(), with_copies.front(),
+        "the profile(s) on line(s) " + list_lines(with_copies) +
+            " were written before the profiler's copies of the layers on the GPU's timeline were told from "
+            "kernels, and count them as kernels of (unattributed); that part is left out",
+        "profile those batch sizes again for an (unattributed) part of their own"));
   }
   for (int line : contents.bad_lines) damaged["is not a JSON record"].push_back(line);
   for (const auto& [problem, lines] : damaged) {

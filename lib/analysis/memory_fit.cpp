@@ -30,20 +30,28 @@ double beyond_line(const MemoryFit& fit, int64_t from_batch, int64_t from_bytes,
 void find_steps(MemoryFit& fit, const std::map<int64_t, int64_t>& peaks) {
   fit.steps.clear();
   std::vector<MemoryStep> pairs;
-  std::vector<double> moves, bytes;
+  std::vector<double> moves_per_size, bytes;
   for (auto it = peaks.begin(), next = std::next(it); next != peaks.end(); ++it, ++next) {
     const double move = beyond_line(fit, it->first, it->second, next->first, next->second);
     pairs.push_back({it->first, next->first, it->second, next->second, move});
-    moves.push_back(std::fabs(move));
+    moves_per_size.push_back(std::fabs(move) / static_cast<double>(next->first - it->first));
   }
   for (const auto& [batch, peak] : peaks) bytes.push_back(static_cast<double>(peak));
-  fit.step_threshold_bytes = std::max(8 * median(moves), 0.01 * median(bytes));
+  fit.step_scatter_bytes_per_size = 8 * median(moves_per_size);
+  fit.step_floor_bytes = 0.01 * median(bytes);
+  fit.step_threshold_bytes = step_threshold_for(fit, 1);
   for (const MemoryStep& s : pairs) {
-    if (std::fabs(s.beyond_line_bytes) > fit.step_threshold_bytes) fit.steps.push_back(s);
+    if (std::fabs(s.beyond_line_bytes) > step_threshold_for(fit, s.to_batch - s.from_batch))
+      fit.steps.push_back(s);
   }
 }
 
 }  // namespace
+
+double step_threshold_for(const MemoryFit& fit, int64_t gap) {
+  return std::max(fit.step_scatter_bytes_per_size * static_cast<double>(std::max<int64_t>(gap, 1)),
+                  fit.step_floor_bytes);
+}
 
 std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory_bytes) {
   if (!(fit.bytes_per_sample > 0)) return std::nullopt;
@@ -130,8 +138,8 @@ void memory_at_changes(MemoryFit& fit, const std::vector<std::pair<int64_t, int6
       const auto from = by_batch.find(j.from_batch), to = by_batch.find(j.to_batch);
       if (from == by_batch.end() || to == by_batch.end()) continue;
       const double move = beyond_line(fit, from->first, from->second, to->first, to->second);
-      fit.at_changes.push_back(
-          {j.from_batch, j.to_batch, changes == &drops, move, std::fabs(move) > fit.step_threshold_bytes});
+      fit.at_changes.push_back({j.from_batch, j.to_batch, changes == &drops, move,
+                                std::fabs(move) > step_threshold_for(fit, j.to_batch - j.from_batch)});
     }
   }
 }

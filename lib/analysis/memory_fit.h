@@ -63,14 +63,21 @@ struct MemoryFit {
   // The device's own memory first where known, then the common GPU sizes (GPU groups only) but those
   // within 5% of it; empty where the line does not rise with the batch.
   std::vector<MemoryReach> reach;
-  // How far a step must move the peak beyond the line to count: 8 times the median of that move over
-  // all neighbouring sizes (the peaks' own scatter: an allocator's rounding), and at least 1% of the
-  // median peak.
+  // How far a step between sizes one apart must move the peak beyond the line to count: 8 times the
+  // median of that move per size between neighbouring sizes (the peaks' own scatter: an allocator's
+  // rounding, or a growth per sample a little off the line's), and at least 1% of the median peak.
+  // Between sizes further apart the scatter part grows with the gap (step_threshold_for), so that on a
+  // doubling ladder a slope off by 3% is no step at its widest gap.
   double step_threshold_bytes = 0;
+  double step_scatter_bytes_per_size = 0;  // its scatter part, per size of gap
+  double step_floor_bytes = 0;             // its 1% part
   std::vector<MemoryStep> steps;  // ascending batch size
   // Each step-time jump, then each drop, whose two sizes both have a peak (memory_at_changes).
   std::vector<MemoryAtChange> at_changes;
 };
+
+// How far the peak must move beyond the line between sizes `gap` apart to count as a step.
+double step_threshold_for(const MemoryFit& fit, int64_t gap);
 
 // The fit needs this many batch sizes with a peak; fewer give no line worth extending.
 inline constexpr int kMemoryFitMinPoints = 3;

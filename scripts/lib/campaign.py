@@ -502,8 +502,13 @@ class Campaign:
                 # A batch-size study's plot, drawn from the data and script it wrote beside its table.
                 script = os.path.join(it["out"], "time_to_accuracy.gp")
                 if it["kind"] == "train" and os.path.isfile(script):
-                    rc = subprocess.run(["gnuplot", "-d", "time_to_accuracy.gp"], cwd=it["out"]).returncode
+                    try:
+                        rc = subprocess.run(["gnuplot", "-d", "time_to_accuracy.gp"], cwd=it["out"]).returncode
+                    except FileNotFoundError:
+                        print(f"gnuplot is not installed: {script} is not drawn")
+                        continue
                     print(f"drew {script}" if rc == 0 else f"gnuplot failed on {script} (exit {rc})")
+            self.compare_pairs(plan["items"])
             return 0
         if self.a.plan_only:
             for i, it in enumerate(plan["items"], 1):
@@ -644,6 +649,25 @@ class Campaign:
         if rc.returncode != 0:
             self.log(f"{it['id']}: analyze exit {rc.returncode}: {rc.stderr.strip().splitlines()[-1:]}")
 
+    def compare_pairs(self, items):
+        """The comparisons claim 5 reads: ResNet-50's second pass against its first (the run-to-run spread),
+        and its other optimizer step against the first (what the multi-tensor step saves), each as
+        `batchscope compare` prints it, into compare_<name>.txt beside the results."""
+        out = {it["id"]: it["out"] for it in items}
+        for name, base, contender in COMPARISONS:
+            if base not in out or contender not in out:
+                continue
+            if not all(os.path.isfile(os.path.join(out[i], "steps.jsonl")) for i in (base, contender)):
+                continue
+            done = subprocess.run([self.bin, "compare", out[base], out[contender]], capture_output=True, text=True)
+            if done.returncode not in (0, 1):  # 1: a size slower or lost, which the table says
+                print(f"compare {base} {contender}: exit {done.returncode}: {done.stderr.strip()}")
+                continue
+            path = os.path.join(self.results, name)
+            with open(path, "w") as f:
+                f.write(done.stdout)
+            print(f"compared {contender} with {base}: {path}")
+
     def kept_files(self):
         """The results' logs, records and reports: not pictures (plots are redrawn from their data), nor
         weights (a training run's checkpoints and resume states, megabytes each; checkpoint.json stays),
@@ -678,6 +702,12 @@ class Campaign:
                 for src in self.kept_files():
                     tar.add(src, arcname=os.path.join(top, os.path.relpath(src, self.results)))
             os.replace(tmp, self.a.archive)
+
+
+# Written by --analyze-only where both sweeps are there: (file, baseline item, contender item).
+COMPARISONS = (("compare_resnet50_pass2.txt", "resnet50_bench_off", "resnet50_bench_off_pass2"),
+               ("compare_resnet50_foreach_on.txt", "resnet50_bench_off", "resnet50_foreach_on"),
+               ("compare_resnet50_foreach_off.txt", "resnet50_bench_off", "resnet50_foreach_off"))
 
 
 def with_option(argv, name, value):

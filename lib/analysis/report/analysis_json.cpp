@@ -452,6 +452,7 @@ Json analysis_to_json(const Analysis& analysis, const AnalyzeOptions& options) {
                         {"jumps_with_copy", v.with_copy},
                         {"jumps_on_device", v.on_device},
                         {"on_both", v.both},
+                        {"below_threshold", v.below_threshold},
                         {"verdict", v.verdict}});
   }
   Json out = Json{{"format_version", 1},

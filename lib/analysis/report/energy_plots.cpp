@@ -24,8 +24,7 @@ std::vector<const PointStats*> with_value(const GroupAnalysis& g,
 // because the curves pass close to their own best point.
 std::string mark(const std::vector<const PointStats*>& points, int64_t batch, double y,
                  const std::string& text, const char* colour, int lift) {
-  const double middle = 0.5 * static_cast<double>(points.front()->batch_size + points.back()->batch_size);
-  const bool right_half = static_cast<double>(batch) > middle;
+  const bool right_half = in_right_half(points.front()->batch_size, points.back()->batch_size, batch);
   const std::string offset = std::to_string(lift);
   return "set label " + gp_string(text) + " at first " + std::to_string(batch) + ", first " + gp_number(y) +
          (right_half ? " right offset character -1," + offset : " left offset character 1," + offset) +

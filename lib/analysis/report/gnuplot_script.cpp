@@ -40,10 +40,21 @@ std::string join_plot(const std::vector<std::string>& items) {
   return out + "\n";
 }
 
+namespace {
+// Batch sizes over more than this ratio are drawn on a log scale.
+constexpr double kLogAxisRatio = 200;
+}  // namespace
+
+bool in_right_half(int64_t first, int64_t last, int64_t x) {
+  const double lo = static_cast<double>(first), hi = static_cast<double>(last);
+  const double middle = lo >= 1 && hi / lo > kLogAxisRatio ? std::sqrt(lo * hi) : 0.5 * (lo + hi);
+  return static_cast<double>(x) > middle;
+}
+
 std::string x_range(int64_t first, int64_t last) {
   double lo = static_cast<double>(first);
   double hi = static_cast<double>(last);
-  if (lo >= 1 && hi / lo > 200) {
+  if (lo >= 1 && hi / lo > kLogAxisRatio) {
     // Batch sizes on a log scale (1 .. 60000, say): a linear axis would crowd the small ones together.
     return "set logscale x\nset xrange [" + gp_number(lo / 1.2) + ":" + gp_number(hi * 1.2) + "]\n";
   }

@@ -25,6 +25,9 @@ std::string join_plot(const std::vector<std::string>& items);
 
 // The x range of batch sizes first..last, on a log scale when they span more than 200x.
 std::string x_range(int64_t first, int64_t last);
+// Whether x lies in the right half of the axis x_range(first, last) draws (the geometric middle where it
+// is logarithmic): a label there is set to the left of its point, so that it stays inside the plot.
+bool in_right_half(int64_t first, int64_t last, int64_t x);
 
 // One labelled line of (batch size, value) points.
 struct PlotSeries {

@@ -82,7 +82,9 @@ void write_memory_steps(std::ostream& out, const MemoryFit& fit, bool gpu) {
   const std::string threshold = bytes_text(fit.step_threshold_bytes);
   if (fit.steps.empty()) {
     out << "No two neighbouring sizes move the peak more than " << threshold
-        << " beyond the line's growth (8 × the peaks' own scatter, or 1% of their median).";
+        << " beyond the line's growth between sizes one apart (the larger of 8 × the peaks' own scatter per "
+           "size, "
+           "which grows with the gap between sizes, and 1% of their median).";
   } else {
     std::vector<std::string> steps;
     for (const MemoryStep& s : fit.steps)
@@ -91,7 +93,9 @@ void write_memory_steps(std::ostream& out, const MemoryFit& fit, bool gpu) {
     out << "The peak steps off the line "
         << (fit.steps.size() == 1 ? "once" : std::to_string(fit.steps.size()) + " times") << ", by more than "
         << threshold
-        << " beyond its growth (8 × the peaks' own scatter, or 1% of their median): " << listed(steps) << ". "
+        << " beyond its growth between sizes one apart (the larger of 8 × the peaks' own scatter per size, "
+           "which grows with the gap between sizes, and 1% of their median): "
+        << listed(steps) << ". "
         << (gpu ? "There a library's workspace changed with its algorithm (cuDNN chooses one per batch size)."
                 : "There an operator's scratch memory changed with its algorithm.");
   }
@@ -228,8 +232,10 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
     const std::string y = gp_number(0.95 - 0.05 * static_cast<double>(i % 3));  // close steps' labels apart
     body += "set arrow from first " + x + ", graph 0 to first " + x +
             ", graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'\n";
+    const bool right = in_right_half(g.memory->first_batch, g.memory->last_batch, step.to_batch);
     body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
-            " left offset character 0.5,0 front tc rgb '#d62728'\n";
+            (right ? " right offset character -0.5,0" : " left offset character 0.5,0") +
+            " front tc rgb '#d62728'\n";
   }
   // Filled where the line runs through the size, open where the size ran with another workspace.
   const std::string data = gp_string(plot.name + ".dat");

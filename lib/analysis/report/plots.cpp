@@ -83,8 +83,11 @@ PlotScript time_plot(const GroupAnalysis& group) {
     std::string y = gp_number(0.95 - 0.05 * static_cast<double>(i % 3));
     body += "set arrow from first " + x + ", graph 0 to first " + x + ", graph 1 nohead dt 3 lw 1.5 " +
             "lc rgb '#d62728'\n";
+    const bool right =
+        in_right_half(group.points.front().batch_size, group.points.back().batch_size, jump.to_batch);
     body += "set label " + gp_string(text) + " at first " + x + ", graph " + y +
-            " left offset character 0.5,0 front tc rgb '#d62728'\n";
+            (right ? " right offset character -0.5,0" : " left offset character 0.5,0") +
+            " front tc rgb '#d62728'\n";
   }
   std::string file = gp_string(plot.name + ".dat");
   std::vector<std::string> items = {
@@ -119,9 +122,8 @@ PlotScript throughput_plot(const GroupAnalysis& group) {
   body += x_range(group.points.front().batch_size, group.points.back().batch_size);
   if (group.fastest) {
     const BatchChoice& best = *group.fastest;
-    double middle =
-        0.5 * static_cast<double>(group.points.front().batch_size + group.points.back().batch_size);
-    bool right_half = static_cast<double>(best.batch_size) > middle;
+    const bool right_half =
+        in_right_half(group.points.front().batch_size, group.points.back().batch_size, best.batch_size);
     std::string text = "fastest: " + std::to_string(best.batch_size) + " (" +
                        gp_number(best.samples_per_s, 1, true) + " samples/s)";
     body += "set label " + gp_string(text) + " at first " + std::to_string(best.batch_size) + ", first " +

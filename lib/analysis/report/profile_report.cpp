@@ -413,8 +413,8 @@ void write_transfer_verdicts(std::ostream& out, const Analysis& analysis) {
     const auto list = [](const std::vector<int64_t>& sizes) {
       return sizes.empty() ? std::string("none") : joined_numbers(sizes, ", ");
     };
-    out << "- `" << v.included_group << "` (copy timed) against `" << v.excluded_group
-        << "` (data on the device): jumps before " << list(v.with_copy) << " with the copy, before "
+    out << "- " << v.included_label << " (copy timed) against " << v.excluded_label
+        << " (data on the device): jumps before " << list(v.with_copy) << " with the copy, before "
         << list(v.on_device) << " without. **" << v.verdict << ".**\n";
   }
   out << "\n";

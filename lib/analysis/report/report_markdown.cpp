@@ -141,7 +141,8 @@ void write_jumps(std::ostream& out, const GroupAnalysis& g) {
         << significant(j.noise_ms, 3) << " ms):\n\n";
     // Beside each jump, how the peak memory moved beyond its line (the Memory paragraph below).
     const bool memory = g.memory && !g.memory->at_changes.empty();
-    out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise (%) | z | confidence |"
+    out << "| jump | before (ms) | after (ms) | rise beyond trend (ms) | rise beyond trend (%) | z | "
+           "confidence |"
         << (memory ? " peak memory beyond its line |" : "") << "\n"
         << "|---|---:|---:|---:|---:|---:|---|" << (memory ? "---:|" : "") << "\n";
     for (const Jump& x : j.jumps) {
@@ -614,8 +615,9 @@ void write_report(std::ostream& out, const Analysis& a, const PlotOutcome& plots
             : jumps.empty()           ? "none"
                                       : jumps)
         << " | "
-        << (g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
-                                                         : "no")
+        << (g.jumps.tested_pairs == 0                      ? "not tested"
+            : g.periodicity.periodic && g.periodicity.best ? "every " + std::to_string(g.periodicity.best->k)
+                                                           : "no")
         << " | " << (g.fastest ? std::to_string(g.fastest->batch_size) : "–") << " | "
         << (g.fastest ? significant(g.fastest->samples_per_s) : "–") << " |";
     out << (energy ? energy_summary_cells(g) : "") << "\n";
