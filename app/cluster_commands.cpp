@@ -15,6 +15,7 @@
 #include "lib/common/file_writes.h"
 #include "lib/common/program_runner.h"
 #include "lib/common/words.h"
+#include "lib/sweep/machine_check.h"
 
 // batchscope status and batchscope submit: a sweep shared out over a cluster.
 
@@ -136,6 +137,7 @@ Submission prepare(const cxxopts::ParseResult& result, const std::vector<std::st
   const std::string config_path = result["config"].as<std::string>();
   Submission s;
   s.config = submitted_sweep_config(config_path, sweep_args);
+  check_sweep_settings(s.config);  // before any task is submitted to fail on it
   int64_t sizes = 0;
   for (const ExperimentConfig& e : s.config.experiments) sizes += static_cast<int64_t>(e.batch_sizes.size());
   const int64_t shards = result.count("shards") ? whole_option(result, "shards", 1, limits::kMaxShards)

@@ -17,6 +17,7 @@
 #include "lib/records/run_store.h"
 #include "lib/records/summary_table.h"
 #include "lib/sweep/batch_maximum.h"
+#include "lib/sweep/machine_check.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/sweep/sweep_plan.h"
 #include "lib/sweep/sweep_runner.h"
@@ -184,6 +185,7 @@ int run_sweep_command(const std::vector<std::string>& args) {
       from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o), result, from_file);
   const int64_t shards = result.count("shards") ? whole_option(result, "shards", 1, limits::kMaxShards) : 0;
   if (result.count("plan")) {
+    check_sweep_settings(parsed);  // what no machine changes; the device's checks are the sweep's
     nlohmann::json plan = sweep_plan(parsed);
     if (shards > 0) plan["shards"] = nlohmann::json::parse(to_json(plan_shards(parsed, static_cast<int>(shards))).dump());
     std::cout << plan.dump(2) << "\n";

@@ -36,8 +36,9 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBATCHSCOPE_BUILD_TESTS="$tests"
 cmake --build build -j "$jobs" "${targets[@]}"
 echo "setup: built build/batchscope"
 # Bash completion made from the program's own options, where bash-completion looks for a user's own.
-completions="${XDG_DATA_HOME:-$HOME/.local/share}/bash-completion/completions"
-if mkdir -p "$completions" 2> /dev/null && build/batchscope completion bash > "$completions/batchscope.new"; then
+completions="${XDG_DATA_HOME:-${HOME:-}/.local/share}/bash-completion/completions"
+if [ -n "${XDG_DATA_HOME:-${HOME:-}}" ] && mkdir -p "$completions" 2> /dev/null &&
+   build/batchscope completion bash > "$completions/batchscope.new"; then
   mv "$completions/batchscope.new" "$completions/batchscope"
   echo "setup: bash completion in $completions/batchscope (new shells complete batchscope's commands and options)"
 fi

@@ -30,7 +30,9 @@ std::string setting(const ExperimentConfig& e, const std::string& key, const std
   return "--" + option + " " + value;
 }
 
-void check_experiment(const ExperimentConfig& e) {
+}  // namespace
+
+void check_experiment_settings(const ExperimentConfig& e) {
   experiment_forward_flops(e);  // refuses an unknown model, or an input the model cannot take
   const int64_t smallest = smallest_step_batch(e);
   const int64_t first = e.batch_to_max ? e.batch_to_max->from
@@ -56,6 +58,22 @@ void check_experiment(const ExperimentConfig& e) {
             " sample, and normalising one value per channel is undefined",
         "give a chunk of " + std::to_string(smallest_chunk(e, batch)) + " or more"));
   }
+  if (e.channels_last && e.input_shape.size() != 3) {
+    throw UserError(located_value(e, "channels_last", "channels_last needs image inputs of shape [C, H, W]",
+                                  from_command_line(e, "channels_last")
+                                      ? "drop --channels-last for this model"
+                                      : "set channels_last: false for this model"));
+  }
+}
+
+void check_sweep_settings(const SweepConfig& config) {
+  for (const ExperimentConfig& e : config.experiments) check_experiment_settings(e);
+}
+
+namespace {
+
+void check_experiment(const ExperimentConfig& e) {
+  check_experiment_settings(e);
   const torch::Device device(e.device);
   if (device.is_cuda()) {
     const int count = gpu::device_count();
@@ -78,12 +96,6 @@ void check_experiment(const ExperimentConfig& e) {
                                   "use " + setting(e, "precision", "bf16") + " or fp32 on the CPU"));
   }
   if (data::is_real_data(e.data)) data::locate_dataset(e.data);  // a UserError naming what is missing
-  if (e.channels_last && e.input_shape.size() != 3) {
-    throw UserError(located_value(e, "channels_last", "channels_last needs image inputs of shape [C, H, W]",
-                                  from_command_line(e, "channels_last")
-                                      ? "drop --channels-last for this model"
-                                      : "set channels_last: false for this model"));
-  }
 }
 
 }  // namespace

@@ -9,6 +9,12 @@
 
 namespace batchscope {
 
+// Checks what no machine changes: the model takes the input, no batch size or micro-batch is below what
+// the model trains (batch norm's one value per channel), channels-last has an image input. Throws
+// UserError naming the file and line. sweep --plan and submit check this much; a sweep checks it too.
+void check_experiment_settings(const ExperimentConfig& e);
+void check_sweep_settings(const SweepConfig& config);
+
 // Resolves each experiment's device for this machine ("auto" -> cuda:0 where a GPU is visible, else
 // cpu; "cuda" -> cuda:0) and checks what only this machine can answer: the device exists, the
 // precision is available there, the model accepts the input shape, the dataset is where it is looked

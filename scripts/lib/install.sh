@@ -6,7 +6,17 @@ install_missing() {
   done
   [ "${#missing[@]}" -eq 0 ] && return 0
   echo "installing ${missing[*]}"
-  local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo > /dev/null; then
+      echo "install.sh: installing needs root, and sudo is not installed: run this as root, or install sudo," \
+           "or install these packages yourself: ${missing[*]}" >&2
+      return 1
+    fi
+    sudo=(sudo)
+  fi
+  "${sudo[@]}" apt-get update -qq
+  # Through env: sudo's env_reset would drop a variable set before it, and a question asked with its
+  # output sent to /dev/null would wait unseen.
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 }

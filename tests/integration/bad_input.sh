@@ -89,6 +89,18 @@ expect train_memory_limit "command line: --memory-limit memory size 'lots' does 
 # Batch norm cannot train on one value per channel: refused up front, with the file and line.
 printf 'experiments:\n  - model: resnet18\n    input: [3, 32, 32]\n    batch: 1:4\n' > "$work/bn_batch.yaml"
 expect batchnorm_yaml "bn_batch.yaml:4.*resnet18 cannot train at batch size 1.*start the batch sizes at 2" sweep "$work/bn_batch.yaml" --device cpu --out "$work/new1"
+# ... by the plan and by submit too, on any machine: a cluster's tasks would each fail on it.
+expect batchnorm_plan "bn_batch.yaml:4.*resnet18 cannot train at batch size 1" sweep "$work/bn_batch.yaml" --plan
+expect batchnorm_submit "bn_batch.yaml:4.*resnet18 cannot train at batch size 1" submit slurm "$work/bn_batch.yaml" --shards 2 --dry-run --out "$work/bn_submit"
+[ ! -e "$work/bn_submit" ] && echo "ok   batchnorm_submit wrote nothing" || { echo "FAIL batchnorm_submit wrote $work/bn_submit"; failures=$((failures + 1)); }
+# Every shipped experiment file plans on any machine.
+for config in "$src"/configs/*.yaml; do
+  if "$bin" sweep "$config" --plan > /dev/null 2> "$work/err"; then
+    echo "ok   $(basename "$config") plans"
+  else
+    echo "FAIL $(basename "$config") does not plan: $(cat "$work/err")"; failures=$((failures + 1))
+  fi
+done
 for model in resnet50 mobilenet mobilenet_v2; do
   expect "batchnorm_$model" "command line: --batch: $model cannot train at batch size 1" sweep --model "$model" --input 3,32,32 --batch 1 --device cpu --out "$work/new1"
 done
