@@ -92,7 +92,7 @@ PlotScript all_groups_plot(const std::string& name, const std::string& title, co
   }
   plot.body += "set title " + gp_string(title) + "\n";
   plot.body += "set ylabel " + gp_string(ylabel) + "\n";
-  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += "set key below\n";  // gnuplot sizes the bottom margin to the key's rows
   plot.body += x_range(first, last);
   if (lowest > 0 && highest / lowest > 20) {
     // A log axis of the values' own span: gnuplot's autoscale would round it out to whole decades,
@@ -108,7 +108,7 @@ void finish_baseline_plot(PlotScript& plot, std::vector<std::string> items, cons
   items.push_back("1 with lines dt 2 lw 1.5 lc rgb '#555555' title 'baseline (1×)'");
   plot.body += "set title " + gp_string(title) + "\n";
   plot.body += "set ylabel " + gp_string(ylabel) + "\n";
-  plot.body += "set key below\nset bmargin 6\n";
+  plot.body += "set key below\n";  // gnuplot sizes the bottom margin to the key's rows
   // A speedup or a ratio is never below zero: the axis starts there.
   plot.body += "set yrange [0:*]\n";
   plot.body += x_range(first, last);

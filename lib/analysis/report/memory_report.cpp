@@ -221,7 +221,7 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
   body += "set title " + gp_string(g.label) + "\n";
   body += std::string("set ylabel 'peak memory (") + (gib ? "GiB" : "MiB") + ")'\n";
   body += "set yrange [0:*]\n";
-  body += "set key right bottom opaque\n";  // below the line, clear of the steps' labels
+  body += "set key below\n";  // never over a point, and clear of the steps' labels
   body += x_range(g.memory->first_batch, g.memory->last_batch);
   // Each step off the line marked at the first size after it, as the time plot marks its jumps.
   for (size_t i = 0; i < g.memory->steps.size(); ++i) {

@@ -58,18 +58,24 @@ std::string percent_change(double pct) {
 }
 
 PlotScript time_plot(const GroupAnalysis& group) {
-  PlotScript plot{group.id + "_time", "# batch_size median_ms p10_ms p90_ms too_few_samples samples\n", ""};
+  PlotScript plot{group.id + "_time",
+                  "# batch_size median_ms p10_ms p90_ms too_few_samples samples micro_batched\n", ""};
+  bool micro_batched = false;
+  int64_t largest_whole = 0;
   for (const auto& p : group.points) {
     plot.data += std::to_string(p.batch_size) + " " + gp_number(p.median_ms) + " " + gp_number(p.p10_ms) +
                  " " + gp_number(p.p90_ms) + " " + (p.too_few_samples ? "1" : "0") + " " +
-                 std::to_string(p.samples) + "\n";
+                 std::to_string(p.samples) + " " + (p.chunk ? "1" : "0") + "\n";
+    micro_batched = micro_batched || p.chunk.has_value();
+    if (!p.chunk) largest_whole = std::max(largest_whole, p.batch_size);
   }
   std::string& body = plot.body;
   body += "set title " + gp_string(group.label) + "\n";
   body += "set ylabel 'step time (ms)'\n";
   body += "set yrange [0:*]\n";
-  // Step time rises to the right and the jump labels sit at the top: the lower right is free.
-  body += "set key right bottom opaque\n";
+  // Below the plot: a key inside hid the median where a log axis puts the steep part in the lower right,
+  // and the jump labels sit at the top.
+  body += "set key below\n";
   body += x_range(group.points.front().batch_size, group.points.back().batch_size);
   const auto& jumps = group.jumps.jumps;
   for (size_t i = 0; i < jumps.size(); ++i) {
@@ -93,16 +99,25 @@ PlotScript time_plot(const GroupAnalysis& group) {
   std::vector<std::string> items = {
       file + " using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90'",
       "'' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median'",
-      "'' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle"};
+      "'' using 1:($5 == 0 && $7 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle"};
+  // chunk: auto's sizes that did not fit whole: their step time follows their count of micro-batches,
+  // which the trend and the jumps do not read.
+  if (micro_batched) {
+    items.push_back("'' using 1:($5 == 0 && $7 != 0 ? $2 : NaN) with points pt 13 ps 1.4 lc rgb '#9467bd' " +
+                    std::string("title 'in micro-batches (did not fit whole)'"));
+  }
   if (any_too_few(group.points)) {
     items.push_back("'' using 1:($5 != 0 ? $2 : NaN) with points pt 6 ps 1.8 lw 1.5 lc rgb '#ff7f0e' " +
                     std::string("title 'too few samples'"));
   }
   if (group.trend && std::isfinite(group.trend->intercept_ms) &&
       std::isfinite(group.trend->slope_ms_per_sample)) {
-    items.push_back("(" + gp_number(group.trend->intercept_ms) + ") + (" +
-                    gp_number(group.trend->slope_ms_per_sample) +
-                    ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'");
+    // Over the sizes that ran whole, which it was fitted to.
+    const std::string line = "(" + gp_number(group.trend->intercept_ms) + ") + (" +
+                             gp_number(group.trend->slope_ms_per_sample) + ") * x";
+    items.push_back(
+        (micro_batched ? "(x <= " + std::to_string(largest_whole) + " ? " + line + " : NaN)" : line) +
+        " with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'");
   }
   body += join_plot(items);
   return plot;
