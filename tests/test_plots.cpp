@@ -150,7 +150,10 @@ TEST_F(PlotsTest, DrawsEveryPlotAsPngAndSvg) {
   EXPECT_NE(
       read_all(out / "vgg16_train_speedup.gp").find("Speedup over vgg16 train fp32 · CPU — vgg16 train"),
       std::string::npos);
-  EXPECT_NE(read_all(out / "vgg16_fp32_time.dat").find("\n11 15.5 15.035 16.275 1 2\n"), std::string::npos);
+  EXPECT_NE(read_all(out / "vgg16_fp32_time.dat").find("\n11 15.5 15.035 16.275 1 2 0\n"), std::string::npos);
+  // The whole sizes' points alone; no micro-batched series where no size ran in micro-batches.
+  EXPECT_NE(script.find("$5 == 0 && $7 == 0"), std::string::npos);
+  EXPECT_EQ(script.find("in micro-batches"), std::string::npos);
 }
 
 TEST_F(PlotsTest, AGroupReadAgainstPeaksGetsItsRateUnderThem) {
