@@ -7,12 +7,12 @@ set offsets 0, 0, graph 0.05, 0
 set title 'deepspeech2 train fp32 · NVIDIA H200'
 set ylabel 'step time (ms)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set logscale x
 set xrange [0.833333333333:307.2]
 plot 'deepspeech2_train_fp32_nvidia_h200_time.dat' using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90', \
      '' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median', \
-     '' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
+     '' using 1:($5 == 0 && $7 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
      (114.152826642) + (0.482368329215) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'deepspeech2_train_fp32_nvidia_h200_time.svg'

@@ -11,7 +11,7 @@ set key right top opaque
 set logscale x
 set xrange [0.833333333333:614.4]
 set style textbox opaque noborder
-set label 'most efficient: 256 (3.43 samples/J)' at first 256, first 0.291631076389 left offset character 1,1 boxed front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'
+set label 'most efficient: 256 (3.43 samples/J)' at first 256, first 0.291631076389 right offset character -1,1 boxed front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'
 set label 'above idle: 16 (4.58 samples/J)' at first 16, first 0.218324501983 left offset character 1,-1 boxed front tc rgb '#2ca02c' point pt 7 ps 2.2 lc rgb '#2ca02c'
 plot 'energy_resnet50_train_fp32_nvidia_h200.dat' using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#1f77b4' title 'J/sample', \
      '' using 1:3 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'J/sample above idle'

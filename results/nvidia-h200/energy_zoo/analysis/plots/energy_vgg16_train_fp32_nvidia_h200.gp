@@ -11,8 +11,8 @@ set key right top opaque
 set logscale x
 set xrange [0.833333333333:307.2]
 set style textbox opaque noborder
-set label 'most efficient: 128 (2.05 samples/J)' at first 128, first 0.487882102273 left offset character 1,1 boxed front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'
-set label 'above idle: 128 (2.53 samples/J)' at first 128, first 0.395979272796 left offset character 1,-1 boxed front tc rgb '#2ca02c' point pt 7 ps 2.2 lc rgb '#2ca02c'
+set label 'most efficient: 128 (2.05 samples/J)' at first 128, first 0.487882102273 right offset character -1,1 boxed front tc rgb '#d62728' point pt 7 ps 2.2 lc rgb '#d62728'
+set label 'above idle: 128 (2.53 samples/J)' at first 128, first 0.395979272796 right offset character -1,-1 boxed front tc rgb '#2ca02c' point pt 7 ps 2.2 lc rgb '#2ca02c'
 plot 'energy_vgg16_train_fp32_nvidia_h200.dat' using 1:2 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#1f77b4' title 'J/sample', \
      '' using 1:3 with linespoints lw 2 pt 7 ps 0.8 lc rgb '#2ca02c' title 'J/sample above idle'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'

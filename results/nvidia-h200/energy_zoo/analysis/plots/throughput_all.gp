@@ -7,7 +7,6 @@ set offsets 0, 0, graph 0.05, 0
 set title 'Throughput of every group'
 set ylabel 'throughput (samples/s)'
 set key below
-set bmargin 6
 set logscale x
 set xrange [0.833333333333:1228.8]
 set logscale y

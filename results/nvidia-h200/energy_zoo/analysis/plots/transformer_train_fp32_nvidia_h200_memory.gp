@@ -7,7 +7,7 @@ set offsets 0, 0, graph 0.05, 0
 set title 'transformer train fp32 · NVIDIA H200'
 set ylabel 'peak memory (GiB)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set logscale x
 set xrange [0.833333333333:614.4]
 set arrow from first 2, graph 0 to first 2, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'

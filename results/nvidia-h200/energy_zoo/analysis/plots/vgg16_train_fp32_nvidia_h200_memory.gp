@@ -7,7 +7,7 @@ set offsets 0, 0, graph 0.05, 0
 set title 'vgg16 train fp32 · NVIDIA H200'
 set ylabel 'peak memory (GiB)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set logscale x
 set xrange [0.833333333333:307.2]
 plot 'vgg16_train_fp32_nvidia_h200_memory.dat' using 1:2 with linespoints pt 7 ps 0.9 lw 2 lc rgb '#9467bd' title 'peak memory', \

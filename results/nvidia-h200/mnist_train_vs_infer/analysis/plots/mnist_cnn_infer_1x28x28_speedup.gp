@@ -7,7 +7,6 @@ set offsets 0, 0, graph 0.05, 0
 set title 'Speedup over transfer excluded — mnist_cnn infer 1x28x28'
 set ylabel 'speedup over the baseline (×)'
 set key below
-set bmargin 6
 set yrange [0:*]
 set logscale x
 set xrange [0.833333333333:72000]

@@ -7,14 +7,14 @@ set offsets 0, 0, graph 0.05, 0
 set title 'mnist_cnn train fp32 · NVIDIA H200 · transfer included'
 set ylabel 'step time (ms)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set logscale x
 set xrange [0.833333333333:72000]
 set arrow from first 60000, graph 0 to first 60000, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
-set label '32768→60000 +49.3%' at first 60000, graph 0.95 left offset character 0.5,0 front tc rgb '#d62728'
+set label '32768→60000 +49.3%' at first 60000, graph 0.95 right offset character -0.5,0 front tc rgb '#d62728'
 plot 'mnist_cnn_train_fp32_nvidia_h200_2_time.dat' using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90', \
      '' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median', \
-     '' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
+     '' using 1:($5 == 0 && $7 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
      (1.07990574834) + (0.00240794569327) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'mnist_cnn_train_fp32_nvidia_h200_2_time.svg'

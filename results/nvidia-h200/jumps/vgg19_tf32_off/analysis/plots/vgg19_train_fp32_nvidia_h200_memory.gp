@@ -7,7 +7,7 @@ set offsets 0, 0, graph 0.05, 0
 set title 'vgg19 train fp32 · NVIDIA H200'
 set ylabel 'peak memory (GiB)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set xrange [-0.38:71.38]
 set arrow from first 3, graph 0 to first 3, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
 set label '2→3 +212 MiB' at first 3, graph 0.95 left offset character 0.5,0 front tc rgb '#d62728'

@@ -7,7 +7,7 @@ set offsets 0, 0, graph 0.05, 0
 set title 'vgg19 train fp32 · NVIDIA H200'
 set ylabel 'step time (ms)'
 set yrange [0:*]
-set key right bottom opaque
+set key below
 set xrange [-0.38:71.38]
 set arrow from first 3, graph 0 to first 3, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
 set label '2→3 +38.2%' at first 3, graph 0.95 left offset character 0.5,0 front tc rgb '#d62728'
@@ -18,12 +18,12 @@ set label '24→25 +69.9%' at first 25, graph 0.85 left offset character 0.5,0 f
 set arrow from first 33, graph 0 to first 33, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
 set label '32→33 +76.3%' at first 33, graph 0.95 left offset character 0.5,0 front tc rgb '#d62728'
 set arrow from first 38, graph 0 to first 38, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
-set label '37→38 +17.4%' at first 38, graph 0.9 left offset character 0.5,0 front tc rgb '#d62728'
+set label '37→38 +17.4%' at first 38, graph 0.9 right offset character -0.5,0 front tc rgb '#d62728'
 set arrow from first 49, graph 0 to first 49, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
-set label '48→49 +38.1%' at first 49, graph 0.85 left offset character 0.5,0 front tc rgb '#d62728'
+set label '48→49 +38.1%' at first 49, graph 0.85 right offset character -0.5,0 front tc rgb '#d62728'
 plot 'vgg19_train_fp32_nvidia_h200_time.dat' using 1:3:4 with filledcurves fc rgb '#c6dbef' fs solid 0.7 title 'p10–p90', \
      '' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'median', \
-     '' using 1:($5 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
+     '' using 1:($5 == 0 && $7 == 0 ? $2 : NaN) with points pt 7 ps 0.9 lc rgb '#1f77b4' notitle, \
      (19.1447142688) + (2.09437821128) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'trend (Theil–Sen)'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'vgg19_train_fp32_nvidia_h200_time.svg'
