@@ -144,6 +144,7 @@ struct GroupAnalysis {
   std::string id;     // file-name safe, unique within an analysis
   std::string label;  // for people, e.g. "vgg16 train fp32 · NVIDIA H100 · cudnn_benchmark on"
   nlohmann::ordered_json identity;  // the fields that define the group
+  nlohmann::json workload;          // of those, what comparisons must share (RawGroup::workload)
   std::vector<std::string> logs;    // the log files it was read from
   std::vector<std::string> run_ids;
   std::vector<PointStats> points;  // ascending batch size

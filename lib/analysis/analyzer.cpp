@@ -302,6 +302,7 @@ void predict(GroupAnalysis& g, const RawGroup& raw, const std::vector<GemmLayer>
 GroupAnalysis analyze_group(const RawGroup& raw, const AnalyzeOptions& options) {
   GroupAnalysis g;
   g.identity = raw.identity;
+  g.workload = raw.workload;
   g.logs = raw.logs;
   g.run_ids = raw.run_ids;
   for (const auto& [batch, point] : raw.points) g.points.push_back(stats_of(point, options.min_samples));

@@ -149,7 +149,7 @@ int lock_directory(const std::string& path, const std::string& dir,
     }
     if (flock_call(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;
-      if (error != EWOULDBLOCK && error != EINTR) {
+      if (error != EWOULDBLOCK) {
         // Not held by anyone: this filesystem does not lock (ENOLCK, EOPNOTSUPP, EINVAL, ...).
         spdlog::warn(
             "{} cannot be locked on its filesystem ({}), so nothing stops two sweeps writing into {} at "

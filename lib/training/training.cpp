@@ -681,20 +681,17 @@ UserError out_of_memory(const TrainingOptions& o, const std::string& device_name
           " finds the largest), or a smaller --batch"));
 }
 
-// Whether every weight and floating-point buffer of the model is a number: one reduction per tensor,
-// once an epoch.
+// Whether every weight and floating-point buffer of the model is a number: a reduction per tensor on its
+// device and one wait for all of them, once an epoch.
 bool all_finite(models::Network& model) {
   torch::NoGradGuard no_grad;
-  const auto finite = [](const torch::Tensor& t) {
-    return !t.is_floating_point() || torch::isfinite(t).all().item<bool>();
-  };
-  for (const torch::Tensor& p : model.parameters()) {
-    if (!finite(p)) return false;
+  std::vector<torch::Tensor> each;
+  for (const std::vector<torch::Tensor>& tensors : {model.parameters(), model.buffers()}) {
+    for (const torch::Tensor& t : tensors) {
+      if (t.is_floating_point()) each.push_back(torch::isfinite(t).all());
+    }
   }
-  for (const torch::Tensor& b : model.buffers()) {
-    if (!finite(b)) return false;
-  }
-  return true;
+  return each.empty() || torch::stack(each).all().item<bool>();
 }
 
 // The earlier session's files that the next epoch does not go on from: stale resume states.

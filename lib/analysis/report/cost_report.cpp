@@ -89,17 +89,11 @@ void write_cost_section(std::ostream& out, const Analysis& a) {
     return x->cost->cheapest->usd_per_million_samples < y->cost->cheapest->usd_per_million_samples;
   });
   if (!priced.empty()) {
-    // Against the cheapest group of the same work (model, phase, input, classes, data): a training group
-    // is not set against an inference one.
-    const auto work_of = [](const GroupAnalysis& g) {
-      std::string key;
-      for (const char* field : {"model", "phase", "input", "classes", "data"})
-        key += (g.identity.contains(field) ? g.identity[field].dump() : "") + "|";
-      return key;
-    };
+    // Against the cheapest group of the same workload (model, phase, input, classes, data): a training
+    // group is not set against an inference one.
     std::map<std::string, double> cheapest_of_work;
     for (const GroupAnalysis* g : priced)
-      cheapest_of_work.emplace(work_of(*g), g->cost->cheapest->usd_per_million_samples);
+      cheapest_of_work.emplace(g->workload.dump(), g->cost->cheapest->usd_per_million_samples);
     out << "$ per million samples = price per hour × median step time / batch size; an epoch is ⌈samples / "
            "batch⌉ "
            "steps at the median step time.\n\n";
@@ -113,7 +107,7 @@ void write_cost_section(std::ostream& out, const Analysis& a) {
       if (g->energy && g->energy->most_efficient) efficient = g->energy->most_efficient->batch_size;
       out << "| " << g->label << " | " << significant(cost.usd_per_hour, 3) << " (" << cost.price_from
           << ") | " << c.batch_size << " | " << dollars(c.usd_per_million_samples) << " | "
-          << significant(c.usd_per_million_samples / cheapest_of_work.at(work_of(*g)), 3) << "× | "
+          << significant(c.usd_per_million_samples / cheapest_of_work.at(g->workload.dump()), 3) << "× | "
           << (c.usd_per_epoch ? dollars(*c.usd_per_epoch) : std::string("–")) << " | "
           << cost_cell(cost, g->fastest ? std::optional<int64_t>(g->fastest->batch_size) : std::nullopt)
           << " | " << cost_cell(cost, efficient) << " |\n";
