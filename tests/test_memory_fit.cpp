@@ -11,6 +11,7 @@
 #include "lib/analysis/report/analysis_json.h"
 #include "lib/analysis/report/memory_report.h"
 #include "lib/analysis/report/report_markdown.h"
+#include "lib/device/cpu_memory.h"
 #include "tests/analysis_test_support.h"
 
 namespace batchscope {
@@ -61,6 +62,52 @@ TEST(MemoryFit, TheLineIsRecoveredPastAnOddSizeAndReadAtEachMemory) {
   EXPECT_EQ(fit->reach[1].largest_batch, 794);
   EXPECT_EQ(fit->reach[5].memory_bytes, 80 * kGiB);
   EXPECT_EQ(fit->reach[5].largest_batch, (81920 - 500) / 20);
+  // On a straight line the largest sizes' line is the same line: no reach is read along it.
+  EXPECT_FALSE(fit->top_steeper);
+  EXPECT_NEAR(fit->top_bytes_per_sample, 20.0 * kMiB, 1e-6 * kMiB);
+  for (const MemoryReach& r : fit->reach) EXPECT_FALSE(r.from_top) << r.what;
+}
+
+// An LSTM's peaks on a doubling ladder: 600 MiB + 4.5 MiB per sample up to batch 128, and 7 MiB per sample
+// above (cuDNN's RNN algorithm took more from there on).
+int64_t superlinear_peak_at(int64_t b) {
+  return 600 * kMiB + 9 * kMiB * std::min<int64_t>(b, 128) / 2 + 7 * kMiB * std::max<int64_t>(b - 128, 0);
+}
+
+TEST(MemoryFit, APeakThatGrowsFasterAtTheLargestSizesIsReadAlongThatGrowth) {
+  std::vector<std::pair<int64_t, int64_t>> doubling;
+  for (int64_t b = 1; b <= 1024; b *= 2) doubling.emplace_back(b, superlinear_peak_at(b));
+  const std::optional<MemoryFit> fit =
+      fit_memory(doubling, MemoryCapacity{140 * kGiB, "GPU B's memory"}, true);
+  ASSERT_TRUE(fit.has_value());
+  // The line through all eleven sizes keeps the growth of the smaller ones.
+  EXPECT_NEAR(fit->bytes_per_sample, 4.5 * kMiB, 0.01 * kMiB);
+  // Its top half, 32–1024, grows by more than 5% faster.
+  EXPECT_TRUE(fit->top_steeper);
+  EXPECT_EQ(fit->top_first_batch, 32);
+  EXPECT_GT(fit->top_bytes_per_sample, 6.0 * kMiB);
+  EXPECT_LE(fit->top_bytes_per_sample, 7.0 * kMiB);
+  // Where the growth above 128 runs out of 140 GiB: 1024 + (140 GiB - peak(1024)) / 7 MiB, about 19,500.
+  const double runs_out =
+      1024.0 + static_cast<double>(140 * kGiB - superlinear_peak_at(1024)) / static_cast<double>(7 * kMiB);
+  ASSERT_FALSE(fit->reach.empty());
+  const MemoryReach& own = fit->reach[0];
+  ASSERT_TRUE(own.largest_batch.has_value());
+  EXPECT_TRUE(own.from_top);
+  EXPECT_GE(static_cast<double>(*own.largest_batch), runs_out);
+  EXPECT_LE(static_cast<double>(*own.largest_batch), 1.05 * runs_out);
+  // The line alone would have promised half as many again.
+  const double line_alone = (140.0 * kGiB - fit->fixed_bytes) / fit->bytes_per_sample;
+  EXPECT_GT(line_alone, 1.4 * runs_out);
+  EXPECT_EQ(largest_batch_within(*fit, 140 * kGiB), own.largest_batch);
+  // Every common size is read along the top line too, each within 5% above where the growth runs out.
+  for (const MemoryReach& r : fit->reach) {
+    ASSERT_TRUE(r.largest_batch.has_value()) << r.what;
+    EXPECT_TRUE(r.from_top) << r.what;
+    const double out = 1024.0 + static_cast<double>(r.memory_bytes - superlinear_peak_at(1024)) /
+                                    static_cast<double>(7 * kMiB);
+    EXPECT_LE(static_cast<double>(*r.largest_batch), 1.05 * out) << r.what;
+  }
 }
 
 TEST(MemoryFit, FewSizesAFlatLineOrTooLittleMemoryReachNothing) {
@@ -192,6 +239,42 @@ TEST_F(AnalyzeTest, PeakMemoryIsALineReadAtTheGpusMemory) {
   EXPECT_EQ(memory["reach"][0]["own"], true);
   // 16 GiB is the GPU's own.
   EXPECT_EQ(memory["reach"].size(), 5u);
+}
+
+// Where the largest sizes' line is steeper, the report, the terminal, the plot and analysis.json say so and
+// read the reach along it.
+TEST_F(AnalyzeTest, TheLargestSizesSteeperLineIsShownWhereTheReachIsReadAlongIt) {
+  FakeLog log;
+  log.gpu_memory_bytes = 16 * kGiB;
+  for (int64_t b = 1; b <= 1024; b *= 2) log.batches.push_back(b);
+  log.point_fields = [](int64_t b) { return Json{{"peak_memory_bytes", superlinear_peak_at(b)}}; };
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const GroupAnalysis& g = a.groups[0];
+  ASSERT_TRUE(g.memory.has_value());
+  ASSERT_TRUE(g.memory->top_steeper);
+  const std::string top_slope = format_memory_size(std::llround(g.memory->top_bytes_per_sample));
+  const std::string report = report_of(a);
+  EXPECT_NE(report.find("At the largest sizes it grows faster than the line: " + top_slope +
+                        " per extra sample from batch 32 on"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(
+      report.find("so each reach below is the smaller of the two lines'. Extended, the lines reach batch " +
+                  std::to_string(*g.memory->reach[0].largest_batch) + " within GPU A's memory"),
+      std::string::npos)
+      << report;
+  EXPECT_NE(terminal_of(a).find("4.50 MiB per sample (" + top_slope +
+                                " from batch 32 on); the steeper line reaches"),
+            std::string::npos)
+      << terminal_of(a);
+  const Json memory = analysis_to_json(a, {})["groups"][0]["memory"];
+  EXPECT_EQ(memory["top_line"]["steeper"], true);
+  EXPECT_EQ(memory["top_line"]["first_batch"], 32);
+  EXPECT_EQ(memory["reach"][0]["from_top"], true);
+  const std::optional<PlotScript> plot = memory_plot(g);
+  ASSERT_TRUE(plot.has_value());
+  EXPECT_NE(plot->body.find("title 'line of the largest sizes'"), std::string::npos) << plot->body;
 }
 
 // Under a --memory-limit the line is read at the limit, and a sweep that ran out of memory says where

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <utility>
 
 #include "lib/analysis/robust_fit.h"
 #include "lib/common/statistics.h"
@@ -53,14 +55,37 @@ double step_threshold_for(const MemoryFit& fit, int64_t gap) {
                   fit.step_floor_bytes);
 }
 
-std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory_bytes) {
-  if (!(fit.bytes_per_sample > 0)) return std::nullopt;
-  const double room = static_cast<double>(memory_bytes) - fit.fixed_bytes;
+namespace {
+
+std::optional<int64_t> largest_batch_on(double fixed_bytes, double bytes_per_sample, int64_t memory_bytes) {
+  if (!(bytes_per_sample > 0)) return std::nullopt;
+  const double room = static_cast<double>(memory_bytes) - fixed_bytes;
   // Beyond this no sweep measures anything, and a double would no longer hold the count exactly.
   constexpr double kMostBatches = 1e15;
-  const double batches = std::min(std::floor(room / fit.bytes_per_sample), kMostBatches);
+  const double batches = std::min(std::floor(room / bytes_per_sample), kMostBatches);
   if (!(batches >= 1)) return std::nullopt;
   return static_cast<int64_t>(batches);
+}
+
+// The reach at memory_bytes, and whether the top line set it.
+MemoryReach reach_at(const MemoryFit& fit, int64_t memory_bytes, std::string what, bool own) {
+  MemoryReach r{memory_bytes, std::move(what), own,
+                largest_batch_on(fit.fixed_bytes, fit.bytes_per_sample, memory_bytes)};
+  if (fit.top_steeper && r.largest_batch) {
+    const std::optional<int64_t> top =
+        largest_batch_on(fit.top_fixed_bytes, fit.top_bytes_per_sample, memory_bytes);
+    if (!top || *top < *r.largest_batch) {
+      r.largest_batch = top;
+      r.from_top = true;
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory_bytes) {
+  return reach_at(fit, memory_bytes, "", false).largest_batch;
 }
 
 std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t>>& peaks,
@@ -115,15 +140,23 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
     }
   }
   if (!(fit.bytes_per_sample > 0)) return fit;
-  if (own && own->bytes > 0)
-    fit.reach.push_back({own->bytes, own->what, true, largest_batch_within(fit, own->bytes)});
+  // The top line: the upper half of the line's sizes, at least kMemoryFitMinPoints of them.
+  const size_t top_points = std::max<size_t>(kMemoryFitMinPoints, (xs.size() + 1) / 2);
+  const std::vector<double> top_xs(xs.end() - static_cast<std::ptrdiff_t>(top_points), xs.end()),
+      top_ys(ys.end() - static_cast<std::ptrdiff_t>(top_points), ys.end());
+  const LineFit top = theil_sen(top_xs, top_ys);
+  fit.top_fixed_bytes = top.intercept;
+  fit.top_bytes_per_sample = top.slope;
+  fit.top_first_batch = static_cast<int64_t>(top_xs.front());
+  fit.top_steeper = top.slope > (1 + kSteeperTopShare) * fit.bytes_per_sample;
+  if (own && own->bytes > 0) fit.reach.push_back(reach_at(fit, own->bytes, own->what, true));
   if (gpu) {
     for (const int64_t gib : kCommonGpuMemoryGiB) {
       const int64_t bytes = gib << 30;
       // A size within 5% of the device's own is that device again (an "80 GB" GPU holds 79.6 GiB).
       if (own && std::fabs(static_cast<double>(bytes - own->bytes)) < 0.05 * static_cast<double>(own->bytes))
         continue;
-      fit.reach.push_back({bytes, std::to_string(gib) + " GiB", false, largest_batch_within(fit, bytes)});
+      fit.reach.push_back(reach_at(fit, bytes, std::to_string(gib) + " GiB", false));
     }
   }
   return fit;

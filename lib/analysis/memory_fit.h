@@ -27,6 +27,7 @@ struct MemoryReach {
   std::string what;                      // as MemoryCapacity::what, or a common GPU size: "16 GiB"
   bool own = false;                      // the device the group ran on, or its limit
   std::optional<int64_t> largest_batch;  // none where the line passes the memory before batch 1
+  bool from_top = false;                 // read along the top line (MemoryFit::top_steeper)
 };
 
 // A step of the peak off the line between two neighbouring measured sizes: the peak moved by more, or
@@ -60,8 +61,18 @@ struct MemoryFit {
   // batch size: a size whose library workspace differs (cuDNN's algorithm choice) stands out here.
   double worst_deviation = 0;
   int64_t worst_at = 0;
+  // The line through the largest of line_batches only, their upper half and at least
+  // kMemoryFitMinPoints (Theil–Sen again). Where its slope passes the line's by more than
+  // kSteeperTopShare, the peak grows faster at the largest sizes than the line says (an LSTM whose
+  // cuDNN algorithm takes more per sample from some size on, on an H200 4.6 MiB up to batch 128 and
+  // 6.9 MiB above), and each memory's reach is read along it: the line through all of them would promise
+  // sizes that the growth at the top cannot keep.
+  double top_fixed_bytes = 0, top_bytes_per_sample = 0;
+  int64_t top_first_batch = 0;
+  bool top_steeper = false;
   // The device's own memory first where known, then the common GPU sizes (GPU groups only) but those
-  // within 5% of it; empty where the line does not rise with the batch.
+  // within 5% of it; each the smaller of the two lines' reaches where the top line is steeper; empty
+  // where the line does not rise with the batch.
   std::vector<MemoryReach> reach;
   // How far a step between sizes one apart must move the peak beyond the line to count: 8 times the
   // median of that move per size between neighbouring sizes (the peaks' own scatter: an allocator's
@@ -82,6 +93,11 @@ double step_threshold_for(const MemoryFit& fit, int64_t gap);
 // The fit needs this many batch sizes with a peak; fewer give no line worth extending.
 inline constexpr int kMemoryFitMinPoints = 3;
 
+// How much steeper than the line the top line must be for the reach to be read along it: 5%, above the
+// at most 1.1% by which the two differ where the measured peaks lie on a line (22 groups of VGG, ResNet-50,
+// MobileNetV2, the MNIST CNN, the Transformer and Deep Speech 2 on an H200; the LSTM's differ by 37%).
+inline constexpr double kSteeperTopShare = 0.05;
+
 // The GPU memory sizes a GPU group's line is read at beside its own, in GiB: 16 (V100, T4), 24 (A10,
 // L4), 40 and 80 (A100, H100), 48 (L40S).
 inline constexpr int64_t kCommonGpuMemoryGiB[] = {16, 24, 40, 48, 80};
@@ -97,8 +113,9 @@ std::optional<MemoryFit> fit_memory(const std::vector<std::pair<int64_t, int64_t
 void memory_at_changes(MemoryFit& fit, const std::vector<std::pair<int64_t, int64_t>>& peaks,
                        const std::vector<Jump>& jumps, const std::vector<Jump>& drops);
 
-// The largest batch size b >= 1 whose line value fixed + slope * b stays within memory_bytes; none where
-// batch 1 passes it or the line does not rise.
+// The largest batch size b >= 1 whose line value fixed + slope * b stays within memory_bytes, and where
+// the top line is steeper (top_steeper) within its value too; none where batch 1 passes it or the line
+// does not rise.
 std::optional<int64_t> largest_batch_within(const MemoryFit& fit, int64_t memory_bytes);
 
 }  // namespace batchscope

@@ -16,10 +16,10 @@ namespace {
 std::string bytes_text(double bytes) { return format_memory_size(static_cast<int64_t>(std::llround(bytes))); }
 
 // "1.09 GiB + 71.8 MiB × batch size", the fixed part after the slope where the line starts below zero.
-std::string line_text(const MemoryFit& fit, const std::string& per_sample) {
-  const std::string slope = bytes_text(fit.bytes_per_sample) + per_sample;
-  if (fit.fixed_bytes < 0) return slope + " − " + bytes_text(-fit.fixed_bytes);
-  return bytes_text(fit.fixed_bytes) + " + " + slope;
+std::string line_text(double fixed_bytes, double bytes_per_sample, const std::string& per_sample) {
+  const std::string slope = bytes_text(bytes_per_sample) + per_sample;
+  if (fixed_bytes < 0) return slope + " − " + bytes_text(-fixed_bytes);
+  return bytes_text(fixed_bytes) + " + " + slope;
 }
 
 std::string reach_text(const MemoryReach& r) {
@@ -140,12 +140,19 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
         << "%), so it sets no largest batch size.\n\n";
     return;
   }
-  out << "Peak memory ≈ " << line_text(fit, " × batch size") << ", i.e. " << bytes_text(fit.bytes_per_sample)
-      << " per extra sample; every peak " << (line_points < fit.points ? "it runs through" : "measured")
-      << " lies within " << significant(100 * fit.worst_deviation, 2)
-      << "% of the line (the farthest at batch " << fit.worst_at << ")"
+  out << "Peak memory ≈ " << line_text(fit.fixed_bytes, fit.bytes_per_sample, " × batch size") << ", i.e. "
+      << bytes_text(fit.bytes_per_sample) << " per extra sample; every peak "
+      << (line_points < fit.points ? "it runs through" : "measured") << " lies within "
+      << significant(100 * fit.worst_deviation, 2) << "% of the line (the farthest at batch " << fit.worst_at
+      << ")"
       << (line_points < fit.points ? "; the other sizes ran with other workspaces (the steps below)" : "")
       << ".";
+  if (fit.top_steeper) {
+    out << " At the largest sizes it grows faster than the line: " << bytes_text(fit.top_bytes_per_sample)
+        << " per extra sample from batch " << fit.top_first_batch << " on (≈ "
+        << line_text(fit.top_fixed_bytes, fit.top_bytes_per_sample, " × batch size")
+        << "), so each reach below is the smaller of the two lines'.";
+  }
   // "Extended, it reaches batch 1979 within NVIDIA H200's memory (140 GiB), and on a GPU of 16 GiB
   // batch 212, 24 GiB 326, ..."
   const MemoryReach* own = own_reach(fit);
@@ -155,10 +162,11 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
     const std::string batch = r.largest_batch ? std::to_string(*r.largest_batch) : "none";
     others.push_back(r.what + " " + (others.empty() ? reach_text(r) : batch));
   }
+  const std::string extended = fit.top_steeper ? " Extended, the lines reach " : " Extended, it reaches ";
   if (own)
-    out << " Extended, it reaches " << reach_text(*own) << " within " << own->what << " ("
+    out << extended << reach_text(*own) << " within " << own->what << " ("
         << format_memory_size(own->memory_bytes) << ")";
-  if (!others.empty()) out << (own ? ", and" : " Extended, it reaches") << " on a GPU of " << listed(others);
+  if (!others.empty()) out << (own ? ", and" : extended) << " on a GPU of " << listed(others);
   if (!fit.reach.empty()) out << ".";
   out << "\n\n";
   write_memory_steps(out, fit, gpu);
@@ -180,10 +188,13 @@ void write_memory_section(std::ostream& out, const GroupAnalysis& g, const PlotO
 
 void write_memory_terminal(std::ostream& out, const GroupAnalysis& g) {
   if (!g.memory || !(g.memory->bytes_per_sample > 0)) return;
-  out << "  memory: " << line_text(*g.memory, " per sample");
+  out << "  memory: " << line_text(g.memory->fixed_bytes, g.memory->bytes_per_sample, " per sample");
+  if (g.memory->top_steeper)
+    out << " (" << bytes_text(g.memory->top_bytes_per_sample) << " from batch " << g.memory->top_first_batch
+        << " on)";
   if (const MemoryReach* own = own_reach(*g.memory))
-    out << "; the line reaches " << reach_text(*own) << " in " << own->what << " ("
-        << format_memory_size(own->memory_bytes) << ")";
+    out << (g.memory->top_steeper ? "; the steeper line reaches " : "; the line reaches ") << reach_text(*own)
+        << " in " << own->what << " (" << format_memory_size(own->memory_bytes) << ")";
   if (!g.memory->steps.empty()) {
     std::vector<std::string> steps;
     for (const MemoryStep& s : g.memory->steps) steps.push_back(pair_name(s.from_batch, s.to_batch));
@@ -253,6 +264,12 @@ std::optional<PlotScript> memory_plot(const GroupAnalysis& g) {
   items.push_back("(" + gp_number(g.memory->fixed_bytes / unit) + ") + (" +
                   gp_number(g.memory->bytes_per_sample / unit) +
                   ") * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'line (Theil–Sen)'");
+  if (g.memory->top_steeper) {
+    items.push_back("(x >= " + gp_number(static_cast<double>(g.memory->top_first_batch)) + " ? (" +
+                    gp_number(g.memory->top_fixed_bytes / unit) + ") + (" +
+                    gp_number(g.memory->top_bytes_per_sample / unit) +
+                    ") * x : 1/0) with lines dt 4 lw 1.5 lc rgb '#ff7f0e' title 'line of the largest sizes'");
+  }
   body += join_plot(items);
   return plot;
 }
@@ -263,7 +280,8 @@ Json memory_json(const MemoryFit& fit) {
     reach.push_back({{"memory_bytes", r.memory_bytes},
                      {"what", r.what},
                      {"own", r.own},
-                     {"largest_batch", optional_json(r.largest_batch)}});
+                     {"largest_batch", optional_json(r.largest_batch)},
+                     {"from_top", r.from_top}});
   }
   Json steps = Json::array();
   for (const MemoryStep& st : fit.steps) {
@@ -290,6 +308,11 @@ Json memory_json(const MemoryFit& fit) {
               {"line_batches", fit.line_batches},
               {"worst_deviation", fit.worst_deviation},
               {"worst_at", fit.worst_at},
+              {"top_line",
+               {{"fixed_bytes", fit.top_fixed_bytes},
+                {"bytes_per_sample", fit.top_bytes_per_sample},
+                {"first_batch", fit.top_first_batch},
+                {"steeper", fit.top_steeper}}},
               {"reach", reach},
               {"step_threshold_bytes", fit.step_threshold_bytes},
               {"steps", steps},

@@ -17,7 +17,8 @@ set label '256→512 +566 MiB' at first 512, graph 0.9 right offset character -0
 set arrow from first 1024, graph 0 to first 1024, graph 1 nohead dt 3 lw 1.5 lc rgb '#d62728'
 set label '512→1024 +1.10 GiB' at first 1024, graph 0.85 right offset character -0.5,0 front tc rgb '#d62728'
 plot 'lstm_lm_train_fp32_nvidia_h200_memory.dat' using 1:2 with linespoints pt 7 ps 0.9 lw 2 lc rgb '#9467bd' title 'peak memory', \
-     (0.655159950256) + (0.00462019443512) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'line (Theil–Sen)'
+     (0.655159950256) + (0.00462019443512) * x with lines dt 2 lw 1.5 lc rgb '#555555' title 'line (Theil–Sen)', \
+     (x >= 32 ? (0.537192821503) + (0.00634932518005) * x : 1/0) with lines dt 4 lw 1.5 lc rgb '#ff7f0e' title 'line of the largest sizes'
 set terminal svg size 1000,600 noenhanced font 'sans,10' background '#ffffff'
 set output 'lstm_lm_train_fp32_nvidia_h200_memory.svg'
 replot
