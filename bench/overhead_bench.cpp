@@ -10,8 +10,8 @@
 // changing speed hits both alike. A round is one pair of fresh processes through every batch size;
 // several rounds show how far one run's answer can be trusted. Per case (model, phase, threads) it
 // prints a table: the median step time of each side, the median of the rounds' ratios
-// batchscope/PyTorch and their range, and the goal. An empty batch is timed as well, to bound the
-// ratio any tool could reach (empty_batch_bound).
+// batchscope/PyTorch and their range, and the goal. An empty batch is timed as well, to show how much
+// of PyTorch's step is there without samples (without_empty).
 #include <sys/mman.h>
 #include <torch/torch.h>
 #include <torch/version.h>
@@ -215,7 +215,7 @@ struct Settings {
   std::string device = "cpu";  // --device: cpu or cuda:N, both sides
 };
 
-// A batch size's measurements; batch 0 is the empty batch (see empty_batch_bound).
+// A batch size's measurements; batch 0 is the empty batch (see without_empty).
 struct Row {
   int64_t batch = 0;
   int steps_per_turn = 0;
@@ -223,13 +223,13 @@ struct Row {
   std::vector<double> py_round_medians, bs_round_medians;
 };
 
-// The ratio no tool that runs the same kernels can get below (but for the rounds' noise), for a batch
-// size, from one round's medians of PyTorch's step at that size and at the empty batch: (py_b - py_0) / py_b.
-// Python's own work in a step (module calls, the optimizer's loop) does not depend on the batch, so all
-// of it is in py_0; a tool that skipped all of it, and every other cost that is there with no samples,
-// would still pay py_b - py_0. Loose where work at the empty batch is kernels too (the optimizer's update
-// of every parameter in training), tight where py_0 is mostly Python's own.
-double empty_batch_bound(double py_empty_ms, double py_ms) { return (py_ms - py_empty_ms) / py_ms; }
+// What is left of PyTorch's step at a batch size without its step on the empty batch, as a share of it,
+// from one round's medians: (py_b - py_0) / py_b. It shows how much of a step is there with no samples
+// (Python's module calls and optimizer loop; in training, kernels too, the optimizer's update of every
+// parameter). It is no bound on the ratio: an empty batch skips work that one sample's step does, in
+// Python as in the operators (mnist_cnn's inference at batch 1 on the CPU: batchscope saved 0.048 ms of
+// a 1.18 ms step, where PyTorch's whole empty step took 0.034 ms), so it informs and does not judge.
+double without_empty(double py_empty_ms, double py_ms) { return (py_ms - py_empty_ms) / py_ms; }
 
 // The CPUs a case with `threads` threads runs on: the last ones this process may use.
 std::vector<int> cpus_for(int threads) {
@@ -336,16 +336,15 @@ void run_round(const Settings& s, const Model& model, const std::string& phase, 
 struct Verdicts {
   int missed = 0;          // goals missed in every round
   int not_told_apart = 0;  // goals missed by the rounds' median but met by one round or more
-  int out_of_reach = 0;    // batch-1 goals out of any tool's reach, judged at the other sizes' goal instead
   int confirmed = 0;       // sizes given more rounds because every round missed
 };
 
 // A batch size judged by its rounds.
 struct Judgement {
-  double ratio = 0, low = 0, high = 0, bound = 0;
-  std::vector<double> bounds;
-  double stated_goal = 0, goal = 0;
-  bool out_of_reach = false, met = false, missed = false;
+  double ratio = 0, low = 0, high = 0, without_empty = 0;
+  std::vector<double> round_without_empty;
+  double goal = 0;
+  bool met = false, missed = false;
   std::string verdict() const { return met ? "met" : missed ? "missed" : "not told apart"; }
 };
 
@@ -356,16 +355,12 @@ Judgement judge(const Settings& s, const Row& row, const Row& empty) {
   j.low = *low;
   j.high = *high;
   for (std::size_t r = 0; r < row.py_round_medians.size(); ++r) {
-    j.bounds.push_back(empty_batch_bound(empty.py_round_medians.at(r), row.py_round_medians[r]));
+    j.round_without_empty.push_back(without_empty(empty.py_round_medians.at(r), row.py_round_medians[r]));
   }
-  j.bound = median(j.bounds);
+  j.without_empty = median(j.round_without_empty);
   // The goals: 0.90 at batch 1 (a tool without Python's per-step work should save at least 10% there),
-  // 1.00 elsewhere (never slower). Where the bound shows that no tool can save 10% at batch 1, because
-  // Python's own work is less than that of the step, batch 1 is judged by 1.00 like the rest, and the
-  // table says so.
-  j.stated_goal = row.batch == 1 ? s.batch1_goal : s.goal;
-  j.out_of_reach = row.batch == 1 && j.bound > j.stated_goal;
-  j.goal = j.out_of_reach ? s.goal : j.stated_goal;
+  // 1.00 elsewhere (never slower), as stated, whatever the empty batch shows.
+  j.goal = row.batch == 1 ? s.batch1_goal : s.goal;
   // Judged by the rounds, as the README asks a reader to: a goal is missed where every round missed
   // it. Where the median misses it and a round meets it, the two sides are equal within what this
   // machine tells apart. The rounds' range holds the median of the rounds' distribution with
@@ -378,7 +373,7 @@ Judgement judge(const Settings& s, const Row& row, const Row& empty) {
 // One table.
 Verdicts run_case(const Settings& s, const Model& model, const std::string& phase, const Optimizer& optimizer,
                   int threads, Json& report) {
-  // The empty batch first: what a step costs with no samples (see empty_batch_bound).
+  // The empty batch first: what a step costs with no samples (see without_empty).
   std::vector<Row> rows{Row{0, 0, {}, {}, {}, {}, {}}};
   for (int64_t b : s.batches) rows.push_back(Row{b, 0, {}, {}, {}, {}, {}});
   Json headers;
@@ -418,8 +413,8 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
     std::printf("%s missed in every round, run again for %s\n", batchscope::counted(verdicts.confirmed, "size").c_str(),
                 batchscope::counted(s.confirm_rounds, "round").c_str());
   }
-  std::printf("%6s %6s %12s %14s %8s %18s %6s %6s %s\n", "batch", "steps", "pytorch ms", "batchscope ms", "ratio",
-              "rounds' range", "bound", "goal", "");
+  std::printf("%6s %6s %12s %14s %8s %18s %9s %6s %s\n", "batch", "steps", "pytorch ms", "batchscope ms",
+              "ratio", "rounds' range", "w/o empty", "goal", "");
   Json table = Json::array();
   for (const Row& row : rows) {
     const double ratio = median(row.round_ratios);
@@ -435,7 +430,7 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
                   {"pytorch_steps_ms", row.py},
                   {"batchscope_steps_ms", row.bs}};
     if (row.batch == 0) {
-      std::printf("%6s %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %6s %6s %s\n", "empty", row.steps_per_turn,
+      std::printf("%6s %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %9s %6s %s\n", "empty", row.steps_per_turn,
                   median(row.py), median(row.bs), ratio, *low, *high, "", "", "(no samples: not judged)");
       std::fflush(stdout);
       entry["goal"] = nullptr;
@@ -445,31 +440,26 @@ Verdicts run_case(const Settings& s, const Model& model, const std::string& phas
     const Judgement j = judge(s, row, rows.front());
     verdicts.missed += j.missed;
     verdicts.not_told_apart += !j.met && !j.missed;
-    verdicts.out_of_reach += j.out_of_reach;
     std::string verdict = j.missed ? "MISSED" : j.verdict();
     char shown[96];
     if (row.round_ratios.size() > static_cast<std::size_t>(s.rounds)) {
       std::snprintf(shown, sizeof shown, " (%zu rounds)", row.round_ratios.size());
       verdict += shown;
     }
-    if (j.out_of_reach) {
-      std::snprintf(shown, sizeof shown, " (%.2f out of reach: bound %.3f)", j.stated_goal, j.bound);
-      verdict += shown;
-    }
-    std::printf("%6lld %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %6.3f %6.2f %s\n", static_cast<long long>(row.batch),
-                row.steps_per_turn, median(row.py), median(row.bs), ratio, *low, *high, j.bound, j.goal,
-                verdict.c_str());
+    std::printf("%6lld %6d %12.4f %14.4f %8.3f %9.3f-%-8.3f %9.3f %6.2f %s\n",
+                static_cast<long long>(row.batch), row.steps_per_turn, median(row.py), median(row.bs), ratio,
+                *low, *high, j.without_empty, j.goal, verdict.c_str());
     std::fflush(stdout);
-    entry["bound"] = j.bound;
-    entry["round_bounds"] = j.bounds;
-    entry["stated_goal"] = j.stated_goal;
+    entry["without_empty"] = j.without_empty;
+    entry["round_without_empty"] = j.round_without_empty;
     entry["goal"] = j.goal;
-    entry["goal_out_of_reach"] = j.out_of_reach;
     entry["verdict"] = j.verdict();
     table.push_back(entry);
   }
-  std::printf("bound: (PyTorch's step - its step on an empty batch) / PyTorch's step, the ratio of a tool that "
-              "spent nothing on a step but what grows with its samples\n");
+  std::printf(
+      "w/o empty: (PyTorch's step - its step on an empty batch) / PyTorch's step: how much of it is there "
+      "only with samples.\nNot a bound on the ratio (an empty batch skips work a sample's step does) "
+      "and not judged.\n");
   report.push_back({{"model", model.name},
                     {"input", model.input},
                     {"device", s.device},
@@ -494,10 +484,8 @@ int main(int argc, char** argv) {
       "threads, on the CPU or a GPU.\nGoals: ratio batchscope/PyTorch <= 0.90 at batch 1, <= 1.00 at every "
       "other batch size. A size is judged by its rounds:\nmet by their median, missed where "
       "every round misses (and still does after --confirm-rounds more), not told apart\n"
-      "otherwise; exit code 1 where a goal is missed. An empty batch is timed too: where "
-      "PyTorch's step at batch 1,\nless its step on the empty batch, is more than 0.90 of it, "
-      "no tool that runs the same operations can reach\n0.90, and batch 1 is judged at 1.00 "
-      "(the table says so).");
+      "otherwise; exit code 1 where a goal is missed. An empty batch is timed too, and not judged: "
+      "the column\n\"w/o empty\" is the share of PyTorch's step left without its step on the empty batch.");
   // clang-format off
   options.add_options()
       ("models", "mnist_cnn (1x28x28) and/or vgg16 (3x32x32)", cxxopts::value<std::string>()->default_value("mnist_cnn,vgg16"))
@@ -602,7 +590,7 @@ int main(int argc, char** argv) {
     const std::unique_ptr<batchscope::StepTimer> timer = batchscope::make_step_timer(device);
     std::printf("timer overhead per step: %.3f us (%s, median of 1000 empty start/stop pairs)\n",
                 batchscope::measure_timer_overhead_ms(*timer, 1000) * 1e3, timer->method());
-    int missed = 0, not_told_apart = 0, out_of_reach = 0, cases = 0;
+    int missed = 0, not_told_apart = 0, cases = 0;
     Json report = Json::array();
     std::vector<Optimizer> optimizers;
     for (const std::string& text : split(args["optimizers"].as<std::string>()))
@@ -620,7 +608,6 @@ int main(int argc, char** argv) {
             const Verdicts verdicts = run_case(s, model, phase, optimizer, threads, report);
             missed += verdicts.missed;
             not_told_apart += verdicts.not_told_apart;
-            out_of_reach += verdicts.out_of_reach;
             ++cases;
           }
         }
@@ -633,10 +620,6 @@ int main(int argc, char** argv) {
     if (not_told_apart > 0) {
       std::printf("%s above the goal by the median, at or below it in a round: not told apart\n",
                   batchscope::counted(not_told_apart, "size").c_str());
-    }
-    if (out_of_reach > 0) {
-      std::printf("%.2f at batch 1 out of any tool's reach in %s (bound above it), judged at %.2f there\n",
-                  s.batch1_goal, batchscope::counted(out_of_reach, "case").c_str(), s.goal);
     }
     return missed == 0 ? 0 : 1;
   } catch (const std::exception& error) {
