@@ -23,6 +23,15 @@ run_tests() {
   [ ! -e "$aside" ] || aside="$dir/tests-${ran:-unknown}-$(date +%Y%m%d-%H%M%S).log"
   [ ! -f "$dir/tests.log" ] || mv "$dir/tests.log" "$aside"
   rm -f "$dir/tests.passed"
-  timeout "$limit" "$@" > "$dir/tests.log" 2>&1 && touch "$dir/tests.passed"
+  # timeout puts itself and everything the tests start in a process group of its own (its pid), sends
+  # SIGTERM to all of it at the limit and SIGKILL 10 s later where the tests have not ended. A test's
+  # sweep stops after its batch size on SIGTERM, and may outlive the tests' own process: whatever of the
+  # group is left when they end is killed, so that nothing of it shares the GPU with the first item.
+  local pid rc=0
+  timeout -k 10 "$limit" "$@" > "$dir/tests.log" 2>&1 &
+  pid=$!
+  wait "$pid" || rc=$?
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  [ "$rc" -ne 0 ] || touch "$dir/tests.passed"
   echo "$code" > "$dir/tests.ran"
 }

@@ -383,6 +383,17 @@ fi
     ! tests_ran_on "$t" "$code" || { echo "second run: $(ls "$t")"; exit 1; }
   run_tests "$t" "$code" 1 sleep 5
   [ ! -e "$t/tests.passed" ] && [ "$(ls "$t" | grep -c '^tests-')" -eq 3 ] || { echo "timed out: $(ls "$t")"; exit 1; }
+  # A process the tests left behind, deaf to SIGTERM (a sweep finishing its batch size), does not
+  # outlive them.
+  run_tests "$t" "$code" 10 sh -c '(trap "" TERM; exec sleep 60) & echo $! > "$0"' "$t/left.pid"
+  left="$(cat "$t/left.pid")"
+  for _ in $(seq 50); do
+    [ -d "/proc/$left" ] && [ "$(awk '{print $3}' "/proc/$left/stat" 2> /dev/null)" != Z ] || break
+    sleep 0.1
+  done
+  [ -d "/proc/$left" ] && [ "$(awk '{print $3}' "/proc/$left/stat" 2> /dev/null)" != Z ] &&
+    { echo "process $left the tests left is still running"; exit 1; }
+  [ -e "$t/tests.passed" ] || { echo "the run that left a process behind did not pass"; exit 1; }
 ) > "$work/tests_once.out" 2>&1 && ok "the GPU-path tests run once for each state of the code, earlier logs kept" ||
   fail "tests once per code: $(cat "$work/tests_once.out")"
 
