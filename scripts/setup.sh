@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what batchscope needs from Debian's packages (only what is missing), then configures and
-# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster] [--program-only | --packages-only]
+# builds it into build/. Usage: scripts/setup.sh [--bench] [--cluster | --kubernetes] [--program-only | --packages-only]
 #   --bench adds PyTorch for Python (the reference of build/bench_overhead) and pandas (a test reads logs
 #   with it as the README shows); --cluster adds Slurm, munge and the Kubernetes client's models, which
-#   the cluster tests run a single-node Slurm with and check manifests against; --program-only builds
+#   the cluster tests run a single-node Slurm with and check manifests against (the Slurm test needs root,
+#   and Debian starts the daemons' services on installing them); --kubernetes adds the Kubernetes client's
+#   models alone; --program-only builds
 #   build/batchscope alone (not the tests and benchmarks: about half the build; the tests are not even
 #   configured, so GoogleTest is not installed); --packages-only installs and does not build.
 set -euo pipefail
@@ -19,9 +21,10 @@ for a in "$@"; do
   case "$a" in
     --bench) packages+=(python3-torch python3-pandas) ;;
     --cluster) packages+=(slurmctld slurmd slurm-client munge python3-kubernetes) ;;
+    --kubernetes) packages+=(python3-kubernetes) ;;
     --program-only) targets=(--target batchscope); tests=OFF ;;
     --packages-only) build=0 ;;
-    *) echo "setup.sh: unknown option $a; use --bench, --cluster, --program-only or --packages-only" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown option $a; use --bench, --cluster, --kubernetes, --program-only or --packages-only" >&2; exit 2 ;;
   esac
 done
 
