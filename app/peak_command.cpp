@@ -14,6 +14,7 @@
 #include "app/commands.h"
 #include "lib/analysis/tile_model.h"
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/gpu.h"
@@ -322,9 +323,16 @@ int run_peak_command(const std::vector<std::string>& args) {
       list_option(result, "precision", kPeakPrecisions, default_peak_precisions(device),
                   "a precision peak measures", "fp32,bf16");
   check_fits(operations, o, device);
-  // Opened before the measurement, so that a path that cannot be written is refused at once.
+  // Opened before the measurement, so that a path that cannot be written is refused at once. A record
+  // an earlier run left half-written is cut off first: appended to, it would take the new one with it.
   std::optional<JsonlWriter> out;
-  if (result.count("out")) out.emplace(result["out"].as<std::string>());
+  if (result.count("out")) {
+    const std::string path = result["out"].as<std::string>();
+    if (const std::uintmax_t cut = cut_half_line(path); cut > 0)
+      spdlog::warn("{}: its last {} bytes were half a record (a run stopped while writing it): cut off", path,
+                   cut);
+    out.emplace(path);
+  }
 
   std::vector<PeakRate> rates;
   const auto measure = [&](const std::string& operation, const std::string& precision,

@@ -219,8 +219,13 @@ int run_sweep_command(const std::vector<std::string>& args) {
     if (!mine) return 0;  // complete already
     machine = *mine;
   }
-  // A sweep that cannot resume under these limits is refused before any search for its largest batch.
-  if (!sweep.force) check_resumed_memory_limits(sweep.out_dir, sweep.memory_limits);
+  // A sweep that cannot resume under these limits, or on this machine, is refused before any search for
+  // its largest batch.
+  if (!sweep.force) {
+    std::set<std::string> devices;
+    for (const ExperimentConfig& e : machine.experiments) devices.insert(e.device);
+    check_resumed_session(sweep.out_dir, sweep.memory_limits, devices);
+  }
   // A search for the largest batch size (batch: 1:max) stops between two tries, and goes on from them.
   stop_on_signals("this try or batch size");
   SweepConfig config;

@@ -22,6 +22,7 @@ using analysis_test::AnalyzeTest;
 using analysis_test::contains;
 using analysis_test::FakeLog;
 using analysis_test::range;
+using analysis_test::report_of;
 using analysis_test::user_error_of;
 
 TEST_F(AnalyzeTest, StaircaseLogGivesJumpsPeriodAndBestSizes) {
@@ -269,6 +270,43 @@ TEST_F(AnalyzeTest, DamagedLogIsAnalysedWithWarnings) {
   ASSERT_EQ(a.logs.size(), 1u);
   EXPECT_TRUE(a.logs[0].truncated_tail);
   EXPECT_FALSE(a.logs[0].complete);
+}
+
+// A sweep killed while writing a batch size leaves its steps without the point after them: that size is
+// left out, with a warning, rather than analysed from part of its steps.
+TEST_F(AnalyzeTest, StepsCutOffBeforeTheirPointAreLeftOut) {
+  FakeLog log;
+  log.batches = range(1, 13);
+  log.end = false;
+  std::istringstream lines(log.text());
+  std::vector<std::string> kept;
+  for (std::string line; std::getline(lines, line);) kept.push_back(line);
+  const auto last_point = std::find_if(kept.rbegin(), kept.rend(), [](const std::string& line) {
+    return line.find("\"type\":\"point\"") != std::string::npos;
+  });
+  ASSERT_NE(last_point, kept.rend());
+  ASSERT_NE(last_point->find("\"batch_size\":13"), std::string::npos) << *last_point;
+  kept.erase(std::next(last_point).base());
+  std::string text;
+  for (const std::string& line : kept) text += line + "\n";
+  const std::string path = write("steps.jsonl", text);
+  const Analysis a = analyze_logs({path}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  EXPECT_EQ(a.groups[0].points.size(), 12u);
+  EXPECT_EQ(a.groups[0].points.back().batch_size, 12);
+  EXPECT_TRUE(contains(a.warnings, "batch size 13 of experiment"))
+      << (a.warnings.empty() ? "" : a.warnings.front());
+  EXPECT_TRUE(contains(a.warnings, "have no point record after them"));
+}
+
+TEST_F(AnalyzeTest, ASingleBatchSizeIsNamedAlone) {
+  FakeLog log;
+  log.batches = {8};
+  const Analysis a = analyze_logs({write("steps.jsonl", log.text())}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  const std::string report = report_of(a);
+  EXPECT_NE(report.find("Batch size 8 alone from 1 log."), std::string::npos) << report;
+  EXPECT_EQ(report.find("Batch sizes 8–8"), std::string::npos) << report;
 }
 
 TEST_F(AnalyzeTest, MissingLogBesideAGoodOneIsAWarning) {

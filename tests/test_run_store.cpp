@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/config/config.h"
 #include "lib/records/run_store.h"
 #include "tests/test_support.h"
@@ -17,6 +19,11 @@ namespace fs = std::filesystem;
 using namespace batchscope;
 
 namespace {
+
+std::string text_of(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 class RunStoreTest : public ::testing::Test {
  protected:
@@ -255,23 +262,115 @@ TEST_F(RunStoreTest, ASweepResumesUnderItsOwnMemoryLimitOnly) {
 // batch size: a directory without a log, or whose first line is no run record, is left to the store.
 TEST_F(RunStoreTest, TheMemoryLimitsAreCheckedFromTheFirstRecordAlone) {
   const Json limits{{"cpu", 48 * 1024 * 1024}};
-  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, limits));
+  EXPECT_NO_THROW(check_resumed_session(dir_, limits, {}));
   {
     RunStore store(dir_, experiments_, false, limits);
     Json header = run_record(experiments_);
     header["memory_limit_bytes"] = limits;
     store.write(typed({header, point("a", 1)}));
   }
-  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, limits));
-  EXPECT_TRUE(testing_support::refuses_with([&] { check_resumed_memory_limits(dir_, Json()); },
+  EXPECT_NO_THROW(check_resumed_session(dir_, limits, {}));
+  EXPECT_TRUE(testing_support::refuses_with([&] { check_resumed_session(dir_, Json(), {}); },
                                             {"steps.jsonl:1", "cpu 48.0 MiB", "this command gives none"}));
   EXPECT_TRUE(testing_support::refuses_with(
       [&] {
-        check_resumed_memory_limits(dir_, Json{{"cpu", 64 * 1024 * 1024}});
+        check_resumed_session(dir_, Json{{"cpu", 64 * 1024 * 1024}}, {});
       },
       {"this command gives cpu 64.0 MiB"}));
   { std::ofstream(dir_ + "/steps.jsonl") << "not a record\n"; }
-  EXPECT_NO_THROW(check_resumed_memory_limits(dir_, Json()));
+  EXPECT_NO_THROW(check_resumed_session(dir_, Json(), {}));
+}
+
+// A session on another machine than the run record's would add its sizes to the first session's as one
+// sweep: another LibTorch, another thread count where the CPU is measured, another GPU where a GPU is.
+TEST_F(RunStoreTest, AResumeOnAnotherMachineIsRefusedAndTheLogKept) {
+  const Json experiments = Json::array({{{"name", "a"}, {"batch", {1, 2, 3}}, {"device", "cpu"}},
+                                        {{"name", "g"}, {"batch", {1, 2, 3}}, {"device", "cuda:0"}}});
+  const Json first = {{"libtorch_version", "1.13.0"},
+                      {"cpu", {{"torch_threads", 2}, {"model", "CPU A"}}},
+                      {"gpus", Json::array({{{"index", 0}, {"name", "NVIDIA H100"}}})}};
+  {
+    RunStore store(dir_, experiments, false, Json(), first);
+    Json header = run_record(experiments);
+    header.update(first);
+    store.write(typed({header, point("a", 1)}));
+  }
+  const std::string before = text_of(dir_ + "/steps.jsonl");
+  const auto with = [&](const char* key, const Json& value) {
+    Json now = first;
+    now[nlohmann::json::json_pointer(key)] = value;
+    return now;
+  };
+  const std::set<std::string> both{"cpu", "cuda:0"}, gpu{"cuda:0"};
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { RunStore(dir_, experiments, false, Json(), with("/cpu/torch_threads", 1)); },
+      {"steps.jsonl:1", "was begun with 2 LibTorch CPU threads, and this session has 1",
+       "give --threads 2"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { check_resumed_session(dir_, Json(), both, with("/libtorch_version", "2.6.0")); },
+      {"was begun with LibTorch 1.13.0, and this session has 2.6.0"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { check_resumed_session(dir_, Json(), gpu, with("/gpus/0/name", "NVIDIA A100")); },
+      {"was begun on an NVIDIA H100 at cuda:0, and this session's cuda:0 is an NVIDIA A100"}));
+  EXPECT_TRUE(testing_support::refuses_with(
+      [&] { check_resumed_session(dir_, Json(), both, with("/cpu/model", "CPU B")); },
+      {"was begun on the CPU CPU A, and this session runs on CPU B"}));
+  // A GPU-only sweep's step times do not follow the host's thread count or CPU; a field one side lacks
+  // (a log from before it was recorded) is not compared.
+  EXPECT_NO_THROW(check_resumed_session(dir_, Json(), gpu, with("/cpu/torch_threads", 1)));
+  EXPECT_NO_THROW(check_resumed_session(dir_, Json(), both, Json{{"cpu", {{"model", "CPU A"}}}}));
+  EXPECT_EQ(text_of(dir_ + "/steps.jsonl"), before);
+  RunStore store(dir_, experiments, false, Json(), first);
+  EXPECT_TRUE(store.resuming());
+}
+
+TEST_F(RunStoreTest, AHalfLineIsCutAndNothingElse) {
+  fs::create_directories(dir_);
+  const std::string path = dir_ + "/f.jsonl";
+  { std::ofstream(path) << "{\"a\":1}\n{\"b\":"; }
+  EXPECT_EQ(cut_half_line(path), 5u);
+  EXPECT_EQ(text_of(path), "{\"a\":1}\n");
+  EXPECT_EQ(cut_half_line(path), 0u);  // whole lines only
+  { std::ofstream(path) << "no line's end"; }
+  EXPECT_EQ(whole_lines_bytes(path), std::uintmax_t{0});
+  EXPECT_EQ(cut_half_line(path), 13u);
+  EXPECT_EQ(fs::file_size(path), 0u);
+  // A gzip file's last byte is no line's end: left as it is.
+  { std::ofstream(path, std::ios::binary) << std::string("\x1f\x8b\x08\x00tail", 8); }
+  EXPECT_FALSE(whole_lines_bytes(path).has_value());
+  EXPECT_EQ(cut_half_line(path), 0u);
+  EXPECT_EQ(fs::file_size(path), 8u);
+  EXPECT_EQ(cut_half_line(dir_ + "/absent.jsonl"), 0u);
+}
+
+// A first session stopped while writing its run record left half a line and nothing else: nothing was
+// measured, so the sweep starts afresh rather than being refused on every retry. Half a line of anything
+// else is left to the refusal.
+TEST_F(RunStoreTest, HalfARunRecordAloneStartsTheSweepAfresh) {
+  fs::create_directories(dir_);
+  { std::ofstream(dir_ + "/steps.jsonl") << R"({"type":"run","run_id":"x","start_ti)"; }
+  {
+    RunStore store(dir_, experiments_, false);
+    EXPECT_FALSE(store.resuming());
+    EXPECT_EQ(fs::file_size(store.jsonl_path()), 0u);
+  }
+  { std::ofstream(dir_ + "/steps.jsonl") << "notes of mine"; }
+  EXPECT_TRUE(testing_support::refuses_with([&] { RunStore(dir_, experiments_, false); },
+                                            {"does not start with a batchscope run record"}));
+  EXPECT_EQ(text_of(dir_ + "/steps.jsonl"), "notes of mine");
+}
+
+// A profile cut off mid-write: on resume its half line goes, so that the size's new profile is a line of
+// its own.
+TEST_F(RunStoreTest, AResumeCutsAProfilesHalfLine) {
+  {
+    RunStore store(dir_, experiments_, false);
+    store.write(typed({run_record(experiments_), point("a", 1)}));
+  }
+  { std::ofstream(dir_ + "/profile.jsonl") << "{\"type\":\"profile\",\"batch_size\":1}\n{\"type\":\"prof"; }
+  RunStore store(dir_, experiments_, false);
+  EXPECT_TRUE(store.resuming());
+  EXPECT_EQ(text_of(dir_ + "/profile.jsonl"), "{\"type\":\"profile\",\"batch_size\":1}\n");
 }
 
 // A run record that names no experiments (no "config", or one without "experiments") is another sweep

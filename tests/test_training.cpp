@@ -15,6 +15,7 @@
 #include "lib/common/program_runner.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/records/records.h"
+#include "lib/records/run_store.h"
 #include "lib/timing/autocast.h"
 #include "lib/training/batch_study.h"
 #include "lib/training/determinism.h"
@@ -271,6 +272,32 @@ TEST_F(Training, ADifferentSeedGivesDifferentLosses) {
   const TrainingOutcome& run = trained();
   EXPECT_NE(other.epochs[0].train_loss, run.epochs[0].train_loss);
   EXPECT_NE(other.epochs[0].test.loss, run.epochs[0].test.loss);
+}
+
+// Two runs in one directory would append to one log and write over each other's checkpoints: the second
+// is refused while the first holds it, and nothing of the directory is touched.
+TEST_F(Training, ASecondRunIntoADirectoryBeingWrittenIsRefused) {
+  TrainingOptions o = options("locked");
+  o.epochs = 1;
+  o.limit_train = 64;
+  o.limit_test = 50;
+  {
+    const OutputDirectoryLock first(o.out_dir, ::flock, "training run");
+    try {
+      train_model(o);
+      ADD_FAILURE() << "a run into a directory another run holds was not refused";
+    } catch (const UserError& error) {
+      EXPECT_NE(
+          std::string(error.what()).find("is being written by another batchscope training run right now"),
+          std::string::npos)
+          << error.what();
+    }
+    EXPECT_FALSE(fs::exists(fs::path(o.out_dir) / "train.jsonl"));
+  }
+  // Let go, the directory takes the run, and leaves no lock behind.
+  train_model(o);
+  EXPECT_TRUE(fs::exists(fs::path(o.out_dir) / "train.jsonl"));
+  EXPECT_FALSE(fs::exists(fs::path(o.out_dir) / ".lock"));
 }
 
 TEST_F(Training, RefusesToReplaceACompleteRunWithoutForce) {

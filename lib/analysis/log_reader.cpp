@@ -6,6 +6,7 @@
 #include <set>
 
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 
 namespace batchscope {
 namespace fs = std::filesystem;
@@ -132,6 +133,32 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
   }
 }
 
+// A batch size's records go out in one write, its steps and then its point (or what happened instead):
+// step records at the end of a log with nothing after them are a batch size cut off mid-write (the sweep
+// was killed), not measured whole. They are left out with a warning, as a resumed sweep cuts them.
+// A log with no point record at all is of a writer that leaves the points to analyze; its steps are kept.
+void drop_cut_off_steps(LoadedLog& log) {
+  std::size_t whole = log.records.size();
+  while (whole > 0 && std::holds_alternative<StepRecord>(log.records[whole - 1])) --whole;
+  if (whole == log.records.size()) return;
+  const bool writes_points =
+      std::any_of(log.records.begin(), log.records.begin() + static_cast<std::ptrdiff_t>(whole),
+                  [](const SweepRecord& r) { return std::holds_alternative<PointRecord>(r); });
+  if (!writes_points) return;
+  const auto& step = std::get<StepRecord>(log.records[whole]);
+  const std::size_t cut = log.records.size() - whole;
+  log.summary.warnings.push_back(located(
+      log.summary.path, log.lines[whole],
+      "its last " + counted(static_cast<int64_t>(cut), "step record") + " (from line " +
+          std::to_string(log.lines[whole]) + ", batch size " + std::to_string(step.key.batch_size) +
+          " of experiment " + step.key.experiment +
+          ") have no point record after them: that batch size was cut off while being written, and they "
+          "were left out",
+      "run the same sweep command again to resume it, which measures that batch size again"));
+  log.records.resize(whole);
+  log.lines.resize(whole);
+}
+
 // Profiles written before the profiler's copies of our scopes on the GPU's timeline (device events
 // named after a layer, or step.*) were told from kernels hold them as kernels of "(unattributed)", the
 // smaller of them folded into its "(other)": that part's whole device time is those copies, counted on
@@ -247,6 +274,7 @@ std::optional<LoadedLog> load_log(const std::string& argument, std::vector<std::
   log.summary.path = path;
   warn_unreadable(log, contents);
   sort_records(log, contents);
+  drop_cut_off_steps(log);
   load_profiles(log);
   log.summary.records = static_cast<int>(log.records.size() + log.microbatch_results.size() +
                                          log.layer_plans.size()) + log.layer_costs;

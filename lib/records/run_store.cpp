@@ -11,10 +11,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
+#include <utility>
 
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/config/config.h"
 #include "lib/device/cpu_memory.h"
+#include "lib/device/environment.h"
 #include "lib/records/csv_writer.h"
 
 namespace fs = std::filesystem;
@@ -135,12 +140,98 @@ void refuse_other_memory_limits(const std::string& jsonl_path, const Json& front
                           "choose another --out directory, or pass --force to replace it"));
 }
 
+std::string json_text(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// The machine a sweep's step times depend on beyond its experiments: LibTorch's build and libraries,
+// and for the devices it measures the CPU's threads and model or the GPU. A session that resumes on
+// another would add its sizes to those of the first as one sweep, under the first one's run record.
+void refuse_other_machine(const std::string& jsonl_path, const Json& front,
+                          const std::set<std::string>& devices, const Json& now) {
+  const auto refuse = [&](const std::string& what, const std::string& fix) {
+    throw UserError(located(jsonl_path, 1, what,
+                            fix + ", choose another --out directory, or pass --force to replace it"));
+  };
+  const auto field = [](const Json& record, const char* outer, const char* inner) -> const Json* {
+    if (!record.is_object() || !record.contains(outer)) return nullptr;
+    const Json& value = record[outer];
+    if (inner == nullptr) return value.is_null() ? nullptr : &value;
+    return value.is_object() && value.contains(inner) && !value[inner].is_null() ? &value[inner] : nullptr;
+  };
+  const auto differs = [&](const char* outer, const char* inner) {
+    const Json *then = field(front, outer, inner), *present = field(now, outer, inner);
+    return then != nullptr && present != nullptr && *then != *present
+               ? std::make_pair(*then, *present)
+               : std::optional<std::pair<Json, Json>>();
+  };
+  for (const auto& [key, name] : {std::pair<const char*, const char*>{"libtorch_version", "LibTorch"},
+                                  {"cuda_runtime_version", "the CUDA runtime"},
+                                  {"cudnn_version", "cuDNN"}}) {
+    if (const auto d = differs(key, nullptr)) {
+      refuse("was begun with " + std::string(name) + " " + json_text(d->first) + ", and this session has " +
+                 json_text(d->second),
+             "resume it with the program and libraries it was begun with");
+    }
+  }
+  if (devices.count("cpu") > 0) {
+    if (const auto d = differs("cpu", "torch_threads")) {
+      refuse("was begun with " + json_text(d->first) + " LibTorch CPU threads, and this session has " +
+                 json_text(d->second),
+             "give --threads " + json_text(d->first) + " to resume it");
+    }
+    if (const auto d = differs("cpu", "model")) {
+      refuse("was begun on the CPU " + json_text(d->first) + ", and this session runs on " +
+                 json_text(d->second),
+             "resume it on the machine it was begun on");
+    }
+  }
+  const auto gpu_name = [](const Json& record, int64_t index) -> std::optional<std::string> {
+    if (!record.is_object() || !record.contains("gpus") || !record["gpus"].is_array()) return std::nullopt;
+    for (const Json& gpu : record["gpus"]) {
+      if (gpu.is_object() && gpu.value("index", int64_t{-1}) == index && gpu.contains("name"))
+        return json_text(gpu["name"]);
+    }
+    return std::nullopt;
+  };
+  for (const std::string& device : devices) {
+    if (device.rfind("cuda:", 0) != 0) continue;
+    const int64_t index = std::strtoll(device.c_str() + 5, nullptr, 10);
+    const std::optional<std::string> then = gpu_name(front, index), present = gpu_name(now, index);
+    if (then && present && *then != *present) {
+      refuse("was begun on an " + *then + " at " + device + ", and this session's " + device + " is an " +
+                 *present,
+             "resume it on the kind of GPU it was begun on");
+    }
+  }
+}
+
+// Whether the file begins as a sweep writes its run record.
+bool starts_a_run_record(const std::string& path) {
+  const std::string begins = std::string("{\"type\":\"") + record::kRun + "\"";
+  std::ifstream in(path, std::ios::binary);
+  std::string head(begins.size(), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  return in.gcount() == static_cast<std::streamsize>(head.size()) && head == begins;
+}
+
+// The devices of a sweep's experiments (to_json of each).
+std::set<std::string> devices_of(const Json& experiments) {
+  std::set<std::string> devices;
+  if (!experiments.is_array()) return devices;
+  for (const Json& e : experiments) {
+    if (e.is_object() && e.contains("device") && e["device"].is_string())
+      devices.insert(e["device"].get<std::string>());
+  }
+  return devices;
+}
+
 // Holds dir/.lock for as long as the store is open, so that two sweeps never write into one directory
 // at once (a shard resubmitted while its first task still runs). The lock goes with the process; the
 // store removes the file while still holding it, so a sweep that locked a file just removed (opened
 // before the removal, locked after) sees that the path no longer names it and locks the new one.
-int lock_directory(const std::string& path, const std::string& dir,
-                   OutputDirectoryLock::FlockCall flock_call) {
+int lock_directory(const std::string& path, const std::string& dir, OutputDirectoryLock::FlockCall flock_call,
+                   const std::string& writer) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -152,13 +243,13 @@ int lock_directory(const std::string& path, const std::string& dir,
       if (error != EWOULDBLOCK) {
         // Not held by anyone: this filesystem does not lock (ENOLCK, EOPNOTSUPP, EINVAL, ...).
         spdlog::warn(
-            "{} cannot be locked on its filesystem ({}), so nothing stops two sweeps writing into {} at "
+            "{} cannot be locked on its filesystem ({}), so nothing stops two {}s writing into {} at "
             "once: make sure only one runs there at a time",
-            path, std::strerror(error), dir);
+            path, std::strerror(error), writer, dir);
         return fd;
       }
       ::close(fd);
-      throw UserError(located(dir, 0, "is being written by another batchscope sweep right now",
+      throw UserError(located(dir, 0, "is being written by another batchscope " + writer + " right now",
                               "wait for it to end (or stop it) before running this one there"));
     }
     struct stat held {}, named {};
@@ -168,17 +259,19 @@ int lock_directory(const std::string& path, const std::string& dir,
     }
     ::close(fd);  // removed (and perhaps made again) by the sweep that held it: try the path once more
   }
-  throw UserError(located(path, 0, "keeps being removed and made again while this sweep tries to lock it",
-                          "make sure that only batchscope sweeps write to this --out directory"));
+  throw UserError(located(path, 0,
+                          "keeps being removed and made again while this " + writer + " tries to lock it",
+                          "make sure that only batchscope " + writer + "s write to this --out directory"));
 }
 
 }  // namespace
 
-OutputDirectoryLock::OutputDirectoryLock(const std::string& dir, FlockCall flock_call)
+OutputDirectoryLock::OutputDirectoryLock(const std::string& dir, FlockCall flock_call,
+                                         const std::string& writer)
     : path_((fs::path(dir) / ".lock").string()) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  fd_ = lock_directory(path_, dir, flock_call);
+  fd_ = lock_directory(path_, dir, flock_call, writer);
 }
 
 OutputDirectoryLock::~OutputDirectoryLock() {
@@ -198,7 +291,8 @@ std::string memory_limits_text(const Json& limits) {
   return text;
 }
 
-void check_resumed_memory_limits(const std::string& dir, const Json& memory_limits) {
+void check_resumed_session(const std::string& dir, const Json& memory_limits,
+                           const std::set<std::string>& devices, const Json& environment) {
   const std::string path = (fs::path(dir) / "steps.jsonl").string();
   std::ifstream in(path);
   std::string first;
@@ -206,9 +300,12 @@ void check_resumed_memory_limits(const std::string& dir, const Json& memory_limi
   const Json front = Json::parse(first, nullptr, /*allow_exceptions=*/false);
   if (!front.is_object() || front.value("type", "") != record::kRun) return;
   refuse_other_memory_limits(path, front, memory_limits);
+  refuse_other_machine(path, front, devices,
+                       environment.is_null() ? Json(collect_environment()) : environment);
 }
 
-RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits)
+RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits,
+                   const Json& environment)
     : dir_(dir),
       jsonl_path_((fs::path(dir) / "steps.jsonl").string()),
       csv_path_((fs::path(dir) / "steps.csv").string()) {
@@ -238,7 +335,18 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
     }
     fs::remove(compressed, ec);
   }
-  const bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
+  bool has_log = fs::exists(jsonl_path_, ec) && fs::file_size(jsonl_path_, ec) > 0;
+  // Half a line and nothing else: a first session stopped while writing its run record, before any
+  // batch size. Nothing was measured, so the sweep starts as new (a shard's status counts it not begun).
+  if (has_log && !force && whole_lines_bytes(jsonl_path_) == std::uintmax_t{0} &&
+      starts_a_run_record(jsonl_path_)) {
+    fs::resize_file(jsonl_path_, 0);
+    spdlog::warn(
+        "{}: held only half of a run record (a first session stopped while writing it): the sweep "
+        "starts from its first batch size",
+        jsonl_path_);
+    has_log = false;
+  }
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
@@ -272,6 +380,8 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
                               "--force to replace it"));
     }
     refuse_other_memory_limits(jsonl_path_, front, memory_limits);
+    refuse_other_machine(jsonl_path_, front, devices_of(experiments),
+                         environment.is_null() ? Json(collect_environment()) : environment);
     for (std::size_t i = 0; i < records.size(); ++i) {
       const std::string problem = damage(records[i], experiments);
       if (!problem.empty()) {
@@ -302,6 +412,9 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
     } else if (contents.truncated_tail) {
       fs::resize_file(jsonl_path_, contents.complete_bytes);  // half a line, no record
     }
+    // A profile cut off mid-write: the batch size it was of runs again, and its new profile must not be
+    // appended to the half line.
+    cut_half_line((fs::path(dir) / "profile.jsonl").string());
     resuming_ = true;
   }
   writer_ = std::make_unique<JsonlWriter>(jsonl_path_);

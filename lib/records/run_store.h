@@ -26,7 +26,9 @@ class OutputDirectoryLock {
  public:
   // flock(2), or a stand-in that fails in tests.
   using FlockCall = int (*)(int fd, int operation);
-  explicit OutputDirectoryLock(const std::string& dir, FlockCall flock_call = ::flock);
+  // writer: what holds it, in the refusal's words ("sweep", "training run").
+  explicit OutputDirectoryLock(const std::string& dir, FlockCall flock_call = ::flock,
+                               const std::string& writer = "sweep");
   ~OutputDirectoryLock();
   OutputDirectoryLock(const OutputDirectoryLock&) = delete;
   OutputDirectoryLock& operator=(const OutputDirectoryLock&) = delete;
@@ -42,10 +44,14 @@ std::string memory_limits_text(const Json& limits);
 
 // Refuses (UserError) resuming the sweep in dir under other memory limits than its run record's
 // memory_limit_bytes (memory_limits as RunStore takes them): what fits, and so which sizes ran out of memory
-// or in micro-batches, follows the limit. Reads the log's first record only, so that a sweep can check
-// before it searches for its largest batch size; a directory without a readable run record passes (the
-// RunStore refuses it in its own words).
-void check_resumed_memory_limits(const std::string& dir, const Json& memory_limits);
+// or in micro-batches, follows the limit. Refuses as well a session on another machine than the run
+// record's, where the step times would differ: another LibTorch, CUDA runtime or cuDNN, and for the
+// devices measured (cpu, cuda:N) another count of LibTorch's CPU threads or CPU model, or another GPU.
+// environment: this session's (collect_environment(), where null). Reads the log's first record only, so
+// that a sweep can check before it searches for its largest batch size; a directory without a readable
+// run record passes (the RunStore refuses it in its own words).
+void check_resumed_session(const std::string& dir, const Json& memory_limits,
+                           const std::set<std::string>& devices, const Json& environment = Json());
 
 // The output directory of a sweep: steps.jsonl, the record, and steps.csv, derived from it.
 // Opening it decides between a fresh run and resuming an interrupted one; nothing is written
@@ -54,8 +60,10 @@ class RunStore {
  public:
   // experiments: the resolved experiments of this sweep (to_json of each), compared on resume, as are
   // memory_limits (--memory-limit's bytes by device, as the run record's memory_limit_bytes; null for
-  // none). Refuses (UserError) a directory that another sweep is writing to now.
-  RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits = Json());
+  // none) and the machine (check_resumed_session; environment null: this session's). Refuses
+  // (UserError) a directory that another sweep is writing to now.
+  RunStore(const std::string& dir, const Json& experiments, bool force, const Json& memory_limits = Json(),
+           const Json& environment = Json());
 
   bool resuming() const { return resuming_; }
   // Resuming: the step records of a batch size that a killed write cut off before its point record,

@@ -62,6 +62,11 @@ MaxBatchResult search_batch_maximum(const ExperimentConfig& e, MaxBatchOptions o
   // sweep's log will be, and let go before the RunStore takes it.
   const OutputDirectoryLock lock(sweep.out_dir);
   const std::string path = search_log_path(sweep.out_dir, e.name);
+  // --force replaces the sweep, its search too: another limit or GPU may fit another largest size.
+  if (sweep.force) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
   EarlierSearch earlier = find_earlier_search(path, e, options, sweep.command_line, !limit_given);
   SearchSession session;
   switch (earlier.state) {
@@ -142,7 +147,8 @@ SweepConfig resolve_batch_maximum(const SweepConfig& config, const SweepOptions&
   for (ExperimentConfig& e : out.experiments) {
     if (!e.batch_to_max || !e.batch_sizes.empty()) continue;
     if (!read) {
-      earlier = earlier_experiments(sweep.out_dir);
+      // --force: the sizes of the sweep it replaces are not this one's.
+      if (!sweep.force) earlier = earlier_experiments(sweep.out_dir);
       read = true;
     }
     const auto found = earlier.find(e.name);

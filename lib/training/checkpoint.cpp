@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "lib/common/errors.h"
+#include "lib/common/file_writes.h"
 #include "lib/common/limits.h"
 #include "lib/common/words.h"
 #include "lib/config/config_names.h"
@@ -23,13 +24,21 @@ namespace batchscope {
 namespace training_parts {
 namespace {
 
-// Written beside, then renamed: a reader sees the old file or the new one, never half of one.
+// Renames a file written beside into place, its data on the disk first and the rename after it: a reader
+// sees the old file or the new one, never half of one, and after a crash of the machine the name holds
+// the whole of one of them (the epoch record that names it is synced after).
+void put_in_place(const fs::path& partial, const fs::path& path) {
+  sync_file(partial.string());
+  fs::rename(partial, path);
+  sync_directory(path.parent_path().string());
+}
+
 void save_weights(torch::nn::Module& model, const fs::path& path) {
   const fs::path partial = path.string() + ".partial";
   torch::serialize::OutputArchive archive;
   model.save(archive);
   archive.save_to(partial.string());
-  fs::rename(partial, path);
+  put_in_place(partial, path);
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -40,7 +49,7 @@ void write_text(const fs::path& path, const std::string& text) {
     if (!out)
       throw UserError(located(partial.string(), 0, "cannot be written", "check the disk and permissions"));
   }
-  fs::rename(partial, path);
+  put_in_place(partial, path);
 }
 
 at::Generator default_generator(const torch::Device& device) {
@@ -104,7 +113,7 @@ std::string write_resume_state(const std::string& dir, int epoch, const TrainerS
   const fs::path path = fs::path(dir) / resume_state_name(epoch);
   const fs::path partial = path.string() + ".partial";
   archive.save_to(partial.string());
-  fs::rename(partial, path);
+  put_in_place(partial, path);
   return path.string();
 }
 

@@ -886,13 +886,16 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
                                 std::to_string(train.size()) + " training images",
                             "give a smaller --batch or a larger --limit-train"));
   }
-  const EarlierRun earlier = options.force ? EarlierRun{} : read_earlier_run(options.out_dir);
   const torch::Device device(device_name);
   if (options.precision == Precision::FP16 && !device.is_cuda()) {
     throw UserError(located("command line", 0,
                             "--precision fp16 trains under autocast on a GPU only, not on " + device_name,
                             "give --device cuda, or --precision bf16"));
   }
+  // Held to the end: a second run in the same directory would append its epochs to this one's log and
+  // write over its checkpoints.
+  const OutputDirectoryLock lock(options.out_dir, ::flock, "training run");
+  const EarlierRun earlier = options.force ? EarlierRun{} : read_earlier_run(options.out_dir);
   const DeterminismScope determinism(device, /*tf32_off=*/options.device_independent, options.deterministic);
   TrainingOutcome outcome;
   // --chunk auto: the earlier session's chunk, else the search's, before the run's model is built, so that

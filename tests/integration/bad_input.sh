@@ -176,6 +176,9 @@ resume_damaged resume_median_text 'steps.jsonl:[0-9]+: is damaged.*median_ms' 'p
 resume_damaged resume_type_number 'steps.jsonl:[0-9]+: is not a batchscope record.*"type" in text' 'p["type"] = 3'
 resume_damaged resume_chunk_without_search 'steps.jsonl:[0-9]+: is damaged.*has a chunk whose chunk_largest_fitting is not a whole number' 'p["chunk"] = 2'
 resume_damaged resume_unknown_experiment 'steps.jsonl:[0-9]+: is damaged.*other' 'p["experiment"] = "other"'
+# A session on another machine than the first one's is refused before it measures or searches anything.
+resume_damaged resume_other_threads 'steps.jsonl:1: was begun with 99 LibTorch CPU threads, and this session has [0-9]+.*give --threads 99' 'records[0]["cpu"]["torch_threads"] = 99'
+resume_damaged resume_other_libtorch 'steps.jsonl:1: was begun with LibTorch 0.1.0, and this session has' 'records[0]["libtorch_version"] = "0.1.0"'
 # analyze keeps what it can use of a damaged log: each bad record is skipped with a warning naming its
 # line, exit code 0, and the report is still written.
 analyze_damaged() {  # NAME PATTERN PYTHON-EDIT of the records, as `records` (p: the first point)
@@ -202,7 +205,7 @@ analyze_damaged analyze_cpu_damaged 'steps.jsonl:1: .*cpu.torch_threads' 'record
 # A command-line value of the wrong kind is refused with its option's name and what it takes.
 expect option_threads_text "command line: --threads: 'abc' is not a whole number from 1 to 4096" sweep --model mnist_cnn --batch 1 --threads abc --out "$work/new1"
 expect option_threads_zero "command line: --threads: '0' is not a whole number from 1" train --threads 0 --out "$work/new1"
-expect option_steps_fraction "command line: --steps: '1.5' is not a whole number" sweep --model mnist_cnn --batch 1 --steps 1.5 --out "$work/new1"
+expect option_steps_fraction "command line: --steps: '1.5' is not auto or a whole number from 1 to 1000000" sweep --model mnist_cnn --batch 1 --steps 1.5 --out "$work/new1"
 expect option_lr_text "command line: --lr: 'fast' is not a number above 0" sweep --model mnist_cnn --batch 1 --lr fast --out "$work/new1"
 expect option_seed_negative "command line: --seed: '-1' is not a whole number from 0" sweep --model mnist_cnn --batch 1 --seed -1 --out "$work/new1"
 expect option_bool_value "command line: --channels-last: 'maybe' is not a value that option takes" sweep --model mnist_cnn --batch 1 --channels-last=maybe --out "$work/new1"
