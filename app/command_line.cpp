@@ -172,18 +172,13 @@ int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name
   const std::string text = result[name].as<std::string>();
   const std::optional<int64_t> value = whole_number(text);
   if (!value || *value < least || *value > most) {
-    const bool any = least == INT64_MIN && most == INT64_MAX;
     refuse_value(name, text,
-                 any                ? "a whole number (at most " + std::to_string(INT64_MAX) + ")"
-                 : most == INT64_MAX ? "a whole number of " + std::to_string(least) + " or more"
-                                     : "a whole number from " + std::to_string(least) + " to " + std::to_string(most),
-                 any ? "1" : std::to_string(least));
+                 most == INT64_MAX
+                     ? "a whole number of " + std::to_string(least) + " or more"
+                     : "a whole number from " + std::to_string(least) + " to " + std::to_string(most),
+                 std::to_string(least));
   }
   return *value;
-}
-
-int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name) {
-  return whole_option(result, name, INT64_MIN, INT64_MAX);
 }
 
 uint64_t seed_option(const cxxopts::ParseResult& result, const std::string& name) {
@@ -249,6 +244,20 @@ struct ExperimentOptionSpec {
 
 std::string text(const cxxopts::ParseResult& r, const std::string& name) { return r[name].as<std::string>(); }
 
+// An experiment's whole-number option: refused here where it is no number, with the values it takes; a
+// number out of range is refused by the experiment's own checks, which name the option and the range.
+int64_t experiment_whole(const cxxopts::ParseResult& r, const std::string& name, int64_t least, int64_t most,
+                         const std::string& or_word = "") {
+  const std::string given = text(r, name);
+  const std::optional<int64_t> value = whole_number(given);
+  if (!value) {
+    refuse_value(name, given,
+                 or_word + "a whole number from " + std::to_string(least) + " to " + std::to_string(most),
+                 std::to_string(least));
+  }
+  return *value;
+}
+
 // clang-format off
 const ExperimentOptionSpec kExperimentOptions[] = {
   {ExperimentOption::Model, "m,model", "model name (batchscope models lists them), or a TorchScript file's path (give --input, or --input-kind tokens and --seq-len)", false,
@@ -259,8 +268,9 @@ const ExperimentOptionSpec kExperimentOptions[] = {
    [](const auto& r, const auto& n, auto& o) { o.device = text(r, n); }},
   {ExperimentOption::Steps, "steps", "timed steps per batch size, or auto: timed until the median is known to within the ci width, within the min and max time", false,
    [](const auto& r, const auto& n, auto& o) {
-     if (text(r, n) == "auto") o.steps_auto = true;
-     else o.timed_steps = whole_option(r, n);
+     const std::string given = text(r, n);
+     if (given == "auto") o.steps_auto = true;
+     else o.timed_steps = experiment_whole(r, n, 1, limits::kMaxSteps, "auto or ");
    }},
   {ExperimentOption::CiWidth, "ci-width", "steps auto: stop once the median's 95% confidence interval is within this share of it, e.g. 2%; implies steps auto", false,
    [](const auto& r, const auto& n, auto& o) { o.ci_width = text(r, n); }},
@@ -269,7 +279,7 @@ const ExperimentOptionSpec kExperimentOptions[] = {
   {ExperimentOption::MaxTime, "max-time", "steps auto: seconds of timed steps at most, per batch size; implies steps auto", false,
    [](const auto& r, const auto& n, auto& o) { o.max_time = text(r, n); }},
   {ExperimentOption::Warmup, "warmup", "untimed warm-up steps per batch size", false,
-   [](const auto& r, const auto& n, auto& o) { o.warmup_steps = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.warmup_steps = experiment_whole(r, n, 0, limits::kMaxSteps); }},
   {ExperimentOption::Phase, "phase", "train or infer", false,
    [](const auto& r, const auto& n, auto& o) { o.phase = text(r, n); }},
   {ExperimentOption::Precision, "precision", "fp32, fp16 or bf16 (autocast)", false,
@@ -283,11 +293,11 @@ const ExperimentOptionSpec kExperimentOptions[] = {
   {ExperimentOption::InputKind, "input-kind", "a TorchScript file's input: float (a tensor [batch, ...input], returning [batch, classes] logits) or tokens (token ids [batch, seq-len], returning [batch, positions, vocabulary] or [batch, classes] logits)", false,
    [](const auto& r, const auto& n, auto& o) { o.input_kind = text(r, n); }},
   {ExperimentOption::Vocab, "vocab", "a TorchScript file of tokens: the synthetic token ids lie below this; default: the output's vocabulary (a sequence classifier needs it)", false,
-   [](const auto& r, const auto& n, auto& o) { o.vocab = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.vocab = experiment_whole(r, n, 1, limits::kMaxClasses); }},
   {ExperimentOption::SeqLen, "seq-len", "sequence models and TorchScript files of tokens: the sequence length (tokens or spectrogram frames)", false,
-   [](const auto& r, const auto& n, auto& o) { o.seq_len = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.seq_len = experiment_whole(r, n, 1, limits::kMaxDimension); }},
   {ExperimentOption::Classes, "classes", "number of classes (the vocabulary of a language model); default: the model's", false,
-   [](const auto& r, const auto& n, auto& o) { o.classes = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.classes = experiment_whole(r, n, 1, limits::kMaxClasses); }},
   {ExperimentOption::Data, "data", "synthetic, mnist, fashion-mnist, cifar10, cifar100, or a directory of one's files (it sets input and classes)", false,
    [](const auto& r, const auto& n, auto& o) { o.data = text(r, n); }},
   {ExperimentOption::Transfer, "transfer", "excluded or included: time the host-to-device copy of each batch", false,
@@ -324,9 +334,9 @@ const ExperimentOptionSpec kExperimentOptions[] = {
   {ExperimentOption::Profile, "profile", "after each batch size's timed steps, profile more steps per layer and operator or kernel (profile.jsonl); the timed steps are unchanged", true,
    [](const auto& r, const auto& n, auto& o) { o.profile = r[n].template as<bool>(); }},
   {ExperimentOption::ProfileSteps, "profile-steps", "profiled steps per batch size with --profile", false,
-   [](const auto& r, const auto& n, auto& o) { o.profile_steps = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.profile_steps = experiment_whole(r, n, 1, limits::kMaxProfileSteps); }},
   {ExperimentOption::Repeats, "repeats", "passes over the whole ladder, each in a new shuffled order; drift shows as spread between passes", false,
-   [](const auto& r, const auto& n, auto& o) { o.repeats = whole_option(r, n); }},
+   [](const auto& r, const auto& n, auto& o) { o.repeats = experiment_whole(r, n, 1, limits::kMaxRepeats); }},
 };
 // clang-format on
 
@@ -353,7 +363,8 @@ std::optional<std::string> default_shown(ExperimentOption id) {
     case ExperimentOption::LossScaleInit: return number_text(d.loss_scaler.init_scale);
     case ExperimentOption::LossScaleGrowthInterval: return std::to_string(d.loss_scaler.growth_interval);
     case ExperimentOption::Foreach: return std::string("auto");
-    case ExperimentOption::Chunk: return d.chunk == 0 ? std::string("0, the whole batch") : std::to_string(d.chunk);
+    case ExperimentOption::Chunk:
+      return d.chunk == 0 ? std::string("none, every batch whole") : std::to_string(d.chunk);
     case ExperimentOption::Order: return to_string(d.order);
     case ExperimentOption::Seed: return std::to_string(d.seed);
     case ExperimentOption::ProfileSteps: return std::to_string(d.profile_steps);
@@ -423,7 +434,7 @@ void apply_threads_option(const cxxopts::ParseResult& result) {
 std::string threads_help(const std::string& what) {
   return what + " (default: one per physical core this process may use, " +
          std::to_string(cpu_threads::usable_physical_cores(cpu_threads::allowed_cpus())) +
-         " here; OMP_NUM_THREADS decides where it is set)";
+         " here; OMP_NUM_THREADS or MKL_NUM_THREADS decides where one is set)";
 }
 
 std::vector<int64_t> batch_list_option(const cxxopts::ParseResult& result, const std::string& name) {

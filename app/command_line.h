@@ -53,9 +53,8 @@ std::optional<int64_t> whole_number(const std::string& text);
 // Number options are declared as text (cxxopts::value<std::string>()) and read with these, so that a
 // wrong value is refused with its option's name and the values it takes:
 //   command line: --threads: 'abc' is not a whole number from 1 to 4096; give one, e.g. --threads 1.
-int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least, int64_t most);
-// Any whole number, for options whose range the experiment's own checks give (they name the option too).
-int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name);
+int64_t whole_option(const cxxopts::ParseResult& result, const std::string& name, int64_t least,
+                     int64_t most);
 // One batch size, or several ("32,128,512", "32:4096:x4", as a sweep's batch spec reads them), each from
 // 1 to the largest batch size.
 std::vector<int64_t> batch_list_option(const cxxopts::ParseResult& result, const std::string& name);

@@ -171,7 +171,8 @@ int run_microbatch_command(const std::vector<std::string>& args) {
   const auto result = parse_command_line(options, args);
   if (result.count("help")) {
     std::cout << options.help()
-              << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_plan, microbatch_result, end) and "
+              << "\nWrites DIR/microbatch.jsonl (run, layer_cost, layer_cost_skipped, layer_plan, "
+                 "microbatch_result, end) and "
                  "DIR/report.md. Each cost is written to DIR/microbatch.jsonl as it is measured: a study\n"
                  "stopped (Ctrl-C) goes on from there when the same command runs again.\n"
                  "Exit codes: 0 done, 2 bad input, 130 stopped (run the same command again to go on).\n"

@@ -98,7 +98,7 @@ def main():
     model = MODELS[a.model](a.classes).to(device)
     train = a.phase == "train"
     model.train(train)
-    # Each with PyTorch's own defaults (AdamW decays weights by 0.01), as batchscope's.
+    # At --lr, and otherwise with PyTorch's own defaults (AdamW decays weights by 0.01), as batchscope's.
     optimizer = OPTIMIZERS[a.optimizer](model.parameters(), lr=a.lr, foreach=bool(a.foreach)) if train else None
     x = y = None
 

@@ -443,7 +443,7 @@ PlotScript time_to_accuracy_plot(const BatchStudy& study) {
   body += "set xlabel 'training time (s, evaluation excluded)'\n";
   body += "set ylabel 'test accuracy (%)'\n";
   body += "set yrange [*:100]\n";  // no room above what an accuracy can be
-  body += "set key below\nset bmargin 6\n";
+  body += "set key below\n";       // gnuplot leaves the key the room it needs below the axis
   // Small batches reach the target in seconds where large ones take minutes: a log axis past 50x.
   if (shortest > 0 && longest / shortest > 50) {
     body +=

@@ -213,8 +213,8 @@ std::optional<PlotScript> time_to_accuracy_plot(const GroupAnalysis& group) {
   body += "set title " +
           gp_string(group.label + ": time to an accuracy with B_noise " + gp_number(t.noise.b_noise, 4)) +
           "\n";
-  body +=
-      "set ylabel 'against the least (×)'\nset logscale y\nset yrange [0.9:" + gp_number(1.5 * top) + "]\n";
+  body += "set ylabel 'time and steps, each against its least (×)'\nset logscale y\nset yrange [0.9:" +
+          gp_number(1.5 * top) + "]\n";
   body += "set key top center\n";
   body += x_range(t.points.front().batch_size, t.points.back().batch_size);
   body += "set label " + gp_string("least: " + std::to_string(t.best->batch_size)) + " at first " +

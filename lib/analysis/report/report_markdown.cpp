@@ -396,9 +396,13 @@ void write_group(std::ostream& out, const GroupAnalysis& g, const PlotOutcome& p
   embed_plot(out, plots, dir, g.id + "_throughput", "samples/s vs batch size");
   embed_plot(out, plots, dir, g.id + "_rate", "TFLOP/s vs batch size against the measured peaks");
   embed_plot(out, plots, dir, g.id + "_time_to_accuracy", "time to an accuracy vs batch size");
-  out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
-      << g.points.size() << " measured) from " << counted(static_cast<long long>(g.logs.size()), "log")
-      << ".\n\n";
+  if (g.points.size() == 1) {
+    out << "Batch size " << g.points.front().batch_size << " alone";
+  } else {
+    out << "Batch sizes " << g.points.front().batch_size << "–" << g.points.back().batch_size << " ("
+        << g.points.size() << " measured)";
+  }
+  out << " from " << counted(static_cast<long long>(g.logs.size()), "log") << ".\n\n";
   if (const std::string settings = departed_settings(g.identity); !settings.empty()) {
     out << "**Settings:** " << settings << ".\n\n";
   }
