@@ -549,6 +549,13 @@ class Campaign:
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
             t0 = time.monotonic()
             rc, interrupted = self.bounded(it)
+            if rc == 2 and resumes(it) and begun_elsewhere(self.item_log(it)):
+                # Its batch sizes so far were measured on another machine (another LibTorch, cuDNN or
+                # GPU), which batchscope refuses to add to: they are kept beside, and it starts again.
+                self.log(f"({i}) {it['id']}: its earlier batch sizes were measured on another machine "
+                         f"({begun_elsewhere(self.item_log(it))}): kept beside, started again here")
+                set_aside(it["out"])
+                rc, interrupted = self.bounded(it)
             seconds = time.monotonic() - t0
             missed = it["kind"] == "bench" and rc == 1 and os.path.isfile(it["out"])
             if rc == 0 or missed:
@@ -610,10 +617,13 @@ class Campaign:
         return os.path.exists(os.path.join(root, "mnist", "train-images-idx3-ubyte")) or os.path.exists(
             os.path.join(root, "mnist", "train-images-idx3-ubyte.gz"))
 
+    def item_log(self, it):
+        return os.path.join(self.state_dir, it["id"] + ".log")
+
     def bounded(self, it):
         """Runs one item; stops it with SIGINT before the budget, again at once if it does not stop.
         Returns the exit code and whether it was stopped."""
-        log_path = os.path.join(self.state_dir, it["id"] + ".log")
+        log_path = self.item_log(it)
         with open(log_path, "a") as log:
             p = subprocess.Popen([it.get("program", self.bin)] + it["argv"], stdout=log, stderr=subprocess.STDOUT,
                                  env=dict(os.environ, **it.get("env", {})))
@@ -887,6 +897,21 @@ def stopped_after(status):
     ("stopped after 241 s", the longest of its runs), or None."""
     match = re.fullmatch(r"stopped after (\d+) s", status or "")
     return float(match.group(1)) if match else None
+
+
+def begun_elsewhere(log_path):
+    """The refusal an item's last run ended with where it was a sweep begun on another machine ("...
+    was begun with LibTorch 2.6.0, and this session has 2.11.0"), else ""."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            lines = [l for l in f.read().decode("utf-8", "replace").splitlines() if l.strip()]
+    except OSError:
+        return ""
+    last = lines[-1] if lines else ""
+    found = re.search(r"steps\.jsonl:1: (was begun (?:with|on) [^;]*)", last)
+    return found.group(1) if found else ""
 
 
 def set_aside(path):

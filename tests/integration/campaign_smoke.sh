@@ -117,6 +117,24 @@ else
   fail "listing into head -1: exit $rc, $(head -3 "$work/early.err")"
 fi
 
+# A sweep begun on another machine is refused by batchscope; the campaign knows that refusal by its words
+# (and sets the sweep aside to start it again), and no other.
+python3 - "$work" <<'PY' && ok "a sweep begun on another machine is told from other refusals" || fail "begun_elsewhere"
+import os, sys
+sys.path.insert(0, "scripts/lib")
+import campaign
+log = os.path.join(sys.argv[1], "item.log")
+with open(log, "w") as f:
+    f.write("[info] starting\nbatchscope: r/vgg16/steps.jsonl:1: was begun with LibTorch 2.6.0, and this session has "
+            "2.11.0; resume it with the program and libraries it was begun with, choose another --out directory, "
+            "or pass --force to replace it.\n\n")
+assert campaign.begun_elsewhere(log) == "was begun with LibTorch 2.6.0, and this session has 2.11.0", campaign.begun_elsewhere(log)
+with open(log, "a") as f:
+    f.write("batchscope: r/vgg16/steps.jsonl:1: holds a sweep of different experiments than this command asks for\n")
+assert campaign.begun_elsewhere(log) == ""
+assert campaign.begun_elsewhere(os.path.join(sys.argv[1], "absent.log")) == ""
+PY
+
 # 16 s of budget, 4 kept back: the first sweep (six batch sizes of VGG16, profiled, about 25 s here) is
 # asked to stop after 12 s. It starts where 5 s are left after the reserve, so the campaign's own start may
 # take 7 s on a loaded machine (0.2 s on an idle one).
