@@ -276,49 +276,54 @@ TEST(Repeats, TheSummaryTablePoolsThePasses) {
 // pools them the same way. (Each of these was once the last pass's alone.)
 TEST(RepeatsAnalysis, ABatchSizesPassesCountTogetherBeyondItsStepTimes) {
   const testing_support::TempDir dir;
-  const std::string path = dir / "passes.jsonl";
   std::vector<SweepRecord> records;
-  for (int pass = 1; pass <= 2; ++pass) {
-    BatchKey key{"g", "vgg16", "train", "fp16", "cuda:0", "excluded", 8, pass};
-    std::vector<double> times;
-    for (int i = 0; i < 6; ++i) {
-      const double ms = pass == 1 ? 10.0 + 0.01 * i : 12.0 + 0.01 * i;
-      times.push_back(ms);
-      // Host times: pass 1's at 1 ms, pass 2's at 5 ms; over both the median is 3 ms.
-      records.push_back(StepRecord{key, i, ms, 1.0, std::nullopt, pass == 1 ? 1.0 : 5.0});
+  // The log of the two passes, each read by a counter that updates every resolution_ms.
+  const auto write_log = [&](const std::string& name, double resolution_ms) {
+    const std::string path = dir / name;
+    records.clear();
+    for (int pass = 1; pass <= 2; ++pass) {
+      BatchKey key{"g", "vgg16", "train", "fp16", "cuda:0", "excluded", 8, pass};
+      std::vector<double> times;
+      for (int i = 0; i < 6; ++i) {
+        const double ms = pass == 1 ? 10.0 + 0.01 * i : 12.0 + 0.01 * i;
+        times.push_back(ms);
+        // Host times: pass 1's at 1 ms, pass 2's at 5 ms; over both the median is 3 ms.
+        records.push_back(StepRecord{key, i, ms, 1.0, std::nullopt, pass == 1 ? 1.0 : 5.0});
+      }
+      PointRecord point = point_record(key, times, 1e9, pass == 1 ? 300 : 100);
+      point.host_median_ms = pass == 1 ? 1.0 : 5.0;
+      point.skipped_steps = pass;  // 1, then 2
+      PointEnergy e;
+      e.method = "nvml energy counter";
+      e.scope = "GPU board";
+      e.resolution_ms = resolution_ms;
+      e.joules = pass == 1 ? 10.0 : 30.0;
+      e.window_ms = pass == 1 ? 100.0 : 200.0;
+      e.steps = 6;
+      e.idle_power_w = pass == 1 ? 40.0 : 60.0;
+      e.start.sm_clock_mhz = 1980;
+      e.end.sm_clock_mhz = pass == 1 ? 1500 : 1950;  // the first pass's window ended throttled
+      derive_energy_figures(e, 8);
+      point.energy = e;
+      records.push_back(point);
     }
-    PointRecord point = point_record(key, times, 1e9, pass == 1 ? 300 : 100);
-    point.host_median_ms = pass == 1 ? 1.0 : 5.0;
-    point.skipped_steps = pass;  // 1, then 2
-    PointEnergy e;
-    e.method = "nvml energy counter";
-    e.scope = "GPU board";
-    e.resolution_ms = 1.0;
-    e.joules = pass == 1 ? 10.0 : 30.0;
-    e.window_ms = pass == 1 ? 100.0 : 200.0;
-    e.steps = 6;
-    e.idle_power_w = pass == 1 ? 40.0 : 60.0;
-    e.start.sm_clock_mhz = 1980;
-    e.end.sm_clock_mhz = pass == 1 ? 1500 : 1950;  // the first pass's window ended throttled
-    derive_energy_figures(e, 8);
-    point.energy = e;
-    records.push_back(point);
-  }
-  {
-    std::ofstream out(path);
-    const Json config = {{"name", "g"},         {"model", "vgg16"},     {"phase", "train"},
-                         {"precision", "fp16"}, {"input", {3, 32, 32}}, {"classes", 10},
-                         {"data", "synthetic"}};
-    out << Json{{"type", "run"},
-                {"run_id", "r"},
-                {"libtorch_version", "1.13"},
-                {"config", {{"experiments", {config}}}}}
-               .dump()
-        << "\n";
-    for (const SweepRecord& r : records) out << to_json(r).dump() << "\n";
-    out << to_json(SweepRecord(end_record())).dump() << "\n";
-  }
-  const Analysis a = analyze_logs({path}, AnalyzeOptions{});
+    {
+      std::ofstream out(path);
+      const Json config = {{"name", "g"},         {"model", "vgg16"},     {"phase", "train"},
+                           {"precision", "fp16"}, {"input", {3, 32, 32}}, {"classes", 10},
+                           {"data", "synthetic"}};
+      out << Json{{"type", "run"},
+                  {"run_id", "r"},
+                  {"libtorch_version", "1.13"},
+                  {"config", {{"experiments", {config}}}}}
+                 .dump()
+          << "\n";
+      for (const SweepRecord& r : records) out << to_json(r).dump() << "\n";
+      out << to_json(SweepRecord(end_record())).dump() << "\n";
+    }
+    return path;
+  };
+  const Analysis a = analyze_logs({write_log("passes.jsonl", 1.0)}, AnalyzeOptions{});
   ASSERT_EQ(a.groups.size(), 1u);
   ASSERT_EQ(a.groups[0].points.size(), 1u);
   const PointStats& p = a.groups[0].points[0];
@@ -339,11 +344,20 @@ TEST(RepeatsAnalysis, ABatchSizesPassesCountTogetherBeyondItsStepTimes) {
   EXPECT_NEAR(e.j_per_step_above_idle.value_or(0), 24.0 / 12, 1e-9);
   EXPECT_EQ(e.end.sm_clock_mhz, 1500.0);
   EXPECT_TRUE(e.throttled);
+  EXPECT_EQ(e.shortest_window_ms, 100.0);
+  EXPECT_FALSE(e.low_confidence);  // 100 ms of a counter that updates every 1 ms
 
   const Json table = summary_json(records).at(0);
   EXPECT_EQ(table.at("samples"), 12);
   EXPECT_EQ(table.at("skipped_steps"), 3);
   EXPECT_NEAR(table.at("samples_per_j").get<double>(), 12.0 * 8 / 40, 1e-9);
+
+  // A counter that updates every 15 ms: the first pass's window saw under 10 updates (100 < 150 ms), and
+  // its edges' rounding is in the sum, though the two windows add up to 300 ms.
+  const Analysis coarse = analyze_logs({write_log("coarse.jsonl", 15.0)}, AnalyzeOptions{});
+  ASSERT_TRUE(coarse.groups.at(0).points.at(0).energy.has_value());
+  EXPECT_TRUE(coarse.groups[0].points[0].energy->low_confidence);
+  EXPECT_EQ(coarse.groups[0].energy->low_confidence, std::vector<int64_t>{8});
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
 #include "lib/common/statistics.h"
+#include "lib/device/cpu_memory.h"
 #include "lib/sweep/sweep_runner.h"
 #include "lib/timing/measure_batch.h"
 #include "lib/timing/step_runner.h"
@@ -367,6 +368,26 @@ TEST(Workload, Bf16AutocastAndChannelsLastTrainOnTheCpu) {
   for (double loss : steps.losses) EXPECT_TRUE(std::isfinite(loss));
   // Autocast is switched off again after each step.
   EXPECT_EQ((torch::ones({2, 2}).mm(torch::ones({2, 2}))).scalar_type(), torch::kFloat);
+}
+
+// The timed steps keep nothing of a step on the device once it has ended: a size's peak memory is the
+// same after 5 steps as after 50 (each step's loss, kept as a tensor until the end, once added 4 bytes a
+// step on the CPU and 512 on a GPU).
+TEST(Workload, ThePeakMemoryOfTimedStepsDoesNotGrowWithTheirCount) {
+  cpu_memory::install();
+  ExperimentConfig e = tiny_sweep({2}).experiments[0];
+  Workload w(e, torch::Device("cpu"));
+  w.prepare_batch(2);
+  w.warm_up(2);
+  HostStepTimer timer;
+  const auto peak_after = [&](int steps) {
+    cpu_memory::reset_peak();
+    const TimedSteps timed = run_timed_steps(w, timer, steps);
+    EXPECT_EQ(timed.losses.size(), static_cast<std::size_t>(steps));
+    return cpu_memory::peak_bytes();
+  };
+  const int64_t few = peak_after(5);
+  EXPECT_EQ(peak_after(50), few);
 }
 
 TEST(Workload, InferenceRecordsNoLossAndLeavesNoGradients) {

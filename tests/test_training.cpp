@@ -43,6 +43,36 @@ TEST(AgreeingSignificantDigits, CountsTheDigitsThatRoundAlike) {
   EXPECT_EQ(agreeing_significant_digits(NAN, 1.0), 0);
 }
 
+// The pass before the first epoch that takes the libraries' first-call costs out of its time leaves
+// nothing behind: the weights, the buffers, no gradients, and the next random draws (dropout's) as they
+// would have been.
+TEST(WarmUp, LeavesTheWeightsBuffersGradientsAndGeneratorsAsTheyWere) {
+  torch::manual_seed(5);
+  const std::shared_ptr<models::Network> network =
+      training_parts::build_network("mnist_cnn", data::dataset_kind("mnist"));
+  const data::Dataset train{"mnist", torch::randn({8, 1, 28, 28}), torch::randint(0, 10, {8}, torch::kLong)};
+  std::vector<torch::Tensor> parameters = network->parameters();
+  torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(0.1));
+  const training_parts::TrainerState state{&optimizer, torch::Device("cpu"), std::nullopt, nullptr};
+  std::vector<torch::Tensor> before;
+  for (const torch::Tensor& t : network->parameters()) before.push_back(t.detach().clone());
+  for (const torch::Tensor& t : network->buffers()) before.push_back(t.detach().clone());
+  const training_parts::GeneratorStates generators = training_parts::capture_generators(state);
+  TrainingOptions o;
+  o.batch_size = 4;
+  training_parts::warm_up_libraries(*network, parameters, train, o, state);
+  std::vector<torch::Tensor> after;
+  for (const torch::Tensor& t : network->parameters()) after.push_back(t.detach());
+  for (const torch::Tensor& t : network->buffers()) after.push_back(t.detach());
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i)
+    EXPECT_TRUE(torch::equal(after[i], before[i])) << "tensor " << i;
+  for (const torch::Tensor& p : network->parameters()) EXPECT_FALSE(p.grad().defined());
+  const torch::Tensor drawn = torch::rand({4});
+  training_parts::restore_generators(state, generators);
+  EXPECT_TRUE(torch::equal(drawn, torch::rand({4})));
+}
+
 // Under bf16 the test loss is taken in fp32, as training takes its loss: from bf16 logits it had 3
 // significant digits (two samples read 2.28125 alike).
 TEST(Evaluate, TakesTheLossInFp32UnderAutocast) {

@@ -24,7 +24,11 @@ namespace batchscope {
 // The energy side of one batch size as analyze uses it: the point record's energy fields and two
 // verdicts of the analysis.
 struct PointEnergyStats : PointEnergy {
-  // A window of fewer than 10 counter updates: shown, but kept out of the most efficient choice.
+  // With repeated passes, the shortest of their windows: each window carries its own edges' rounding, so
+  // the passes' summed window_ms says more updates than any one of them saw.
+  std::optional<double> shortest_window_ms = std::nullopt;
+  // A window of fewer than 10 counter updates (with passes, any pass's): shown, but kept out of the most
+  // efficient choice.
   bool low_confidence = false;
   // The SM clock fell during the window or stayed well below the group's best: a slower device then.
   bool throttled = false;

@@ -57,7 +57,14 @@ PointStats stats_of(const RawPoint& raw, int min_samples) {
     if (raw.pass_points.size() > 1 && !raw.host_ms.empty() && raw.host_ms.size() == raw.times_ms.size())
       p.host_median_ms = median(raw.host_ms);
     p.skipped_steps = raw.point->skipped_steps;
-    if (raw.point->energy) p.energy = PointEnergyStats{*raw.point->energy};
+    if (raw.point->energy) {
+      p.energy = PointEnergyStats{*raw.point->energy};
+      for (const PointRecord& pass : raw.pass_points) {
+        if (!pass.energy || !pass.energy->window_ms) continue;
+        p.energy->shortest_window_ms =
+            std::min(p.energy->shortest_window_ms.value_or(*pass.energy->window_ms), *pass.energy->window_ms);
+      }
+    }
     if (raw.point->chunk) {
       p.chunk = raw.point->chunk->chunk;
       p.chunk_largest_fitting = raw.point->chunk->largest_fitting;

@@ -113,8 +113,8 @@ void analyze_energy(GroupAnalysis& g) {
   for (PointStats& p : g.points) {
     if (!p.energy) continue;
     PointEnergyStats& e = *p.energy;
-    e.low_confidence =
-        e.window_ms && e.resolution_ms && *e.window_ms < kMinUpdatesPerWindow * *e.resolution_ms;
+    const std::optional<double> window = e.shortest_window_ms ? e.shortest_window_ms : e.window_ms;
+    e.low_confidence = window && e.resolution_ms && *window < kMinUpdatesPerWindow * *e.resolution_ms;
     if (e.low_confidence) energy.low_confidence.push_back(p.batch_size);
 
     Throttling t;

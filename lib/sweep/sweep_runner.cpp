@@ -294,6 +294,13 @@ bool run_experiment(Session& s, const ExperimentConfig& e, int index, int count)
 // starts (once its directory is taken), before they run.
 void warn_of_too_few_steps(const SweepConfig& config) {
   for (const ExperimentConfig& e : config.experiments) {
+    if (e.warmup_steps == 0) {
+      spdlog::warn(
+          "experiment {}: no warm-up step, so each batch size's first timed step pays for what a "
+          "shape's first step costs (allocations, the optimizer's state, cuDNN's choice of algorithm), "
+          "in its spread and mean; give --warmup 1 or more",
+          e.name);
+    }
     if (e.timed_steps >= limits::kMinAnalyzedSteps) continue;
     spdlog::warn("experiment {}: {} timed step(s) per batch size, fewer than the {} analyze needs to use a batch "
                  "size (its jumps, its best size); give --steps {} or more, or analyze with --min-samples {}",

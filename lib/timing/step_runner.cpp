@@ -291,7 +291,9 @@ void Workload::synchronize() const {
 TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, const StepObserver* observer) {
   const auto n = static_cast<std::size_t>(steps);
   const bool train = workload.training();
-  std::vector<torch::Tensor> losses(train ? n : 0);
+  // Each step's loss read to the host once the step has ended, outside the timer: kept as tensors until
+  // after the loop, they would hold one allocation per step on the device, in the size's peak memory.
+  std::vector<double> losses(train ? n : 0);
   // The issuing thread's CPU time, read just outside the timer's own two timestamps.
   std::vector<timespec> cpu_start(n), cpu_stop(n);
   const LossScaler* scaler = workload.loss_scaler();
@@ -306,7 +308,7 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
     timer.stop(step);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu_stop[i]);
     workload.synchronize();
-    if (train) losses[i] = workload.last_loss();
+    if (train) losses[i] = workload.last_loss().item<double>();
     if (observer != nullptr) (*observer)(StepPart::Timed, step + 1, steps);
   }
   TimedSteps out;
@@ -317,7 +319,7 @@ TimedSteps run_timed_steps(Workload& workload, StepTimer& timer, int steps, cons
     out.host_ms[i] = static_cast<double>(cpu_stop[i].tv_sec - cpu_start[i].tv_sec) * 1e3 +
                      static_cast<double>(cpu_stop[i].tv_nsec - cpu_start[i].tv_nsec) / 1e6;
   }
-  for (const auto& l : losses) out.losses.push_back(l.item<double>());
+  out.losses = std::move(losses);
   if (scaler != nullptr) {
     out.skipped_steps = scaler->skipped_steps() - skipped_before;
     out.loss_scale = scaler->current_scale();

@@ -538,6 +538,48 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
           loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
+// The libraries' first calls at the run's shapes (cuDNN's and cuBLAS's handles and choice of algorithm,
+// the caching allocator's blocks, oneDNN's primitives), in one untimed forward and backward pass over the
+// first batch before the first epoch's clock starts: else the first epoch of a process's first run pays
+// them (of a batch study, the first size's alone). Nothing of it stays: no optimizer step, the gradients
+// dropped, the batch norms' statistics and the random generators put back, so the run's numbers are bit
+// for bit those without it. A pass that does not fit is left to the epoch, which says so.
+void warm_up_libraries(models::Network& model, std::vector<torch::Tensor>& parameters,
+                       const data::Dataset& train, const TrainingOptions& o, const TrainerState& state) {
+  const KeptGenerators kept(state);
+  std::vector<torch::Tensor> buffers;
+  for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
+  try {
+    data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/false, state.device);
+    data::Batch batch;
+    if (loader.next(batch)) {
+      model.train();
+      const torch::Tensor images = in_memory_format(batch.images, o.channels_last);
+      const std::vector<int64_t> parts =
+          micro_batch_sizes(batch.labels.size(0), o.accumulates() ? o.chunk : 0);
+      const std::vector<torch::Tensor> slices = images.split_with_sizes(parts);
+      const std::vector<torch::Tensor> labels = batch.labels.split_with_sizes(parts);
+      for (std::size_t i = 0; i < slices.size(); ++i) {
+        torch::Tensor loss;
+        {
+          const AutocastScope autocast(o.precision, state.device);
+          loss = torch::nn::functional::cross_entropy(model.forward(slices[i]), labels[i]);
+        }
+        loss.backward();
+      }
+    }
+  } catch (const std::exception& error) {
+    if (!is_out_of_memory(error)) throw;
+  }
+  for (auto& p : parameters) p.mutable_grad().reset();
+  {
+    const torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> now = model.buffers();
+    for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(buffers[i]);
+  }
+  synchronize(state.device);
+}
+
 // Makes the noise scale's batches and augmentation differ from training's (any odd 64-bit constant would do).
 constexpr uint64_t kNoiseScaleSalt = 0xd1b54a32d192ed03ULL;
 
@@ -1068,6 +1110,7 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
           static_cast<double>(passes) / static_cast<double>(train.size()));
     }
   }
+  if (done < o.epochs) warm_up_libraries(*model, parameters, train, o, state);
   if (o.on_start) o.on_start();
   for (const EpochResult& r : earlier.epochs) finished(r);
   outcome.diverged_epoch = batchscope::diverged_epoch(outcome.epochs);

@@ -105,6 +105,11 @@ class KeptGenerators {
   const TrainerState state_;
   const GeneratorStates kept_;
 };
+// One untimed forward and backward pass over the first batch at the run's shapes, before the first epoch,
+// so that the libraries' first-call costs are not in its time; the weights, batch-norm statistics,
+// gradients (none) and random generators are left as they were.
+void warm_up_libraries(models::Network& model, std::vector<torch::Tensor>& parameters,
+                       const data::Dataset& train, const TrainingOptions& o, const TrainerState& state);
 // resume_epochN.pt in dir, written beside and renamed into place; returns its path.
 std::string write_resume_state(const std::string& dir, int epoch, const TrainerState& state);
 // Loads a resume_epochN.pt into the optimizer and generators; a missing or unreadable file is a

@@ -138,6 +138,8 @@ grep -q "environment: BATCHSCOPE_MALLOC='lots' is not fixed or dynamic" "$work/m
   > /dev/null 2> "$work/threads.err"
 grep -q "2 timed step(s) per batch size, fewer than the 5 analyze needs" "$work/threads.err" \
   || { echo "sweep_records: no warning of too few steps: $(cat "$work/threads.err")"; exit 1; }
+grep -q "no warm-up step, so each batch size's first timed step pays for" "$work/threads.err" \
+  || { echo "sweep_records: no warning of no warm-up: $(cat "$work/threads.err")"; exit 1; }
 python3 -c '
 import json, sys
 run = json.loads(open(sys.argv[1]).readline())
