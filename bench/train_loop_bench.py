@@ -5,7 +5,8 @@ with SGD and momentum 0.9 at the same rate, on the same device and threads, and 
 the device synchronised before and after, the evaluation left out. Each step does what train's does:
 gather the shuffled batch (into page-locked memory for a GPU, copied without blocking), forward, the
 cross-entropy, the gradients reset, backward, the optimizer step, and the loss and hits summed on the
-device. The sides take turns, the first alternating from round to round, so that the machine's changing
+device; before the epoch, one untimed forward and backward pass over the first batch, undone, as train
+runs one so that the libraries' first-call costs are not in the epoch. The sides take turns, the first alternating from round to round, so that the machine's changing
 speed hits both alike; a round is one epoch of each, each side a fresh process (so that neither brings a
 warm GPU context, cuDNN's handles or an allocator's cache from an earlier round). It prints each round's
 epoch times, the median of the rounds' ratios batchscope / PyTorch with their range, and whether the goal
@@ -67,6 +68,21 @@ def python_epoch(images, labels, batch, lr, device, seed):
     loss_sum = torch.zeros((), dtype=torch.double, device=device)
     correct = torch.zeros((), dtype=torch.long, device=device)
     pinned = device.type == "cuda"
+    # As train does before its first epoch: one untimed forward and backward pass over the split's first
+    # batch, its gradients dropped and the batch norms' statistics and random generators put back, so that
+    # neither side's epoch carries the libraries' first-call costs.
+    cpu_rng = torch.get_rng_state()
+    device_rng = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
+    buffers = [b.detach().clone() for b in model.buffers()]
+    F.cross_entropy(model(images[:batch].to(device)), labels[:batch].to(device)).backward()
+    for p in model.parameters():
+        p.grad = None
+    with torch.no_grad():
+        for b, kept in zip(model.buffers(), buffers):
+            b.copy_(kept)
+    torch.set_rng_state(cpu_rng)
+    if device_rng is not None:
+        torch.cuda.set_rng_state(device_rng, device)
     synchronize(device)
     start = time.perf_counter()
     for first in range(0, images.size(0), batch):
