@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <cxxopts.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
+#include <vector>
 
 #include "app/command_line.h"
 #include "app/commands.h"
@@ -133,7 +136,25 @@ cxxopts::Options analyze_options() {
   return options;
 }
 
-// report.md, analysis.json and the plots in out_dir (created where missing); returns what became of the plots.
+// report.md, analysis.json and the plots in out_dir (created where missing); returns what became of the
+// plots. A log as the default --out's analysis.json names it: the last two parts of its path
+// ("a/steps.jsonl"), the same whatever directory analyze ran from.
+std::string log_key(const std::string& argument) {
+  const fs::path file = fs::absolute(log_file_for(argument)).lexically_normal();
+  return (file.parent_path().filename() / file.filename()).string();
+}
+
+// analysis.json, with the logs as given on the command line and as the default --out's check names them.
+Json analysis_json(const Analysis& analysis, const AnalyzeOptions& analyze,
+                   const cxxopts::ParseResult& result) {
+  Json j = analysis_to_json(analysis, analyze);
+  Json arguments = Json::array();
+  for (const std::string& log : result["logs"].as<std::vector<std::string>>())
+    arguments.push_back(Json{{"given", log}, {"log", log_key(log)}});
+  j["arguments"] = arguments;
+  return j;
+}
+
 PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyze, const fs::path& out_dir,
                           const cxxopts::ParseResult& result) {
   std::error_code ec;
@@ -152,9 +173,33 @@ PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyz
   }
   std::ostringstream report;
   write_report(report, analysis, plots, "plots");
-  replace_file((out_dir / "analysis.json").string(), analysis_to_json(analysis, analyze).dump(2) + "\n");
+  replace_file((out_dir / "analysis.json").string(), analysis_json(analysis, analyze, result).dump(2) + "\n");
   replace_file((out_dir / "report.md").string(), report.str());
   return plots;
+}
+
+// Where the default --out (analysis/ beside the first log) holds an analysis of other logs, this one would
+// replace it: `analyze a` then `analyze a b` would lose a's own report. Refused; the same logs again, or an
+// analysis that names none (written before it did), are replaced as always.
+void refuse_other_analysis(const fs::path& out_dir, const std::vector<std::string>& keys) {
+  const fs::path path = out_dir / "analysis.json";
+  std::ifstream in(path);
+  if (!in) return;
+  const Json earlier = Json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!earlier.is_object() || !earlier.contains("arguments") || !earlier["arguments"].is_array()) return;
+  std::vector<std::string> then;
+  for (const Json& a : earlier["arguments"]) {
+    if (a.is_object() && a.contains("log") && a["log"].is_string())
+      then.push_back(a["log"].get<std::string>());
+  }
+  std::vector<std::string> now = keys;
+  std::sort(then.begin(), then.end());
+  std::sort(now.begin(), now.end());
+  if (then == now) return;
+  throw UserError(located(
+      path.string(), 0,
+      "holds the analysis of " + listed(then) + ", which this analysis of " + listed(now) + " would replace",
+      "give --out DIR for this one, or remove " + out_dir.string() + " to replace it"));
 }
 
 }  // namespace
@@ -187,11 +232,14 @@ int run_analyze_command(const std::vector<std::string>& args) {
     analyze.noise_scale = noise_scale_option(result["noise-scale"].as<std::string>());
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
-  const Analysis analysis = analyze_logs(logs, analyze);
-
+  std::vector<std::string> keys;
+  for (const std::string& log : logs) keys.push_back(log_key(log));
   const fs::path out_dir = result.count("out")
                                ? fs::path(result["out"].as<std::string>())
                                : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
+  if (!result.count("out")) refuse_other_analysis(out_dir, keys);
+  const Analysis analysis = analyze_logs(logs, analyze);
+
   const PlotOutcome plots = write_outputs(analysis, analyze, out_dir, result);
 
   for (const std::string& w : analysis.warnings) std::cerr << "batchscope: warning: " << w << "\n";
@@ -200,7 +248,7 @@ int run_analyze_command(const std::vector<std::string>& args) {
   std::ostream& said = result.count("json") ? std::cerr : std::cout;
   if (result.count("json")) {
     // Standard output holds the JSON alone (what analysis.json holds), for a pipe.
-    std::cout << analysis_to_json(analysis, analyze).dump(2) << "\n";
+    std::cout << analysis_json(analysis, analyze, result).dump(2) << "\n";
   } else if (!result.count("quiet")) {
     write_terminal_summary(std::cout, analysis);
     std::cout << "\n";

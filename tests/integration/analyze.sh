@@ -199,5 +199,19 @@ else
   fail "analyze of a run record with values of other types: $(cat "$work/err")"
 fi
 
+# The default --out beside the first log holds that log's own analysis: an analysis of it with another log
+# would replace it, and is refused with the way out; the same log again, from inside its directory too,
+# replaces it as always.
+before="$(md5sum < "$work/cpu/analysis/report.md")"
+if "$bin" analyze "$work/cpu" "$work/odd" --no-plots > /dev/null 2> "$work/err"; then
+  fail "an analysis of two logs replaced the first log's own"
+elif grep -q "analysis.json: holds the analysis of cpu/steps.jsonl, which this analysis of cpu/steps.jsonl and odd/steps.jsonl would replace; give --out DIR" "$work/err" &&
+     [ "$before" = "$(md5sum < "$work/cpu/analysis/report.md")" ] &&
+     (cd "$work/cpu" && "$bin" analyze . --no-plots --quiet > /dev/null 2>&1); then
+  ok "an analysis of other logs does not replace a log's own in its default place"
+else
+  fail "the default place of an analysis of two logs: $(cat "$work/err")"
+fi
+
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "all analyze checks passed"
