@@ -136,9 +136,8 @@ cxxopts::Options analyze_options() {
   return options;
 }
 
-// report.md, analysis.json and the plots in out_dir (created where missing); returns what became of the
-// plots. A log as the default --out's analysis.json names it: the last two parts of its path
-// ("a/steps.jsonl"), the same whatever directory analyze ran from.
+// A log as the default --out's analysis.json names it: the last two parts of its path ("a/steps.jsonl"),
+// the same whatever directory analyze ran from.
 std::string log_key(const std::string& argument) {
   const fs::path file = fs::absolute(log_file_for(argument)).lexically_normal();
   return (file.parent_path().filename() / file.filename()).string();
@@ -155,6 +154,8 @@ Json analysis_json(const Analysis& analysis, const AnalyzeOptions& analyze,
   return j;
 }
 
+// report.md, analysis.json and the plots in out_dir (created where missing); returns what became of the
+// plots.
 PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyze, const fs::path& out_dir,
                           const cxxopts::ParseResult& result) {
   std::error_code ec;
@@ -181,7 +182,7 @@ PlotOutcome write_outputs(const Analysis& analysis, const AnalyzeOptions& analyz
 // Where the default --out (analysis/ beside the first log) holds an analysis of other logs, this one would
 // replace it: `analyze a` then `analyze a b` would lose a's own report. Refused; the same logs again, or an
 // analysis that names none (written before it did), are replaced as always.
-void refuse_other_analysis(const fs::path& out_dir, const std::vector<std::string>& keys) {
+void refuse_other_analysis(const fs::path& out_dir, const std::vector<std::string>& logs) {
   const fs::path path = out_dir / "analysis.json";
   std::ifstream in(path);
   if (!in) return;
@@ -192,7 +193,8 @@ void refuse_other_analysis(const fs::path& out_dir, const std::vector<std::strin
     if (a.is_object() && a.contains("log") && a["log"].is_string())
       then.push_back(a["log"].get<std::string>());
   }
-  std::vector<std::string> now = keys;
+  std::vector<std::string> now;
+  for (const std::string& log : logs) now.push_back(log_key(log));
   std::sort(then.begin(), then.end());
   std::sort(now.begin(), now.end());
   if (then == now) return;
@@ -232,12 +234,10 @@ int run_analyze_command(const std::vector<std::string>& args) {
     analyze.noise_scale = noise_scale_option(result["noise-scale"].as<std::string>());
 
   const auto logs = result["logs"].as<std::vector<std::string>>();
-  std::vector<std::string> keys;
-  for (const std::string& log : logs) keys.push_back(log_key(log));
   const fs::path out_dir = result.count("out")
                                ? fs::path(result["out"].as<std::string>())
                                : fs::path(log_file_for(logs.front())).parent_path() / "analysis";
-  if (!result.count("out")) refuse_other_analysis(out_dir, keys);
+  if (!result.count("out")) refuse_other_analysis(out_dir, logs);
   const Analysis analysis = analyze_logs(logs, analyze);
 
   const PlotOutcome plots = write_outputs(analysis, analyze, out_dir, result);

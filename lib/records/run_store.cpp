@@ -153,34 +153,30 @@ void refuse_other_machine(const std::string& jsonl_path, const Json& front,
     throw UserError(located(jsonl_path, 1, what,
                             fix + ", choose another --out directory, or pass --force to replace it"));
   };
-  const auto field = [](const Json& record, const char* outer, const char* inner) -> const Json* {
-    if (!record.is_object() || !record.contains(outer)) return nullptr;
-    const Json& value = record[outer];
-    if (inner == nullptr) return value.is_null() ? nullptr : &value;
-    return value.is_object() && value.contains(inner) && !value[inner].is_null() ? &value[inner] : nullptr;
+  // The two sessions' values at a JSON pointer ("/cpu/torch_threads") where both have one and they differ.
+  const auto differs = [&](const char* pointer) -> std::optional<std::pair<Json, Json>> {
+    const Json::json_pointer at(pointer);
+    if (!front.contains(at) || !now.contains(at) || front[at].is_null() || now[at].is_null() ||
+        front[at] == now[at])
+      return std::nullopt;
+    return std::make_pair(front[at], now[at]);
   };
-  const auto differs = [&](const char* outer, const char* inner) {
-    const Json *then = field(front, outer, inner), *present = field(now, outer, inner);
-    return then != nullptr && present != nullptr && *then != *present
-               ? std::make_pair(*then, *present)
-               : std::optional<std::pair<Json, Json>>();
-  };
-  for (const auto& [key, name] : {std::pair<const char*, const char*>{"libtorch_version", "LibTorch"},
-                                  {"cuda_runtime_version", "the CUDA runtime"},
-                                  {"cudnn_version", "cuDNN"}}) {
-    if (const auto d = differs(key, nullptr)) {
+  for (const auto& [key, name] : {std::pair<const char*, const char*>{"/libtorch_version", "LibTorch"},
+                                  {"/cuda_runtime_version", "the CUDA runtime"},
+                                  {"/cudnn_version", "cuDNN"}}) {
+    if (const auto d = differs(key)) {
       refuse("was begun with " + std::string(name) + " " + json_text(d->first) + ", and this session has " +
                  json_text(d->second),
              "resume it with the program and libraries it was begun with");
     }
   }
   if (devices.count("cpu") > 0) {
-    if (const auto d = differs("cpu", "torch_threads")) {
+    if (const auto d = differs("/cpu/torch_threads")) {
       refuse("was begun with " + json_text(d->first) + " LibTorch CPU threads, and this session has " +
                  json_text(d->second),
              "give --threads " + json_text(d->first) + " to resume it");
     }
-    if (const auto d = differs("cpu", "model")) {
+    if (const auto d = differs("/cpu/model")) {
       refuse("was begun on the CPU " + json_text(d->first) + ", and this session runs on " +
                  json_text(d->second),
              "resume it on the machine it was begun on");

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "data/batch_loader.h"
@@ -538,6 +539,30 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
           loss_sum.item<double>(), correct.item<int64_t>(), rate};
 }
 
+namespace {
+
+// A model's buffers (batch norms' running statistics) as they were when made, put back when it ends: for
+// forward passes in train mode that training must not see (the warm-up pass, the noise scale's batches).
+class KeptBuffers {
+ public:
+  explicit KeptBuffers(torch::nn::Module& model) : model_(model) {
+    for (const torch::Tensor& b : model.buffers()) kept_.push_back(b.clone());
+  }
+  ~KeptBuffers() {
+    const torch::NoGradGuard no_grad;
+    const std::vector<torch::Tensor> now = model_.buffers();
+    for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(kept_[i]);
+  }
+  KeptBuffers(const KeptBuffers&) = delete;
+  KeptBuffers& operator=(const KeptBuffers&) = delete;
+
+ private:
+  torch::nn::Module& model_;
+  std::vector<torch::Tensor> kept_;
+};
+
+}  // namespace
+
 // The libraries' first calls at the run's shapes (cuDNN's and cuBLAS's handles and choice of algorithm,
 // the caching allocator's blocks, oneDNN's primitives), in one untimed forward and backward pass over the
 // first batch before the first epoch's clock starts: else the first epoch of a process's first run pays
@@ -546,37 +571,33 @@ EpochTotals train_epoch(models::Network& model, std::vector<torch::Tensor>& para
 // for bit those without it. A pass that does not fit is left to the epoch, which says so.
 void warm_up_libraries(models::Network& model, std::vector<torch::Tensor>& parameters,
                        const data::Dataset& train, const TrainingOptions& o, const TrainerState& state) {
-  const KeptGenerators kept(state);
-  std::vector<torch::Tensor> buffers;
-  for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
-  try {
-    data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/false, state.device);
-    data::Batch batch;
-    if (loader.next(batch)) {
-      model.train();
-      const torch::Tensor images = in_memory_format(batch.images, o.channels_last);
-      const std::vector<int64_t> parts =
-          micro_batch_sizes(batch.labels.size(0), o.accumulates() ? o.chunk : 0);
-      const std::vector<torch::Tensor> slices = images.split_with_sizes(parts);
-      const std::vector<torch::Tensor> labels = batch.labels.split_with_sizes(parts);
-      for (std::size_t i = 0; i < slices.size(); ++i) {
-        torch::Tensor loss;
-        {
-          const AutocastScope autocast(o.precision, state.device);
-          loss = torch::nn::functional::cross_entropy(model.forward(slices[i]), labels[i]);
-        }
-        loss.backward();
-      }
-    }
-  } catch (const std::exception& error) {
-    if (!is_out_of_memory(error)) throw;
-  }
-  for (auto& p : parameters) p.mutable_grad().reset();
   {
-    const torch::NoGradGuard no_grad;
-    const std::vector<torch::Tensor> now = model.buffers();
-    for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(buffers[i]);
-  }
+    const KeptGenerators kept(state);
+    const KeptBuffers buffers(model);
+    try {
+      data::BatchLoader loader(train, o.batch_size, o.seed, /*shuffle=*/false, state.device);
+      data::Batch batch;
+      if (loader.next(batch)) {
+        model.train();
+        const torch::Tensor images = in_memory_format(batch.images, o.channels_last);
+        const std::vector<int64_t> parts =
+            micro_batch_sizes(batch.labels.size(0), o.accumulates() ? o.chunk : 0);
+        const std::vector<torch::Tensor> slices = images.split_with_sizes(parts);
+        const std::vector<torch::Tensor> labels = batch.labels.split_with_sizes(parts);
+        for (std::size_t i = 0; i < slices.size(); ++i) {
+          torch::Tensor loss;
+          {
+            const AutocastScope autocast(o.precision, state.device);
+            loss = torch::nn::functional::cross_entropy(model.forward(slices[i]), labels[i]);
+          }
+          loss.backward();
+        }
+      }
+    } catch (const std::exception& error) {
+      if (!is_out_of_memory(error)) throw;
+    }
+    for (auto& p : parameters) p.mutable_grad().reset();
+  }  // the buffers put back before the device is waited for, so that no copy of them falls in the epoch
   synchronize(state.device);
 }
 
@@ -595,8 +616,7 @@ NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor
   synchronize(device);
   const auto start = std::chrono::steady_clock::now();
   const KeptGenerators kept(state);
-  std::vector<torch::Tensor> buffers;
-  for (const torch::Tensor& b : model.buffers()) buffers.push_back(b.clone());
+  std::optional<KeptBuffers> buffers(std::in_place, model);
   const uint64_t seed = o.seed ^ kNoiseScaleSalt;
   const int64_t small = o.noise_scale.small_batch(o.pass_batch());
   data::BatchLoader loader(train, small, seed, /*shuffle=*/true, device, /*drop_last=*/true);
@@ -629,11 +649,7 @@ NoiseScale measure_noise_scale(models::Network& model, std::vector<torch::Tensor
     if (left < o.noise_scale.group) start_pass();
     norms.push_back(measure_gradient_norms(parameters, loss_of, next, o.noise_scale.group));
   }
-  {
-    const torch::NoGradGuard no_grad;
-    const std::vector<torch::Tensor> now = model.buffers();
-    for (std::size_t i = 0; i < now.size(); ++i) now[i].copy_(buffers[i]);
-  }
+  buffers.reset();  // put back within the time the noise scale says it took
   NoiseScale n = noise_scale_of(norms, small, small * o.noise_scale.group);
   synchronize(device);
   n.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

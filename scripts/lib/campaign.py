@@ -549,11 +549,12 @@ class Campaign:
             os.makedirs(os.path.dirname(it["out"]), exist_ok=True)
             t0 = time.monotonic()
             rc, interrupted = self.bounded(it)
-            if rc == 2 and resumes(it) and begun_elsewhere(self.item_log(it)):
+            elsewhere = begun_elsewhere(self.item_log(it)) if rc == 2 and resumes(it) else ""
+            if elsewhere:
                 # Its batch sizes so far were measured on another machine (another LibTorch, cuDNN or
                 # GPU), which batchscope refuses to add to: they are kept beside, and it starts again.
                 self.log(f"({i}) {it['id']}: its earlier batch sizes were measured on another machine "
-                         f"({begun_elsewhere(self.item_log(it))}): kept beside, started again here")
+                         f"({elsewhere}): kept beside, started again here")
                 set_aside(it["out"])
                 rc, interrupted = self.bounded(it)
             seconds = time.monotonic() - t0
