@@ -319,6 +319,8 @@ TEST_F(RunStoreTest, AResumeOnAnotherMachineIsRefusedAndTheLogKept) {
   // (a log from before it was recorded) is not compared.
   EXPECT_NO_THROW(check_resumed_session(dir_, Json(), gpu, with("/cpu/torch_threads", 1)));
   EXPECT_NO_THROW(check_resumed_session(dir_, Json(), both, Json{{"cpu", {{"model", "CPU A"}}}}));
+  // Nor is a field whose parent is not an object (a damaged record, or one this program never wrote).
+  EXPECT_NO_THROW(check_resumed_session(dir_, Json(), both, Json{{"cpu", "odd"}, {"gpus", 3}}));
   EXPECT_EQ(text_of(dir_ + "/steps.jsonl"), before);
   RunStore store(dir_, experiments, false, Json(), first);
   EXPECT_TRUE(store.resuming());
