@@ -64,7 +64,7 @@ cxxopts::Options sweep_options() {
       ("idle-seconds", "seconds of idle power measured before the sweep, 0 for none", cxxopts::value<std::string>()->default_value("2"))
       ("energy-window", "shortest energy window in ms; shorter batch sizes run more untimed steps in it (default: 20 updates of the counter, at least 100)", cxxopts::value<std::string>())
       ("o,out", "output directory (default runs/<config or model name>)", cxxopts::value<std::string>())
-      ("force", "replace a complete run, or a different one, in the output directory")
+      ("force", "replace a complete run, or a different one, in the output directory (kept in its .replaced until the new one completes)")
       ("q,quiet", "no progress line")
       ("json", "print the summary (a row per experiment and batch size) as JSON on stdout instead of the table")
       ("shard", "run shard I of N (from 0) of the experiments' batch sizes, in OUT/shard-IIII-of-NNNN/; without it the "
@@ -225,6 +225,8 @@ int run_sweep_command(const std::vector<std::string>& args) {
     std::set<std::string> devices;
     for (const ExperimentConfig& e : machine.experiments) devices.insert(e.device);
     check_resumed_session(sweep.out_dir, sweep.memory_limits, devices);
+  } else if (const std::optional<std::string> kept = set_aside_replaced_sweep(sweep.out_dir)) {
+    spdlog::info("--force: the sweep this one replaces is kept in {} until this one is complete", *kept);
   }
   // A search for the largest batch size (batch: 1:max) stops between two tries, and goes on from them.
   stop_on_signals("this try or batch size");

@@ -171,7 +171,7 @@ int run_train_command(const std::vector<std::string>& args) {
       ("limit-test", "evaluate on the first N test images only", cxxopts::value<std::string>())
       ("deterministic", "on or off: on a GPU, deterministic cuDNN and algorithms, the same numbers each run (on), or LibTorch's own settings (off): the fastest algorithms, as a user's training runs, for the time to an accuracy it takes; a CPU's numbers are the same either way", cxxopts::value<std::string>()->default_value("on"))
       ("compare", "train on two devices, e.g. cpu,cuda:0, and compare the numbers epoch by epoch; both draw dropout's masks on the host and keep fp32 without TF32, so that only their arithmetic differs (slower on a GPU)", cxxopts::value<std::string>())
-      ("force", "replace a complete training run in the output directory")
+      ("force", "replace a complete training run in the output directory (kept in its .replaced until the new one completes)")
       ("q,quiet", "the epoch table at the end only, not a row as each epoch ends")
       ("h,help", "this help");
   // clang-format on

@@ -1,11 +1,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "lib/common/errors.h"
 #include "lib/common/limits.h"
@@ -131,6 +134,66 @@ TEST(SweepRunner, WritesStepsAndPointsForEveryBatchSize) {
   EXPECT_EQ(steps, (std::map<int64_t, int>{{1, 3}, {2, 3}, {3, 3}}));
   EXPECT_EQ(points, (std::map<int64_t, int>{{1, 1}, {2, 1}, {3, 1}}));
   EXPECT_TRUE(progress.str().empty()) << "no progress line unless asked for";
+}
+
+// --force keeps the sweep it replaces, whole, until the new one is complete: a replacement stopped
+// half-way loses nothing, and a second --force starts again beside the same kept sweep.
+TEST(ForcedSweep, TheReplacedSweepIsKeptUntilTheNewOneIsComplete) {
+  const testing_support::TempDir dir;
+  SweepOptions options;
+  options.out_dir = dir / "records";
+  std::ostringstream progress;
+  const SweepConfig config = resolve_for_machine(tiny_sweep({1, 2, 3}));
+  run_sweep(config, options, progress);
+  const fs::path out(options.out_dir);
+  const std::string original = testing_support::file_bytes((out / "steps.jsonl").string());
+  fs::create_directories(out / "analysis");
+  std::ofstream(out / "notes.txt") << "the user's own\n";
+
+  options.force = true;
+  const std::optional<std::string> kept = set_aside_replaced_sweep(options.out_dir);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(*kept, (out / ".replaced").string());
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.jsonl"), original);
+  EXPECT_TRUE(fs::exists(*kept + "/steps.csv"));
+  EXPECT_TRUE(fs::is_directory(*kept + "/analysis"));
+  EXPECT_FALSE(fs::exists(out / "steps.jsonl"));
+  EXPECT_TRUE(fs::exists(out / "notes.txt")) << "not the sweep's: left where it is";
+
+  std::atomic<bool> stop{true};
+  options.stop_requested = &stop;
+  EXPECT_TRUE(run_sweep(config, options, progress).interrupted);
+  EXPECT_TRUE(fs::exists(out / "steps.jsonl"));
+  EXPECT_EQ(set_aside_replaced_sweep(options.out_dir), kept);
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.jsonl"), original) << "the complete one is kept";
+  EXPECT_FALSE(fs::exists(out / "steps.jsonl")) << "the stopped replacement starts again";
+
+  options.stop_requested = nullptr;
+  const SweepOutcome replaced = run_sweep(config, options, progress);
+  EXPECT_FALSE(replaced.interrupted);
+  EXPECT_EQ(count_type(replaced.records, "end"), 1);
+  EXPECT_FALSE(fs::exists(*kept)) << "removed once the new sweep is complete";
+  EXPECT_TRUE(fs::exists(out / "notes.txt"));
+}
+
+// A replacement killed while moving the old sweep aside goes on moving it on the next --force, into the
+// same place: the old sweep is never split between two.
+TEST(ForcedSweep, AMoveStoppedHalfWayIsFinished) {
+  const testing_support::TempDir dir;
+  const fs::path out = fs::path(dir / "records");
+  fs::create_directories(out / ".replaced.moving");
+  std::ofstream(out / ".replaced.moving" / "steps.jsonl") << "moved\n";
+  std::ofstream(out / "steps.csv") << "not yet moved\n";
+  const std::optional<std::string> kept = set_aside_replaced_sweep(out.string());
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.jsonl"), "moved\n");
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.csv"), "not yet moved\n");
+  EXPECT_FALSE(fs::exists(out / ".replaced.moving"));
+  EXPECT_FALSE(fs::exists(out / "steps.csv"));
+  // Nothing of a sweep there: nothing set aside.
+  const testing_support::TempDir empty;
+  fs::create_directories(empty / "records");
+  EXPECT_FALSE(set_aside_replaced_sweep(empty / "records").has_value());
 }
 
 namespace {

@@ -348,13 +348,27 @@ TEST_F(Training, RefusesToReplaceACompleteRunWithoutForce) {
   }
   EXPECT_EQ(fs::file_size(jsonl), size);
 
+  // --force keeps the run it replaces until the new one is complete: one stopped after its first epoch
+  // leaves it whole in .replaced, and a second --force starts again beside it.
+  const std::string complete = testing_support::file_bytes(jsonl.string());
+  const fs::path kept = fs::path(o.out_dir) / ".replaced";
   o.force = true;
   o.seed = 5;
+  o.epochs = 2;
+  o.stop_requested = [] { return true; };
+  EXPECT_TRUE(train_model(o).stopped);
+  EXPECT_EQ(testing_support::file_bytes((kept / "train.jsonl").string()), complete);
+  EXPECT_TRUE(fs::exists(kept / "checkpoint_epoch1.pt"));
+  EXPECT_NE(testing_support::file_bytes(jsonl.string()), complete);
+
+  o.stop_requested = nullptr;
+  o.epochs = 1;
   const TrainingOutcome replaced = train_model(o);
   const std::vector<Json> records = read_jsonl(replaced.jsonl_path).records;
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0]["config"]["seed"], 5);
   EXPECT_EQ(records[1]["test_samples"], 50);
+  EXPECT_FALSE(fs::exists(kept)) << "removed once the new run is complete";
 }
 
 TEST(DeviceComparisonTable, DevicesOfTwoKindsRunTheSameComputationOrSayWhatDiffers) {

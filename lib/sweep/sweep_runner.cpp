@@ -8,6 +8,7 @@
 #include <set>
 
 #include "lib/common/limits.h"
+#include "lib/common/replaced_results.h"
 #include "lib/common/statistics.h"
 #include "lib/common/words.h"
 #include "lib/device/environment.h"
@@ -337,6 +338,17 @@ std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass) {
   return order;
 }
 
+std::optional<std::string> set_aside_replaced_sweep(const std::string& out_dir) {
+  const OutputDirectoryLock lock(out_dir);
+  return set_aside_replaced(out_dir, [](const std::string& name) {
+    for (const char* ours : {"steps.jsonl", "steps.jsonl.gz", "steps.csv", "profile.jsonl",
+                             "profile.jsonl.gz", "traces", "maxbatch", "analysis"}) {
+      if (name == ours) return true;
+    }
+    return false;
+  });
+}
+
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {
   TimeSpent spent;
   const LoadedData loaded = spent.measure("data_preparation", [&] { return load_data(config); });
@@ -381,7 +393,17 @@ SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, s
   outcome.interrupted = stopped;
   progress.finish();
   outcome.time_spent = spent.so_far();
-  if (!outcome.interrupted) store.write({end_record(outcome.time_spent)});
+  if (!outcome.interrupted) {
+    store.write({end_record(outcome.time_spent)});
+    const DroppedReplaced dropped = drop_replaced(options.out_dir);
+    if (!dropped.left.empty()) {
+      spdlog::warn("the sweep this one replaced is kept in {}, which could not be removed: remove it by hand",
+                   dropped.left);
+    } else if (dropped.was_there) {
+      spdlog::info("the sweep this one replaced, kept in {}/.replaced until now, is removed",
+                   options.out_dir);
+    }
+  }
 
   outcome.jsonl_path = store.jsonl_path();
   outcome.csv_path = store.csv_path();

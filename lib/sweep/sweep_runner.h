@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ struct SweepOutcome {
 // Out-of-memory at a batch size is recorded, memory released, and the larger sizes of that
 // experiment are recorded as skipped; the sweep goes on with the next experiment.
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream);
+
+// --force, before anything is measured: the sweep in out_dir (its log, steps.csv, profile, traces,
+// searches for the largest batch and default analysis) moves into out_dir/.replaced, kept until the new
+// sweep is complete (run_sweep removes it then). Returns where it is kept; none where nothing was there.
+std::optional<std::string> set_aside_replaced_sweep(const std::string& out_dir);
 
 // The batch sizes of an experiment in the order they run in a pass: as given, or shuffled with the seed;
 // with repeats, every pass in an order of its own.

@@ -18,6 +18,7 @@
 #include "data/datasets.h"
 #include "lib/common/errors.h"
 #include "lib/common/micro_batches.h"
+#include "lib/common/replaced_results.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/device/environment.h"
@@ -1017,6 +1018,13 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
     remove_other_resume_states(o.out_dir, done);
     outcome.resumed_from_epoch = done;
     if (earlier.run.contains("run_id")) info["run_id"] = earlier.run["run_id"];
+  } else if (o.force) {
+    // The run replaced is kept until this one is complete: one stopped early loses nothing.
+    if (const std::optional<std::string> kept = set_aside_replaced(
+            o.out_dir, [](const std::string& name) { return written_by_training(name); })) {
+      spdlog::info("--force: the training run this one replaces is kept in {} until this one is complete",
+                   *kept);
+    }
   } else {
     clear_output_dir(o.out_dir);
   }
@@ -1208,6 +1216,12 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   }
   writer.add(end);
   writer.flush();
+  const DroppedReplaced dropped = drop_replaced(o.out_dir);
+  if (!dropped.left.empty()) {
+    spdlog::warn(
+        "the training run this one replaced is kept in {}, which could not be removed: remove it by hand",
+        dropped.left);
+  }
   return outcome;
 }
 

@@ -36,6 +36,8 @@ grep -q -- "--force" "$work/again.err"
 [ "$before" = "$(md5sum < "$work/yaml/steps.jsonl")" ]
 "$bin" sweep "$work/tiny.yaml" --out "$work/yaml" --quiet --force > /dev/null
 check "$work/yaml" 2 1,2,3,4 2
+# The sweep it replaced was kept aside while it ran, and removed once it completed.
+[ ! -e "$work/yaml/.replaced" ] || { echo "the replaced sweep was left in .replaced"; exit 1; }
 
 # Command-line only; 16,000 MNIST images do not fit in 128 MiB: oom, then the larger size is skipped.
 "$bin" sweep --model mnist_cnn --batch 1,2,16000,20000 --device cpu --steps 3 --warmup 1 --memory-limit 128MiB \
