@@ -244,6 +244,14 @@ double ds2_forward_flops(const std::string& model, bool gru, const SampleShape& 
   return static_cast<double>(total);
 }
 
+// The data gradient of the first convolution, which takes the spectrogram itself: a training step skips it.
+double ds2_data_gradient_flops(const std::string& model, const SampleShape& input, int64_t labels) {
+  check_ds2_request(model, input, labels);
+  const ConvStage& first = kConvStages[0];
+  const int64_t elements = kConvChannels * conv_output(input[1], first, 0) * conv_output(input[2], first, 1);
+  return static_cast<double>(flops::conv2d(elements, 1, first.kernel[0], first.kernel[1], false));
+}
+
 // Standard normal spectrograms, and random characters (never the blank) at kLabelsPerFrame of the
 // output frames, which CTC can always align even when every label repeats.
 Batch speech_batch(const std::string& model, int64_t batch, const SampleShape& input, int64_t labels) {
@@ -278,6 +286,9 @@ ModelSpec deepspeech2_spec(bool gru) {
   };
   spec.forward_flops = [name, gru](const SampleShape& input, int64_t classes) {
     return ds2_forward_flops(name, gru, input, classes);
+  };
+  spec.data_gradient_flops = [name](const SampleShape& input, int64_t classes) {
+    return ds2_data_gradient_flops(name, input, classes);
   };
   spec.synthetic_batch = [name](int64_t batch, const SampleShape& input, int64_t classes) {
     return speech_batch(name, batch, input, classes);

@@ -56,6 +56,21 @@ int64_t count_flops(const Layer& plan, const std::vector<int64_t>& sample_shape)
   return tally.total();
 }
 
+int64_t data_gradient_flops(const Layer& plan, const std::vector<int64_t>& sample_shape) {
+  const Layer* first = &plan;
+  while (first->kind == Layer::Kind::kStack) {
+    // A first block with a shortcut sends the data down two branches: neither is the data's only layer.
+    if (first->children.empty() || !first->shortcut.empty()) return 0;
+    first = &first->children.front();
+  }
+  if (first->kind != Layer::Kind::kConv && first->kind != Layer::Kind::kLinear) return 0;
+  Layer gemm = *first;
+  gemm.bias = false;
+  FlopTally tally(sample_shape);
+  tally_layer(tally, gemm);
+  return tally.total();
+}
+
 int64_t smallest_norm_plane(const Layer& plan, const std::vector<int64_t>& sample_shape) {
   FlopTally tally(sample_shape);
   tally_layer(tally, plan);

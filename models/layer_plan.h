@@ -123,6 +123,11 @@ void tally_layer(FlopTally& tally, const Layer& layer);
 
 // The forward FLOPs of one sample of `sample_shape` through `plan`.
 int64_t count_flops(const Layer& plan, const std::vector<int64_t>& sample_shape);
+// The FLOPs of one sample's data gradient through the plan's first layer, where that layer is a
+// convolution or a linear layer taking the data itself: a training step never computes it (the data needs
+// no gradient), though the rest of its backward pass is about twice its forward. The layer's GEMM, bias
+// left out; 0 where the plan begins otherwise.
+int64_t data_gradient_flops(const Layer& plan, const std::vector<int64_t>& sample_shape);
 // The fewest values per channel any batch norm layer of `plan` sees in one sample; INT64_MAX if none.
 int64_t smallest_norm_plane(const Layer& plan, const std::vector<int64_t>& sample_shape);
 

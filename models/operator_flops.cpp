@@ -161,6 +161,13 @@ FlopCount::~FlopCount() { at::removeCallback(handle_); }
 
 double FlopCount::flops() const { return total(); }
 
+double FlopCount::first_product_flops() const {
+  if (ran().empty()) return 0.0;
+  const GemmLayer& g = ran().front();
+  return 2.0 * static_cast<double>(g.groups) * static_cast<double>(g.rows) * static_cast<double>(g.n) *
+         static_cast<double>(g.k);
+}
+
 std::vector<GemmLayer> FlopCount::layers() const {
   std::map<std::string, int> runs;
   for (const GemmLayer& l : ran()) ++runs[l.name];

@@ -28,6 +28,9 @@ class FlopCount {
   // that ran more (an attention's, one called twice) or none is left out: it is no single GEMM. The first is
   // marked where it is the first product of the forward.
   std::vector<GemmLayer> layers() const;
+  // The FLOPs of the first product of the forward, named or not (0 where none ran): where it takes the
+  // data itself, the data gradient a training step never computes.
+  double first_product_flops() const;
 
  private:
   at::CallbackHandle handle_;

@@ -87,6 +87,11 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
   spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
     return static_cast<double>(checked_flops(name, plan_for(classes), input, classes));
   };
+  spec.data_gradient_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
+    const Layer plan = plan_for(classes);
+    checked_flops(name, plan, input, classes);
+    return static_cast<double>(models::data_gradient_flops(plan, input));
+  };
   spec.smallest_train_batch = [name, plan_for](const SampleShape& input, int64_t classes) -> int64_t {
     const Layer plan = plan_for(classes);
     checked_flops(name, plan, input, classes);
@@ -97,6 +102,10 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
 }
 
 }  // namespace
+
+double data_gradient_flops(const ModelSpec& spec, const SampleShape& input, int64_t classes) {
+  return spec.data_gradient_flops ? spec.data_gradient_flops(input, classes) : 0.0;
+}
 
 int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes) {
   return spec.smallest_train_batch ? spec.smallest_train_batch(input, classes) : 1;

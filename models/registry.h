@@ -43,6 +43,10 @@ struct ModelSpec {
   std::function<std::shared_ptr<Network>(const SampleShape& input, int64_t classes)> build;
   // Forward FLOPs for one sample (multiply and add counted as two), see models/flop_tally.h.
   std::function<double(const SampleShape& input, int64_t classes)> forward_flops;
+  // The FLOPs per sample of the data's gradient through the first layer, which a training step never
+  // computes (models/layer_plan.h: data_gradient_flops). Empty where the data enters through an embedding,
+  // whose output needs its gradient.
+  std::function<double(const SampleShape& input, int64_t classes)> data_gradient_flops;
   // The plan the network is built from, for models made of plan layers (models/layer_plan.h); empty for
   // the sequence models, which are written as modules of their own.
   std::function<Layer(int64_t classes)> plan;
@@ -65,6 +69,9 @@ struct ModelSpec {
 
 // The synthetic batch of image classifiers.
 Batch image_batch(int64_t batch, const SampleShape& input, int64_t classes);
+
+// spec.data_gradient_flops where the model has one, else 0.
+double data_gradient_flops(const ModelSpec& spec, const SampleShape& input, int64_t classes);
 
 // spec.smallest_train_batch where the model has one, else 1.
 int64_t smallest_train_batch(const ModelSpec& spec, const SampleShape& input, int64_t classes);

@@ -255,6 +255,7 @@ struct Probe {
   double flops = 0;
   int64_t smallest_train_batch = 1;
   std::vector<GemmLayer> gemm_layers;
+  double first_product_flops = 0;  // FlopCount::first_product_flops
 };
 
 // Synthetic token ids below `ids`, [batch, sequence], and their targets below `classes`: [batch,
@@ -344,6 +345,12 @@ class ScriptFile {
       return probe(input, shape).smallest_train_batch;
     };
     spec.gemm_layers_of = [this, input](const SampleShape& shape) { return probe(input, shape).gemm_layers; };
+    // Token ids enter through an embedding, whose output needs its gradient; numbers enter the first layer.
+    if (!tokens) {
+      spec.data_gradient_flops = [this, input](const SampleShape& shape, int64_t) {
+        return probe(input, shape).first_product_flops;
+      };
+    }
     if (tokens) {
       spec.synthetic_batch = [this, vocab](int64_t batch, const SampleShape& shape, int64_t classes) {
         return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions,
@@ -512,6 +519,7 @@ class ScriptFile {
       out = module.forward(inputs(x));
       p.flops = count.flops();
       p.gemm_layers = count.layers();
+      p.first_product_flops = count.first_product_flops();
     } catch (const std::exception& error) {
       throw std::invalid_argument(
           file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) + "); " +

@@ -157,6 +157,25 @@ TEST(ModelFlops, ImageNetModelsMatchPublishedCounts) {
   }
 }
 
+// A training step never computes the data's gradient through the first layer: the GEMM of the first
+// convolution where it takes the image itself, nothing where the data enters through an embedding.
+TEST(ModelFlops, TheDataGradientIsTheFirstLayersGemmWhereItTakesTheData) {
+  const auto skipped = [](const char* name, const bm::SampleShape& input, int64_t classes) {
+    return bm::data_gradient_flops(*bm::find_model(name), input, classes);
+  };
+  // 3x3 from 3 channels to 64 at 224x224; ResNet's 7x7 stride 2 to 112x112; the MNIST CNN's 3x3 from 1 to
+  // 32 at 26x26; Deep Speech 2's 41x11 from 1 to 32 channels, at 81 bins x 250 frames of 161 x 500.
+  EXPECT_EQ(skipped("vgg16", {3, 224, 224}, 1000), 2.0 * 3 * 9 * 64 * 224 * 224);
+  EXPECT_EQ(skipped("resnet50", {3, 224, 224}, 1000), 2.0 * 3 * 49 * 64 * 112 * 112);
+  EXPECT_EQ(skipped("mnist_cnn", {1, 28, 28}, 10), 2.0 * 9 * 32 * 26 * 26);
+  EXPECT_EQ(skipped("deepspeech2", {1, 161, 500}, 29), 2.0 * 41 * 11 * 32 * 81 * 250);
+  EXPECT_EQ(skipped("lstm_lm", {35}, 10000), 0.0);
+  EXPECT_EQ(skipped("transformer", {128}, 37000), 0.0);
+  // A small share of a training step's 3x the forward: AlexNet's is the largest of the zoo.
+  const double alexnet = bm::find_model("alexnet")->forward_flops({3, 224, 224}, 1000);
+  EXPECT_NEAR(skipped("alexnet", {3, 224, 224}, 1000) / (3 * alexnet), 0.034, 0.002);
+}
+
 TEST(ModelFlops, FlopsFollowTheInputAndClasses) {
   const bm::ModelSpec* vgg = bm::find_model("vgg16");
   EXPECT_LT(vgg->forward_flops({3, 32, 32}, 1000), vgg->forward_flops({3, 224, 224}, 1000));

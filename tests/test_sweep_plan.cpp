@@ -32,8 +32,12 @@ TEST(SweepPlan, EveryExperimentWithItsBatchSizesAndFlopsPerStep) {
   EXPECT_EQ(train["warmup"], 2);
   EXPECT_DOUBLE_EQ(train["forward_flops_per_sample"].get<double>(), forward);
   ASSERT_EQ(train["flops_per_step"].size(), 4u);
-  // A training step counts the forward pass three times, as the sweep's records do.
-  EXPECT_DOUBLE_EQ(train["flops_per_step"][3].get<double>(), 3 * 4 * forward);
+  // A training step counts the forward pass three times, less the first convolution's data gradient (3x3
+  // from 3 channels to 64 at 32x32), as the sweep's records do.
+  const double data_gradient = 2.0 * 3 * 9 * 64 * 32 * 32;
+  EXPECT_DOUBLE_EQ(train["data_gradient_flops_per_sample"].get<double>(), data_gradient);
+  EXPECT_DOUBLE_EQ(train["flops_per_step"][3].get<double>(), 4 * (3 * forward - data_gradient));
+  EXPECT_FALSE(plan["experiments"][1].contains("data_gradient_flops_per_sample"));
   const nlohmann::json& infer = plan["experiments"][1];
   EXPECT_DOUBLE_EQ(infer["flops_per_step"][1].get<double>(), 8 * forward);
 }

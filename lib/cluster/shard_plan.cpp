@@ -49,7 +49,10 @@ std::optional<int64_t> whole(const std::string& text, int64_t most) {
 double batch_cost(const ExperimentConfig& e, double forward_flops_per_sample, int64_t batch_size) {
   // steps: auto is costed at its first block: how many more steps a size takes is known only as it runs.
   const double steps = e.warmup_steps + e.timed_steps + (e.profile ? e.profile_steps : 0);
-  return steps * e.repeats * (step_flops(e.phase, forward_flops_per_sample, batch_size) + kStepOverheadFlops);
+  // A share's cost, not a result: the first layer's data gradient is left in, so that a plan written by an
+  // earlier version is the same plan.
+  return steps * e.repeats *
+         (step_flops(e.phase, forward_flops_per_sample, 0, batch_size) + kStepOverheadFlops);
 }
 
 ShardPlanRecord plan_shards(const SweepConfig& config, int count) {

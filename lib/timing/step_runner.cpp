@@ -38,6 +38,8 @@ Workload::Workload(const ExperimentConfig& experiment, const torch::Device& devi
   TORCH_CHECK(spec_ != nullptr, "unknown model ", experiment.model, " reached the sweep");
   torch::manual_seed(experiment.seed);
   forward_flops_per_sample_ = spec_->forward_flops(experiment.input_shape, experiment.classes);
+  data_gradient_flops_per_sample_ =
+      models::data_gradient_flops(*spec_, experiment.input_shape, experiment.classes);
   model_ = spec_->build(experiment.input_shape, experiment.classes);
   model_->to(device_);
   if (experiment.channels_last) to_channels_last(*model_);

@@ -18,10 +18,14 @@
 
 namespace batchscope {
 
-// The FLOPs of one step: the forward pass, or forward and backward (counted as 3x the forward) in training.
-inline double step_flops(Phase phase, double forward_flops_per_sample, int64_t batch_size) {
-  const double forward = forward_flops_per_sample * static_cast<double>(batch_size);
-  return phase == Phase::Train ? 3.0 * forward : forward;
+// The FLOPs of one step: the forward pass, or in training forward and backward, the backward counted as
+// twice the forward less the data gradient of the first layer, which is never computed (ModelSpec's
+// data_gradient_flops).
+inline double step_flops(Phase phase, double forward_flops_per_sample, double data_gradient_flops_per_sample,
+                         int64_t batch_size) {
+  const auto batch = static_cast<double>(batch_size);
+  const double forward = forward_flops_per_sample * batch;
+  return phase == Phase::Train ? 3.0 * forward - data_gradient_flops_per_sample * batch : forward;
 }
 
 // Which steps of a batch size a step is one of.
@@ -97,8 +101,11 @@ class Workload {
   // gemm_layers_of); empty for the zoo, whose layer tables analyze reads.
   std::vector<models::GemmLayer> file_gemm_layers() const;
 
-  // Work of one step at this batch size: forward FLOPs, times three for training (backward ≈ 2×).
-  double flops_per_step(int64_t batch_size) const { return step_flops(experiment_.phase, forward_flops_per_sample_, batch_size); }
+  // Work of one step at this batch size (step_flops).
+  double flops_per_step(int64_t batch_size) const {
+    return step_flops(experiment_.phase, forward_flops_per_sample_, data_gradient_flops_per_sample_,
+                      batch_size);
+  }
 
  private:
   void train_step(const torch::Tensor& inputs, const torch::Tensor& targets);
@@ -114,6 +121,7 @@ class Workload {
   std::vector<torch::Tensor> parameters_;
   std::vector<int64_t> micro_batches_;  // empty: the batch whole
   double forward_flops_per_sample_ = 0;
+  double data_gradient_flops_per_sample_ = 0;
   const data::Dataset* dataset_ = nullptr;
   std::unique_ptr<data::BatchLoader> loader_;
   int64_t epoch_ = 0;
