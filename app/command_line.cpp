@@ -37,7 +37,13 @@ cxxopts::ParseResult parse_with_cxxopts(cxxopts::Options& options, const std::ve
   // cxxopts 2 (Ubuntu 22.04 images) takes argc and argv by non-const reference.
   int argc = static_cast<int>(argv.size());
   char** mutable_argv = const_cast<char**>(argv.data());
-  return options.parse(argc, mutable_argv);
+  cxxopts::ParseResult result = options.parse(argc, mutable_argv);
+  // What no option took is left in argv.
+  if (argc > 1) {
+    refuse("'" + printable(mutable_argv[1]) + "' is an argument " + options.program() + " does not take",
+           "leave it out; " + options.program() + " --help lists what it takes");
+  }
+  return result;
 #endif
 }
 
@@ -111,6 +117,48 @@ std::string meant_option(const cxxopts::Options& options, const std::string& unk
   return nearest_word(unknown, names, unknown.size() <= 3 ? 2 : 3);
 }
 
+// An option that takes one value given twice ("--model a --model b", CONFIG and --config), or an
+// argument no option takes (a second CONFIG): cxxopts keeps the last value and drops the extra argument,
+// which would run something the user did not read on the command line. Lists (--experiment, analyze's
+// LOGs) and flags may repeat.
+void refuse_ignored_values(const cxxopts::ParseResult& result, const std::string& program) {
+#if CXXOPTS__VERSION_MAJOR >= 3
+  if (!result.unmatched().empty()) {
+    const std::string extra = printable(result.unmatched().front());
+    if (result.count("config")) {
+      refuse("two experiment files are given (" + printable(result["config"].as<std::string>()) + ", " +
+                 extra + ")",
+             "give one; a sweep runs one file's experiments");
+    }
+    refuse("'" + extra + "' is an argument " + program + " does not take",
+           "leave it out; " + program + " --help lists what it takes");
+  }
+#endif
+  std::map<std::string, std::vector<std::string>> given;
+  for (const auto& kv : result.arguments()) given[kv.key()].push_back(kv.value());
+  for (const auto& [name, values] : given) {
+    if (values.size() < 2) continue;
+    try {
+      result[name].as<std::vector<std::string>>();
+      continue;  // a list
+    } catch (const std::exception&) {
+    }
+    try {
+      result[name].as<bool>();
+      continue;  // a flag
+    } catch (const std::exception&) {
+    }
+    std::string shown;
+    for (const std::string& v : values) shown += (shown.empty() ? "" : ", ") + printable(v);
+    if (name == "config") {
+      refuse("two experiment files are given (" + shown + ")",
+             "give one; a sweep runs one file's experiments");
+    }
+    refuse("--" + name + " is given " + std::to_string(values.size()) + " times (" + shown + ")",
+           "give it once");
+  }
+}
+
 }  // namespace
 
 cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::vector<std::string>& args) {
@@ -118,7 +166,9 @@ cxxopts::ParseResult parse_command_line(cxxopts::Options& options, const std::ve
   // --help lists them with the rest.
   options.show_positional_help();
   try {
-    return parse_with_cxxopts(options, args);
+    cxxopts::ParseResult result = parse_with_cxxopts(options, args);
+    refuse_ignored_values(result, options.program());
+    return result;
   } catch (const CommandLineError& error) {
     // cxxopts's own sentences ("Option 'epoch' does not exist") become ours, naming the option as it was
     // given and the fix.

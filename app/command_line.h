@@ -72,7 +72,7 @@ void apply_threads_option(const cxxopts::ParseResult& result);
 // The help of a --threads option: `what` and the default this machine gets.
 std::string threads_help(const std::string& what);
 // The most --threads accepts.
-inline constexpr int64_t kMaxThreads = 4096;
+inline constexpr int64_t kMaxThreads = limits::kMaxThreads;
 
 // "3,224,224" as a shape; a UserError naming --input otherwise.
 std::vector<int64_t> parse_input_shape(const std::string& text);

@@ -5,6 +5,7 @@
 
 #include <cxxopts.hpp>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,9 @@ int main(int argc, char** argv) {
   try {
     // Before any command touches LibTorch: one thread per usable physical core unless the environment
     // or --threads says otherwise.
-    batchscope::cpu_threads::apply(std::nullopt, batchscope::cpu_threads::threading_environment());
+    const std::map<std::string, std::string> threading = batchscope::cpu_threads::threading_environment();
+    batchscope::cpu_threads::check_environment(threading);
+    batchscope::cpu_threads::apply(std::nullopt, threading);
     // And glibc's malloc thresholds fixed, so that a CPU step's large blocks are served the same way in
     // every run (lib/device/host_allocator.h), unless the environment decides.
     batchscope::host_allocator::apply();

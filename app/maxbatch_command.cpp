@@ -287,6 +287,7 @@ int run_maxbatch_command(const std::vector<std::string>& args) {
   std::optional<JsonlWriter> out;
   if (result.count("out")) {
     const std::string path = result["out"].as<std::string>();
+    check_own_records(path, {record::kMaxBatchSearch, record::kMaxBatchTry, record::kMaxBatch}, "maxbatch");
     if (std::optional<StoppedSearch> stopped = search_to_resume(path, result, e, search, command)) {
       session.earlier_tries = std::move(stopped->tries);
       spdlog::info("going on with the search stopped in {} after {}", path,

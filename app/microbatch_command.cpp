@@ -192,6 +192,19 @@ int run_microbatch_command(const std::vector<std::string>& args) {
     throw UserError(located(dir + "/microbatch.jsonl", 0, "already holds a complete result",
                             "pass --force to replace it, or --out another directory"));
   }
+  {
+    // The study writes its report.md there: one with no study's file beside it is someone else's.
+    std::error_code ec;
+    const std::filesystem::path report = std::filesystem::path(dir) / "report.md";
+    const std::filesystem::path study = std::filesystem::path(dir) / "microbatch.jsonl";
+    if (!result.count("force") && std::filesystem::exists(report, ec) &&
+        (!std::filesystem::exists(study, ec) || std::filesystem::file_size(study, ec) == 0)) {
+      throw UserError(located(report.string(), 0,
+                              "is in the output directory with no microbatch.jsonl beside it, and the study "
+                              "would write over it",
+                              "choose another --out directory, or pass --force to replace it"));
+    }
+  }
   if (torch::Device(e.device).is_cpu()) cpu_memory::install();  // so that CPU peaks are reported
 
   const std::string command = command_text("microbatch", args);

@@ -328,6 +328,7 @@ int run_peak_command(const std::vector<std::string>& args) {
   std::optional<JsonlWriter> out;
   if (result.count("out")) {
     const std::string path = result["out"].as<std::string>();
+    check_own_records(path, {record::kPeak}, "peak");
     if (const std::uintmax_t cut = cut_half_line(path); cut > 0)
       spdlog::warn("{}: its last {} bytes were half a record (a run stopped while writing it): cut off", path,
                    cut);

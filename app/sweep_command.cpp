@@ -115,6 +115,13 @@ SweepOptions sweep_run_options(const cxxopts::ParseResult& result, const std::ve
   return sweep;
 }
 
+// The options of how the sweep runs, checked before --plan answers and before submit writes its job
+// script: neither is written for a command the sweep would refuse.
+void check_run_options(const cxxopts::ParseResult& result, const std::vector<std::string>& args) {
+  sweep_run_options(result, args, "");
+  if (result.count("memory-limit")) parse_memory_limit(result["memory-limit"].as<std::string>());
+}
+
 // A shard of the plan: checks that the output directory holds no other plan, writes plan.json there,
 // and moves the sweep into the shard's own directory. Returns the shard's experiments, or nullopt when
 // the shard is complete already (a task run again ends at once, so a whole array can be resubmitted).
@@ -158,6 +165,7 @@ SweepConfig submitted_sweep_config(const std::string& config_path, const std::ve
              "give it before --, or leave it out");
     }
   }
+  check_run_options(result, sweep_args);
   SweepOverrides o;
   read_experiment_options(result, kSweepOptions, o);
   if (result.count("trace")) o.profile = true;
@@ -184,7 +192,9 @@ int run_sweep_command(const std::vector<std::string>& args) {
   const SweepConfig parsed = only_named_experiments(
       from_file ? load_sweep_config(result["config"].as<std::string>(), o) : sweep_from_overrides(o), result, from_file);
   const int64_t shards = result.count("shards") ? whole_option(result, "shards", 1, limits::kMaxShards) : 0;
+  check_run_options(result, args);
   if (result.count("plan")) {
+    if (result.count("shard")) choose_shard(result["shard"].as<std::string>(), shards, process_environment());
     check_sweep_settings(parsed);  // what no machine changes; the device's checks are the sweep's
     nlohmann::json plan = sweep_plan(parsed);
     if (shards > 0) plan["shards"] = nlohmann::json::parse(to_json(plan_shards(parsed, static_cast<int>(shards))).dump());

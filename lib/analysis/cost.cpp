@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
+#include <vector>
 
 #include "data/datasets.h"
 #include "lib/common/errors.h"
@@ -23,9 +25,19 @@ int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
 
 PriceList read_prices(const std::string& path) {
   const char* const fix = "write prices: with one line per device, e.g. \"NVIDIA H100 80GB HBM3\": 2.49 ($ per hour)";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw UserError(located(path, 0, "is a directory", "give --prices the path of a YAML file"));
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
+    if (documents.size() > 1 && !documents[1].IsNull()) {
+      throw UserError(located(path, documents[1].Mark().line + 1,
+                              "begins a second YAML document (after ---), which would be ignored",
+                              "put every price under the first document's prices:"));
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::BadFile&) {
     throw UserError(located(path, 0, "cannot be read", "give --prices a YAML file that exists"));
   } catch (const YAML::Exception& error) {

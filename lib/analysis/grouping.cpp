@@ -215,11 +215,28 @@ void add_to_group(RawGroup& g, const SweepRecord& r, const BatchKey& key, const 
                     other_experiment + "), by another sweep of the same settings",
                 "pass only one of the two, or add --separate to compare them instead of merging"));
   }
+  const auto refuse_repeated = [&](const std::string& what, int first) {
+    throw UserError(
+        located(path, line,
+                what + " of batch size " + std::to_string(batch) + " of experiment " + key.experiment +
+                    " is in this log a second time (first at line " + std::to_string(first) +
+                    "): a log joined from two sweeps, or a line copied, whose steps would be pooled",
+                "give each sweep's own log (analyze merges or compares them as logs), or remove the "
+                "repeated lines"));
+  };
+  const int64_t pass = key.pass.value_or(1);
   if (const auto* step = std::get_if<StepRecord>(&r)) {
+    if (step->step) {
+      const auto [at, fresh] =
+          point->second.step_lines.emplace(std::make_tuple(key.experiment, pass, *step->step), line);
+      if (!fresh && at->second != line) refuse_repeated("step " + std::to_string(*step->step), at->second);
+    }
     point->second.times_ms.push_back(step->time_ms);
     point->second.pass_times[key.pass.value_or(1)].push_back(step->time_ms);
     if (step->host_ms) point->second.host_ms.push_back(*step->host_ms);
   } else {
+    const auto [at, fresh] = point->second.point_lines.emplace(std::make_pair(key.experiment, pass), line);
+    if (!fresh && at->second != line) refuse_repeated("the point record", at->second);
     std::vector<PointRecord>& passes = point->second.pass_points;
     passes.push_back(std::get<PointRecord>(r));
     point->second.point = passes.size() == 1 ? passes.front() : merge_pass_points(passes);

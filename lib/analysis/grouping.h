@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "lib/analysis/log_reader.h"
@@ -27,6 +28,10 @@ struct RawPoint {
   // experiments measured in logs of two sweeps.
   std::map<std::string, std::string> logs;
   std::string sweep;  // the sweep it was first measured in: its shard plan's id, or its log's path
+  // Where each experiment's point record (by pass) and numbered step record (by pass and step) were read:
+  // one read twice is a log joined from two (cat a b), whose steps would pool unseen.
+  std::map<std::pair<std::string, int64_t>, int> point_lines;
+  std::map<std::tuple<std::string, int64_t, int64_t>, int> step_lines;
 };
 
 // The records of one group, before any statistics.

@@ -15,6 +15,8 @@ constexpr int64_t kMaxClasses = int64_t{1} << 24;         // classes, or a vocab
 constexpr int64_t kMaxSteps = 1000000;                    // warm-up or timed steps per batch size
 constexpr int64_t kMaxProfileSteps = 100;                  // profiled steps per batch size (each keeps its events)
 constexpr int64_t kMaxRepeats = 100;                       // passes of the ladder (repeats: R)
+constexpr int64_t kMaxNameLength = 200;                    // an experiment's name, which names its files
+constexpr int64_t kMaxThreads = 4096;  // LibTorch CPU threads (--threads, OMP_NUM_THREADS)
 constexpr int64_t kMaxShards = 9999;                       // shards of one sweep (their directories count to 4 digits)
 
 // The fewest timed steps a batch size needs for analyze to use it (its median, jumps, best size), unless

@@ -209,12 +209,20 @@ constexpr const char* kNoExperimentsFix =
 // The document's root: a map of keys, or a sentence naming the line where the YAML breaks.
 YAML::Node load_root(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
+  std::vector<YAML::Node> documents;
   try {
-    root = YAML::Load(yaml_text);
+    documents = YAML::LoadAll(yaml_text);
   } catch (const YAML::ParserException& e) {
     fail({source, error_line(yaml_text, e.mark.line), ""}, "the YAML is malformed (" + e.msg + ")",
          "fix the syntax on this line or the one before");
   }
+  // A second document (after ---) would be read by nothing: its experiments would silently not run.
+  if (documents.size() > 1 && !documents[1].IsNull()) {
+    fail({source, line_of(documents[1]), ""},
+         "a second YAML document begins here (after ---), which would be ignored",
+         "put every experiment in one document, under one experiments: list");
+  }
+  if (!documents.empty()) root = documents.front();
   if (root.IsNull()) fail({source, 0, ""}, "the file has no experiments", kNoExperimentsFix);
   if (!root.IsMap()) {
     fail({source, line_of(root), ""}, "the top level is " + describe(root) + " but must be a map of keys",

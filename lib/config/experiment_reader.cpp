@@ -520,6 +520,12 @@ std::string get_name(const Entry& e) {
     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
   });
   if (!ok) fail(e.where, "name " + shown(name) + " is not usable as a name", "use only letters, digits, _, - and .");
+  // It names files (a trace's "NAME-batchN.json", a search's "NAME.jsonl"), which a filesystem keeps to
+  // 255 bytes.
+  if (name.size() > static_cast<std::size_t>(limits::kMaxNameLength)) {
+    fail(e.where, "name is " + std::to_string(name.size()) + " characters long",
+         "give at most " + std::to_string(limits::kMaxNameLength));
+  }
   return name;
 }
 

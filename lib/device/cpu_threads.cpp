@@ -1,9 +1,8 @@
 #include "lib/device/cpu_threads.h"
 
+#include <ATen/Parallel.h>
 #include <sched.h>
 #include <unistd.h>
-
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +12,9 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+
+#include "lib/common/errors.h"
+#include "lib/common/limits.h"
 
 extern char** environ;
 
@@ -118,6 +120,26 @@ void apply(std::optional<int> requested, const std::map<std::string, std::string
   }
   std::lock_guard<std::mutex> lock(choice_mutex);
   last_choice = choice;
+}
+
+void check_environment(const std::map<std::string, std::string>& environment) {
+  for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
+    const auto found = environment.find(name);
+    if (found == environment.end() || found->second.empty()) continue;
+    std::stringstream counts(found->second);
+    std::string count;
+    bool good = true;
+    while (std::getline(counts, count, ',')) {
+      const std::optional<long long> n = whole_number(count);
+      good = good && n && *n >= 1 && *n <= limits::kMaxThreads;
+    }
+    if (good) continue;
+    throw UserError(
+        located("environment", 0,
+                std::string(name) + "=" + printable(found->second) + " is not a thread count from 1 to " +
+                    std::to_string(limits::kMaxThreads),
+                std::string("set it to one, or unset it (--threads N sets the count of one command)")));
+  }
 }
 
 InEffect in_effect() {

@@ -50,6 +50,12 @@ std::vector<int> allowed_cpus();
 // else one per usable physical core. Remembers the choice for in_effect().
 void apply(std::optional<int> requested, const std::map<std::string, std::string>& environment);
 
+// Refuses (UserError, "environment: ...") a thread count in OMP_NUM_THREADS or MKL_NUM_THREADS that is no
+// whole number from 1 to limits::kMaxThreads: libgomp ignores a bad one with a line of its own, and ends
+// the process inside its first parallel region on a count far too large. OMP_NUM_THREADS may list one
+// count per level of nested parallelism ("8,2"), each checked.
+void check_environment(const std::map<std::string, std::string>& environment);
+
 // The threads in effect now and where their count came from.
 InEffect in_effect();
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -121,6 +122,22 @@ JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
     out.complete_bytes = begin;
   }
   return out;
+}
+
+void check_own_records(const std::string& path, const std::vector<std::string>& types,
+                       const std::string& command) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) == 0) return;
+  std::ifstream in(path, std::ios::binary);
+  std::string first;
+  std::getline(in, first);
+  for (const std::string& type : types) {
+    const std::string begins = "{\"type\":\"" + type + "\"";
+    if (first.compare(0, begins.size(), begins) == 0) return;
+  }
+  throw UserError(
+      located(path, 1, "is not a file of batchscope " + command + " records, and they are appended to it",
+              "choose another --out (a new file, or one an earlier " + command + " --out wrote)"));
 }
 
 }  // namespace batchscope

@@ -62,4 +62,11 @@ enum class BadLines { Throw, Collect };
 // (gzip -9 profile.jsonl) is read as the text it holds; complete_bytes then counts that text's bytes.
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
 
+// Refuses (UserError naming the file) a file given to append records to (peak --out, maxbatch --out)
+// whose first line, whole or half-written, begins no record of `types` (as batchscope writes them, "type"
+// first): someone's notes or another command's log is never appended to, nor its last line cut as a
+// record left half-written. A missing or empty file passes. `command` names the writer in the refusal.
+void check_own_records(const std::string& path, const std::vector<std::string>& types,
+                       const std::string& command);
+
 }  // namespace batchscope

@@ -203,6 +203,13 @@ void refuse_other_machine(const std::string& jsonl_path, const Json& front,
 }
 
 // Whether the file begins as a sweep writes its run record.
+// A file with a second line: more than steps.csv's header.
+bool csv_has_rows(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  return in && std::getline(in, line) && std::getline(in, line) && !line.empty();
+}
+
 bool starts_a_run_record(const std::string& path) {
   const std::string begins = std::string("{\"type\":\"") + record::kRun + "\"";
   std::ifstream in(path, std::ios::binary);
@@ -343,6 +350,15 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
         jsonl_path_);
     has_log = false;
   }
+  // steps.csv is made again from the log; rows with no log they came from are someone else's, or the
+  // only copy left of a sweep whose log was removed.
+  if (!has_log && !force && csv_has_rows(csv_path_)) {
+    throw UserError(
+        located(csv_path_, 0,
+                "holds rows, and the directory has no sweep log (steps.jsonl) they came from, so a "
+                "new sweep would write over them",
+                "move it away, choose another --out directory, or pass --force to replace it"));
+  }
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);
@@ -399,7 +415,18 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
       }
       // Records of other types than a sweep's were never written by one; they are kept as they are.
       if (!is_sweep_record_type(r["type"].get<std::string>())) continue;
-      kept.push_back(sweep_record_from_json(r));
+      SweepRecord record = sweep_record_from_json(r);
+      // A batch size's outcome twice: a log joined from two, which a resume would go on as one.
+      const BatchKey* batch = batch_key_of(record);
+      if (batch != nullptr && !std::holds_alternative<StepRecord>(record) &&
+          done(batch->experiment, batch->batch_size, batch->pass.value_or(1))) {
+        throw UserError(located(jsonl_path_, contents.record_lines[i],
+                                "holds a second outcome of batch size " + std::to_string(batch->batch_size) +
+                                    " of experiment " + batch->experiment +
+                                    ": a log joined from two sweeps, or a line copied",
+                                "remove the repeated lines to resume, or pass --force to start again"));
+      }
+      kept.push_back(std::move(record));
       note(kept.back());
     }
     if (whole < records.size()) {

@@ -13,6 +13,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "lib/common/file_writes.h"
 #include "lib/device/gpu.h"
 #include "lib/records/jsonl.h"
 #include "lib/timing/profile_attribution.h"
@@ -86,9 +87,7 @@ void write_trace(const std::vector<ProfilerEvent>& events, const std::string& pa
                             {"tid", e.thread},
                             {"args", std::move(args)}});
   }
-  std::ofstream out(path, std::ios::trunc);
-  out << Json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() << '\n';
-  if (!out) throw std::runtime_error("cannot write the trace " + path);
+  replace_file(path, Json{{"traceEvents", trace_events}, {"displayTimeUnit", "ms"}}.dump() + "\n");
 }
 
 // The ranges of the legacy profiler (a start and an end event per range, paired by handle), with the

@@ -293,6 +293,20 @@ bool goes_on_with_other_epochs(const EarlierRun& earlier, const TrainingOptions&
 
 void check_output_dir(const TrainingOptions& o) {
   if (o.force) return;
+  // Files of a run's names with no log of a run: not this tool's, or the only copy left of a run whose
+  // log was removed. A new run would remove them.
+  std::error_code ec;
+  const fs::path log = fs::path(o.out_dir) / kJsonlName;
+  if (!fs::exists(log, ec) || fs::file_size(log, ec) == 0) {
+    for (fs::directory_iterator it(o.out_dir, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->path().filename() == kJsonlName || !written_by_training(it->path())) continue;
+      throw UserError(
+          located(it->path().string(), 0,
+                  "is in the output directory, and no training log (train.jsonl) says a run wrote "
+                  "it, so a new run would remove it",
+                  "move it away, choose another --out directory, or pass --force to replace it"));
+    }
+  }
   const EarlierRun earlier = read_earlier_run(o.out_dir);
   if (earlier.state == EarlierRun::State::Complete && !o.reuse_complete &&
       !goes_on_with_other_epochs(earlier, o)) {

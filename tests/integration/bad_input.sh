@@ -283,6 +283,39 @@ then
 else
   echo "ok   unsupported_operation: $(grep -c '"type": *"skipped"' "$work/unsupported/steps.jsonl") size(s) skipped, $(head -c 200 "$work/err")"
 fi
+# Environment, repeated and extra arguments, second YAML documents, files not of ours in --out.
+OMP_NUM_THREADS=100000 expect omp_threads_too_many "environment: OMP_NUM_THREADS=100000 is not a thread count from 1 to 4096" models
+MKL_NUM_THREADS=abc expect mkl_threads_not_a_number "environment: MKL_NUM_THREADS=abc" models
+expect option_given_twice "--model is given 2 times \\(mnist_cnn, vgg16\\); give it once" sweep --model mnist_cnn --model vgg16 --batch 1 --plan
+printf 'model: mnist_cnn\nbatch: 1\n' > "$work/one.yaml"
+expect two_config_files "two experiment files are given" sweep "$work/one.yaml" "$work/one.yaml" --plan
+expect config_and_option "two experiment files are given|--config is given 2 times" sweep "$work/one.yaml" --config "$work/one.yaml" --plan
+expect extra_argument "'vgg16' is an argument batchscope models does not take" models vgg16
+printf 'model: mnist_cnn\nbatch: 1\n---\nmodel: vgg16\nbatch: 1\n' > "$work/two_docs.yaml"
+expect second_yaml_document "two_docs.yaml:4: a second YAML document" sweep "$work/two_docs.yaml" --plan
+expect plan_checks_run_options "--idle-seconds: 'nan' is not a number" sweep --model mnist_cnn --batch 1 --idle-seconds nan --plan
+expect plan_checks_memory_limit "--memory-limit" sweep --model mnist_cnn --batch 1 --memory-limit 5XB --plan
+expect plan_checks_shard "--shard 5/2" sweep --model mnist_cnn --batch 1 --shard 5/2 --plan
+mkdir -p "$work/prices_dir.yaml"
+expect prices_is_a_directory "prices_dir.yaml: is a directory" analyze "$work/kept" --prices "$work/prices_dir.yaml" --no-plots --out "$work/kept_analysis"
+long="$(printf 'a%.0s' $(seq 1 300))"
+printf 'model: mnist_cnn\nbatch: 1\nname: %s\n' "$long" > "$work/long_name.yaml"
+expect name_too_long "long_name.yaml:3.*name is 300 characters long; give at most 200" sweep "$work/long_name.yaml" --plan
+printf 'my measurements: 1 2 3' > "$work/notes.txt"
+expect peak_out_not_ours "notes.txt:1: is not a file of batchscope peak records" peak --device cpu --operation matmul --size 64 --steps 1 --warmup 0 --out "$work/notes.txt"
+expect maxbatch_out_not_ours "notes.txt:1: is not a file of batchscope maxbatch records" maxbatch --model mnist_cnn --device cpu --memory-limit 16MiB --out "$work/notes.txt"
+[ "$(cat "$work/notes.txt")" = "my measurements: 1 2 3" ] && echo "ok   notes.txt left whole" ||
+  { echo "FAIL notes.txt was changed: $(cat "$work/notes.txt")"; failures=$((failures + 1)); }
+mkdir -p "$work/foreign"; printf 'a,b\n1,2\n' > "$work/foreign/steps.csv"
+expect csv_without_log "foreign/steps.csv: holds rows, and the directory has no sweep log" sweep --model mnist_cnn --batch 1 --device cpu --steps 1 --warmup 0 --no-energy --out "$work/foreign"
+mkdir -p "$work/foreign_train"; echo weights > "$work/foreign_train/checkpoint.pt"
+expect checkpoint_without_log "checkpoint.pt: is in the output directory, and no training log" train --data mnist --epochs 1 --batch 8 --device cpu --out "$work/foreign_train"
+mkdir -p "$work/foreign_study"; echo mine > "$work/foreign_study/report.md"
+expect report_without_study "report.md: is in the output directory with no microbatch.jsonl" microbatch --model mnist_cnn --batch 2 --device cpu --out "$work/foreign_study"
+cat "$work/kept/steps.jsonl" "$work/kept/steps.jsonl" > "$work/joined.jsonl"
+expect joined_log "joined.jsonl:[0-9]+: step 0 of batch size 1 of experiment .* is in this log a second time \\(first at line 2\\)" analyze "$work/joined.jsonl" --no-plots --out "$work/joined_analysis"
+mkdir -p "$work/joined_resume"; head -n 3 "$work/kept/steps.jsonl" > "$work/joined_resume/steps.jsonl"; sed -n 3p "$work/kept/steps.jsonl" >> "$work/joined_resume/steps.jsonl"
+expect joined_log_resume "steps.jsonl:4: holds a second outcome of batch size 1" sweep --model mnist_cnn --batch 1:2 --device cpu --steps 1 --warmup 0 --out "$work/joined_resume"
 [ ! -e "$work/new1" ] && echo "ok   nothing was written to --out by a refused command" ||
   { echo "FAIL a refused command wrote $(ls "$work/new1")"; failures=$((failures + 1)); }
 
