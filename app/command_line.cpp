@@ -135,7 +135,12 @@ void refuse_ignored_values(const cxxopts::ParseResult& result, const std::string
   }
 #endif
   std::map<std::string, std::vector<std::string>> given;
-  for (const auto& kv : result.arguments()) given[kv.key()].push_back(kv.value());
+  for (const auto& kv : result.arguments()) {
+    // An empty value (--out "", a variable that was not set) names nothing.
+    if (kv.value().empty())
+      refuse("--" + kv.key() + " is given an empty value", "give it a value, or leave it out");
+    given[kv.key()].push_back(kv.value());
+  }
   for (const auto& [name, values] : given) {
     if (values.size() < 2) continue;
     try {

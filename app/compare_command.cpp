@@ -107,6 +107,22 @@ int run_compare_command(const std::vector<std::string>& args) {
   const LoadedLog contender = load_or_refuse(logs[1]);
   const RunComparison c = compare_runs(baseline, contender, threshold, z, min_samples);
   if (c.sizes.empty() && c.lost.empty()) {
+    // A log whose every batch size has too few timed steps is the one to name, with the --min-samples
+    // that takes it.
+    for (const auto& [log, path] : {std::pair{&baseline, logs[0]}, std::pair{&contender, logs[1]}}) {
+      int64_t most = 0;
+      for (const SweepRecord& r : log->records) {
+        if (const auto* p = std::get_if<PointRecord>(&r))
+          most = std::max<int64_t>(most, p->samples.value_or(0));
+      }
+      if (most > 0 && most < min_samples) {
+        throw UserError(located(path, 0,
+                                "has at most " + std::to_string(most) +
+                                    " timed steps per batch size, fewer than --min-samples " +
+                                    std::to_string(min_samples),
+                                "give --min-samples " + std::to_string(most) + " to compare it"));
+      }
+    }
     throw UserError(located(logs[1], 0, "has no batch size in common with " + logs[0] + " (by experiment name, with " +
                                             std::to_string(min_samples) + " timed steps or more in each)",
                             "compare two sweeps of the same experiments"));

@@ -27,9 +27,10 @@ std::optional<double> target_accuracy(const cxxopts::ParseResult& result) {
   if (!result.count("target-accuracy")) return std::nullopt;
   const std::string text = result["target-accuracy"].as<std::string>();
   const double share = percent_option(result, "target-accuracy", 100);
-  if (share <= 0 || (text.back() != '%' && share <= 0.01)) {
-    refuse("--target-accuracy " + text + " reads as " + text + "%",
-           "give the accuracy as a percentage above 1, e.g. --target-accuracy 98%");
+  const bool percent = text.back() == '%';
+  if (share <= 0 || (!percent && share <= 0.01)) {
+    refuse("--target-accuracy " + text + (percent ? " is no accuracy to reach" : " reads as " + text + "%"),
+           "give the accuracy as a percentage above 0, e.g. --target-accuracy 98%");
   }
   return share;
 }

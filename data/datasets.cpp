@@ -243,9 +243,14 @@ DatasetLocation locate_dataset(const std::string& spec) {
                 "did you mean " + nearest + "? scripts/get_datasets.sh " + nearest + " fetches it"));
   }
   if (!fs::is_directory(location.directory, error)) {
-    throw UserError(located(
-        location.directory, 0, "no such directory for the " + kind.title + " files " + expected_files(kind),
-        "run scripts/get_datasets.sh " + kind.name + " to fetch them, or put the files there"));
+    const char* root = std::getenv("BATCHSCOPE_DATA");
+    const bool from_variable = is_dataset_name(spec) && root != nullptr && *root != '\0';
+    throw UserError(
+        located(location.directory, 0,
+                "no such directory for the " + kind.title + " files " + expected_files(kind) +
+                    (from_variable ? " (BATCHSCOPE_DATA=" + std::string(root) + " chose it)" : ""),
+                "run scripts/get_datasets.sh " + kind.name + " to fetch them, or put the files there" +
+                    (from_variable ? ", or unset BATCHSCOPE_DATA to look in data/" : "")));
   }
   std::vector<std::string> missing;
   for (const auto& name : all_files(kind)) {

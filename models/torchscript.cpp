@@ -288,8 +288,14 @@ class ScriptFile {
                                   "); save the model with torch.jit.script(model).save(path) or "
                                   "torch.jit.trace(model, example).save(path)");
     }
-    if (!module_.find_method("forward").has_value())
-      throw std::invalid_argument(path + " holds a TorchScript module without a forward method");
+    if (!module_.find_method("forward").has_value()) {
+      // What batchscope train writes (weights in a module archive) reads as exactly this.
+      throw std::invalid_argument(
+          path +
+          " holds a TorchScript module without a forward method, such as a batchscope "
+          "train checkpoint (weights only); evaluate a checkpoint with batchscope eval "
+          "--checkpoint DIR, or save a model with torch.jit.script(model).save(path)");
+    }
     const c10::FunctionSchema& schema = module_.get_method("forward").function().getSchema();
     if (schema.arguments().size() < 2) {
       throw std::invalid_argument(path +

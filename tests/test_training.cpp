@@ -557,11 +557,17 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
                                       {lacks + "; batchscope 9.9.0 trained it",
                                        "evaluate it with batchscope 9.9.0, or train again with one of "}));
     fs::remove(bad / "train.jsonl");
+    // A model of the zoo that cannot take the images it names: the file's mistake, not the command line's.
+    info["model"] = "vgg16";
+    std::ofstream(bad / "checkpoint.json") << info.dump();
+    EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                              {"checkpoint.json: vgg16", "restore the checkpoint.json"}));
   }
 
-  std::ofstream(bad / "checkpoint.json") << "{\"model\": ";
-  EXPECT_TRUE(
-      testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"checkpoint.json", "is not JSON"}));
+  // Cut short: the line where it breaks.
+  std::ofstream(bad / "checkpoint.json") << "{\n\"model\": ";
+  EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                            {"checkpoint.json:2: is not JSON", "cut short"}));
 
   std::ofstream(bad / "checkpoint.json")
       << "{\"model\": \"mnist_cnn\", \"data\": {\"directory\": \"x\"}, \"tf32\": \"on\"}";

@@ -19,8 +19,6 @@
 namespace batchscope {
 namespace {
 
-// The share of the best throughput that counts as having reached it.
-
 PointStats stats_of(const RawPoint& raw, int min_samples) {
   PointStats p;
   p.batch_size = raw.batch_size;
@@ -634,8 +632,6 @@ Analysis analyze_groups(const std::vector<RawGroup>& raw, const AnalyzeOptions& 
 
 namespace {
 
-// Every log given once, read; a log that holds no records is left out with its warnings. Throws
-// UserError when no log is left.
 // The logs the arguments name: a directory of shards (sweep --shard, submit) stands for the logs of its
 // shards, which must all belong to one plan; shards that are not complete are named in a warning.
 std::vector<std::string> expand_shards(const std::vector<std::string>& arguments, std::vector<std::string>& warnings) {

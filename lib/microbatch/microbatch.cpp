@@ -207,8 +207,10 @@ CostMeasurement measure_layer_costs(models::Network& network, const std::vector<
         keep(keeping, out.entries.back());
         ++measured;
       } catch (const c10::Error& error) {
-        // Out of memory at a large size, as model mode: the size is skipped for this layer, with the reason,
-        // and the study goes on (it ended with an internal error).
+        // Out of memory at a large size (or an operation LibTorch lacks in this precision), as model
+        // mode: the size is skipped for this layer, with the reason, and the study goes on. Any other
+        // error is a fault, not a size to skip.
+        if (!is_out_of_memory(error) && !unsupported_operation(error)) throw;
         clear_gradients(*conv);
         if (device.is_cuda()) gpu::empty_cache();
         out.skipped.push_back(name + " micro-batch " + std::to_string(m) + ": " +
@@ -269,6 +271,7 @@ CostMeasurement measure_model_costs(models::Network& network, const models::Mode
       keep(keeping, out.entries.back());
       ++measured;
     } catch (const c10::Error& error) {
+      if (!is_out_of_memory(error) && !unsupported_operation(error)) throw;
       out.skipped.push_back("micro-batch " + std::to_string(m) + ": " + error.what_without_backtrace());
     }
   }

@@ -1,5 +1,7 @@
 #include "lib/microbatch/microbatch_planner.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -75,11 +77,9 @@ SplitPlan plan_split(const CostTable& costs, int64_t batch, MicroBatchPolicy pol
   for (const int64_t s : candidate_sizes(policy, batch)) {
     const auto it = costs.ms.find(s);
     if (it == costs.ms.end()) continue;
-    if (!std::isfinite(it->second) || it->second < 0) {
-      throw std::invalid_argument("layer '" + costs.name + "' has time " + std::to_string(it->second) +
-                                  " ms at micro-batch " + std::to_string(s) +
-                                  "; times must be finite and not negative");
-    }
+    // Measured times: one that is not is a fault, never the user's mistake.
+    TORCH_CHECK(std::isfinite(it->second) && it->second >= 0, "layer '", costs.name, "' has time ",
+                it->second, " ms at micro-batch ", s, "; times must be finite and not negative");
     usable.push_back(s);
     usable_ms.push_back(it->second);
   }

@@ -1,8 +1,10 @@
 #include <ATen/Context.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 
@@ -233,10 +235,16 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
                             "train again, or restore the checkpoint.json that batchscope train wrote"));
   };
   Json json;
+  const std::string content((std::istreambuf_iterator<char>(info_file)), std::istreambuf_iterator<char>());
   try {
-    json = Json::parse(info_file);
-  } catch (const nlohmann::json::exception& bad) {
-    refuse(std::string("is not JSON (") + bad.what() + ")");
+    json = Json::parse(content);
+  } catch (const nlohmann::json::parse_error& bad) {
+    // Where it breaks, as a line of the file.
+    const std::size_t at = std::min<std::size_t>(bad.byte == 0 ? 0 : bad.byte - 1, content.size());
+    const int line = 1 + static_cast<int>(std::count(
+                             content.begin(), content.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    throw UserError(located(path, line, "is not JSON: it breaks on this line (damaged or cut short)",
+                            "train again, or restore the checkpoint.json that batchscope train wrote"));
   }
   if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
   const auto text = [&](const Json& j, const std::string& key) {

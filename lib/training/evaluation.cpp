@@ -108,7 +108,7 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
         "describes a model of " + images(trained_on) + ", and " + data_spec + " holds " + images(to_evaluate),
         "give --data " + trained_on.name + " or a directory of its files"));
   }
-  std::shared_ptr<models::Network> model = build_network(info.model, trained_on);
+  std::shared_ptr<models::Network> model = build_network(info.model, trained_on, info_path.string());
   load_weights(*model, weights.string(), info.model, device);
   model->to(device);
   if (info.channels_last) to_channels_last(*model);

@@ -60,7 +60,8 @@ Json optimizer_json(const OptimizerConfig& o) {
   return j;
 }
 
-std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data) {
+std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data,
+                                               const std::string& source) {
   const models::ModelSpec* spec = models::find_model(name);
   if (spec == nullptr) {
     throw UserError(located("command line", 0, "--model " + name + " is not a known model",
@@ -71,9 +72,11 @@ std::shared_ptr<models::Network> build_network(const std::string& name, const da
   } catch (const std::invalid_argument& bad) {
     std::string reason = bad.what();  // the model's own sentence, naming the smallest input it takes
     if (!reason.empty() && reason.back() == '.') reason.pop_back();
-    throw UserError(located("command line", 0, reason,
-                            data.title + " images are " + models::shape_text(data.image) +
-                                ", so choose a model that takes them, such as mnist_cnn"));
+    const std::string images = data.title + " images are " + models::shape_text(data.image);
+    throw UserError(located(source, 0, reason,
+                            source == "command line"
+                                ? images + ", so choose a model that takes them, such as mnist_cnn"
+                                : images + ": restore the checkpoint.json that batchscope train wrote"));
   }
 }
 
@@ -1239,7 +1242,6 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   return outcome;
 }
 
-// The output directory of one side of a comparison: cuda:0 -> cuda_0.
 }  // namespace training_parts
 
 using namespace training_parts;

@@ -31,7 +31,10 @@ struct LoadedData {
 
 // The registered model for the dataset's images and classes; UserError when it is unknown or cannot take
 // them.
-std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data);
+// The model `name` for the images of `data`; a model that cannot take them is refused as the mistake of
+// `source`: the command line, or a checkpoint's checkpoint.json.
+std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data,
+                                               const std::string& source = "command line");
 // What an earlier session left in a training output directory (its train.jsonl).
 struct EarlierRun {
   enum class State { None, Interrupted, Complete };

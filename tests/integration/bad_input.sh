@@ -316,6 +316,11 @@ cat "$work/kept/steps.jsonl" "$work/kept/steps.jsonl" > "$work/joined.jsonl"
 expect joined_log "joined.jsonl:[0-9]+: step 0 of batch size 1 of experiment .* is in this log a second time \\(first at line 2\\)" analyze "$work/joined.jsonl" --no-plots --out "$work/joined_analysis"
 mkdir -p "$work/joined_resume"; head -n 3 "$work/kept/steps.jsonl" > "$work/joined_resume/steps.jsonl"; sed -n 3p "$work/kept/steps.jsonl" >> "$work/joined_resume/steps.jsonl"
 expect joined_log_resume "steps.jsonl:4: holds a second outcome of batch size 1" sweep --model mnist_cnn --batch 1:2 --device cpu --steps 1 --warmup 0 --out "$work/joined_resume"
+expect empty_value "--out is given an empty value" sweep --model mnist_cnn --batch 1 --out ""
+expect target_accuracy_zero "--target-accuracy 0% is no accuracy to reach" train --target-accuracy 0% --out "$work/new1"
+mkdir -p "$work/kept_copy"; cp "$work/kept/steps.jsonl" "$work/kept_copy/"
+expect compare_too_few_steps "kept:? has at most 1 timed steps per batch size, fewer than --min-samples 5; give --min-samples 1" compare "$work/kept" "$work/kept_copy"
+BATCHSCOPE_DATA="$work/no_data" expect data_variable_named "BATCHSCOPE_DATA=.*no_data chose it.*unset BATCHSCOPE_DATA" train --data mnist --out "$work/new1"
 [ ! -e "$work/new1" ] && echo "ok   nothing was written to --out by a refused command" ||
   { echo "FAIL a refused command wrote $(ls "$work/new1")"; failures=$((failures + 1)); }
 
