@@ -97,6 +97,24 @@ torch::Tensor LayerStackImpl::forward(torch::Tensor x) {
   return relu_after_add_ ? torch::relu_(out) : out;
 }
 
+void initialize(torch::nn::Module& network, WeightInit init) {
+  if (init == WeightInit::kLayerDefaults) return;
+  const torch::NoGradGuard no_grad;
+  for (const std::shared_ptr<torch::nn::Module>& module : network.modules(/*include_self=*/false)) {
+    if (auto* conv = dynamic_cast<torch::nn::Conv2dImpl*>(module.get())) {
+      torch::nn::init::kaiming_normal_(conv->weight, 0, torch::kFanOut, torch::kReLU);
+      if (conv->bias.defined()) torch::nn::init::zeros_(conv->bias);
+    } else if (auto* norm = dynamic_cast<torch::nn::BatchNorm2dImpl*>(module.get())) {
+      torch::nn::init::ones_(norm->weight);
+      torch::nn::init::zeros_(norm->bias);
+    } else if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get());
+               linear != nullptr && init == WeightInit::kKaimingFanOutSmallLinear) {
+      torch::nn::init::normal_(linear->weight, 0, 0.01);
+      if (linear->bias.defined()) torch::nn::init::zeros_(linear->bias);
+    }
+  }
+}
+
 PlannedNetwork::PlannedNetwork(const Layer& plan, const std::vector<int64_t>& sample_shape) {
   TORCH_CHECK(plan.kind == Layer::Kind::kStack && !plan.skip, "a network plan is a plain stack of layers");
   FlopTally shape(sample_shape);

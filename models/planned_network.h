@@ -47,6 +47,21 @@ class LayerStackImpl : public torch::nn::Module {
 };
 TORCH_MODULE(LayerStack);
 
+// How a model's weights start: as its reference model initialises them, so that a run trains from where
+// PyTorch's would (the same distributions, not the same draws).
+enum class WeightInit {
+  kLayerDefaults,  // each layer's own reset (AlexNet, the MNIST CNN, MobileNet v1: as their references)
+  // torchvision's ResNet: convolutions kaiming-normal over their fan-out (ReLU's gain), their biases 0;
+  // batch norms 1 and 0; linear layers their own reset.
+  kKaimingFanOut,
+  // torchvision's VGG and MobileNetV2: the same, and linear layers N(0, 0.01) with biases 0.
+  kKaimingFanOutSmallLinear,
+};
+
+// Draws the weights of every convolution, batch norm and linear layer of `network` as `init` says, from
+// LibTorch's global generator.
+void initialize(torch::nn::Module& network, WeightInit init);
+
 // A whole model built from its plan (a kStack without skip). The top-level layers are registered on the
 // network itself, so parameter names read like the reference models' (features.0.weight,
 // layer1.0.conv1.weight).

@@ -70,7 +70,7 @@ int64_t checked_flops(const std::string& model, const Layer& plan, const SampleS
 }
 
 ModelSpec spec(std::string name, std::string summary, SampleShape default_input, int64_t default_classes,
-               PlanFor plan_for, int64_t reference_parameters, std::string reference) {
+               PlanFor plan_for, int64_t reference_parameters, std::string reference, WeightInit init) {
   ModelSpec spec;
   spec.reference_parameters = reference_parameters;
   spec.reference = std::move(reference);
@@ -78,10 +78,12 @@ ModelSpec spec(std::string name, std::string summary, SampleShape default_input,
   spec.summary = std::move(summary);
   spec.default_input = std::move(default_input);
   spec.default_classes = default_classes;
-  spec.build = [name, plan_for](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
+  spec.build = [name, plan_for, init](const SampleShape& input, int64_t classes) -> std::shared_ptr<Network> {
     const Layer plan = plan_for(classes);
     checked_flops(name, plan, input, classes);
-    return std::make_shared<PlannedNetwork>(plan, input);
+    auto network = std::make_shared<PlannedNetwork>(plan, input);
+    initialize(*network, init);
+    return network;
   };
   spec.plan = plan_for;
   spec.forward_flops = [name, plan_for](const SampleShape& input, int64_t classes) {
@@ -118,24 +120,28 @@ const std::vector<ModelSpec>& all_models() {
     return std::vector<ModelSpec>{
         spec(
             "vgg16", "VGG-16, torchvision layout without batch norm", imagenet, kImagenetClasses,
-            [](int64_t classes) { return vgg_plan(16, classes); }, 138357544, "torchvision vgg16"),
+            [](int64_t classes) { return vgg_plan(16, classes); }, 138357544, "torchvision vgg16",
+            WeightInit::kKaimingFanOutSmallLinear),
         spec(
             "vgg19", "VGG-19, torchvision layout without batch norm", imagenet, kImagenetClasses,
-            [](int64_t classes) { return vgg_plan(19, classes); }, 143667240, "torchvision vgg19"),
+            [](int64_t classes) { return vgg_plan(19, classes); }, 143667240, "torchvision vgg19",
+            WeightInit::kKaimingFanOutSmallLinear),
         spec(
             "resnet50", "ResNet-50 v1.5, torchvision layout", imagenet, kImagenetClasses,
-            [](int64_t classes) { return resnet_plan(50, classes); }, 25557032, "torchvision resnet50"),
+            [](int64_t classes) { return resnet_plan(50, classes); }, 25557032, "torchvision resnet50",
+            WeightInit::kKaimingFanOut),
         spec(
             "resnet18", "ResNet-18, torchvision layout", imagenet, kImagenetClasses,
-            [](int64_t classes) { return resnet_plan(18, classes); }, 11689512, "torchvision resnet18"),
+            [](int64_t classes) { return resnet_plan(18, classes); }, 11689512, "torchvision resnet18",
+            WeightInit::kKaimingFanOut),
         spec("alexnet", "AlexNet, torchvision layout", imagenet, kImagenetClasses, alexnet_plan, 61100840,
-             "torchvision alexnet"),
+             "torchvision alexnet", WeightInit::kLayerDefaults),
         spec("mobilenet", "MobileNet v1, width 1.0", imagenet, kImagenetClasses, mobilenet_v1_plan, 4231976,
-             "Howard et al. 2017, Table 8 (4.2M)"),
+             "Howard et al. 2017, Table 8 (4.2M)", WeightInit::kLayerDefaults),
         spec("mobilenet_v2", "MobileNetV2, width 1.0, torchvision layout", imagenet, kImagenetClasses,
-             mobilenet_v2_plan, 3504872, "torchvision mobilenet_v2"),
+             mobilenet_v2_plan, 3504872, "torchvision mobilenet_v2", WeightInit::kKaimingFanOutSmallLinear),
         spec("mnist_cnn", "the classic Keras MNIST convolutional network", {1, 28, 28}, 10, mnist_cnn_plan,
-             1199882, "Keras mnist_cnn example"),
+             1199882, "Keras mnist_cnn example", WeightInit::kLayerDefaults),
         lstm_lm_spec(),
         transformer_spec(),
         deepspeech2_spec(/*gru=*/false),

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -210,4 +211,38 @@ TEST(InputChecks, StridedModelsAcceptAnyPositiveSize) {
   for (const char* name : {"resnet50", "mobilenet", "mobilenet_v2"}) {
     EXPECT_NO_THROW(bm::find_model(name)->forward_flops({3, 1, 1}, 10)) << name;
   }
+}
+
+// The weights start as the reference models' do: torchvision's VGG, ResNet and MobileNetV2 draw their
+// convolutions kaiming-normal over the fan-out (std sqrt(2 / (out x k x k))) with zero biases, VGG's and
+// MobileNetV2's linear layers N(0, 0.01) with zero biases; AlexNet and the MNIST CNN keep LibTorch's own
+// layer resets (uniform, biases not zero), as their references do.
+TEST(ModelInit, TheReferenceModelsDistributions) {
+  torch::manual_seed(0);
+  const auto parameter = [](const bm::Network& network, const std::string& name) {
+    for (const auto& p : network.named_parameters()) {
+      if (p.key() == name) return p.value();
+    }
+    ADD_FAILURE() << "no parameter " << name;
+    return torch::Tensor();
+  };
+  const auto stddev = [](const torch::Tensor& t) { return t.std().item<double>(); };
+  const auto vgg = bm::find_model("vgg16")->build({3, 32, 32}, 10);
+  // 64 x 3 x 3 = 576 outputs per input: sqrt(2 / 576) = 0.0589 over 1728 draws.
+  EXPECT_NEAR(stddev(parameter(*vgg, "features.0.weight")), std::sqrt(2.0 / 576), 0.004);
+  EXPECT_EQ(parameter(*vgg, "features.0.bias").abs().max().item<double>(), 0.0);
+  EXPECT_NEAR(stddev(parameter(*vgg, "classifier.0.weight")), 0.01, 0.0005);
+  EXPECT_EQ(parameter(*vgg, "classifier.6.bias").abs().max().item<double>(), 0.0);
+
+  const auto resnet = bm::find_model("resnet18")->build({3, 32, 32}, 10);
+  EXPECT_NEAR(stddev(parameter(*resnet, "conv1.weight")), std::sqrt(2.0 / (64 * 49)), 0.002);
+  // Its linear layer keeps LibTorch's reset: uniform within 1/sqrt(512), a bias that is not zero.
+  EXPECT_LE(parameter(*resnet, "fc.weight").abs().max().item<double>(), 1 / std::sqrt(512.0));
+  EXPECT_GT(parameter(*resnet, "fc.bias").abs().max().item<double>(), 0.0);
+
+  const auto mobilenet = bm::find_model("mobilenet_v2")->build({3, 32, 32}, 10);
+  EXPECT_NEAR(stddev(parameter(*mobilenet, "classifier.1.weight")), 0.01, 0.001);
+
+  const auto mnist = bm::find_model("mnist_cnn")->build({1, 28, 28}, 10);
+  EXPECT_GT(parameter(*mnist, "conv1.bias").abs().max().item<double>(), 0.0);
 }
