@@ -3,6 +3,7 @@
 // Internal to lib/: the pieces of training that the device comparison shares with train_model.
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,8 +30,6 @@ struct LoadedData {
   data::DatasetSplits splits;
 };
 
-// The registered model for the dataset's images and classes; UserError when it is unknown or cannot take
-// them.
 // The model `name` for the images of `data`; a model that cannot take them is refused as the mistake of
 // `source`: the command line, or a checkpoint's checkpoint.json.
 std::shared_ptr<models::Network> build_network(const std::string& name, const data::DatasetKind& data,
@@ -48,6 +47,19 @@ struct EarlierRun {
   std::uintmax_t complete_bytes = 0;
   bool truncated_tail = false;  // a write cut short, after complete_bytes
 };
+// What lib/training/train_log.cpp keeps: train.jsonl's epoch records and what an earlier session left.
+// "checkpoint*.pt", "resume_epochN.pt", their ".partial" copies, train.jsonl and checkpoint.json: the files
+// a training run writes.
+bool written_by_training(const std::filesystem::path& file);
+// An epoch's record as train.jsonl holds it.
+Json epoch_record(const EpochResult& r);
+// Refuses an earlier session's run whose options are not `config`'s, naming the first difference; its
+// epoch count may differ where o goes on with it.
+void check_same_options(const EarlierRun& earlier, const TrainingOptions& o, const Json& config);
+// Whether a run of these options goes on from what an earlier session left: its epochs, or a complete run.
+bool goes_on_from(const EarlierRun& earlier);
+// --chunk auto where an earlier session's run goes on: its chunk, so that it goes on as it began.
+TrainingOptions with_earlier_chunk(const TrainingOptions& options, const EarlierRun& earlier);
 // Reads dir/train.jsonl strictly; a file that is not a training run's, or a damaged one, is a UserError
 // naming the file and line.
 EarlierRun read_earlier_run(const std::string& dir);
