@@ -322,6 +322,14 @@ int run_peak_command(const std::vector<std::string>& args) {
   const std::vector<std::string> precisions =
       list_option(result, "precision", kPeakPrecisions, default_peak_precisions(device),
                   "a precision peak measures", "fp32,bf16");
+  // Asked for by name where the device has no such mode: refused, as a sweep refuses it, rather than a
+  // record with no rate that analyze --peak then cannot read.
+  for (const std::string& precision : precisions) {
+    const std::string why = peak_precision_unavailable(device, precision);
+    if (!why.empty() && result.count("precision"))
+      refuse("--precision " + precision + " on " + device_name + ": " + why,
+             "leave it out of --precision there");
+  }
   check_fits(operations, o, device);
   // Opened before the measurement, so that a path that cannot be written is refused at once. A record
   // an earlier run left half-written is cut off first: appended to, it would take the new one with it.

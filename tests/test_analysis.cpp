@@ -299,6 +299,33 @@ TEST_F(AnalyzeTest, StepsCutOffBeforeTheirPointAreLeftOut) {
   EXPECT_TRUE(contains(a.warnings, "have no point record after them"));
 }
 
+// Logs written before a resumed sweep cut such steps hold them before the next session's run record,
+// then the size measured again: the cut-off steps are left out, and only the second attempt's count.
+TEST_F(AnalyzeTest, StepsCutOffBeforeAResumedSessionAreLeftOut) {
+  FakeLog log;
+  log.batches = range(1, 13);
+  std::istringstream lines(log.text());
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);) all.push_back(line);
+  const auto last_point = std::find_if(all.begin(), all.end(), [](const std::string& line) {
+    return line.find("\"type\":\"point\"") != std::string::npos &&
+           line.find("\"batch_size\":13") != std::string::npos;
+  });
+  ASSERT_NE(last_point, all.end());
+  auto first_step = last_point;
+  while (first_step != all.begin() && std::prev(first_step)->find("\"type\":\"step\"") != std::string::npos)
+    --first_step;
+  std::string text;
+  for (auto it = all.begin(); it != last_point; ++it) text += *it + "\n";  // 13's steps, no point
+  text += all.front() + "\n";                                              // a second session
+  for (auto it = first_step; it != all.end(); ++it) text += *it + "\n";    // 13 again, whole
+  const Analysis a = analyze_logs({write("steps.jsonl", text)}, {});
+  ASSERT_EQ(a.groups.size(), 1u);
+  ASSERT_EQ(a.groups[0].points.size(), 13u);
+  EXPECT_EQ(a.groups[0].points.back().samples, static_cast<int>(last_point - first_step));
+  EXPECT_TRUE(contains(a.warnings, "before the next session began"));
+}
+
 TEST_F(AnalyzeTest, ASingleBatchSizeIsNamedAlone) {
   FakeLog log;
   log.batches = {8};

@@ -174,6 +174,21 @@ TEST(ForcedSweep, TheReplacedSweepIsKeptUntilTheNewOneIsComplete) {
   EXPECT_EQ(count_type(replaced.records, "end"), 1);
   EXPECT_FALSE(fs::exists(*kept)) << "removed once the new sweep is complete";
   EXPECT_TRUE(fs::exists(out / "notes.txt"));
+
+  // A .replaced that outlived a complete replacement (its removal failed) holds the older sweep: the
+  // complete one is set aside in its place, never removed.
+  const std::string complete = testing_support::file_bytes((out / "steps.jsonl").string());
+  fs::create_directories(*kept);
+  std::ofstream(*kept + "/steps.jsonl") << "older\n";
+  ASSERT_EQ(set_aside_replaced_sweep(options.out_dir), kept);
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.jsonl"), complete);
+
+  // Moved back by hand, leaving .replaced empty: the restored sweep is the one kept.
+  for (const auto& entry : fs::directory_iterator(*kept))
+    fs::rename(entry.path(), out / entry.path().filename());
+  ASSERT_TRUE(fs::is_empty(*kept));
+  ASSERT_EQ(set_aside_replaced_sweep(options.out_dir), kept);
+  EXPECT_EQ(testing_support::file_bytes(*kept + "/steps.jsonl"), complete);
 }
 
 // A replacement killed while moving the old sweep aside goes on moving it on the next --force, into the

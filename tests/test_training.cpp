@@ -498,6 +498,23 @@ TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {
   EXPECT_TRUE(
       testing_support::refuses_with([&] { evaluate_checkpoint(eval); }, {"nowhere", "no such checkpoint"}));
 
+  // The run's other files, given where its weights are meant: said what they are.
+  for (const fs::directory_entry& entry : fs::directory_iterator(good)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("resume_epoch", 0) != 0 && name != "train.jsonl") continue;
+    eval.checkpoint = entry.path().string();
+    EXPECT_TRUE(testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                              {name, "not", "give the run's directory, its checkpoint.pt"}));
+  }
+  // A directory of runs (a batch study's, a comparison's): one of them is named.
+  const fs::path study = *root_ / "study";
+  fs::create_directories(study / "batch-8");
+  fs::copy_file(good / "checkpoint.json", study / "batch-8" / "checkpoint.json");
+  eval.checkpoint = study.string();
+  EXPECT_TRUE(
+      testing_support::refuses_with([&] { evaluate_checkpoint(eval); },
+                                    {"holds training runs in its subdirectories (batch-8)", "give one"}));
+
   const fs::path bad = *root_ / "corrupt";
   fs::create_directories(bad);
   eval.checkpoint = bad.string();

@@ -32,8 +32,9 @@ PriceList read_prices(const std::string& path) {
   YAML::Node root;
   try {
     const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
-    if (documents.size() > 1 && !documents[1].IsNull()) {
-      throw UserError(located(path, documents[1].Mark().line + 1,
+    for (std::size_t i = 1; i < documents.size(); ++i) {
+      if (documents[i].IsNull()) continue;
+      throw UserError(located(path, documents[i].Mark().line + 1,
                               "begins a second YAML document (after ---), which would be ignored",
                               "put every price under the first document's prices:"));
     }

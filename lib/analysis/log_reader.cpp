@@ -134,29 +134,50 @@ void sort_records(LoadedLog& log, JsonlContents& contents) {
 }
 
 // A batch size's records go out in one write, its steps and then its point (or what happened instead):
-// step records at the end of a log with nothing after them are a batch size cut off mid-write (the sweep
-// was killed), not measured whole. They are left out with a warning, as a resumed sweep cuts them.
+// step records with no point after them, before the log ends or the next session's run record begins, are
+// a batch size cut off mid-write (the sweep was killed), not measured whole. They are left out with a
+// warning, as a resumed sweep cuts them (logs written before it did hold such steps before a resume).
 // A log with no point record at all is of a writer that leaves the points to analyze; its steps are kept.
 void drop_cut_off_steps(LoadedLog& log) {
-  std::size_t whole = log.records.size();
-  while (whole > 0 && std::holds_alternative<StepRecord>(log.records[whole - 1])) --whole;
-  if (whole == log.records.size()) return;
-  const bool writes_points =
-      std::any_of(log.records.begin(), log.records.begin() + static_cast<std::ptrdiff_t>(whole),
-                  [](const SweepRecord& r) { return std::holds_alternative<PointRecord>(r); });
+  const bool writes_points = std::any_of(log.records.begin(), log.records.end(), [](const SweepRecord& r) {
+    return std::holds_alternative<PointRecord>(r);
+  });
   if (!writes_points) return;
-  const auto& step = std::get<StepRecord>(log.records[whole]);
-  const std::size_t cut = log.records.size() - whole;
-  log.summary.warnings.push_back(located(
-      log.summary.path, log.lines[whole],
-      "its last " + counted(static_cast<int64_t>(cut), "step record") + " (from line " +
-          std::to_string(log.lines[whole]) + ", batch size " + std::to_string(step.key.batch_size) +
-          " of experiment " + step.key.experiment +
-          ") have no point record after them: that batch size was cut off while being written, and they "
-          "were left out",
-      "run the same sweep command again to resume it, which measures that batch size again"));
-  log.records.resize(whole);
-  log.lines.resize(whole);
+  std::vector<SweepRecord> records;
+  std::vector<int> lines;
+  std::size_t i = 0;
+  while (i < log.records.size()) {
+    if (!std::holds_alternative<StepRecord>(log.records[i])) {
+      records.push_back(std::move(log.records[i]));
+      lines.push_back(log.lines[i]);
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < log.records.size() && std::holds_alternative<StepRecord>(log.records[end])) ++end;
+    const bool cut_off = end == log.records.size() || std::holds_alternative<RunRecord>(log.records[end]);
+    if (cut_off) {
+      const auto& step = std::get<StepRecord>(log.records[i]);
+      log.summary.warnings.push_back(
+          located(log.summary.path, log.lines[i],
+                  counted(static_cast<int64_t>(end - i), "step record") + " (from line " +
+                      std::to_string(log.lines[i]) + ", batch size " + std::to_string(step.key.batch_size) +
+                      " of experiment " + step.key.experiment + ") have no point record after them" +
+                      (end == log.records.size() ? "" : " before the next session began") +
+                      ": that batch size was cut off while being written, and they were left out",
+                  end == log.records.size()
+                      ? "run the same sweep command again to resume it, which measures that batch size again"
+                      : "nothing to do: the session after it measured that batch size again"));
+    } else {
+      for (std::size_t k = i; k < end; ++k) {
+        records.push_back(std::move(log.records[k]));
+        lines.push_back(log.lines[k]);
+      }
+    }
+    i = end;
+  }
+  log.records = std::move(records);
+  log.lines = std::move(lines);
 }
 
 // Profiles written before the profiler's copies of our scopes on the GPU's timeline (device events

@@ -1,6 +1,7 @@
 #include "lib/common/replaced_results.h"
 
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 #include <vector>
 
@@ -37,17 +38,33 @@ void check(const std::error_code& ec, const fs::path& path, const std::string& w
 }  // namespace
 
 std::optional<std::string> set_aside_replaced(const std::string& dir,
-                                              const std::function<bool(const std::string& name)>& ours) {
+                                              const std::function<bool(const std::string& name)>& ours,
+                                              const std::function<bool(const std::string& dir)>& complete) {
   const fs::path kept = fs::path(dir) / kReplaced;
   const fs::path moving = fs::path(dir) / kMoving;
   std::error_code ec;
   const std::vector<fs::path> entries = entries_of(dir, ours);
   if (fs::exists(kept, ec)) {
-    for (const fs::path& p : entries) {
-      fs::remove_all(p, ec);
-      check(ec, p, "cannot be removed, and the replacement it began is to start again");
+    if (entries_of(kept, ours).empty()) {
+      // Emptied by hand (its files moved back): nothing is kept there. Anything else in it is not ours.
+      if (!fs::is_empty(kept, ec)) {
+        throw UserError(located(kept.string(), 0, "holds none of the files this command keeps there",
+                                "move what it holds elsewhere, or remove it"));
+      }
+      fs::remove(kept, ec);
+      check(ec, kept, "cannot be removed");
+    } else if (complete(dir)) {
+      // A result completed beside it (its removal then failed): it is the older of the two.
+      fs::remove_all(kept, ec);
+      check(ec, kept, "cannot be removed, and it is older than the complete result beside it");
+    } else {
+      // An unfinished replacement beside it: started again.
+      for (const fs::path& p : entries) {
+        fs::remove_all(p, ec);
+        check(ec, p, "cannot be removed, and the replacement it began is to start again");
+      }
+      return kept.string();
     }
-    return kept.string();
   }
   if (entries.empty() && !fs::exists(moving, ec)) return std::nullopt;
   fs::create_directories(moving, ec);
@@ -68,6 +85,16 @@ std::optional<std::string> set_aside_replaced(const std::string& dir,
   check(ec, moving, "cannot be renamed to " + kept.string());
   sync_directory(dir);
   return kept.string();
+}
+
+bool log_ends_with(const std::string& path, const std::string& type) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  const std::string begins = "{\"type\":\"" + type + "\"";
+  return last.compare(0, begins.size(), begins) == 0;
 }
 
 DroppedReplaced drop_replaced(const std::string& dir) {

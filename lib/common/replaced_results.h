@@ -9,11 +9,18 @@ namespace batchscope {
 // What --force replaces is kept until its replacement is complete, so that a replacement stopped, refused
 // or failing early loses nothing: the entries of dir that `ours` picks (by file name) move into
 // dir/.replaced, and drop_replaced removes them once the new result is complete. Where dir/.replaced
-// holds a result already (an earlier replacement that did not complete), that one is kept and the
-// unfinished replacement's entries are removed. Returns dir/.replaced where it holds something. The caller
-// holds the directory's lock; a directory that cannot be written is a UserError naming it.
+// holds a result already, an earlier replacement did not complete: that one stays and the unfinished
+// replacement's entries are removed, unless `complete` says dir holds a complete result (the earlier
+// replacement completed and .replaced outlived it), which is then the one set aside. An empty .replaced
+// (its files moved back by hand) counts as none. Returns dir/.replaced where it holds something. The
+// caller holds the directory's lock; a directory that cannot be written is a UserError naming it.
 std::optional<std::string> set_aside_replaced(const std::string& dir,
-                                              const std::function<bool(const std::string& name)>& ours);
+                                              const std::function<bool(const std::string& name)>& ours,
+                                              const std::function<bool(const std::string& dir)>& complete);
+
+// Whether the JSON-lines log at path ends with a whole record of this type ({"type":"end"...}): a
+// complete result, for set_aside_replaced's `complete`.
+bool log_ends_with(const std::string& path, const std::string& type);
 
 // Removes dir/.replaced once the result that replaced it is complete.
 struct DroppedReplaced {

@@ -217,8 +217,9 @@ YAML::Node load_root(const std::string& yaml_text, const std::string& source) {
          "fix the syntax on this line or the one before");
   }
   // A second document (after ---) would be read by nothing: its experiments would silently not run.
-  if (documents.size() > 1 && !documents[1].IsNull()) {
-    fail({source, line_of(documents[1]), ""},
+  for (std::size_t i = 1; i < documents.size(); ++i) {
+    if (documents[i].IsNull()) continue;
+    fail({source, line_of(documents[i]), ""},
          "a second YAML document begins here (after ---), which would be ignored",
          "put every experiment in one document, under one experiments: list");
   }

@@ -403,9 +403,17 @@ void read_shape(const Keys& k, const models::ModelSpec& spec, ExperimentConfig& 
     // A TorchScript file of token ids has no default input: the sequence length alone is its input.
     if (c.input_shape.size() <= axis) c.input_shape.assign(axis + 1, 1);
     const int64_t example = axis < spec.default_input.size() ? spec.default_input[axis] : 128;
-    c.input_shape[axis] = get_int(e, 1, limits::kMaxDimension,
-                                  "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) +
-                                      ", e.g. " + std::to_string(example));
+    const int64_t length = get_int(e, 1, limits::kMaxDimension,
+                                   "give a sequence length of 1 to " + std::to_string(limits::kMaxDimension) +
+                                       ", e.g. " + std::to_string(example));
+    // Both given: one of them would silently not count.
+    if (k.has("input") && c.input_shape[axis] != length) {
+      fail(e.where,
+           e.where.label + " " + std::to_string(length) + " and " + k["input"].where.label + " [" +
+               joined_numbers(c.input_shape, ", ") + "] give other sequence lengths",
+           "give one of them");
+    }
+    c.input_shape[axis] = length;
   }
   c.classes = k.has("classes") ? get_int(k["classes"], 1, limits::kMaxClasses,
                                          "give 1 to " + std::to_string(limits::kMaxClasses) + " classes")

@@ -126,19 +126,23 @@ void check_environment(const std::map<std::string, std::string>& environment) {
   for (const char* name : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"}) {
     const auto found = environment.find(name);
     if (found == environment.end() || found->second.empty()) continue;
-    std::stringstream counts(found->second);
-    std::string count;
     bool good = true;
-    while (std::getline(counts, count, ',')) {
+    std::size_t start = 0;
+    while (good) {
+      const std::size_t comma = found->second.find(',', start);
+      const std::string count =
+          found->second.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       const std::optional<long long> n = whole_number(count);
-      good = good && n && *n >= 1 && *n <= limits::kMaxThreads;
+      good = n && *n >= 1 && *n <= limits::kMaxThreads;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
     }
     if (good) continue;
     throw UserError(
         located("environment", 0,
                 std::string(name) + "=" + printable(found->second) + " is not a thread count from 1 to " +
                     std::to_string(limits::kMaxThreads),
-                std::string("set it to one, or unset it (--threads N sets the count of one command)")));
+                "set it to one (or, for OMP_NUM_THREADS, a comma-separated list of them), or unset it"));
   }
 }
 

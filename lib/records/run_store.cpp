@@ -359,6 +359,17 @@ RunStore::RunStore(const std::string& dir, const Json& experiments, bool force, 
                 "new sweep would write over them",
                 "move it away, choose another --out directory, or pass --force to replace it"));
   }
+  // A profile is appended to, and read with the log beside it: one with no log is not this sweep's.
+  for (const char* profile : {"profile.jsonl", "profile.jsonl.gz"}) {
+    const fs::path path = fs::path(dir) / profile;
+    if (!has_log && !force && fs::exists(path, ec) && fs::file_size(path, ec) > 0) {
+      throw UserError(
+          located(path.string(), 0,
+                  "is in the directory with no sweep log (steps.jsonl) beside it, and a new sweep "
+                  "would add its profiles to it",
+                  "move it away, choose another --out directory, or pass --force to replace it"));
+    }
+  }
   std::vector<SweepRecord> kept;  // the records of an interrupted run, for rebuilding steps.csv
   if (has_log && force) {
     fs::resize_file(jsonl_path_, 0);

@@ -340,13 +340,18 @@ std::vector<int64_t> batch_order(const ExperimentConfig& e, int pass) {
 
 std::optional<std::string> set_aside_replaced_sweep(const std::string& out_dir) {
   const OutputDirectoryLock lock(out_dir);
-  return set_aside_replaced(out_dir, [](const std::string& name) {
-    for (const char* ours : {"steps.jsonl", "steps.jsonl.gz", "steps.csv", "profile.jsonl",
-                             "profile.jsonl.gz", "traces", "maxbatch", "analysis"}) {
-      if (name == ours) return true;
-    }
-    return false;
-  });
+  return set_aside_replaced(
+      out_dir,
+      [](const std::string& name) {
+        for (const char* ours : {"steps.jsonl", "steps.jsonl.gz", "steps.csv", "profile.jsonl",
+                                 "profile.jsonl.gz", "traces", "maxbatch", "analysis"}) {
+          if (name == ours) return true;
+        }
+        return false;
+      },
+      [](const std::string& dir) {
+        return log_ends_with((std::filesystem::path(dir) / "steps.jsonl").string(), record::kEnd);
+      });
 }
 
 SweepOutcome run_sweep(const SweepConfig& config, const SweepOptions& options, std::ostream& progress_stream) {

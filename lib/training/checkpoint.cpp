@@ -245,6 +245,8 @@ CheckpointInfo read_checkpoint_info(const std::string& path) {
                              content.begin(), content.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
     throw UserError(located(path, line, "is not JSON: it breaks on this line (damaged or cut short)",
                             "train again, or restore the checkpoint.json that batchscope train wrote"));
+  } catch (const nlohmann::json::exception& bad) {
+    refuse(std::string("is not JSON that batchscope can read (") + bad.what() + ")");
   }
   if (!json.is_object()) refuse("is not a checkpoint description (not a JSON object)");
   const auto text = [&](const Json& j, const std::string& key) {

@@ -1,4 +1,7 @@
+#include <algorithm>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "data/batch_loader.h"
 #include "lib/common/errors.h"
@@ -63,6 +66,32 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
                 "give a directory written by batchscope train, or one of its checkpoint_epochN.pt files"));
   }
   const bool is_dir = fs::is_directory(given, ec);
+  // The other files a training run writes, given where its weights are meant.
+  const std::string file = given.filename().string();
+  if (!is_dir && (file.rfind("resume_epoch", 0) == 0 || file == kCheckpointInfo || file == kJsonlName)) {
+    throw UserError(
+        located(options.checkpoint, 0,
+                file == kJsonlName        ? "is the run's log, not its weights"
+                : file == kCheckpointInfo ? "describes the weights, and is not them"
+                                          : "is a resume state (the optimizer's and the generators'), "
+                                            "not the model's weights",
+                "give the run's directory, its checkpoint.pt, or one of its checkpoint_epochN.pt"));
+  }
+  if (is_dir && !fs::exists(given / kCheckpointInfo, ec)) {
+    // A batch study or a comparison: a training run in each subdirectory.
+    std::vector<std::string> runs;
+    for (fs::directory_iterator it(given, ec), end; !ec && it != end; it.increment(ec)) {
+      if (fs::exists(it->path() / kCheckpointInfo)) runs.push_back(it->path().filename().string());
+    }
+    std::sort(runs.begin(), runs.end());
+    if (!runs.empty()) {
+      std::string names;
+      for (const std::string& run : runs) names += (names.empty() ? "" : ", ") + run;
+      throw UserError(located(options.checkpoint, 0,
+                              "holds training runs in its subdirectories (" + names + "), not one",
+                              "give one of them, e.g. " + (given / runs.front()).string()));
+    }
+  }
   const fs::path dir = is_dir ? given : given.parent_path();
   const fs::path info_path = dir / kCheckpointInfo;
   const CheckpointInfo info = read_checkpoint_info(info_path.string());

@@ -122,7 +122,19 @@ LoadedData load_data(const std::string& spec, int64_t limit_train, int64_t limit
   cpu_memory::install();
   LoadedData d;
   d.location = data::locate_dataset(spec);
-  d.splits = data::load_dataset(d.location);
+  try {
+    d.splits = data::load_dataset(d.location);
+  } catch (const std::exception& error) {
+    // The whole dataset is read before --limit-train takes its first samples: under a small
+    // --memory-limit, it is the data that does not fit.
+    if (!is_out_of_memory(error) || !cpu_memory::limit()) throw;
+    throw UserError(located("command line", 0,
+                            "--memory-limit " + format_memory_size(*cpu_memory::limit()) +
+                                " cannot hold the " + d.location.kind().title +
+                                " data, which is read whole before any limit (" + short_error_message(error) +
+                                ")",
+                            "give a larger --memory-limit: the data and the model's steps both count"));
+  }
   d.splits.train = first_samples(d.splits.train, limit_train);
   d.splits.test = first_samples(d.splits.test, limit_test);
   return d;
@@ -714,7 +726,10 @@ TrainingOutcome train_on(const TrainingOptions& options, const std::string& devi
   } else if (o.force) {
     // The run replaced is kept until this one is complete: one stopped early loses nothing.
     if (const std::optional<std::string> kept = set_aside_replaced(
-            o.out_dir, [](const std::string& name) { return written_by_training(name); })) {
+            o.out_dir, [](const std::string& name) { return written_by_training(name); },
+            [](const std::string& dir) {
+              return log_ends_with((fs::path(dir) / kJsonlName).string(), record::kEnd);
+            })) {
       spdlog::info("--force: the training run this one replaces is kept in {} until this one is complete",
                    *kept);
     }
