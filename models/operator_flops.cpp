@@ -24,6 +24,9 @@ struct Work : at::ObserverContext {
   // output rows are filled in at its end.
   std::optional<GemmLayer> layer;
   bool convolution = false;  // its output's rows are the pixels after [batch, channels]
+  // Its input needs no gradient (the data itself, or what only the data made): a training step computes
+  // none through it, so its data-gradient GEMM is skipped.
+  bool input_without_gradient = false;
 };
 
 // The elements of a tensor's sizes after the first two: a convolution's pixels, or its kernel's.
@@ -40,6 +43,10 @@ double& total() {
 std::vector<GemmLayer>& ran() {
   static thread_local std::vector<GemmLayer> layers;
   return layers;
+}
+double& skipped_data_gradients() {
+  static thread_local double flops = 0;
+  return flops;
 }
 // Attentions running on this thread: the products of an unfused one are in its count already.
 int& inside_attention() {
@@ -92,6 +99,7 @@ std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
       g.input_rows = spatial(input);
       work->layer = g;
       work->convolution = true;
+      work->input_without_gradient = !input.requires_grad();
     }
     return work;
   }
@@ -111,6 +119,8 @@ std::unique_ptr<at::ObserverContext> start(const at::RecordFunction& fn) {
     g.k = g.in;
     g.n = b.size(1);
     work->layer = g;
+    const torch::Tensor a = tensor(right - 1);
+    work->input_without_gradient = a.defined() && !a.requires_grad();
   }
   return work;
 }
@@ -142,6 +152,10 @@ void end(const at::RecordFunction& fn, at::ObserverContext* context) {
   }
   // An empty GEMM has no rate (and a record refuses its sizes).
   if (g.rows < 1 || g.input_rows < 1 || g.n < 1 || g.k < 1) return;
+  if (work->input_without_gradient) {
+    skipped_data_gradients() += 2.0 * static_cast<double>(g.groups) * static_cast<double>(g.rows) *
+                                static_cast<double>(g.n) * static_cast<double>(g.k);
+  }
   ran().push_back(g);
 }
 
@@ -149,6 +163,7 @@ void end(const at::RecordFunction& fn, at::ObserverContext* context) {
 
 FlopCount::FlopCount() {
   total() = 0;
+  skipped_data_gradients() = 0;
   inside_attention() = 0;
   ran().clear();
   handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(start, end)
@@ -161,12 +176,7 @@ FlopCount::~FlopCount() { at::removeCallback(handle_); }
 
 double FlopCount::flops() const { return total(); }
 
-double FlopCount::first_product_flops() const {
-  if (ran().empty()) return 0.0;
-  const GemmLayer& g = ran().front();
-  return 2.0 * static_cast<double>(g.groups) * static_cast<double>(g.rows) * static_cast<double>(g.n) *
-         static_cast<double>(g.k);
-}
+double FlopCount::data_gradient_flops() const { return skipped_data_gradients(); }
 
 std::vector<GemmLayer> FlopCount::layers() const {
   std::map<std::string, int> runs;

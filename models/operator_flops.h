@@ -28,9 +28,10 @@ class FlopCount {
   // that ran more (an attention's, one called twice) or none is left out: it is no single GEMM. The first is
   // marked where it is the first product of the forward.
   std::vector<GemmLayer> layers() const;
-  // The FLOPs of the first product of the forward, named or not (0 where none ran): where it takes the
-  // data itself, the data gradient a training step never computes.
-  double first_product_flops() const;
+  // The FLOPs of the data gradients a training step never computes: the GEMMs of the convolutions and
+  // products whose input needs no gradient (the data itself, or what only the data made), as a forward
+  // run with gradients on, as in training, shows them.
+  double data_gradient_flops() const;
 
  private:
   at::CallbackHandle handle_;

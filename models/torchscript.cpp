@@ -255,7 +255,7 @@ struct Probe {
   double flops = 0;
   int64_t smallest_train_batch = 1;
   std::vector<GemmLayer> gemm_layers;
-  double first_product_flops = 0;  // FlopCount::first_product_flops
+  double data_gradient_flops = 0;  // FlopCount::data_gradient_flops
 };
 
 // Synthetic token ids below `ids`, [batch, sequence], and their targets below `classes`: [batch,
@@ -351,12 +351,9 @@ class ScriptFile {
       return probe(input, shape).smallest_train_batch;
     };
     spec.gemm_layers_of = [this, input](const SampleShape& shape) { return probe(input, shape).gemm_layers; };
-    // Token ids enter through an embedding, whose output needs its gradient; numbers enter the first layer.
-    if (!tokens) {
-      spec.data_gradient_flops = [this, input](const SampleShape& shape, int64_t) {
-        return probe(input, shape).first_product_flops;
-      };
-    }
+    spec.data_gradient_flops = [this, input](const SampleShape& shape, int64_t) {
+      return probe(input, shape).data_gradient_flops;
+    };
     if (tokens) {
       spec.synthetic_batch = [this, vocab](int64_t batch, const SampleShape& shape, int64_t classes) {
         return token_ids_batch(batch, shape.at(0), probe(FileInput::Tokens, shape).positions,
@@ -525,7 +522,7 @@ class ScriptFile {
       out = module.forward(inputs(x));
       p.flops = count.flops();
       p.gemm_layers = count.layers();
-      p.first_product_flops = count.first_product_flops();
+      p.data_gradient_flops = count.data_gradient_flops();
     } catch (const std::exception& error) {
       throw std::invalid_argument(
           file_.path + "'s forward fails on " + sample + " (" + forward_failure(error.what()) + "); " +

@@ -43,6 +43,19 @@ std::string save_linear(const TempDir& dir, const std::string& name = "linear.pt
   return path;
 }
 
+// A training step computes no gradient for the data: the product that takes it skips its data gradient,
+// and one whose input a parameter made (a learned scale first) does not.
+TEST(TorchScript, TheDataGradientSkippedIsThatOfProductsTakingTheData) {
+  const TempDir dir;
+  const std::string plain = save_linear(dir);
+  EXPECT_EQ(models::data_gradient_flops(*models::find_model(plain), {4}, 3), 24.0);
+  const std::string scaled = dir / "scaled.pt";
+  scripted("def forward(self, x):\n  return torch.mm(x * self.s, self.w.t())\n",
+           {{"s", torch::ones({4})}, {"w", torch::randn({3, 4})}})
+      .save(scaled);
+  EXPECT_EQ(models::data_gradient_flops(*models::find_model(scaled), {4}, 3), 0.0);
+}
+
 TEST(TorchScript, AFileIsAModelWithItsClassesFlopsAndIdentity) {
   const TempDir dir;
   const std::string path = save_linear(dir);
