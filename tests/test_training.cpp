@@ -488,6 +488,20 @@ TEST_F(Training, ComparingTheCpuWithItselfFindsIdenticalNumbers) {
   o.epochs = 1;  // fewer than it holds: refused as before
   EXPECT_TRUE(testing_support::refuses_with([&] { compare_devices(o, "cpu", "cpu"); },
                                             {"already holds a complete comparison of 2 epochs"}));
+  // --force replaces the whole comparison, both sides kept aside until it is complete: one stopped after
+  // its first side leaves the old comparison whole in .replaced.
+  const fs::path dir(o.out_dir);
+  const std::string old = testing_support::file_bytes(more.jsonl_path);
+  o.force = true;
+  o.stop_requested = [] { return true; };
+  o.epochs = 2;
+  compare_devices(o, "cpu", "cpu");
+  EXPECT_EQ(testing_support::file_bytes((dir / ".replaced" / "compare.jsonl").string()), old);
+  EXPECT_TRUE(fs::exists(dir / ".replaced" / "cpu_2" / "train.jsonl"));
+  o.stop_requested = nullptr;
+  o.epochs = 1;
+  EXPECT_EQ(compare_devices(o, "cpu", "cpu").first.epochs.size(), 1u);
+  EXPECT_FALSE(fs::exists(dir / ".replaced")) << "removed once the new comparison is complete";
 }
 
 TEST_F(Training, CorruptOrMissingCheckpointsAreUserErrors) {

@@ -1,5 +1,7 @@
 #include "lib/training/batch_study.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/file_writes.h"
 #include "lib/common/micro_batches.h"
+#include "lib/common/replaced_results.h"
 #include "lib/common/words.h"
 #include "lib/device/cpu_memory.h"
 #include "lib/training/training_parts.h"
@@ -307,6 +310,19 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
                               : *std::min_element(options.batch_sizes.begin(), options.batch_sizes.end());
   const std::string device = resolve_training_device(options.training.device);
   build_network(options.training.model, data::kind_of_data(options.training.data));
+  if (options.training.force) {
+    // The study it replaces, every size's run and the study's files, is kept whole until this one is
+    // complete (each run's own --force would drop its old run as soon as that size completed).
+    const fs::path out(options.training.out_dir);
+    if (const std::optional<std::string> kept = set_aside_replaced(
+            out.string(),
+            [](const std::string& name) {
+              return name.rfind("batch-", 0) == 0 || name.rfind("time_to_accuracy", 0) == 0;
+            },
+            [](const std::string& dir) { return fs::exists(fs::path(dir) / "time_to_accuracy.json"); })) {
+      spdlog::info("--force: the study this one replaces is kept in {} until this one is complete", *kept);
+    }
+  }
   std::vector<TrainingOptions> runs;
   std::vector<int64_t> seen;
   for (const int64_t batch : options.batch_sizes) {
@@ -319,6 +335,7 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
     o.lr_schedule = study.lr_schedule;  // a warm-up from the reference batch's rate to this size's
     o.out_dir = (fs::path(options.training.out_dir) / ("batch-" + std::to_string(batch))).string();
     o.reuse_complete = true;
+    o.force = false;  // the study's --force set the old study aside above
     check_options(o);
     check_output_dir(o);
     runs.push_back(o);
@@ -392,6 +409,10 @@ BatchStudy run_batch_study(const BatchStudyOptions& options) {
   for (const std::string& file : plot.files) study.plot_files.push_back((out / file).string());
   study.plot_skipped = plot.skipped_reason;
   study.plot_warnings = plot.warnings;
+  const DroppedReplaced dropped = drop_replaced(out.string());
+  if (!dropped.left.empty())
+    spdlog::warn("the study this one replaced is kept in {}, which could not be removed: remove it by hand",
+                 dropped.left);
   return study;
 }
 

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "lib/common/errors.h"
+#include "lib/common/replaced_results.h"
 #include "lib/device/environment.h"
 #include "lib/training/training_parts.h"
 
@@ -126,6 +128,18 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
                               "--force to run it again and replace it"));
     }
   }
+  if (options.force) {
+    // The comparison it replaces, compare.jsonl and both sides, is kept whole until this one is complete
+    // (each side's own --force would drop its old run as soon as that side completed).
+    const std::set<std::string> ours = {"compare.jsonl", first_name, second_name};
+    if (const std::optional<std::string> kept = set_aside_replaced(
+            options.out_dir, [&](const std::string& name) { return ours.count(name) > 0; },
+            [&](const std::string&) { return log_ends_with(c.jsonl_path, record::kEnd); })) {
+      spdlog::info("--force: the comparison this one replaces is kept in {} until this one is complete",
+                   *kept);
+    }
+    first.force = second.force = false;
+  }
   // A comparison stopped after its first device's run goes on with the second: a side already complete
   // with these options is taken as it is, one stopped in an epoch goes on after its last.
   first.reuse_complete = second.reuse_complete = true;
@@ -151,6 +165,13 @@ DeviceComparison compare_devices(const TrainingOptions& options, const std::stri
   if (!c.unequal.empty()) end["epochs"] = {c.first.epochs.size(), c.second.epochs.size()};
   writer.add(end);
   writer.flush();
+  // A side stopped (Ctrl-C) leaves a comparison to go on with: the one it replaces stays until then.
+  if (c.first.stopped || c.second.stopped) return c;
+  const DroppedReplaced dropped = drop_replaced(options.out_dir);
+  if (!dropped.left.empty())
+    spdlog::warn(
+        "the comparison this one replaced is kept in {}, which could not be removed: remove it by hand",
+        dropped.left);
   return c;
 }
 
