@@ -1,4 +1,7 @@
+#include <spdlog/spdlog.h>
+
 #include <cxxopts.hpp>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -103,6 +106,13 @@ int run_compare_command(const std::vector<std::string>& args) {
   const double threshold = percent_option(result, "threshold", 1000);
   const double z = real_option(result, "sigmas", 0, 100);
   const int min_samples = static_cast<int>(whole_option(result, "min-samples", 1, limits::kMaxSteps));
+  {
+    std::error_code ec;
+    if (std::filesystem::equivalent(log_file_for(logs[0]), log_file_for(logs[1]), ec)) {
+      spdlog::warn("{} and {} are the same log: it is compared with itself, and nothing can differ", logs[0],
+                   logs[1]);
+    }
+  }
   const LoadedLog baseline = load_or_refuse(logs[0]);
   const LoadedLog contender = load_or_refuse(logs[1]);
   const RunComparison c = compare_runs(baseline, contender, threshold, z, min_samples);
