@@ -322,13 +322,16 @@ int run_peak_command(const std::vector<std::string>& args) {
   const std::vector<std::string> precisions =
       list_option(result, "precision", kPeakPrecisions, default_peak_precisions(device),
                   "a precision peak measures", "fp32,bf16");
-  // Asked for by name where the device has no such mode: refused, as a sweep refuses it, rather than a
-  // record with no rate that analyze --peak then cannot read.
-  for (const std::string& precision : precisions) {
-    const std::string why = peak_precision_unavailable(device, precision);
-    if (!why.empty() && result.count("precision"))
-      refuse("--precision " + precision + " on " + device_name + ": " + why,
-             "leave it out of --precision there");
+  // Each precision the device lacks is listed as not measured, beside the others; where it lacks them
+  // all, the record would hold no rate at all, which analyze --peak cannot read: refused instead.
+  if (std::all_of(precisions.begin(), precisions.end(), [&](const std::string& precision) {
+        return !peak_precision_unavailable(device, precision).empty();
+      })) {
+    std::string names;
+    for (const std::string& precision : precisions) names += (names.empty() ? "" : ",") + precision;
+    refuse("--precision " + names + " on " + device_name + ": " +
+               peak_precision_unavailable(device, precisions.front()),
+           "give a precision " + device_name + " has, e.g. --precision fp32");
   }
   check_fits(operations, o, device);
   // Opened before the measurement, so that a path that cannot be written is refused at once. A record

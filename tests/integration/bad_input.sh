@@ -325,7 +325,7 @@ MKL_NUM_THREADS=4, expect threads_trailing_comma "MKL_NUM_THREADS=4, is not a th
 printf 'model: mnist_cnn\nbatch: 1\n---\n---\nmodel: vgg16\nbatch: 1\n' > "$work/third_doc.yaml"
 expect later_yaml_document "third_doc.yaml:5: a second YAML document" sweep "$work/third_doc.yaml" --plan
 expect seq_len_and_input "--seq-len 35 and --input \\[40\\] give other sequence lengths" sweep --model lstm_lm --seq-len 35 --input 40 --batch 1 --plan
-expect peak_precision_not_here "--precision fp16 on cpu: fp16 runs on CUDA devices only" peak --device cpu --operation matmul --precision fp16 --size 64 --out "$work/new1/p.jsonl"
+expect peak_precision_not_here "--precision fp16 on cpu: fp16 runs on CUDA devices only.*--precision fp32" peak --device cpu --operation matmul --precision fp16 --size 64 --out "$work/new1/p.jsonl"
 mkdir -p "$work/foreign_profile"; echo "my notes" > "$work/foreign_profile/profile.jsonl"
 expect profile_without_log "profile.jsonl: is in the directory with no sweep log" sweep --model mnist_cnn --batch 1 --device cpu --steps 1 --warmup 0 --no-energy --profile --out "$work/foreign_profile"
 [ ! -e "$work/new1" ] && echo "ok   nothing was written to --out by a refused command" ||
