@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -1243,3 +1244,14 @@ TEST(Words, TheWordMeantIsItselfInAnyCaseAnAliasOrTheNearest) {
 
 }  // namespace
 }  // namespace batchscope
+
+// A second YAML document is found by lines: yaml-cpp's LoadAll loops forever on some malformed input
+// (tests/fuzz/corpus/experiment_file/regression-loadall-loops).
+TEST(SecondDocument, IsTheFirstContentAfterADocumentMarker) {
+  using batchscope::yaml_fields::second_document_line;
+  EXPECT_EQ(second_document_line("model: a\nbatch: 1\n"), std::nullopt);
+  EXPECT_EQ(second_document_line("---\nmodel: a\n...\n# done\n\n"), std::nullopt);  // one document, marked
+  EXPECT_EQ(second_document_line("model: a\n---\n---\n  # note\nmodel: b\n"), std::optional<int>(5));
+  EXPECT_EQ(second_document_line("model: a\n--- {model: b}\n"), std::optional<int>(2));
+  EXPECT_EQ(second_document_line("model: a\nname: ---x\n"), std::nullopt);  // no marker at a line's start
+}

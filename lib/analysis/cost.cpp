@@ -6,10 +6,14 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
 #include <vector>
 
 #include "data/datasets.h"
 #include "lib/common/errors.h"
+#include "lib/config/yaml_fields.h"
 
 namespace batchscope {
 namespace {
@@ -31,14 +35,14 @@ PriceList read_prices(const std::string& path) {
   }
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAllFromFile(path);
-    for (std::size_t i = 1; i < documents.size(); ++i) {
-      if (documents[i].IsNull()) continue;
-      throw UserError(located(path, documents[i].Mark().line + 1,
+    root = YAML::LoadFile(path);
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (const std::optional<int> second = yaml_fields::second_document_line(text)) {
+      throw UserError(located(path, *second,
                               "begins a second YAML document (after ---), which would be ignored",
                               "put every price under the first document's prices:"));
     }
-    if (!documents.empty()) root = documents.front();
   } catch (const YAML::BadFile&) {
     throw UserError(located(path, 0, "cannot be read", "give --prices a YAML file that exists"));
   } catch (const YAML::Exception& error) {

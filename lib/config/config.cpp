@@ -209,21 +209,17 @@ constexpr const char* kNoExperimentsFix =
 // The document's root: a map of keys, or a sentence naming the line where the YAML breaks.
 YAML::Node load_root(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
-  std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(yaml_text);
+    root = YAML::Load(yaml_text);
   } catch (const YAML::ParserException& e) {
     fail({source, error_line(yaml_text, e.mark.line), ""}, "the YAML is malformed (" + e.msg + ")",
          "fix the syntax on this line or the one before");
   }
   // A second document (after ---) would be read by nothing: its experiments would silently not run.
-  for (std::size_t i = 1; i < documents.size(); ++i) {
-    if (documents[i].IsNull()) continue;
-    fail({source, line_of(documents[i]), ""},
-         "a second YAML document begins here (after ---), which would be ignored",
+  if (const std::optional<int> second = yaml_fields::second_document_line(yaml_text)) {
+    fail({source, *second, ""}, "a second YAML document begins here (after ---), which would be ignored",
          "put every experiment in one document, under one experiments: list");
   }
-  if (!documents.empty()) root = documents.front();
   if (root.IsNull()) fail({source, 0, ""}, "the file has no experiments", kNoExperimentsFix);
   if (!root.IsMap()) {
     fail({source, line_of(root), ""}, "the top level is " + describe(root) + " but must be a map of keys",

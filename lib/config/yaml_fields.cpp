@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <utility>
 
 #include "lib/common/errors.h"
@@ -173,6 +174,31 @@ void collect(const YAML::Node& map, const std::string& source, const std::vector
     const int value_line = item.second.IsNull() ? key_at.line : line_of(item.second);
     set_entry(into, key, Entry{item.second, Where{source, value_line, key}});
   }
+}
+
+std::optional<int> second_document_line(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  int number = 0;
+  bool content = false, marked = false;
+  const auto blank = [](const std::string& rest) {
+    const std::size_t first = rest.find_first_not_of(" \t\r");
+    return first == std::string::npos || rest[first] == '#';
+  };
+  while (std::getline(in, line)) {
+    ++number;
+    const bool marker = (line.rfind("---", 0) == 0 || line.rfind("...", 0) == 0) &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker) {
+      if (content && !blank(line.substr(3))) return number;
+      marked = marked || content;
+      continue;
+    }
+    if (blank(line)) continue;
+    if (marked) return number;
+    content = true;
+  }
+  return std::nullopt;
 }
 
 }  // namespace batchscope::yaml_fields

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -73,5 +74,11 @@ void set_entry(Entries& into, const std::string& key, Entry entry);
 // `skip` are checked for repeats only and left out.
 void collect(const YAML::Node& map, const std::string& source, const std::vector<std::string>& accepted,
              const std::string& context, Entries& into, const std::set<std::string>& skip = {});
+
+// The line (from 1) where a second YAML document begins with content of its own: after the first
+// document's content, a "---" or "..." at the start of a line, then more than blanks and comments. None
+// where the text is one document. Found by lines, not by yaml-cpp's LoadAll, which loops forever on some
+// malformed input.
+std::optional<int> second_document_line(const std::string& text);
 
 }  // namespace batchscope::yaml_fields
