@@ -17,6 +17,12 @@ struct GemmLayer {
   int64_t in = 0;          // input channels or features, per group
   int64_t kernel_area = 1;
   int64_t groups = 1;
+
+  // One sample's forward GEMM FLOPs (a multiply-add counted as 2), bias left out: also its data gradient's.
+  double gemm_flops() const {
+    return 2.0 * static_cast<double>(groups) * static_cast<double>(rows) * static_cast<double>(n) *
+           static_cast<double>(k);
+  }
 };
 
 }  // namespace batchscope::models

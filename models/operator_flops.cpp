@@ -152,10 +152,7 @@ void end(const at::RecordFunction& fn, at::ObserverContext* context) {
   }
   // An empty GEMM has no rate (and a record refuses its sizes).
   if (g.rows < 1 || g.input_rows < 1 || g.n < 1 || g.k < 1) return;
-  if (work->input_without_gradient) {
-    skipped_data_gradients() += 2.0 * static_cast<double>(g.groups) * static_cast<double>(g.rows) *
-                                static_cast<double>(g.n) * static_cast<double>(g.k);
-  }
+  if (work->input_without_gradient) skipped_data_gradients() += g.gemm_flops();
   ran().push_back(g);
 }
 

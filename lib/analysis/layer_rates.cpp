@@ -10,8 +10,7 @@
 namespace batchscope {
 
 double gemm_flops_per_sample(const GemmLayer& layer, const std::string& pass) {
-  const double forward = 2.0 * static_cast<double>(layer.groups) * static_cast<double>(layer.rows) *
-                         static_cast<double>(layer.n) * static_cast<double>(layer.k);
+  const double forward = layer.gemm_flops();
   if (pass == profile_pass::kForward) return forward;
   if (pass == profile_pass::kBackward) return layer.first ? forward : 2.0 * forward;
   return 0.0;

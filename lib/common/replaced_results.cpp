@@ -1,7 +1,6 @@
 #include "lib/common/replaced_results.h"
 
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 #include <vector>
 
@@ -85,16 +84,6 @@ std::optional<std::string> set_aside_replaced(const std::string& dir,
   check(ec, moving, "cannot be renamed to " + kept.string());
   sync_directory(dir);
   return kept.string();
-}
-
-bool log_ends_with(const std::string& path, const std::string& type) {
-  std::ifstream in(path, std::ios::binary);
-  std::string line, last;
-  while (std::getline(in, line)) {
-    if (!line.empty()) last = line;
-  }
-  const std::string begins = "{\"type\":\"" + type + "\"";
-  return last.compare(0, begins.size(), begins) == 0;
 }
 
 DroppedReplaced drop_replaced(const std::string& dir) {

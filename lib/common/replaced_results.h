@@ -18,10 +18,6 @@ std::optional<std::string> set_aside_replaced(const std::string& dir,
                                               const std::function<bool(const std::string& name)>& ours,
                                               const std::function<bool(const std::string& dir)>& complete);
 
-// Whether the JSON-lines log at path ends with a whole record of this type ({"type":"end"...}): a
-// complete result, for set_aside_replaced's `complete`.
-bool log_ends_with(const std::string& path, const std::string& type);
-
 // Removes dir/.replaced once the result that replaced it is complete.
 struct DroppedReplaced {
   bool was_there = false;

@@ -124,6 +124,17 @@ JsonlContents read_jsonl(const std::string& path, BadLines bad_lines) {
   return out;
 }
 
+std::string record_prefix(const std::string& type) { return "{\"type\":\"" + type + "\""; }
+
+bool log_ends_with(const std::string& path, const std::string& type) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last.rfind(record_prefix(type), 0) == 0;
+}
+
 void check_own_records(const std::string& path, const std::vector<std::string>& types,
                        const std::string& command) {
   std::error_code ec;
@@ -133,7 +144,7 @@ void check_own_records(const std::string& path, const std::vector<std::string>& 
   std::getline(in, first);
   const bool whole_line = !in.eof();
   for (const std::string& type : types) {
-    const std::string begins = "{\"type\":\"" + type + "\"";
+    const std::string begins = record_prefix(type);
     if (first.compare(0, begins.size(), begins) == 0) return;
     // The only line, cut off before its type was whole: a first record stopped mid-write.
     if (!whole_line && first.size() < begins.size() && begins.compare(0, first.size(), first) == 0) return;

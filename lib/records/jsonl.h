@@ -62,6 +62,13 @@ enum class BadLines { Throw, Collect };
 // (gzip -9 profile.jsonl) is read as the text it holds; complete_bytes then counts that text's bytes.
 JsonlContents read_jsonl(const std::string& path, BadLines bad_lines = BadLines::Throw);
 
+// How a record of this type begins on its line, as batchscope writes it ("type" first): {"type":"end".
+std::string record_prefix(const std::string& type);
+
+// Whether the JSON-lines log at path ends with a whole record of this type: a complete result (an end
+// record), for set_aside_replaced's `complete`.
+bool log_ends_with(const std::string& path, const std::string& type);
+
 // Refuses (UserError naming the file) a file given to append records to (peak --out, maxbatch --out)
 // whose first line, whole or half-written, begins no record of `types` (as batchscope writes them, "type"
 // first): someone's notes or another command's log is never appended to, nor its last line cut as a

@@ -202,7 +202,6 @@ void refuse_other_machine(const std::string& jsonl_path, const Json& front,
   }
 }
 
-// Whether the file begins as a sweep writes its run record.
 // A file with a second line: more than steps.csv's header.
 bool csv_has_rows(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -210,8 +209,9 @@ bool csv_has_rows(const std::string& path) {
   return in && std::getline(in, line) && std::getline(in, line) && !line.empty();
 }
 
+// Whether the file begins as a sweep writes its run record.
 bool starts_a_run_record(const std::string& path) {
-  const std::string begins = std::string("{\"type\":\"") + record::kRun + "\"";
+  const std::string begins = record_prefix(record::kRun);
   std::ifstream in(path, std::ios::binary);
   std::string head(begins.size(), '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));

@@ -13,6 +13,7 @@
 #include "lib/common/words.h"
 #include "lib/device/environment.h"
 #include "lib/device/gpu.h"
+#include "lib/records/jsonl.h"
 #include "lib/records/run_store.h"
 #include "lib/sweep/max_batch.h"
 #include "lib/sweep/progress.h"

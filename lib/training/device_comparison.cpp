@@ -11,6 +11,7 @@
 #include "lib/common/errors.h"
 #include "lib/common/replaced_results.h"
 #include "lib/device/environment.h"
+#include "lib/records/jsonl.h"
 #include "lib/training/training_parts.h"
 
 namespace batchscope {

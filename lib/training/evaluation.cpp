@@ -5,6 +5,7 @@
 
 #include "data/batch_loader.h"
 #include "lib/common/errors.h"
+#include "lib/common/words.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/step_runner.h"
 #include "lib/training/determinism.h"
@@ -85,10 +86,8 @@ CheckpointEvaluation evaluate_checkpoint(const EvalOptions& options) {
     }
     std::sort(runs.begin(), runs.end());
     if (!runs.empty()) {
-      std::string names;
-      for (const std::string& run : runs) names += (names.empty() ? "" : ", ") + run;
       throw UserError(located(options.checkpoint, 0,
-                              "holds training runs in its subdirectories (" + names + "), not one",
+                              "holds training runs in its subdirectories (" + listed(runs) + "), not one",
                               "give one of them, e.g. " + (given / runs.front()).string()));
     }
   }

@@ -26,6 +26,7 @@
 #include "lib/device/memory_peak.h"
 #include "lib/power/device_power.h"
 #include "lib/power/energy_meter.h"
+#include "lib/records/jsonl.h"
 #include "lib/records/run_store.h"
 #include "lib/timing/autocast.h"
 #include "lib/timing/loss_scaler.h"
